@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* CPU sampling: a perf_event program on cpu-clock that sends stacks to user space, plus process
+ * exec/exit notifications so user space can resolve user addresses before a process goes away. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "tailprof.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before load. */
+const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much data is waiting */
+
+/* events: samples and process notifications, in order, to the drain loop. Written by the programs
+ * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+/* metrics: per-CPU counters indexed by enum tp_metric. Written here, read by tailprofd at every
+ * drain (deltas become per-window, per-CPU figures). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TP_M_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} metrics SEC(".maps");
+
+/* known_procs: tgid -> start_ns of processes whose memory maps user space has read. A sample of a
+ * process not in it wakes user space at once, so the maps are read while the process lives.
+ * Written by tailprofd (insert) and by the exec/exit programs here (delete). Sized for a host with
+ * many processes; when full, samples just wake user space more often. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, __u64);
+} known_procs SEC(".maps");
+
+/* scratch: one tp_sample per CPU, too big for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_sample);
+} scratch SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&metrics, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline __u64 process_start_ns(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, group_leader, start_boottime);
+}
+
+static __always_inline __u64 wakeup_flags(int urgent)
+{
+	if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+SEC("perf_event")
+int perf_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct tp_sample *s;
+	__u32 zero = 0;
+	__u64 *known;
+	long n, nk = 0, nu = 0;
+
+	count(TP_M_SAMPLES);
+	if ((__u32)pid_tgid == 0) {
+		count(TP_M_IDLE);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+
+	task = (struct task_struct *)bpf_get_current_task();
+	s->hdr.kind = TP_EV_SAMPLE;
+	s->hdr.pid = pid_tgid >> 32;
+	s->hdr.ts_ns = bpf_ktime_get_ns();
+	s->hdr.start_ns = process_start_ns(task);
+	s->tid = (__u32)pid_tgid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->flags = 0;
+	BPF_CORE_READ_STR_INTO(&s->comm, task, group_leader, comm);
+	bpf_get_current_comm(&s->thread_comm, sizeof(s->thread_comm));
+
+	n = bpf_get_stack(ctx, s->addrs, TP_MAX_STACK_DEPTH * 8, 0);
+	if (n < 0) {
+		s->flags |= TP_SAMPLE_KSTACK_FAILED;
+		count(TP_M_KSTACK_FAILED);
+	} else {
+		nk = n / 8;
+	}
+	if (nk > TP_MAX_STACK_DEPTH)
+		nk = TP_MAX_STACK_DEPTH;
+
+	if (!BPF_CORE_READ(task, mm)) {
+		s->flags |= TP_SAMPLE_KERNEL_THREAD;
+	} else {
+		n = bpf_get_stack(ctx, &s->addrs[nk], TP_MAX_STACK_DEPTH * 8, BPF_F_USER_STACK);
+		if (n < 0) {
+			s->flags |= TP_SAMPLE_USTACK_FAILED;
+			count(TP_M_USTACK_FAILED);
+		} else {
+			nu = n / 8;
+		}
+		if (nu > TP_MAX_STACK_DEPTH)
+			nu = TP_MAX_STACK_DEPTH;
+	}
+	s->nr_kernel = nk;
+	s->nr_user = nu;
+
+	known = bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
+	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
+	if (n > sizeof(*s))
+		n = sizeof(*s);
+	if (bpf_ringbuf_output(&events, s, n, wakeup_flags(!known || *known != s->hdr.start_ns)))
+		count(TP_M_RINGBUF_FULL);
+	return 0;
+}
+
+static __always_inline void notify(struct task_struct *task, __u32 kind)
+{
+	struct tp_event_hdr ev = {
+		.kind = kind,
+		.pid = BPF_CORE_READ(task, tgid),
+		.ts_ns = bpf_ktime_get_ns(),
+		.start_ns = process_start_ns(task),
+	};
+
+	/* After exec the maps must be read again: the next sample of the new image wakes user
+	 * space because the process is no longer known. */
+	bpf_map_delete_elem(&known_procs, &ev.pid);
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(0)))
+		count(TP_M_EVENT_LOST);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	notify(p, TP_EV_EXEC);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_process_exit, struct task_struct *p)
+{
+	/* Only when the whole thread group is gone. */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	notify(p, TP_EV_EXIT);
+	return 0;
+}

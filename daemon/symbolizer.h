@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The symbolizer: turns (process, addresses) into frames of (object, address) and names them.
+ *
+ * Objects are ELF files (and the kernel) with their symbol tables, cached per object, never per
+ * process, and kept alive by references: a window that holds a stack holds its objects, so a
+ * process that exited or a binary that was replaced still symbolizes later. Frames are resolved
+ * when the daemon learns of them (drain time), while /proc/PID/maps still exists.
+ *
+ * Threading: every function here is called from one thread (the drain loop), except the
+ * read-only object accessors, which any thread may call on an object it holds a reference to. */
+#ifndef TAILPROF_SYMBOLIZER_H
+#define TAILPROF_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct object;
+
+/* One resolved frame. For a user frame `obj` is the ELF object and `addr` the link-time virtual
+ * address inside it (what `addr2line -e OBJECT ADDR` takes). For a kernel frame `obj` is the
+ * kernel object and `addr` the kernel address. `obj` NULL: the address could not be tied to any
+ * object (anonymous memory, or the process vanished before its maps were read); `addr` is then
+ * the raw address. */
+struct frame {
+	struct object *obj;
+	uint64_t addr;
+};
+
+/* --- objects: read-only accessors, safe from any thread that holds a reference --- */
+
+/* Path of the object as the process mapped it (e.g. /usr/lib/x86_64-linux-gnu/libc.so.6), or
+ * "[kernel.kallsyms]". Never NULL. */
+const char *object__path(const struct object *obj);
+/* Last path component of object__path(). Never NULL. */
+const char *object__name(const struct object *obj);
+/* GNU build ID as lowercase hex, "" when the object has none. Never NULL. */
+const char *object__build_id(const struct object *obj);
+bool object__is_kernel(const struct object *obj);
+/* The executable part of the object in the address space of struct frame.addr: [*start, *limit)
+ * and the file offset that *start corresponds to (for pprof's Mapping). */
+void object__range(const struct object *obj, uint64_t *start, uint64_t *limit,
+		   uint64_t *file_offset);
+/* Name of the function whose symbol contains addr (value <= addr < value + size for ELF; up to
+ * the next symbol for kallsyms), or NULL: no guessing from the nearest symbol below. The string
+ * lives as long as the object. *sym_start (may be NULL) receives the symbol's start. */
+const char *object__lookup(const struct object *obj, uint64_t addr, uint64_t *sym_start);
+/* Reference counting; object__put(NULL) is a no-op. The last put frees the object and drops it
+ * from the symbolizer's cache. Thread-safe (atomic counts). */
+struct object *object__get(struct object *obj);
+void object__put(struct object *obj);
+
+/* --- the symbolizer --- */
+
+struct symbolizer_opts {
+	const char *proc_root; /* default "/proc" */
+	const char *kallsyms;  /* default "/proc/kallsyms" */
+};
+
+struct symbolizer_stats {
+	uint64_t objects;	  /* objects cached now */
+	uint64_t processes;	  /* processes whose maps are cached now */
+	uint64_t maps_reads;	  /* /proc/PID/maps reads, rescans included */
+	uint64_t maps_failed;	  /* reads that failed (process gone, pid reused) */
+	uint64_t elf_failed;	  /* objects whose ELF could not be read (named by path+offset) */
+	uint64_t unresolved;	  /* user frames in no known mapping */
+};
+
+/* Returns a symbolizer (kallsyms read now) or NULL with errno set. opts may be NULL. */
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
+/* Frees the caches; objects still referenced elsewhere stay valid. NULL allowed. */
+void symbolizer__free(struct symbolizer *s);
+
+/* Resolves n user addresses (leaf first) of process pid into out[0..n). start_ns identifies the
+ * process with pid (tp_event_hdr.start_ns, boot-time ns): maps are read at the first call for a
+ * (pid, start_ns) and cached; an address outside every cached mapping triggers one rescan
+ * (rate-limited). Frames are borrowed: the objects stay valid until the next call into the
+ * symbolizer; take references (object__get) to keep them. Returns 0, or a negative errno when
+ * the process could not be read at all (out is then filled with unresolved frames). */
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			     const uint64_t *addrs, uint32_t n, struct frame *out);
+/* Resolves n kernel addresses into out (obj = the kernel object). Frames borrowed as above. */
+void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
+				struct frame *out);
+/* True when the maps of (pid, start_ns) are cached. */
+bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+/* The process exec'd or exited: drop its cached maps (objects live on through references). */
+void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
+
+#endif
