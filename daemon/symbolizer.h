@@ -7,7 +7,8 @@
  * when the daemon learns of them (drain time), while /proc/PID/maps still exists.
  *
  * Threading: every function here is called from one thread (the drain loop), except the
- * read-only object accessors, which any thread may call on an object it holds a reference to. */
+ * read-only object accessors (path, name, build_id, is_kernel, range, lookup), which query threads
+ * call on objects that windows keep alive, concurrently with the drain thread. */
 #ifndef TAILPROF_SYMBOLIZER_H
 #define TAILPROF_SYMBOLIZER_H
 
@@ -46,7 +47,8 @@ void object__range(const struct object *obj, uint64_t *start, uint64_t *limit,
  * lives as long as the object. *sym_start (may be NULL) receives the symbol's start. */
 const char *object__lookup(const struct object *obj, uint64_t addr, uint64_t *sym_start);
 /* Reference counting; object__put(NULL) is a no-op. The last put frees the object and drops it
- * from the symbolizer's cache. Thread-safe (atomic counts). */
+ * from the symbolizer's cache. Called only from the drain thread (or under the caller's exclusive
+ * lock): query threads only read objects that windows keep alive. */
 struct object *object__get(struct object *obj);
 void object__put(struct object *obj);
 

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Durations and times as flags, config and queries write them (see DESIGN's API conventions). */
+#ifndef TAILPROF_TIMEPARSE_H
+#define TAILPROF_TIMEPARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSEC_PER_USEC 1000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define NSEC_PER_SEC 1000000000ULL
+
+/* Parses a duration: one or more <integer><unit> groups, unit one of ns, us, ms, s, m, h
+ * ("500ms", "2s", "10m", "1h", "1h30m"). Returns 0 and *ns, or -EINVAL (empty, no unit, unknown
+ * unit, zero is allowed) or -ERANGE (over ~292 years). */
+int tp_parse_duration(const char *s, uint64_t *ns);
+
+/* Parses a point in time: RFC 3339 ("2026-11-29T21:04:05Z", "...05.250+01:00") or Unix seconds
+ * with an optional fraction ("1764450245", "1764450245.5"). Returns 0 and *unix_ns, or -EINVAL. */
+int tp_parse_time(const char *s, int64_t *unix_ns);
+
+/* Formats unix_ns as RFC 3339 UTC with millisecond precision ("2026-11-29T21:04:05.250Z").
+ * buf needs 32 bytes. Returns buf. */
+char *tp_format_rfc3339(int64_t unix_ns, char *buf, size_t len);
+
+/* Formats a duration the way Go prints one, rounded to ms ("1h2m3s", "5m0s", "1.5s", "250ms").
+ * buf needs 32 bytes. Returns buf. */
+char *tp_format_duration(uint64_t ns, char *buf, size_t len);
+
+#endif
