@@ -1,1 +1,632 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/* The drain loop: BPF ring buffer and counters into windows, under the store lock. */
+#include "collector.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "loader.h"
+#include "log.h"
+#include "symbolizer.h"
+#include "sysinfo.h"
+#include "tailprof.h"
+
+struct capture {
+	struct window *w;
+	struct capture *next;
+};
+
+/* pid -> start_ns of processes marked known in the BPF map (open addressing, pid 0 = empty). */
+struct pid_set {
+	uint32_t *pids;
+	uint64_t *starts;
+	size_t mask, count;
+};
+
+struct collector {
+	struct collector_opts opts;
+	pthread_rwlock_t lock;
+	struct intern_table *stacks, *tasks;
+	struct window_ring *ring;
+	struct capture *captures;
+	struct ring_buffer *rb;
+	uint32_t nr_cpus;
+	uint32_t self_pid;
+	uint64_t period_ns;
+
+	/* per CPU: counters at the last drain, and since when the CPU is sampled (0: not) */
+	uint64_t *prev_metrics;
+	uint64_t *cur_metrics;
+	uint64_t *sampled_since;
+	uint64_t *cpu_received_total;
+	uint64_t *cpu_sampled_ns_total;
+	uint8_t *online;
+	uint64_t last_tick_ns;
+	int64_t wall_offset_ns;
+
+	struct pid_set known;
+	struct collector_status st;
+	uint64_t total_sampled_ns;
+
+	/* drain notifications for capture waiters */
+	pthread_mutex_t drain_mu;
+	pthread_cond_t drain_cond;
+	uint64_t drained_up_to_ns;
+	bool stopping;
+
+	/* scratch for one stack key */
+	struct stack *key;
+	struct frame *frames;
+};
+
+static void stack_acquire(void *data, void *ctx)
+{
+	struct stack *s = data;
+
+	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++)
+		if (s->frames[i].obj)
+			object__get(s->frames[i].obj);
+}
+
+static void stack_release(void *data, void *ctx)
+{
+	struct stack *s = data;
+
+	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++)
+		object__put(s->frames[i].obj);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p)
+		abort(); /* fixed-size allocations: abort on failure (STYLE.md) */
+	return p;
+}
+
+/* ---- known pids ---- */
+
+static size_t pid_slot(const struct pid_set *s, uint32_t pid)
+{
+	size_t h = tp_hash_u64(pid) & s->mask;
+
+	while (s->pids[h] && s->pids[h] != pid)
+		h = (h + 1) & s->mask;
+	return h;
+}
+
+static bool pid_set__has(const struct pid_set *s, uint32_t pid, uint64_t start)
+{
+	size_t h = pid_slot(s, pid);
+
+	return s->pids[h] == pid && s->starts[h] == start;
+}
+
+static void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start)
+{
+	size_t h;
+
+	if ((s->count + 1) * 2 > s->mask + 1) {
+		struct pid_set n = { .mask = s->mask * 2 + 1 };
+
+		n.pids = xcalloc(n.mask + 1, sizeof(*n.pids));
+		n.starts = xcalloc(n.mask + 1, sizeof(*n.starts));
+		for (size_t i = 0; i <= s->mask; i++)
+			if (s->pids[i])
+				pid_set__add(&n, s->pids[i], s->starts[i]);
+		free(s->pids);
+		free(s->starts);
+		*s = n;
+	}
+	h = pid_slot(s, pid);
+	s->count += s->pids[h] != pid;
+	s->pids[h] = pid;
+	s->starts[h] = start;
+}
+
+static void pid_set__del(struct pid_set *s, uint32_t pid)
+{
+	size_t h = pid_slot(s, pid), j;
+
+	if (s->pids[h] != pid)
+		return;
+	s->pids[h] = 0;
+	s->count--;
+	/* backward-shift deletion keeps probe chains intact */
+	for (j = (h + 1) & s->mask; s->pids[j]; j = (j + 1) & s->mask) {
+		uint32_t p = s->pids[j];
+		uint64_t st = s->starts[j];
+
+		s->pids[j] = 0;
+		s->count--;
+		pid_set__add(s, p, st);
+	}
+}
+
+/* ---- events ---- */
+
+static void forget_process(struct collector *c, uint32_t pid)
+{
+	symbolizer__forget_process(c->opts.symbolizer, pid);
+	pid_set__del(&c->known, pid);
+}
+
+static void add_sample(struct collector *c, const struct tp_sample *s)
+{
+	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
+	struct task tk = { .pid = s->hdr.pid, .tid = s->tid };
+	struct stack *stack;
+	struct task *task;
+	struct window *w;
+
+	memcpy(tk.comm, s->comm, sizeof(tk.comm));
+	memcpy(tk.thread, s->thread_comm, sizeof(tk.thread));
+	tk.comm[sizeof(tk.comm) - 1] = tk.thread[sizeof(tk.thread) - 1] = 0;
+	/* strings are compared as bytes: clear what follows the terminator */
+	for (size_t i = strlen(tk.comm); i < sizeof(tk.comm); i++)
+		tk.comm[i] = 0;
+	for (size_t i = strlen(tk.thread); i < sizeof(tk.thread); i++)
+		tk.thread[i] = 0;
+	if (tk.pid == c->self_pid)
+		tk.flags |= TASK_SELF;
+
+	memset(c->key, 0, sizeof(*c->key));
+	c->key->nr_kernel = nk;
+	c->key->nr_user = nu;
+	if (nk == TP_MAX_STACK_DEPTH)
+		c->key->flags |= STACK_TRUNCATED_KERNEL;
+	if (nu == TP_MAX_STACK_DEPTH)
+		c->key->flags |= STACK_TRUNCATED_USER;
+	if (s->flags & TP_SAMPLE_KSTACK_FAILED)
+		c->key->flags |= STACK_KERNEL_FAILED;
+	if (s->flags & TP_SAMPLE_USTACK_FAILED)
+		c->key->flags |= STACK_USER_FAILED;
+	symbolizer__resolve_kernel(c->opts.symbolizer, (const uint64_t *)s->addrs, nk,
+				   c->key->frames);
+	if (nu)
+		symbolizer__resolve_user(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
+					 (const uint64_t *)s->addrs + nk, nu, c->key->frames + nk);
+	/* The first sample of a process woke us so that its maps were read while it lives; from
+	 * now on its samples may wait for the next drain. */
+	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
+		loader__mark_known(c->opts.loader, s->hdr.pid, s->hdr.start_ns);
+		pid_set__add(&c->known, s->hdr.pid, s->hdr.start_ns);
+	}
+
+	stack = intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
+				  NULL);
+	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
+	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
+	if (!stack || !task || !w) {
+		w = window_ring__current(c->ring);
+		w->drops[stack && task ? DROP_LATE : DROP_NO_MEMORY]++;
+		intern_table__put(c->stacks, stack);
+		intern_table__put(c->tasks, task);
+		return;
+	}
+	for (struct capture *cap = c->captures; cap; cap = cap->next) {
+		if (s->hdr.ts_ns >= cap->w->start_ns && s->hdr.ts_ns < cap->w->end_ns)
+			window__add(cap->w, intern_table__ref(stack), intern_table__ref(task), 1,
+				    c->stacks, c->tasks);
+	}
+	if (!window__add(w, stack, task, 1, c->stacks, c->tasks))
+		c->st.samples++;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	const struct tp_event_hdr *hdr = data;
+	struct collector *c = ctx;
+
+	if (size < sizeof(*hdr))
+		return 0;
+	switch (hdr->kind) {
+	case TP_EV_SAMPLE: {
+		const struct tp_sample *s = data;
+
+		if (size < TP_SAMPLE_HDR_SIZE || s->nr_kernel > TP_MAX_STACK_DEPTH ||
+		    s->nr_user > TP_MAX_STACK_DEPTH ||
+		    size < TP_SAMPLE_HDR_SIZE + 8 * ((size_t)s->nr_kernel + s->nr_user))
+			return 0;
+		add_sample(c, s);
+		break;
+	}
+	case TP_EV_EXEC:
+	case TP_EV_EXIT:
+		/* in order after the process's earlier samples, which used the old maps */
+		forget_process(c, hdr->pid);
+		break;
+	}
+	return 0;
+}
+
+/* ---- drain ---- */
+
+static void drain_counters(struct collector *c, uint64_t now)
+{
+	uint64_t mid = c->last_tick_ns + (now - c->last_tick_ns) / 2;
+	struct window *w;
+
+	if (loader__read_metrics(c->opts.loader, c->cur_metrics))
+		return;
+	w = window_ring__window_at(c->ring, mid);
+	if (!w)
+		w = window_ring__current(c->ring);
+	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
+		uint64_t *cur = &c->cur_metrics[cpu * TP_M_NR], *prev = &c->prev_metrics[cpu * TP_M_NR];
+		uint64_t d[TP_M_NR];
+
+		for (int m = 0; m < TP_M_NR; m++)
+			d[m] = cur[m] - prev[m];
+		w->cpu_received[cpu] += d[TP_M_SAMPLES];
+		c->cpu_received_total[cpu] += d[TP_M_SAMPLES];
+		w->idle_samples += d[TP_M_IDLE];
+		w->drops[DROP_RINGBUF_FULL] += d[TP_M_RINGBUF_FULL];
+		w->drops[DROP_KERNEL_STACK] += d[TP_M_KSTACK_FAILED];
+		w->drops[DROP_USER_STACK] += d[TP_M_USTACK_FAILED];
+		w->drops[DROP_EVENT_LOST] += d[TP_M_EVENT_LOST];
+		c->st.received_samples += d[TP_M_SAMPLES];
+		c->st.idle_samples += d[TP_M_IDLE];
+		c->st.drops[DROP_RINGBUF_FULL] += d[TP_M_RINGBUF_FULL];
+		c->st.drops[DROP_KERNEL_STACK] += d[TP_M_KSTACK_FAILED];
+		c->st.drops[DROP_USER_STACK] += d[TP_M_USTACK_FAILED];
+		c->st.drops[DROP_EVENT_LOST] += d[TP_M_EVENT_LOST];
+		if (c->sampled_since[cpu]) {
+			uint64_t from = c->sampled_since[cpu] > c->last_tick_ns ?
+						c->sampled_since[cpu] : c->last_tick_ns;
+
+			if (now > from) {
+				w->cpu_sampled_ns[cpu] += now - from;
+				c->cpu_sampled_ns_total[cpu] += now - from;
+				c->total_sampled_ns += now - from;
+			}
+		}
+	}
+	memcpy(c->prev_metrics, c->cur_metrics, c->nr_cpus * TP_M_NR * sizeof(uint64_t));
+}
+
+static void sync_cpus(struct collector *c, uint64_t now)
+{
+	uint8_t online[c->nr_cpus];
+
+	c->st.cpus_sampled = loader__sync_cpus(c->opts.loader, online);
+	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
+		if (online[cpu] && !c->sampled_since[cpu]) {
+			c->sampled_since[cpu] = now;
+			if (c->st.drains)
+				pr_info("cpu %u came online: sampling it", cpu);
+		} else if (!online[cpu] && c->sampled_since[cpu]) {
+			c->sampled_since[cpu] = 0;
+			pr_info("cpu %u went offline", cpu);
+		}
+	}
+	c->st.probes_attached = loader__nr_attached(c->opts.loader);
+}
+
+static void drain(struct collector *c, bool tick)
+{
+	uint64_t now = sysinfo__mono_ns();
+	int64_t offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	struct window *w;
+	int n;
+
+	pthread_rwlock_wrlock(&c->lock);
+	/* counters first: they are attributed to the period that just ended, and reading them
+	 * after a long consume would count samples of the next window in this one */
+	if (tick)
+		drain_counters(c, now);
+	n = ring_buffer__consume(c->rb);
+	if (n < 0)
+		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
+	if (tick) {
+		window_ring__advance(c->ring, now);
+		w = window_ring__current(c->ring);
+		w->wall_offset_ns = offset;
+		c->last_tick_ns = now;
+		sync_cpus(c, now);
+		c->st.drains++;
+		c->st.last_drain_mono_ns = now;
+		c->st.healthy = c->st.probes_attached >= 3;
+		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
+	}
+	pthread_rwlock_unlock(&c->lock);
+
+	if (tick) {
+		pthread_mutex_lock(&c->drain_mu);
+		c->drained_up_to_ns = now;
+		c->wall_offset_ns = offset;
+		pthread_cond_broadcast(&c->drain_cond);
+		pthread_mutex_unlock(&c->drain_mu);
+	}
+}
+
+static int arm_timer(int tfd, uint64_t drain_ns)
+{
+	/* absolute ticks on multiples of the drain period, so windows (multiples of it) are cut
+	 * exactly at ticks */
+	uint64_t now = sysinfo__mono_ns(), next = now - now % drain_ns + drain_ns;
+	struct itimerspec its = {
+		.it_value = { .tv_sec = next / 1000000000ULL, .tv_nsec = next % 1000000000ULL },
+		.it_interval = { .tv_sec = drain_ns / 1000000000ULL,
+				 .tv_nsec = drain_ns % 1000000000ULL },
+	};
+
+	return timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) ? -errno : 0;
+}
+
+int collector__run(struct collector *c, int stop_fd)
+{
+	struct epoll_event ev, evs[4];
+	int ep, tfd, err = 0;
+	bool running = true;
+
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ep < 0 || tfd < 0) {
+		err = -errno;
+		pr_err("failed to set up the drain loop: %s", strerror(-err));
+		goto out;
+	}
+	err = arm_timer(tfd, c->opts.drain_ns);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 };
+	if (!err && epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev))
+		err = -errno;
+	ev.data.u32 = 1;
+	if (!err && epoll_ctl(ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(c->rb), &ev))
+		err = -errno;
+	ev.data.u32 = 2;
+	if (!err && epoll_ctl(ep, EPOLL_CTL_ADD, stop_fd, &ev))
+		err = -errno;
+	if (err) {
+		pr_err("failed to set up the drain loop: %s", strerror(-err));
+		goto out;
+	}
+	/* the first drain right away: /healthz turns 200 once it is done */
+	drain(c, true);
+	while (running) {
+		int n = epoll_wait(ep, evs, 4, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			pr_err("drain loop: epoll_wait failed: %s", strerror(-err));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t expirations;
+
+			switch (evs[i].data.u32) {
+			case 0:
+				if (read(tfd, &expirations, sizeof(expirations)) > 0)
+					drain(c, true);
+				break;
+			case 1:
+				drain(c, false);
+				break;
+			case 2:
+				running = false;
+				break;
+			}
+		}
+	}
+	drain(c, true);
+out:
+	pthread_mutex_lock(&c->drain_mu);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->drain_cond);
+	pthread_mutex_unlock(&c->drain_mu);
+	if (ep >= 0)
+		close(ep);
+	if (tfd >= 0)
+		close(tfd);
+	return err;
+}
+
+struct collector *collector__new(const struct collector_opts *opts)
+{
+	struct intern_ops stack_ops = { .acquire = stack_acquire, .release = stack_release };
+	pthread_rwlockattr_t attr;
+	struct collector *c;
+
+	c = xcalloc(1, sizeof(*c));
+	c->opts = *opts;
+	c->nr_cpus = loader__nr_cpus(opts->loader);
+	c->self_pid = getpid();
+	c->period_ns = 1000000000ULL / opts->frequency_hz;
+	c->stacks = intern_table__new(&stack_ops);
+	c->tasks = intern_table__new(NULL);
+	if (!c->stacks || !c->tasks)
+		abort();
+	c->ring = window_ring__new(&(struct window_ring_opts){
+		.window_ns = opts->window_ns,
+		.nr_windows = opts->nr_windows,
+		.nr_cpus = c->nr_cpus,
+		.stacks = c->stacks,
+		.tasks = c->tasks,
+	});
+	if (!c->ring)
+		goto fail;
+	c->prev_metrics = xcalloc((size_t)c->nr_cpus * TP_M_NR, sizeof(uint64_t));
+	c->cur_metrics = xcalloc((size_t)c->nr_cpus * TP_M_NR, sizeof(uint64_t));
+	c->sampled_since = xcalloc(c->nr_cpus, sizeof(uint64_t));
+	c->cpu_received_total = xcalloc(c->nr_cpus, sizeof(uint64_t));
+	c->cpu_sampled_ns_total = xcalloc(c->nr_cpus, sizeof(uint64_t));
+	c->online = xcalloc(c->nr_cpus, 1);
+	c->key = xcalloc(1, sizeof(struct stack) + 2 * TP_MAX_STACK_DEPTH * sizeof(struct frame));
+	c->known.mask = 1023;
+	c->known.pids = xcalloc(c->known.mask + 1, sizeof(uint32_t));
+	c->known.starts = xcalloc(c->known.mask + 1, sizeof(uint64_t));
+	pthread_rwlockattr_init(&attr);
+	/* a stream of profile queries must not starve the drain loop */
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&c->lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	pthread_mutex_init(&c->drain_mu, NULL);
+	pthread_cond_init(&c->drain_cond, NULL);
+
+	c->rb = ring_buffer__new(loader__events_fd(opts->loader), on_event, c, NULL);
+	if (!c->rb) {
+		pr_err("failed to open the events ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	c->st.started_unix_ns = sysinfo__real_ns();
+	c->st.started_mono_ns = c->last_tick_ns = sysinfo__mono_ns();
+	c->wall_offset_ns = c->st.started_unix_ns - (int64_t)c->st.started_mono_ns;
+	loader__read_metrics(opts->loader, c->prev_metrics);
+	sync_cpus(c, c->last_tick_ns);
+	window_ring__advance(c->ring, c->last_tick_ns);
+	window_ring__current(c->ring)->wall_offset_ns = c->wall_offset_ns;
+	return c;
+fail:
+	collector__free(c);
+	return NULL;
+}
+
+void collector__free(struct collector *c)
+{
+	if (!c)
+		return;
+	ring_buffer__free(c->rb);
+	while (c->captures) {
+		struct capture *cap = c->captures;
+
+		c->captures = cap->next;
+		window__free(cap->w, c->stacks, c->tasks);
+		free(cap);
+	}
+	window_ring__free(c->ring);
+	intern_table__free(c->stacks);
+	intern_table__free(c->tasks);
+	free(c->prev_metrics);
+	free(c->cur_metrics);
+	free(c->sampled_since);
+	free(c->cpu_received_total);
+	free(c->cpu_sampled_ns_total);
+	free(c->online);
+	free(c->key);
+	free(c->known.pids);
+	free(c->known.starts);
+	free(c);
+}
+
+void collector__rdlock(struct collector *c)
+{
+	pthread_rwlock_rdlock(&c->lock);
+}
+
+void collector__unlock(struct collector *c)
+{
+	pthread_rwlock_unlock(&c->lock);
+}
+
+struct window_ring *collector__ring(struct collector *c)
+{
+	return c->ring;
+}
+
+uint64_t collector__period_ns(const struct collector *c)
+{
+	return c->period_ns;
+}
+
+uint32_t collector__nr_cpus(const struct collector *c)
+{
+	return c->nr_cpus;
+}
+
+void collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
+			   uint64_t *expected)
+{
+	*received = c->cpu_received_total[cpu];
+	*expected = c->cpu_sampled_ns_total[cpu] / c->period_ns;
+}
+
+int64_t collector__wall_offset_ns(struct collector *c)
+{
+	int64_t v;
+
+	pthread_mutex_lock(&c->drain_mu);
+	v = c->wall_offset_ns;
+	pthread_mutex_unlock(&c->drain_mu);
+	return v;
+}
+
+void collector__status(struct collector *c, struct collector_status *st)
+{
+	struct window_ring *r = c->ring;
+	size_t n = window_ring__count(r);
+
+	*st = c->st;
+	st->samples = 0;
+	st->window_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		st->window_bytes += window__bytes(window_ring__get(r, i));
+		st->drops[DROP_LATE] += window_ring__get(r, i)->drops[DROP_LATE];
+		st->drops[DROP_NO_MEMORY] += window_ring__get(r, i)->drops[DROP_NO_MEMORY];
+	}
+	st->samples = c->st.samples;
+	st->expected_samples = c->total_sampled_ns / c->period_ns;
+	st->stacks = intern_table__count(c->stacks);
+	st->tasks = intern_table__count(c->tasks);
+	st->interned_bytes = intern_table__bytes(c->stacks) + intern_table__bytes(c->tasks);
+	st->windows = n;
+	st->max_windows = window_ring__capacity(r);
+}
+
+struct window *collector__capture_begin(struct collector *c, uint64_t duration_ns)
+{
+	uint64_t now = sysinfo__mono_ns();
+	struct capture *cap = calloc(1, sizeof(*cap));
+
+	if (!cap)
+		return NULL;
+	cap->w = window__new(now, now + duration_ns, c->nr_cpus);
+	if (!cap->w) {
+		free(cap);
+		return NULL;
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	cap->next = c->captures;
+	c->captures = cap;
+	pthread_rwlock_unlock(&c->lock);
+	return cap->w;
+}
+
+int collector__capture_wait(struct collector *c, struct window *w)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&c->drain_mu);
+	while (c->drained_up_to_ns < w->end_ns && !c->stopping)
+		pthread_cond_wait(&c->drain_cond, &c->drain_mu);
+	if (c->drained_up_to_ns < w->end_ns)
+		err = -EINTR;
+	pthread_mutex_unlock(&c->drain_mu);
+	return err;
+}
+
+void collector__capture_end(struct collector *c, struct window *w)
+{
+	struct capture **pp, *cap = NULL;
+
+	pthread_rwlock_wrlock(&c->lock);
+	for (pp = &c->captures; *pp; pp = &(*pp)->next) {
+		if ((*pp)->w == w) {
+			cap = *pp;
+			*pp = cap->next;
+			break;
+		}
+	}
+	window__free(w, c->stacks, c->tasks);
+	pthread_rwlock_unlock(&c->lock);
+	free(cap);
+}

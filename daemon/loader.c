@@ -1,1 +1,290 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/* Kernel probing, skeleton lifecycle (open, set rodata, load, attach) and BPF counters. */
+#include "loader.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "sysinfo.h"
+#include "profile.skel.h"
+
+struct loader {
+	struct profile_bpf *skel;
+	uint32_t nr_cpus;
+	uint32_t frequency_hz;
+	int *perf_fds;		    /* [nr_cpus], -1 when not sampled */
+	struct bpf_link **perf_links; /* [nr_cpus] */
+	int stats_fd;
+	uint64_t *percpu;	    /* scratch for map reads: nr_cpus values */
+};
+
+int loader__probe_kernel(void)
+{
+	static const struct {
+		enum bpf_func_id id;
+		const char *name;
+	} helpers[] = {
+		{ BPF_FUNC_get_stack, "bpf_get_stack" },
+		{ BPF_FUNC_ringbuf_output, "bpf_ringbuf_output" },
+		{ BPF_FUNC_ringbuf_query, "bpf_ringbuf_query" },
+		{ BPF_FUNC_get_current_task, "bpf_get_current_task" },
+		{ BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns" },
+	};
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		pr_err("kernel has no BTF (/sys/kernel/btf/vmlinux): tailprofd needs a kernel built "
+		       "with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1) {
+		pr_err("kernel cannot load BPF perf_event programs: tailprofd needs Linux 5.8 or "
+		       "later with CONFIG_BPF_EVENTS=y");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
+		pr_err("kernel has no BPF ring buffer: tailprofd needs Linux 5.8 or later");
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]); i++) {
+		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, helpers[i].id, NULL) != 1) {
+			pr_err("kernel lacks the BPF helper %s for perf_event programs: tailprofd "
+			       "needs Linux 5.8 or later", helpers[i].name);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+static int open_cpu_clock(uint32_t cpu, uint32_t frequency_hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(attr),
+		/* cpu-clock turns a frequency into this fixed period anyway; say it outright */
+		.sample_period = 1000000000ULL / frequency_hz,
+		.disabled = 0,
+	};
+
+	return syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int loader__sync_cpus(struct loader *l, uint8_t *online_out)
+{
+	uint8_t online[l->nr_cpus];
+	int sampled = 0;
+
+	if (sysinfo__online_cpus(online, l->nr_cpus) < 0)
+		memset(online, 1, l->nr_cpus);
+	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++) {
+		if (online[cpu] && l->perf_fds[cpu] < 0) {
+			int fd = open_cpu_clock(cpu, l->frequency_hz);
+			struct bpf_link *link;
+
+			if (fd < 0) {
+				/* the CPU may have gone offline again since we read the mask */
+				online[cpu] = 0;
+				continue;
+			}
+			link = bpf_program__attach_perf_event(l->skel->progs.perf_sample, fd);
+			if (!link) {
+				pr_warn("failed to attach perf_sample to cpu %u: %s", cpu,
+					strerror(errno));
+				close(fd);
+				online[cpu] = 0;
+				continue;
+			}
+			l->perf_fds[cpu] = fd;
+			l->perf_links[cpu] = link;
+			pr_debug("sampling cpu %u at %u Hz", cpu, l->frequency_hz);
+		} else if (!online[cpu] && l->perf_fds[cpu] >= 0) {
+			bpf_link__destroy(l->perf_links[cpu]);
+			close(l->perf_fds[cpu]);
+			l->perf_links[cpu] = NULL;
+			l->perf_fds[cpu] = -1;
+			pr_debug("cpu %u went offline", cpu);
+		}
+		sampled += l->perf_fds[cpu] >= 0;
+		if (online_out)
+			online_out[cpu] = l->perf_fds[cpu] >= 0;
+	}
+	return sampled;
+}
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+	size_t n;
+
+	/* one level quieter than ours: libbpf warnings are our debug output */
+	if (log_get_level() < LOG_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	pr_debug("libbpf: %s", buf);
+	return 0;
+}
+
+struct loader *loader__new(const struct loader_opts *opts)
+{
+	struct loader *l;
+	int err, n;
+
+	libbpf_set_print(print_libbpf);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		abort();
+	l->stats_fd = -1;
+	l->frequency_hz = opts->frequency_hz;
+	n = libbpf_num_possible_cpus();
+	if (n <= 0) {
+		pr_err("cannot count possible CPUs: %s", strerror(-n));
+		free(l);
+		errno = -n;
+		return NULL;
+	}
+	l->nr_cpus = n;
+	l->perf_fds = malloc(n * sizeof(*l->perf_fds));
+	l->perf_links = calloc(n, sizeof(*l->perf_links));
+	l->percpu = calloc(n, sizeof(*l->percpu));
+	if (!l->perf_fds || !l->perf_links || !l->percpu)
+		abort();
+	for (int i = 0; i < n; i++)
+		l->perf_fds[i] = -1;
+
+	l->skel = profile_bpf__open();
+	if (!l->skel) {
+		err = -errno;
+		pr_err("failed to open BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	l->skel->rodata->wakeup_bytes = opts->ringbuf_bytes / 4;
+	err = bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
+	if (err) {
+		pr_err("failed to size the events ring buffer to %zu bytes: %s",
+		       opts->ringbuf_bytes, strerror(-err));
+		goto fail;
+	}
+	err = profile_bpf__load(l->skel);
+	if (err) {
+		pr_err("failed to load BPF programs: %s (run with -v for the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+	err = profile_bpf__attach(l->skel);
+	if (err) {
+		pr_err("failed to attach sched_process_exec/exit tracepoints: %s", strerror(-err));
+		goto fail;
+	}
+	/* BPF_ENABLE_STATS: counts run time of every program while the fd is open */
+	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (l->stats_fd < 0)
+		pr_warn("cannot enable BPF run-time stats (%s): self-overhead will read 0",
+			strerror(errno));
+	if (loader__sync_cpus(l, NULL) <= 0) {
+		err = -ENODEV;
+		pr_err("failed to open the cpu-clock perf event on any CPU: %s", strerror(errno));
+		goto fail;
+	}
+	return l;
+fail:
+	loader__free(l);
+	errno = -err;
+	return NULL;
+}
+
+void loader__free(struct loader *l)
+{
+	if (!l)
+		return;
+	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++) {
+		bpf_link__destroy(l->perf_links[cpu]);
+		if (l->perf_fds[cpu] >= 0)
+			close(l->perf_fds[cpu]);
+	}
+	profile_bpf__destroy(l->skel);
+	if (l->stats_fd >= 0)
+		close(l->stats_fd);
+	free(l->perf_fds);
+	free(l->perf_links);
+	free(l->percpu);
+	free(l);
+}
+
+int loader__events_fd(const struct loader *l)
+{
+	return bpf_map__fd(l->skel->maps.events);
+}
+
+uint32_t loader__nr_cpus(const struct loader *l)
+{
+	return l->nr_cpus;
+}
+
+int loader__nr_attached(const struct loader *l)
+{
+	int n = 2; /* sched_process_exec, sched_process_exit */
+
+	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
+		n += l->perf_fds[cpu] >= 0;
+	return n;
+}
+
+int loader__read_metrics(struct loader *l, uint64_t *out)
+{
+	int fd = bpf_map__fd(l->skel->maps.metrics);
+
+	for (uint32_t m = 0; m < TP_M_NR; m++) {
+		if (bpf_map_lookup_elem(fd, &m, l->percpu))
+			return -errno;
+		for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
+			out[cpu * TP_M_NR + m] = l->percpu[cpu];
+	}
+	return 0;
+}
+
+int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns)
+{
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.known_procs), &pid, &start_ns, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void loader__forget(struct loader *l, uint32_t pid)
+{
+	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.known_procs), &pid);
+}
+
+size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		if (n == max)
+			break;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		out[n++] = (struct loader_prog_stats){
+			.name = bpf_program__name(prog),
+			.run_time_ns = info.run_time_ns,
+			.run_cnt = info.run_cnt,
+		};
+	}
+	return n;
+}

@@ -1,2 +1,313 @@
 // SPDX-License-Identifier: GPL-2.0-only
-int main(void) { return 0; }
+/* tailprofd: wires options, the loader, the symbolizer, the collector and the HTTP API. */
+#include <errno.h>
+#include <getopt.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "http_api.h"
+#include "loader.h"
+#include "log.h"
+#include "query.h"
+#include "symbolizer.h"
+#include "tailprof_config.h"
+#include "timeparse.h"
+
+#define MAX_WINDOWS 1000000
+
+struct options {
+	uint32_t frequency_hz;
+	uint64_t window_ns;
+	uint64_t retention_ns;
+	const char *listen;
+	size_t ringbuf_bytes;
+	bool verbose;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tailprofd [OPTIONS]\n"
+		"Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
+		"time windows and serves pprof profiles over HTTP. Runs as root.\n"
+		"\n"
+		"  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
+		"  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
+		"  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
+		"  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+		"      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
+		"                          allowed (default 8M)\n"
+		"  -v, --verbose           debug logging (libbpf messages included)\n"
+		"  -V, --version           print the version and exit\n"
+		"  -h, --help              this help\n"
+		"\n"
+		"Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("tailprofd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'tailprofd --help'.\n", stderr);
+	return 2;
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_RINGBUF = 256 };
+	static const struct option longopts[] = {
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "retention", required_argument, NULL, 'r' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char *end;
+	int c;
+
+	*o = (struct options){
+		.frequency_hz = 99,
+		.window_ns = 10 * NSEC_PER_SEC,
+		.retention_ns = 3600 * NSEC_PER_SEC,
+		.listen = "127.0.0.1:7077",
+		.ringbuf_bytes = 8 << 20,
+	};
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":F:w:r:l:vVh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'F': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || !*optarg || *end || v < 1 || v > 10000)
+				return usage_error("--frequency '%s': give samples per second per "
+						   "CPU, an integer from 1 to 10000", optarg);
+			o->frequency_hz = v;
+			break;
+		}
+		case 'w':
+			if (tp_parse_duration(optarg, &o->window_ns) || o->window_ns < 100 * NSEC_PER_MSEC ||
+			    o->window_ns % (100 * NSEC_PER_MSEC))
+				return usage_error("--window '%s': give a duration that is a multiple "
+						   "of 100ms, e.g. 1s, 10s, 1m", optarg);
+			break;
+		case 'r':
+			if (tp_parse_duration(optarg, &o->retention_ns) || !o->retention_ns)
+				return usage_error("--retention '%s': give a duration, e.g. 10m, 1h",
+						   optarg);
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case OPT_RINGBUF:
+			if (parse_size(optarg, &o->ringbuf_bytes) || o->ringbuf_bytes < (64 << 10) ||
+			    o->ringbuf_bytes > (1u << 30) ||
+			    (o->ringbuf_bytes & (o->ringbuf_bytes - 1)))
+				return usage_error("--ringbuf-size '%s': give a power of two from 64K "
+						   "to 1024M, e.g. 8M", optarg);
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'V':
+			printf("tailprofd %s\n", TAILPROF_VERSION);
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			return usage_error("%s needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->retention_ns < o->window_ns)
+		return usage_error("--retention must be at least --window (%llu ms)",
+				   (unsigned long long)(o->window_ns / NSEC_PER_MSEC));
+	if ((o->retention_ns + o->window_ns - 1) / o->window_ns > MAX_WINDOWS)
+		return usage_error("--retention / --window is over %d windows; use longer windows",
+				   MAX_WINDOWS);
+	return 0;
+}
+
+/* Root, or the capabilities that loading BPF, opening perf events system-wide and reading
+ * every process's maps need. */
+static bool has_privileges(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+	uint64_t eff;
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	eff = data[0].effective | ((uint64_t)data[1].effective << 32);
+#define HAS(cap) (eff & (1ULL << (cap)))
+	return (HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON))) &&
+	       HAS(CAP_SYS_PTRACE) && HAS(CAP_DAC_READ_SEARCH);
+#undef HAS
+}
+
+/* The longest drain period <= 500 ms that divides the window, so ticks fall on its edges. */
+static uint64_t drain_period(uint64_t window_ns)
+{
+	static const uint64_t periods_ms[] = { 500, 250, 200, 100 };
+
+	for (size_t i = 0; i < sizeof(periods_ms) / sizeof(periods_ms[0]); i++)
+		if (window_ns % (periods_ms[i] * NSEC_PER_MSEC) == 0)
+			return periods_ms[i] * NSEC_PER_MSEC;
+	return 100 * NSEC_PER_MSEC;
+}
+
+int main(int argc, char **argv)
+{
+	struct symbolizer *sym = NULL;
+	struct loader *loader = NULL;
+	struct collector *coll = NULL;
+	struct http_api *http = NULL;
+	struct options o;
+	struct query_ctx qctx;
+	char err[512];
+	sigset_t mask;
+	int rc, sfd = -1, lfd = -1, ret = 1;
+
+	log_set_prefix("tailprofd");
+	rc = parse_options(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (o.verbose)
+		log_set_level(LOG_DEBUG);
+	if (!has_privileges()) {
+		pr_err("tailprofd must run as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
+		       "CAP_DAC_READ_SEARCH): run it with sudo");
+		return 1;
+	}
+	/* Signals are read from a signalfd in the drain loop; block them before any thread
+	 * starts so that none of them takes one. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		pr_err("cannot create a signalfd: %s", strerror(errno));
+		return 1;
+	}
+
+	lfd = http_api__listen(o.listen, err, sizeof(err));
+	if (lfd < 0) {
+		pr_err("%s", err);
+		goto out;
+	}
+	if (loader__probe_kernel())
+		goto out;
+	sym = symbolizer__new(NULL);
+	if (!sym) {
+		pr_err("failed to start the symbolizer: %s", strerror(errno));
+		goto out;
+	}
+	loader = loader__new(&(struct loader_opts){
+		.frequency_hz = o.frequency_hz,
+		.ringbuf_bytes = o.ringbuf_bytes,
+	});
+	if (!loader)
+		goto out;
+	coll = collector__new(&(struct collector_opts){
+		.loader = loader,
+		.symbolizer = sym,
+		.frequency_hz = o.frequency_hz,
+		.window_ns = o.window_ns,
+		.nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns,
+		.drain_ns = drain_period(o.window_ns),
+	});
+	if (!coll)
+		goto out;
+	qctx = (struct query_ctx){
+		.collector = coll,
+		.loader = loader,
+		.listen = o.listen,
+		.frequency_hz = o.frequency_hz,
+		.retention_ns = o.retention_ns,
+	};
+	http = http_api__start(lfd, &qctx);
+	if (!http) {
+		pr_err("failed to start the HTTP server on %s", o.listen);
+		goto out;
+	}
+	lfd = -1;
+	pr_info("sampling %d CPUs at %u Hz; %llu windows of %llu ms; serving http://%s",
+		loader__nr_attached(loader) - 2, o.frequency_hz,
+		(unsigned long long)((o.retention_ns + o.window_ns - 1) / o.window_ns),
+		(unsigned long long)(o.window_ns / NSEC_PER_MSEC), o.listen);
+
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		if (collector__run(coll, sfd))
+			goto out;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo == SIGHUP) {
+			pr_info("SIGHUP: no configuration to reload yet");
+			continue;
+		}
+		pr_info("%s: detaching probes and exiting", strsignal(si.ssi_signo));
+		break;
+	}
+	ret = 0;
+out:
+	/* teardown in reverse: stop serving before the data it reads goes away */
+	http_api__stop(http);
+	collector__free(coll);
+	loader__free(loader);
+	symbolizer__free(sym);
+	if (lfd >= 0)
+		close(lfd);
+	if (sfd >= 0)
+		close(sfd);
+	return ret;
+}

@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A binary or library. Identity is the pointer: pass the same struct for the same object. */
+/* A binary or library. Identity is the pointer: pass the same struct for the same object. Its
+ * fields are copied the first time a sample uses it, so it need only live during that call, but
+ * its address must not be reused for another mapping while the builder lives. */
 struct pprof_mapping {
 	uint64_t start, limit, file_offset;
 	const char *file;     /* may be NULL */
@@ -42,8 +44,8 @@ struct pprof_opts {
 	const struct pprof_value_type *sample_types; /* copied; 1..8 entries */
 	size_t nr_sample_types;
 	struct pprof_value_type period_type;
-	int64_t period;		 /* e.g. 10101010 ns at 99 Hz */
-	int64_t time_ns;	 /* start, Unix ns */
+	int64_t period;	 /* e.g. 10101010 ns at 99 Hz */
+	int64_t time_ns; /* start, Unix ns */
 	int64_t duration_ns;
 	const char *const *comments; /* copied */
 	size_t nr_comments;
@@ -53,15 +55,17 @@ struct pprof_opts {
 /* Returns a builder or NULL (errno EINVAL for bad opts, ENOMEM). */
 struct pprof_builder *pprof_builder__new(const struct pprof_opts *opts);
 /* Adds one sample: locs leaf first (nr_locs may be 0), values[nr_sample_types], labels copied.
- * A sample whose values are all zero is skipped (returns 0). Returns 0 or -ENOMEM. */
+ * A sample whose values are all zero is skipped (returns 0). Returns 0 or -ENOMEM; on -ENOMEM the
+ * sample is not added and the builder stays usable. */
 int pprof_builder__add_sample(struct pprof_builder *b, const struct pprof_location *locs,
-			      size_t nr_locs, const int64_t *values, const struct pprof_label *labels,
-			      size_t nr_labels);
+			      size_t nr_locs, const int64_t *values,
+			      const struct pprof_label *labels, size_t nr_labels);
 /* Number of samples added so far and the sum of values[0] over them. */
 size_t pprof_builder__nr_samples(const struct pprof_builder *b);
 int64_t pprof_builder__total(const struct pprof_builder *b);
 /* Encodes and gzips the profile into a malloc'd buffer (*out, *len; the caller frees *out).
- * The builder stays usable. Returns 0, -ENOMEM, or -EIO when compression fails. */
+ * Compression is zlib's fastest level, as Go's runtime/pprof writes. The builder stays usable.
+ * Returns 0, -ENOMEM, or -EIO when compression fails. */
 int pprof_builder__finish(struct pprof_builder *b, uint8_t **out, size_t *len);
 void pprof_builder__free(struct pprof_builder *b);
 

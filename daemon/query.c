@@ -1,1 +1,528 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/* Window selection, merged pprof profiles, and the JSON and Prometheus views of the windows. */
+#include "query.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "collector.h"
+#include "loader.h"
+#include "pprof.h"
+#include "sysinfo.h"
+#include "tailprof_config.h"
+#include "timeparse.h"
+
+size_t query__select(struct window_ring *r, const struct query_range *range, uint64_t now_mono_ns,
+		     struct window **out, size_t max)
+{
+	size_t n = 0, count = window_ring__count(r);
+
+	for (size_t i = 0; i < count && n < max; i++) {
+		struct window *w = window_ring__get(r, i);
+		int64_t ws = (int64_t)w->start_ns + w->wall_offset_ns;
+		int64_t we = (int64_t)w->end_ns + w->wall_offset_ns;
+
+		if (range->last_ns) {
+			if (w->end_ns + range->last_ns <= now_mono_ns)
+				continue;
+		} else {
+			if (range->has_from && we <= range->from_unix_ns)
+				continue;
+			if (range->has_to && ws >= range->to_unix_ns)
+				continue;
+		}
+		out[n++] = w;
+	}
+	return n;
+}
+
+/* The end of a window as far as data goes: the current window ends at the last drain. */
+static int64_t window_end_unix(const struct window *w, uint64_t last_drain)
+{
+	uint64_t end = w->closed || last_drain >= w->end_ns ? w->end_ns : last_drain;
+
+	if (end < w->start_ns)
+		end = w->start_ns;
+	return (int64_t)end + w->wall_offset_ns;
+}
+
+/* ---- profile ---- */
+
+struct merged {
+	struct stack *stack;
+	struct task *task;
+	uint64_t count;
+};
+
+struct merge_table {
+	struct merged *slots;
+	size_t mask, count;
+};
+
+static int merge_add(struct merge_table *t, const struct window_entry *e)
+{
+	size_t h;
+
+	if ((t->count + 1) * 2 > t->mask + 1) {
+		struct merge_table n = { .mask = t->mask ? t->mask * 2 + 1 : 1023 };
+
+		n.slots = calloc(n.mask + 1, sizeof(*n.slots));
+		if (!n.slots)
+			return -ENOMEM;
+		for (size_t i = 0; t->mask && i <= t->mask; i++) {
+			struct merged *m = &t->slots[i];
+
+			if (!m->stack)
+				continue;
+			h = tp_hash_u64((uintptr_t)m->stack ^ tp_hash_u64((uintptr_t)m->task)) & n.mask;
+			while (n.slots[h].stack)
+				h = (h + 1) & n.mask;
+			n.slots[h] = *m;
+			n.count++;
+		}
+		free(t->slots);
+		*t = n;
+	}
+	h = tp_hash_u64((uintptr_t)e->stack ^ tp_hash_u64((uintptr_t)e->task)) & t->mask;
+	for (; t->slots[h].stack; h = (h + 1) & t->mask) {
+		if (t->slots[h].stack == e->stack && t->slots[h].task == e->task) {
+			t->slots[h].count += e->count;
+			return 0;
+		}
+	}
+	t->slots[h] = (struct merged){ e->stack, e->task, e->count };
+	t->count++;
+	return 0;
+}
+
+/* object -> pprof mapping, per query */
+struct mapping_table {
+	const struct object **objs;
+	struct pprof_mapping *maps;
+	size_t mask, count;
+};
+
+static const struct pprof_mapping *mapping_for(struct mapping_table *t, const struct object *obj)
+{
+	size_t h;
+
+	if ((t->count + 1) * 2 > t->mask + 1) {
+		struct mapping_table n = { .mask = t->mask ? t->mask * 2 + 1 : 63 };
+
+		n.objs = calloc(n.mask + 1, sizeof(*n.objs));
+		n.maps = calloc(n.mask + 1, sizeof(*n.maps));
+		if (!n.objs || !n.maps) {
+			free(n.objs);
+			free(n.maps);
+			return NULL;
+		}
+		/* mappings are referenced by pointer from the builder only during one add_sample
+		 * call, so moving them here is safe */
+		for (size_t i = 0; t->mask && i <= t->mask; i++) {
+			if (!t->objs[i])
+				continue;
+			h = tp_hash_u64((uintptr_t)t->objs[i]) & n.mask;
+			while (n.objs[h])
+				h = (h + 1) & n.mask;
+			n.objs[h] = t->objs[i];
+			n.maps[h] = t->maps[i];
+			n.count++;
+		}
+		free(t->objs);
+		free(t->maps);
+		*t = n;
+	}
+	h = tp_hash_u64((uintptr_t)obj) & t->mask;
+	for (; t->objs[h]; h = (h + 1) & t->mask)
+		if (t->objs[h] == obj)
+			return &t->maps[h];
+	t->objs[h] = obj;
+	object__range(obj, &t->maps[h].start, &t->maps[h].limit, &t->maps[h].file_offset);
+	t->maps[h].file = object__path(obj);
+	t->maps[h].build_id = object__build_id(obj);
+	t->maps[h].has_functions = true;
+	t->count++;
+	return &t->maps[h];
+}
+
+#define MAX_LOCS (2 * TP_MAX_STACK_DEPTH + 2)
+#define NAME_LEN 96
+
+struct stack_names {
+	struct pprof_location locs[MAX_LOCS];
+	char names[MAX_LOCS][NAME_LEN];
+};
+
+static int stack_locations(struct mapping_table *mt, const struct stack *s, struct stack_names *sn,
+			   size_t *nr)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++) {
+		const struct frame *f = &s->frames[i];
+		struct pprof_location *l = &sn->locs[n];
+
+		if (i == s->nr_kernel && (s->flags & STACK_TRUNCATED_KERNEL))
+			sn->locs[n++] = (struct pprof_location){ .function = "[truncated]" };
+		l = &sn->locs[n];
+		*l = (struct pprof_location){ .address = f->addr };
+		if (!f->obj) {
+			l->function = "[unknown]";
+		} else {
+			l->mapping = mapping_for(mt, f->obj);
+			if (!l->mapping)
+				return -ENOMEM;
+			l->file = object__path(f->obj);
+			l->function = object__lookup(f->obj, f->addr, NULL);
+			if (!l->function) {
+				/* never a neighbour's name: the object and the address in it */
+				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64, object__name(f->obj),
+					 f->addr);
+				l->function = sn->names[n];
+			}
+		}
+		n++;
+	}
+	if (s->flags & (STACK_TRUNCATED_USER | (s->nr_user ? 0 : STACK_TRUNCATED_KERNEL)))
+		sn->locs[n++] = (struct pprof_location){ .function = "[truncated]" };
+	*nr = n;
+	return 0;
+}
+
+static bool filter_match(const struct profile_filter *f, const struct task *t)
+{
+	if (!f)
+		return true;
+	if (f->has_pid && t->pid != f->pid)
+		return false;
+	if (f->comm && strcmp(f->comm, t->comm))
+		return false;
+	return true;
+}
+
+int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		       const struct profile_filter *filter, uint8_t **out, size_t *len,
+		       struct profile_summary *sum)
+{
+	static const struct pprof_value_type types[] = {
+		{ "samples", "count" },
+		{ "cpu", "nanoseconds" },
+	};
+	struct collector_status st;
+	struct merge_table mt = {};
+	struct mapping_table maps = {};
+	struct stack_names *sn = NULL;
+	struct pprof_builder *b = NULL;
+	char comments[5][160], t0[32], t1[32], dur[32];
+	const char *comment_ptrs[5];
+	uint64_t period = collector__period_ns(ctx->collector);
+	int64_t start, end;
+	int err = -ENOMEM;
+
+	collector__status(ctx->collector, &st);
+	memset(sum, 0, sizeof(*sum));
+	if (n) {
+		start = (int64_t)windows[0]->start_ns + windows[0]->wall_offset_ns;
+		end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
+	} else {
+		start = end = sysinfo__real_ns();
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < windows[i]->nr_entries; j++)
+			if (filter_match(filter, windows[i]->entries[j].task) &&
+			    merge_add(&mt, &windows[i]->entries[j]))
+				goto out;
+
+	snprintf(comments[0], sizeof(comments[0]), "host: %s", sysinfo__hostname());
+	snprintf(comments[1], sizeof(comments[1]), "kernel: %s", sysinfo__kernel_release());
+	snprintf(comments[2], sizeof(comments[2]), "tailprofd: %s", TAILPROF_VERSION);
+	snprintf(comments[3], sizeof(comments[3]), "sampling: cpu-clock at %u Hz, all CPUs",
+		 ctx->frequency_hz);
+	snprintf(comments[4], sizeof(comments[4]), "windows: %zu, %s to %s (%s)", n,
+		 tp_format_rfc3339(start, t0, sizeof(t0)), tp_format_rfc3339(end, t1, sizeof(t1)),
+		 tp_format_duration(end - start, dur, sizeof(dur)));
+	for (int i = 0; i < 5; i++)
+		comment_ptrs[i] = comments[i];
+	b = pprof_builder__new(&(struct pprof_opts){
+		.sample_types = types,
+		.nr_sample_types = 2,
+		.period_type = { "cpu", "nanoseconds" },
+		.period = (int64_t)period,
+		.time_ns = start,
+		.duration_ns = end - start,
+		.comments = comment_ptrs,
+		.nr_comments = 5,
+		.default_sample_type = "cpu",
+	});
+	sn = malloc(sizeof(*sn));
+	if (!b || !sn)
+		goto out;
+	for (size_t i = 0; mt.mask && i <= mt.mask; i++) {
+		const struct merged *m = &mt.slots[i];
+		char pid[16], tid[16];
+		struct pprof_label labels[5] = {
+			{ "pid", pid }, { "tid", tid }, { "comm", m->task ? m->task->comm : "" },
+			{ "thread", m->task ? m->task->thread : "" }, { "tailprofd", "self" },
+		};
+		int64_t values[2];
+		size_t nr;
+
+		if (!m->stack)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->task->pid);
+		snprintf(tid, sizeof(tid), "%u", m->task->tid);
+		err = stack_locations(&maps, m->stack, sn, &nr);
+		if (err)
+			goto out;
+		values[0] = (int64_t)m->count;
+		values[1] = (int64_t)(m->count * period);
+		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels,
+						(m->task->flags & TASK_SELF) ? 5 : 4);
+		if (err)
+			goto out;
+		sum->samples += m->count;
+	}
+	err = pprof_builder__finish(b, out, len);
+	sum->windows = n;
+	sum->start_unix_ns = start;
+	sum->end_unix_ns = end;
+out:
+	pprof_builder__free(b);
+	free(sn);
+	free(mt.slots);
+	free(maps.objs);
+	free(maps.maps);
+	return err;
+}
+
+/* ---- JSON ---- */
+
+static void set_time(json_t *o, const char *key, int64_t unix_ns)
+{
+	char buf[32], k[48];
+
+	json_object_set_new(o, key, json_string(tp_format_rfc3339(unix_ns, buf, sizeof(buf))));
+	snprintf(k, sizeof(k), "%s_unix_ns", key);
+	json_object_set_new(o, k, json_integer(unix_ns));
+}
+
+static char *dump(json_t *root)
+{
+	char *s = root ? json_dumps(root, JSON_COMPACT) : NULL;
+
+	json_decref(root);
+	return s;
+}
+
+char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n)
+{
+	json_t *root = json_object(), *arr = json_array();
+	uint64_t period = collector__period_ns(ctx->collector);
+	struct collector_status st;
+
+	collector__status(ctx->collector, &st);
+	for (size_t i = 0; i < n; i++) {
+		struct window *w = windows[i];
+		json_t *o = json_object(), *drops = json_object(), *cpus = json_array();
+		uint32_t nr_stacks, nr_procs;
+
+		window__counts(w, &nr_stacks, &nr_procs);
+		set_time(o, "start", (int64_t)w->start_ns + w->wall_offset_ns);
+		set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
+		json_object_set_new(o, "current", json_boolean(!w->closed));
+		json_object_set_new(o, "samples", json_integer(w->samples));
+		json_object_set_new(o, "idle_samples", json_integer(w->idle_samples));
+		json_object_set_new(o, "expected_samples", json_integer(window__expected(w, period)));
+		json_object_set_new(o, "received_samples", json_integer(window__received(w)));
+		json_object_set_new(drops, "total", json_integer(window__drops(w)));
+		for (int d = 0; d < DROP_NR; d++)
+			json_object_set_new(drops, window_drop_names[d], json_integer(w->drops[d]));
+		json_object_set_new(o, "drops", drops);
+		json_object_set_new(o, "distinct_stacks", json_integer(nr_stacks));
+		json_object_set_new(o, "processes", json_integer(nr_procs));
+		for (uint32_t c = 0; c < w->nr_cpus; c++) {
+			if (!w->cpu_sampled_ns[c] && !w->cpu_received[c])
+				continue;
+			json_array_append_new(cpus, json_pack("{s:i,s:I,s:I}", "cpu", (int)c,
+				"expected_samples", (json_int_t)(w->cpu_sampled_ns[c] / period),
+				"received_samples", (json_int_t)w->cpu_received[c]));
+		}
+		json_object_set_new(o, "cpus", cpus);
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "windows", arr);
+	return dump(root);
+}
+
+char *query__status_json(const struct query_ctx *ctx)
+{
+	struct collector_status st;
+	json_t *o = json_object();
+	uint64_t drops = 0;
+
+	collector__status(ctx->collector, &st);
+	for (int d = 0; d < DROP_NR; d++)
+		drops += st.drops[d];
+	json_object_set_new(o, "version", json_string(TAILPROF_VERSION));
+	json_object_set_new(o, "hostname", json_string(sysinfo__hostname()));
+	json_object_set_new(o, "kernel", json_string(sysinfo__kernel_release()));
+	json_object_set_new(o, "pid", json_integer(getpid()));
+	set_time(o, "started", st.started_unix_ns);
+	json_object_set_new(o, "uptime_ns",
+			    json_integer(sysinfo__mono_ns() - st.started_mono_ns));
+	json_object_set_new(o, "listen", json_string(ctx->listen ? ctx->listen : ""));
+	json_object_set_new(o, "frequency_hz", json_integer(ctx->frequency_hz));
+	json_object_set_new(o, "window_ns",
+			    json_integer(window_ring__window_ns(collector__ring(ctx->collector))));
+	json_object_set_new(o, "retention_ns", json_integer(ctx->retention_ns));
+	json_object_set_new(o, "windows", json_integer(st.windows));
+	json_object_set_new(o, "max_windows", json_integer(st.max_windows));
+	json_object_set_new(o, "cpus_online", json_integer(st.cpus_sampled));
+	json_object_set_new(o, "healthy", json_boolean(st.healthy));
+	json_object_set_new(o, "probes_attached", json_integer(st.probes_attached));
+	json_object_set_new(o, "samples", json_integer(st.samples));
+	json_object_set_new(o, "idle_samples", json_integer(st.idle_samples));
+	json_object_set_new(o, "received_samples", json_integer(st.received_samples));
+	json_object_set_new(o, "expected_samples", json_integer(st.expected_samples));
+	json_object_set_new(o, "drops", json_integer(drops));
+	json_object_set_new(o, "objects", json_integer(st.sym.objects));
+	json_object_set_new(o, "processes", json_integer(st.sym.processes));
+	json_object_set_new(o, "stacks", json_integer(st.stacks));
+	return dump(o);
+}
+
+/* ---- Prometheus ---- */
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+static void __attribute__((format(printf, 2, 3))) put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->failed)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->failed = true;
+			return;
+		}
+		if ((size_t)n < t->cap - t->len) {
+			t->len += n;
+			return;
+		}
+		char *b = realloc(t->buf, t->cap * 2 + n);
+
+		if (!b) {
+			t->failed = true;
+			return;
+		}
+		t->buf = b;
+		t->cap = t->cap * 2 + n;
+	}
+}
+
+static void metric(struct text *t, const char *name, const char *type, const char *help)
+{
+	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+char *query__metrics_text(const struct query_ctx *ctx)
+{
+	struct text t = { .cap = 8192 };
+	struct collector_status st;
+	struct loader_prog_stats progs[8];
+	uint32_t nr_cpus = collector__nr_cpus(ctx->collector);
+	size_t nr_progs = 0;
+
+	t.buf = malloc(t.cap);
+	if (!t.buf)
+		return NULL;
+	t.buf[0] = 0;
+	collector__status(ctx->collector, &st);
+
+	metric(&t, "tailprof_up", "gauge", "1 once probes are attached and the first drain is done.");
+	put(&t, "tailprof_up %d\n", st.healthy);
+	metric(&t, "tailprof_samples_total", "counter", "Samples with stacks stored in windows.");
+	put(&t, "tailprof_samples_total %" PRIu64 "\n", st.samples);
+	metric(&t, "tailprof_idle_samples_total", "counter", "Samples of idle CPUs (no stack).");
+	put(&t, "tailprof_idle_samples_total %" PRIu64 "\n", st.idle_samples);
+	metric(&t, "tailprof_received_samples_total", "counter",
+	       "Samples the BPF program saw, per CPU.");
+	for (uint32_t c = 0; c < nr_cpus; c++) {
+		uint64_t r, e;
+
+		collector__cpu_totals(ctx->collector, c, &r, &e);
+		if (r || e)
+			put(&t, "tailprof_received_samples_total{cpu=\"%u\"} %" PRIu64 "\n", c, r);
+	}
+	metric(&t, "tailprof_expected_samples_total", "counter",
+	       "Samples expected from the frequency and the time each CPU was sampled, per CPU.");
+	for (uint32_t c = 0; c < nr_cpus; c++) {
+		uint64_t r, e;
+
+		collector__cpu_totals(ctx->collector, c, &r, &e);
+		if (r || e)
+			put(&t, "tailprof_expected_samples_total{cpu=\"%u\"} %" PRIu64 "\n", c, e);
+	}
+	metric(&t, "tailprof_drops_total", "counter", "Samples or stacks lost, by reason.");
+	for (int d = 0; d < DROP_NR; d++)
+		put(&t, "tailprof_drops_total{reason=\"%s\"} %" PRIu64 "\n", window_drop_names[d],
+		    st.drops[d]);
+	metric(&t, "tailprof_windows", "gauge", "Windows held in the ring.");
+	put(&t, "tailprof_windows %u\n", st.windows);
+	metric(&t, "tailprof_windows_max", "gauge", "Capacity of the ring (retention / window).");
+	put(&t, "tailprof_windows_max %u\n", st.max_windows);
+	metric(&t, "tailprof_cpus_sampled", "gauge", "CPUs with an attached cpu-clock event.");
+	put(&t, "tailprof_cpus_sampled %d\n", st.cpus_sampled);
+	metric(&t, "tailprof_stacks", "gauge", "Distinct stacks interned.");
+	put(&t, "tailprof_stacks %" PRIu64 "\n", st.stacks);
+	metric(&t, "tailprof_objects", "gauge", "ELF objects with cached symbol tables.");
+	put(&t, "tailprof_objects %" PRIu64 "\n", st.sym.objects);
+	metric(&t, "tailprof_processes", "gauge", "Processes with cached memory maps.");
+	put(&t, "tailprof_processes %" PRIu64 "\n", st.sym.processes);
+	metric(&t, "tailprof_unresolved_frames_total", "counter",
+	       "User frames in no known mapping.");
+	put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
+	metric(&t, "tailprof_maps_read_failures_total", "counter",
+	       "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
+	put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);
+	metric(&t, "tailprof_window_bytes", "gauge", "Heap bytes of the windows' sample tables.");
+	put(&t, "tailprof_window_bytes %" PRIu64 "\n", st.window_bytes);
+	metric(&t, "tailprof_interned_bytes", "gauge", "Heap bytes of interned stacks and tasks.");
+	put(&t, "tailprof_interned_bytes %" PRIu64 "\n", st.interned_bytes);
+	metric(&t, "tailprof_resident_memory_bytes", "gauge", "Resident set size of tailprofd.");
+	put(&t, "tailprof_resident_memory_bytes %" PRIu64 "\n", sysinfo__rss_bytes());
+	metric(&t, "tailprof_cpu_seconds_total", "counter", "User and system CPU time of tailprofd.");
+	put(&t, "tailprof_cpu_seconds_total %.6f\n", sysinfo__cpu_ns() / 1e9);
+	if (ctx->loader)
+		nr_progs = loader__prog_stats(ctx->loader, progs, 8);
+	metric(&t, "tailprof_bpf_run_time_seconds_total", "counter",
+	       "Run time of each BPF program (BPF_ENABLE_STATS): the in-kernel self-overhead.");
+	for (size_t i = 0; i < nr_progs; i++)
+		put(&t, "tailprof_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n", progs[i].name,
+		    progs[i].run_time_ns / 1e9);
+	metric(&t, "tailprof_bpf_run_count_total", "counter", "Runs of each BPF program.");
+	for (size_t i = 0; i < nr_progs; i++)
+		put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n", progs[i].name,
+		    progs[i].run_cnt);
+	if (t.failed) {
+		free(t.buf);
+		return NULL;
+	}
+	return t.buf;
+}

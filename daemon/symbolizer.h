@@ -46,6 +46,10 @@ void object__range(const struct object *obj, uint64_t *start, uint64_t *limit,
  * the next symbol for kallsyms), or NULL: no guessing from the nearest symbol below. The string
  * lives as long as the object. *sym_start (may be NULL) receives the symbol's start. */
 const char *object__lookup(const struct object *obj, uint64_t addr, uint64_t *sym_start);
+/* For the kernel object: the module (e.g. "nf_tables", "bpf") of the symbol containing addr, or
+ * NULL for the core kernel, an unknown address, or a non-kernel object. object__lookup() names
+ * module functions without their module. The string lives as long as the object. */
+const char *object__kernel_module(const struct object *obj, uint64_t addr);
 /* Reference counting; object__put(NULL) is a no-op. The last put frees the object and drops it
  * from the symbolizer's cache. Called only from the drain thread (or under the caller's exclusive
  * lock): query threads only read objects that windows keep alive. */
@@ -57,6 +61,7 @@ void object__put(struct object *obj);
 struct symbolizer_opts {
 	const char *proc_root; /* default "/proc" */
 	const char *kallsyms;  /* default "/proc/kallsyms" */
+	const char *kernel_notes; /* kernel build ID; default "/sys/kernel/notes" */
 };
 
 struct symbolizer_stats {

@@ -1,1 +1,121 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/* Host and process facts read from uname, /proc and /sys. */
+#include "sysinfo.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+int sysinfo__parse_cpu_list(const char *p, uint8_t *mask, size_t n)
+{
+	int count = 0;
+
+	memset(mask, 0, n);
+	while (*p && *p != '\n') {
+		char *end;
+		unsigned long a = strtoul(p, &end, 10), b;
+
+		if (end == p)
+			return -EINVAL;
+		b = a;
+		p = end;
+		if (*p == '-') {
+			p++;
+			b = strtoul(p, &end, 10);
+			if (end == p || b < a)
+				return -EINVAL;
+			p = end;
+		}
+		for (unsigned long c = a; c <= b; c++) {
+			if (c < n)
+				mask[c] = 1;
+			count++;
+		}
+		if (*p == ',')
+			p++;
+		else if (*p && *p != '\n')
+			return -EINVAL;
+	}
+	return count;
+}
+
+int sysinfo__online_cpus(uint8_t *mask, size_t n)
+{
+	char buf[4096];
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	int err;
+
+	if (!f)
+		return -errno;
+	err = fgets(buf, sizeof(buf), f) ? sysinfo__parse_cpu_list(buf, mask, n) : -EIO;
+	fclose(f);
+	return err;
+}
+
+static struct utsname *uts(void)
+{
+	static struct utsname u;
+	static int done;
+
+	if (!done) {
+		if (uname(&u))
+			strcpy(u.nodename, "unknown");
+		done = 1;
+	}
+	return &u;
+}
+
+const char *sysinfo__hostname(void)
+{
+	return uts()->nodename;
+}
+
+const char *sysinfo__kernel_release(void)
+{
+	return uts()->release;
+}
+
+uint64_t sysinfo__rss_bytes(void)
+{
+	unsigned long size, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+uint64_t sysinfo__cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+}
+
+uint64_t sysinfo__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+int64_t sysinfo__real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}

@@ -1,1 +1,321 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/* Time windows of (stack, task) sample counts and the fixed ring that holds them. */
+#include "window.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const window_drop_names[DROP_NR] = {
+	[DROP_RINGBUF_FULL] = "ringbuf_full", [DROP_KERNEL_STACK] = "kernel_stack",
+	[DROP_USER_STACK] = "user_stack",     [DROP_EVENT_LOST] = "event_lost",
+	[DROP_LATE] = "late",		      [DROP_NO_MEMORY] = "no_memory",
+};
+
+struct window_ring {
+	struct window_ring_opts opts;
+	struct window **slots; /* circular, nr_windows */
+	size_t head;	       /* slot of the oldest window */
+	size_t count;
+};
+
+struct window *window__new(uint64_t start_ns, uint64_t end_ns, uint32_t nr_cpus)
+{
+	struct window *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->start_ns = start_ns;
+	w->end_ns = end_ns;
+	w->nr_cpus = nr_cpus;
+	w->cpu_received = calloc(nr_cpus, sizeof(*w->cpu_received));
+	w->cpu_sampled_ns = calloc(nr_cpus, sizeof(*w->cpu_sampled_ns));
+	if (!w->cpu_received || !w->cpu_sampled_ns) {
+		window__free(w, NULL, NULL);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return w;
+}
+
+void window__free(struct window *w, struct intern_table *stacks, struct intern_table *tasks)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nr_entries; i++) {
+		intern_table__put(stacks, w->entries[i].stack);
+		intern_table__put(tasks, w->entries[i].task);
+	}
+	free(w->entries);
+	free(w->index);
+	free(w->cpu_received);
+	free(w->cpu_sampled_ns);
+	free(w);
+}
+
+static uint64_t entry_hash(const struct stack *s, const struct task *t)
+{
+	return tp_hash_u64((uintptr_t)s ^ tp_hash_u64((uintptr_t)t));
+}
+
+static int rebuild_index(struct window *w, size_t slots)
+{
+	uint32_t *index = calloc(slots, sizeof(*index));
+
+	if (!index)
+		return -ENOMEM;
+	free(w->index);
+	w->index = index;
+	w->index_mask = slots - 1;
+	for (size_t i = 0; i < w->nr_entries; i++) {
+		size_t h = entry_hash(w->entries[i].stack, w->entries[i].task) & w->index_mask;
+
+		while (index[h])
+			h = (h + 1) & w->index_mask;
+		index[h] = i + 1;
+	}
+	return 0;
+}
+
+int window__add(struct window *w, struct stack *stack, struct task *task, uint64_t count,
+		struct intern_table *stacks, struct intern_table *tasks)
+{
+	size_t h;
+
+	if (w->index) {
+		h = entry_hash(stack, task) & w->index_mask;
+		for (; w->index[h]; h = (h + 1) & w->index_mask) {
+			struct window_entry *e = &w->entries[w->index[h] - 1];
+
+			if (e->stack == stack && e->task == task) {
+				e->count += count;
+				w->samples += count;
+				intern_table__put(stacks, stack);
+				intern_table__put(tasks, task);
+				return 0;
+			}
+		}
+	}
+	/* new entry: keep the index at most half full */
+	if (!w->index || (w->nr_entries + 1) * 2 > w->index_mask + 1) {
+		if (rebuild_index(w, w->index ? (w->index_mask + 1) * 2 : 64))
+			goto nomem;
+	}
+	if (w->nr_entries == w->cap_entries) {
+		size_t cap = w->cap_entries ? w->cap_entries * 2 : 32;
+		struct window_entry *e = realloc(w->entries, cap * sizeof(*e));
+
+		if (!e)
+			goto nomem;
+		w->entries = e;
+		w->cap_entries = cap;
+	}
+	w->entries[w->nr_entries] = (struct window_entry){ stack, task, count };
+	w->nr_entries++;
+	h = entry_hash(stack, task) & w->index_mask;
+	while (w->index[h])
+		h = (h + 1) & w->index_mask;
+	w->index[h] = w->nr_entries;
+	w->samples += count;
+	w->counted = false;
+	return 0;
+nomem:
+	intern_table__put(stacks, stack);
+	intern_table__put(tasks, task);
+	w->drops[DROP_NO_MEMORY] += count;
+	return -ENOMEM;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void window__counts(struct window *w, uint32_t *nr_stacks, uint32_t *nr_processes)
+{
+	uintptr_t *ptrs;
+	uint32_t *pids;
+	size_t n = w->nr_entries;
+
+	if (!w->counted) {
+		w->nr_stacks = w->nr_processes = 0;
+		ptrs = malloc((n ? n : 1) * sizeof(*ptrs));
+		pids = malloc((n ? n : 1) * sizeof(*pids));
+		if (ptrs && pids) {
+			for (size_t i = 0; i < n; i++) {
+				ptrs[i] = (uintptr_t)w->entries[i].stack;
+				pids[i] = w->entries[i].task->pid;
+			}
+			qsort(ptrs, n, sizeof(*ptrs), cmp_ptr);
+			qsort(pids, n, sizeof(*pids), cmp_u32);
+			for (size_t i = 0; i < n; i++) {
+				w->nr_stacks += !i || ptrs[i] != ptrs[i - 1];
+				w->nr_processes += !i || pids[i] != pids[i - 1];
+			}
+			w->counted = w->closed;
+		}
+		free(ptrs);
+		free(pids);
+	}
+	*nr_stacks = w->nr_stacks;
+	*nr_processes = w->nr_processes;
+}
+
+uint64_t window__expected(const struct window *w, uint64_t period_ns)
+{
+	uint64_t n = 0;
+
+	for (uint32_t c = 0; c < w->nr_cpus; c++)
+		n += w->cpu_sampled_ns[c] / period_ns;
+	return n;
+}
+
+uint64_t window__received(const struct window *w)
+{
+	uint64_t n = 0;
+
+	for (uint32_t c = 0; c < w->nr_cpus; c++)
+		n += w->cpu_received[c];
+	return n;
+}
+
+uint64_t window__drops(const struct window *w)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < DROP_NR; i++)
+		n += w->drops[i];
+	return n;
+}
+
+size_t window__bytes(const struct window *w)
+{
+	return sizeof(*w) + w->cap_entries * sizeof(*w->entries) +
+	       (w->index ? (w->index_mask + 1) * sizeof(*w->index) : 0) +
+	       2 * w->nr_cpus * sizeof(uint64_t);
+}
+
+struct window_ring *window_ring__new(const struct window_ring_opts *opts)
+{
+	struct window_ring *r;
+
+	if (!opts->window_ns || !opts->nr_windows || !opts->nr_cpus) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->opts = *opts;
+	r->slots = calloc(opts->nr_windows, sizeof(*r->slots));
+	if (!r->slots) {
+		free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return r;
+}
+
+void window_ring__free(struct window_ring *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->count; i++)
+		window__free(window_ring__get(r, i), r->opts.stacks, r->opts.tasks);
+	free(r->slots);
+	free(r);
+}
+
+size_t window_ring__count(const struct window_ring *r)
+{
+	return r->count;
+}
+
+struct window *window_ring__get(const struct window_ring *r, size_t i)
+{
+	return r->slots[(r->head + i) % r->opts.nr_windows];
+}
+
+struct window *window_ring__current(const struct window_ring *r)
+{
+	return r->count ? window_ring__get(r, r->count - 1) : NULL;
+}
+
+uint64_t window_ring__window_ns(const struct window_ring *r)
+{
+	return r->opts.window_ns;
+}
+
+uint32_t window_ring__capacity(const struct window_ring *r)
+{
+	return r->opts.nr_windows;
+}
+
+static void push_window(struct window_ring *r, uint64_t start)
+{
+	struct window *cur = window_ring__current(r);
+	struct window *w = window__new(start, start + r->opts.window_ns, r->opts.nr_cpus);
+
+	if (!w)
+		abort(); /* small fixed allocation: policy is to abort */
+	if (cur) {
+		cur->closed = true;
+		w->wall_offset_ns = cur->wall_offset_ns;
+	}
+	if (r->count == r->opts.nr_windows) {
+		window__free(r->slots[r->head], r->opts.stacks, r->opts.tasks);
+		r->slots[r->head] = w;
+		r->head = (r->head + 1) % r->opts.nr_windows;
+	} else {
+		r->slots[(r->head + r->count) % r->opts.nr_windows] = w;
+		r->count++;
+	}
+}
+
+void window_ring__advance(struct window_ring *r, uint64_t now_ns)
+{
+	uint64_t len = r->opts.window_ns, aligned = now_ns - now_ns % len;
+	struct window *cur = window_ring__current(r);
+
+	if (!cur || now_ns - cur->start_ns >= len * (uint64_t)r->opts.nr_windows) {
+		/* first window, or a gap longer than the retention: no empty windows in between */
+		if (!cur || aligned > cur->start_ns)
+			push_window(r, aligned);
+		return;
+	}
+	while (now_ns >= window_ring__current(r)->end_ns)
+		push_window(r, window_ring__current(r)->end_ns);
+}
+
+struct window *window_ring__window_at(struct window_ring *r, uint64_t ts_ns)
+{
+	struct window *cur = window_ring__current(r), *first;
+	size_t i;
+
+	if (!cur || ts_ns >= cur->end_ns) {
+		window_ring__advance(r, ts_ns);
+		cur = window_ring__current(r);
+	}
+	if (ts_ns >= cur->start_ns)
+		return cur;
+	first = window_ring__get(r, 0);
+	if (ts_ns < first->start_ns)
+		return NULL;
+	/* windows are contiguous except after a long gap: search back from the newest */
+	for (i = r->count; i-- > 0;) {
+		struct window *w = window_ring__get(r, i);
+
+		if (ts_ns >= w->start_ns)
+			return ts_ns < w->end_ns ? w : NULL;
+	}
+	return NULL;
+}

@@ -1,2 +1,92 @@
 // SPDX-License-Identifier: GPL-2.0-only
-int main(void) { return 0; }
+/* Unit tests of duration and time parsing and formatting. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "sysinfo.h"
+#include "timeparse.h"
+
+static void test_durations(void **state)
+{
+	uint64_t ns;
+
+	assert_int_equal(tp_parse_duration("500ms", &ns), 0);
+	assert_int_equal(ns, 500 * NSEC_PER_MSEC);
+	assert_int_equal(tp_parse_duration("2s", &ns), 0);
+	assert_int_equal(ns, 2 * NSEC_PER_SEC);
+	assert_int_equal(tp_parse_duration("10m", &ns), 0);
+	assert_int_equal(ns, 600 * NSEC_PER_SEC);
+	assert_int_equal(tp_parse_duration("1h30m", &ns), 0);
+	assert_int_equal(ns, 5400 * NSEC_PER_SEC);
+	assert_int_equal(tp_parse_duration("250us", &ns), 0);
+	assert_int_equal(ns, 250000);
+	assert_int_equal(tp_parse_duration("", &ns), -EINVAL);
+	assert_int_equal(tp_parse_duration("10", &ns), -EINVAL);
+	assert_int_equal(tp_parse_duration("5 m", &ns), -EINVAL);
+	assert_int_equal(tp_parse_duration("-5s", &ns), -EINVAL);
+	assert_int_equal(tp_parse_duration("3d", &ns), -EINVAL);
+	assert_int_equal(tp_parse_duration("1.5s", &ns), -EINVAL);
+	assert_int_equal(tp_parse_duration("99999999999999999999h", &ns), -ERANGE);
+}
+
+static void test_times(void **state)
+{
+	int64_t ns;
+
+	assert_int_equal(tp_parse_time("1970-01-01T00:00:00Z", &ns), 0);
+	assert_int_equal(ns, 0);
+	assert_int_equal(tp_parse_time("2026-11-29T21:04:05Z", &ns), 0);
+	assert_int_equal(ns, 1795986245LL * 1000000000LL);
+	assert_int_equal(tp_parse_time("2026-11-29T22:04:05.250+01:00", &ns), 0);
+	assert_int_equal(ns, 1795986245LL * 1000000000LL + 250000000);
+	assert_int_equal(tp_parse_time("1795986245", &ns), 0);
+	assert_int_equal(ns, 1795986245LL * 1000000000LL);
+	assert_int_equal(tp_parse_time("1795986245.5", &ns), 0);
+	assert_int_equal(ns, 1795986245LL * 1000000000LL + 500000000);
+	assert_int_equal(tp_parse_time("2026-13-01T00:00:00Z", &ns), -EINVAL);
+	assert_int_equal(tp_parse_time("2026-11-29T21:04:05", &ns), -EINVAL);
+	assert_int_equal(tp_parse_time("yesterday", &ns), -EINVAL);
+	assert_int_equal(tp_parse_time("", &ns), -EINVAL);
+	assert_int_equal(tp_parse_time("12x", &ns), -EINVAL);
+}
+
+static void test_format(void **state)
+{
+	char buf[32];
+
+	assert_string_equal(tp_format_rfc3339(1795986245250000000LL, buf, sizeof(buf)),
+			    "2026-11-29T21:04:05.250Z");
+	assert_string_equal(tp_format_duration(300 * NSEC_PER_SEC, buf, sizeof(buf)), "5m0s");
+	assert_string_equal(tp_format_duration(3723 * NSEC_PER_SEC, buf, sizeof(buf)), "1h2m3s");
+	assert_string_equal(tp_format_duration(1500 * NSEC_PER_MSEC, buf, sizeof(buf)), "1.500s");
+	assert_string_equal(tp_format_duration(250 * NSEC_PER_MSEC, buf, sizeof(buf)), "250ms");
+}
+
+static void test_cpu_list(void **state)
+{
+	uint8_t m[8];
+
+	assert_int_equal(sysinfo__parse_cpu_list("0-3,6\n", m, 8), 5);
+	assert_true(m[0] && m[3] && !m[4] && !m[5] && m[6] && !m[7]);
+	assert_int_equal(sysinfo__parse_cpu_list("1", m, 8), 1);
+	assert_true(!m[0] && m[1]);
+	assert_int_equal(sysinfo__parse_cpu_list("3-1", m, 8), -EINVAL);
+	assert_int_equal(sysinfo__parse_cpu_list("a", m, 8), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_cpu_list),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,2 +1,228 @@
 // SPDX-License-Identifier: GPL-2.0-only
-int main(void) { return 0; }
+/* Unit tests of the window ring: rotation and eviction, sample placement by timestamp, drop
+ * counting, and the interning and release of stacks and tasks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "intern.h"
+#include "window.h"
+
+#define SEC 1000000000ULL
+
+static int released;
+
+static void count_release(void *data, void *ctx)
+{
+	released++;
+}
+
+struct fixture {
+	struct intern_table *stacks, *tasks;
+	struct window_ring *ring;
+};
+
+static int setup(void **state)
+{
+	static struct fixture f;
+	struct intern_ops ops = { .release = count_release };
+
+	released = 0;
+	f.stacks = intern_table__new(&ops);
+	f.tasks = intern_table__new(NULL);
+	f.ring = window_ring__new(&(struct window_ring_opts){
+		.window_ns = 10 * SEC, .nr_windows = 3, .nr_cpus = 2,
+		.stacks = f.stacks, .tasks = f.tasks });
+	assert_non_null(f.ring);
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	window_ring__free(f->ring);
+	intern_table__free(f->stacks);
+	intern_table__free(f->tasks);
+	return 0;
+}
+
+/* A stack of one kernel frame at addr (no object). */
+static struct stack *make_stack(struct fixture *f, uint64_t addr)
+{
+	struct {
+		struct stack s;
+		struct frame fr[1];
+	} key;
+
+	memset(&key, 0, sizeof(key));
+	key.s.nr_kernel = 1;
+	key.fr[0].addr = addr;
+	return intern_table__get(f->stacks, &key, sizeof(key), NULL);
+}
+
+static struct task *make_task(struct fixture *f, uint32_t pid, const char *comm)
+{
+	struct task t;
+
+	memset(&t, 0, sizeof(t));
+	t.pid = t.tid = pid;
+	strncpy(t.comm, comm, sizeof(t.comm) - 1);
+	return intern_table__get(f->tasks, &t, sizeof(t), NULL);
+}
+
+static void test_rotation_aligned(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w;
+
+	window_ring__advance(f->ring, 1005 * SEC + 7);
+	assert_int_equal(window_ring__count(f->ring), 1);
+	w = window_ring__current(f->ring);
+	assert_int_equal(w->start_ns, 1000 * SEC);
+	assert_int_equal(w->end_ns, 1010 * SEC);
+	assert_false(w->closed);
+
+	window_ring__advance(f->ring, 1021 * SEC);
+	assert_int_equal(window_ring__count(f->ring), 3);
+	assert_true(window_ring__get(f->ring, 0)->closed);
+	assert_true(window_ring__get(f->ring, 1)->closed);
+	assert_int_equal(window_ring__get(f->ring, 1)->start_ns, 1010 * SEC);
+	assert_int_equal(window_ring__current(f->ring)->start_ns, 1020 * SEC);
+
+	/* ring of 3: the oldest is evicted */
+	window_ring__advance(f->ring, 1030 * SEC);
+	assert_int_equal(window_ring__count(f->ring), 3);
+	assert_int_equal(window_ring__get(f->ring, 0)->start_ns, 1010 * SEC);
+	assert_int_equal(window_ring__current(f->ring)->start_ns, 1030 * SEC);
+}
+
+static void test_gap_longer_than_retention(void **state)
+{
+	struct fixture *f = *state;
+
+	window_ring__advance(f->ring, 100 * SEC);
+	window_ring__advance(f->ring, 5000 * SEC + 1);
+	/* no 490 empty windows: one new window, the old one kept until evicted */
+	assert_int_equal(window_ring__count(f->ring), 2);
+	assert_int_equal(window_ring__current(f->ring)->start_ns, 5000 * SEC);
+	assert_null(window_ring__window_at(f->ring, 200 * SEC));
+}
+
+static void test_samples_by_timestamp_and_eviction_release(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w0, *w1;
+	uint32_t nr_stacks, nr_procs;
+
+	window_ring__advance(f->ring, 0);
+	/* three samples of one (stack, task) and one of another task, in window 0 */
+	for (int i = 0; i < 3; i++) {
+		w0 = window_ring__window_at(f->ring, (uint64_t)i * SEC);
+		assert_int_equal(window__add(w0, make_stack(f, 0x1000), make_task(f, 7, "a"), 1,
+					     f->stacks, f->tasks), 0);
+	}
+	assert_int_equal(window__add(w0, make_stack(f, 0x1000), make_task(f, 8, "b"), 1, f->stacks,
+				     f->tasks), 0);
+	/* a sample at 12 s advances the ring; a late one at 9 s still lands in window 0 */
+	w1 = window_ring__window_at(f->ring, 12 * SEC);
+	assert_ptr_not_equal(w0, w1);
+	assert_int_equal(window__add(w1, make_stack(f, 0x2000), make_task(f, 7, "a"), 5, f->stacks,
+				     f->tasks), 0);
+	assert_ptr_equal(window_ring__window_at(f->ring, 9 * SEC), w0);
+
+	assert_int_equal(w0->samples, 4);
+	assert_int_equal(w0->nr_entries, 2);
+	assert_int_equal(w1->samples, 5);
+	window__counts(w0, &nr_stacks, &nr_procs);
+	assert_int_equal(nr_stacks, 1);
+	assert_int_equal(nr_procs, 2);
+	/* interned once, shared by both windows */
+	assert_int_equal(intern_table__count(f->stacks), 2);
+	assert_int_equal(intern_table__count(f->tasks), 2);
+
+	/* evict window 0 (ring of 3): stack 0x1000 and task 8 are released, the rest live on */
+	window_ring__advance(f->ring, 35 * SEC);
+	assert_int_equal(window_ring__get(f->ring, 0)->start_ns, 10 * SEC);
+	assert_int_equal(released, 1);
+	assert_int_equal(intern_table__count(f->stacks), 1);
+	assert_int_equal(intern_table__count(f->tasks), 1);
+	/* older than anything held: the caller counts it as late */
+	assert_null(window_ring__window_at(f->ring, 5 * SEC));
+}
+
+static void test_expected_and_drops(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w;
+
+	window_ring__advance(f->ring, 0);
+	w = window_ring__current(f->ring);
+	/* 99 Hz: period 10101010 ns; CPU 0 sampled the whole window, CPU 1 half of it */
+	w->cpu_sampled_ns[0] = 10 * SEC;
+	w->cpu_sampled_ns[1] = 5 * SEC;
+	w->cpu_received[0] = 985;
+	w->cpu_received[1] = 495;
+	assert_int_equal(window__expected(w, 1000000000ULL / 99), 990 + 495);
+	assert_int_equal(window__received(w), 1480);
+	w->drops[DROP_RINGBUF_FULL] = 3;
+	w->drops[DROP_USER_STACK] = 2;
+	assert_int_equal(window__drops(w), 5);
+	assert_string_equal(window_drop_names[DROP_RINGBUF_FULL], "ringbuf_full");
+}
+
+static void test_many_entries_grow(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w;
+
+	window_ring__advance(f->ring, 0);
+	w = window_ring__current(f->ring);
+	for (int round = 0; round < 2; round++)
+		for (uint64_t i = 0; i < 5000; i++)
+			assert_int_equal(window__add(w, make_stack(f, 0x10000 + i),
+						     make_task(f, 1 + i % 50, "x"), 1, f->stacks,
+						     f->tasks), 0);
+	assert_int_equal(w->nr_entries, 5000);
+	assert_int_equal(w->samples, 10000);
+	for (size_t i = 0; i < w->nr_entries; i++)
+		assert_int_equal(w->entries[i].count, 2);
+	assert_int_equal(intern_table__count(f->stacks), 5000);
+	assert_int_equal(intern_table__count(f->tasks), 50);
+}
+
+static void test_intern_identity(void **state)
+{
+	struct fixture *f = *state;
+	struct stack *a = make_stack(f, 0x42), *b = make_stack(f, 0x42), *c = make_stack(f, 0x43);
+
+	assert_ptr_equal(a, b);
+	assert_ptr_not_equal(a, c);
+	assert_int_equal((uintptr_t)a % 8, 0);
+	intern_table__put(f->stacks, a);
+	assert_int_equal(released, 0);
+	intern_table__put(f->stacks, b);
+	assert_int_equal(released, 1);
+	intern_table__put(f->stacks, c);
+	assert_int_equal(intern_table__count(f->stacks), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_rotation_aligned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gap_longer_than_retention, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_samples_by_timestamp_and_eviction_release,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expected_and_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_entries_grow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_intern_identity, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

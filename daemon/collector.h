@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The collector: drains the BPF ring buffer and counters into the ring of windows (and into
+ * exact-interval captures), on one thread, and owns the lock that query threads read under.
+ *
+ * Data flow: BPF events -> resolve frames (symbolizer) -> intern stack and task -> window by the
+ * sample's timestamp. Counters (samples seen per CPU, idle, drops) are read every drain period
+ * and added to the window of that period; ticks fall on multiples of the drain period so that a
+ * period never straddles a window boundary. */
+#ifndef TAILPROF_COLLECTOR_H
+#define TAILPROF_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "symbolizer.h"
+#include "window.h"
+
+struct loader;
+struct symbolizer;
+
+struct collector_opts {
+	struct loader *loader;	       /* not owned */
+	struct symbolizer *symbolizer; /* not owned */
+	uint32_t frequency_hz;
+	uint64_t window_ns;   /* a multiple of drain_ns */
+	uint32_t nr_windows;  /* retention / window */
+	uint64_t drain_ns;    /* <= 1 s */
+};
+
+struct collector_status {
+	int64_t started_unix_ns;
+	uint64_t started_mono_ns;
+	bool healthy; /* probes attached and the first drain done */
+	int probes_attached;
+	int cpus_sampled;
+	uint64_t samples, idle_samples, received_samples, expected_samples;
+	uint64_t drops[DROP_NR];
+	uint64_t stacks, tasks; /* interned now */
+	uint64_t interned_bytes;
+	uint64_t window_bytes;
+	uint32_t windows, max_windows;
+	uint64_t drains, last_drain_mono_ns;
+	struct symbolizer_stats sym; /* as of the last drain */
+};
+
+/* Returns a collector with an empty ring, or NULL with errno set. */
+struct collector *collector__new(const struct collector_opts *opts);
+/* Frees the ring, captures and interned values. NULL allowed. */
+void collector__free(struct collector *c);
+
+/* Runs the drain loop until stop_fd becomes readable (the caller reads it). Returns 0, or a
+ * negative errno when the loop itself failed. Drains once more before returning. */
+int collector__run(struct collector *c, int stop_fd);
+
+/* Readers (query threads): hold the read lock while looking at windows and their stacks. */
+void collector__rdlock(struct collector *c);
+void collector__unlock(struct collector *c);
+/* Under the read lock: the ring, and the status figures. */
+struct window_ring *collector__ring(struct collector *c);
+void collector__status(struct collector *c, struct collector_status *st);
+uint64_t collector__period_ns(const struct collector *c);
+uint32_t collector__nr_cpus(const struct collector *c);
+/* Under the read lock: samples the BPF program saw on cpu, and those expected, since start. */
+void collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
+			   uint64_t *expected);
+/* realtime - monotonic, as measured at the last drain. Any thread. */
+int64_t collector__wall_offset_ns(struct collector *c);
+
+/* Exact-interval capture for /debug/pprof/profile: begin registers a detached window over
+ * [now, now + duration_ns) that receives every sample in that interval; wait blocks until a
+ * drain past its end (returns 0, or -EINTR when the daemon is stopping); end unregisters and
+ * frees it. begin returns NULL on ENOMEM. Any thread (they take the lock themselves); read the
+ * window between wait and end under the read lock. */
+struct window *collector__capture_begin(struct collector *c, uint64_t duration_ns);
+int collector__capture_wait(struct collector *c, struct window *w);
+void collector__capture_end(struct collector *c, struct window *w);
+
+#endif

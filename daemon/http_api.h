@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The HTTP API (libmicrohttpd, one thread per connection so a long request never blocks the
+ * others): paths and bytes; the data comes from query.c under the collector's read lock. */
+#ifndef TAILPROF_HTTP_API_H
+#define TAILPROF_HTTP_API_H
+
+#include <stddef.h>
+
+struct query_ctx;
+
+/* Parses HOST:PORT ("127.0.0.1:7077", "[::1]:7077", ":7077" for every address), binds and
+ * listens. Returns the socket, or -1 after writing a sentence for people into err (errlen
+ * bytes) that names the problem and the fix (bad syntax, address in use, permission). */
+int http_api__listen(const char *listen, char *err, size_t errlen);
+
+/* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server. Returns
+ * NULL with errno set. */
+struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx);
+/* Stops accepting, waits for requests in flight, closes the socket. NULL allowed. */
+void http_api__stop(struct http_api *h);
+
+#endif

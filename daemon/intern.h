@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Interning of immutable, refcounted byte strings (stacks, task identities), so windows share
+ * one copy of each and memory grows with distinct values, not with time. */
+#ifndef TAILPROF_INTERN_H
+#define TAILPROF_INTERN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct intern_ops {
+	/* Called once when a value is first stored (e.g. take references it holds); may be NULL. */
+	void (*acquire)(void *data, void *ctx);
+	/* Called once before a value is freed (drop those references); may be NULL. */
+	void (*release)(void *data, void *ctx);
+	void *ctx;
+};
+
+/* Returns an empty table or NULL (ENOMEM). ops copied; may be NULL. */
+struct intern_table *intern_table__new(const struct intern_ops *ops);
+/* Frees the table and every value still in it (release called for each). NULL allowed. */
+void intern_table__free(struct intern_table *t);
+
+/* Returns the stored copy of key[0..len) with one new reference; the copy is 8-byte aligned and
+ * never moves. *inserted (may be NULL) tells whether it was new. NULL only on ENOMEM. */
+void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted);
+/* Takes one more reference on a stored value. */
+void *intern_table__ref(void *data);
+/* Drops a reference; the last one releases and frees the value. NULL allowed. */
+void intern_table__put(struct intern_table *t, void *data);
+/* Size in bytes of a stored value. */
+size_t intern_table__len(const void *data);
+/* Values stored now, and the bytes they and the index take. */
+size_t intern_table__count(const struct intern_table *t);
+size_t intern_table__bytes(const struct intern_table *t);
+
+/* 64-bit hash of a byte string (for tables keyed by interned pointers too). */
+uint64_t tp_hash_bytes(const void *data, size_t len, uint64_t seed);
+static inline uint64_t tp_hash_u64(uint64_t v)
+{
+	/* splitmix64 finalizer */
+	v ^= v >> 30;
+	v *= 0xbf58476d1ce4e5b9ULL;
+	v ^= v >> 27;
+	v *= 0x94d049bb133111ebULL;
+	v ^= v >> 31;
+	return v;
+}
+
+#endif

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Internal to the symbolizer: the kernel object, read from /proc/kallsyms. */
+#ifndef TAILPROF_KALLSYMS_H
+#define TAILPROF_KALLSYMS_H
+
+struct object;
+
+/* Returns the kernel object "[kernel.kallsyms]" with one reference: the text symbols (types t T w
+ * W, module symbols included) of the kallsyms file at path, each covering up to the next symbol;
+ * the last symbol of the core kernel or of a module (the next one is in another module, or there
+ * is none) covers at most 4 KiB, so the gaps between modules stay unnamed. Names have no module;
+ * object__kernel_module() gives it. The build ID comes from the notes file at notes_path (NULL
+ * allowed; "" when unreadable).
+ * An unreadable file, or one whose addresses are all 0 (kptr_restrict), gives an object with no
+ * symbols (logged once as a warning). Aborts only when a fixed-size allocation fails. */
+struct object *kallsyms__load(const char *path, const char *notes_path);
+
+#endif

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The loader: probes the kernel, loads the BPF skeleton, attaches the programs (cpu-clock perf
+ * events on every online CPU, process exec/exit tracepoints) and reads the BPF counters.
+ * The only module that includes *.skel.h; it knows nothing of symbols or pprof. */
+#ifndef TAILPROF_LOADER_H
+#define TAILPROF_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailprof.h"
+
+struct loader_opts {
+	uint32_t frequency_hz;	/* cpu-clock sampling frequency, 1..10000 */
+	size_t ringbuf_bytes;	/* size of the events ring buffer: power of two, >= 4096 */
+};
+
+struct loader_prog_stats {
+	const char *name;
+	uint64_t run_time_ns; /* cumulative, while BPF stats are enabled */
+	uint64_t run_cnt;
+};
+
+/* Checks that the kernel has what tailprofd needs (BTF, ring buffer, perf_event programs and the
+ * helpers used). Returns 0, or -ENOTSUP after printing one line that names what is missing. */
+int loader__probe_kernel(void);
+
+/* Opens, loads and attaches everything; enables BPF run-time stats (BPF_ENABLE_STATS) for the
+ * loader's lifetime. Returns NULL with errno set after logging what failed. */
+struct loader *loader__new(const struct loader_opts *opts);
+/* Detaches every program and frees. NULL allowed. */
+void loader__free(struct loader *l);
+
+/* File descriptor of the `events` ring buffer map (for ring_buffer__new). */
+int loader__events_fd(const struct loader *l);
+/* Number of possible CPUs (size of per-CPU arrays). */
+uint32_t loader__nr_cpus(const struct loader *l);
+/* Attaches the sampling program to CPUs that came online since the last call and forgets CPUs
+ * that went offline. Returns the number of CPUs sampled now; online[cpu] (nr_cpus entries, may be
+ * NULL) receives 1 for CPUs being sampled. */
+int loader__sync_cpus(struct loader *l, uint8_t *online);
+/* Number of attached probes (perf events and tracepoints). */
+int loader__nr_attached(const struct loader *l);
+/* Reads the per-CPU counters: out[cpu * TP_M_NR + metric], nr_cpus * TP_M_NR entries. 0 or -errno. */
+int loader__read_metrics(struct loader *l, uint64_t *out);
+/* Tells the BPF side that the maps of (pid, start_ns) have been read. 0 or -errno. */
+int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);
+/* Forgets a process on the BPF side (it is no longer known). */
+void loader__forget(struct loader *l, uint32_t pid);
+/* Run time of each program; returns the number filled (<= max). */
+size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
+
+#endif

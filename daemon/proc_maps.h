@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Internal to the symbolizer: parsing /proc/PID/maps text and reading /proc files whole. */
+#ifndef TAILPROF_PROC_MAPS_H
+#define TAILPROF_PROC_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One executable mapping of a process, as /proc/PID/maps lists it. */
+struct proc_mapping {
+	uint64_t start;	     /* first address */
+	uint64_t end;	     /* one past the last address */
+	uint64_t pgoff;	     /* file offset of start, in bytes */
+	uint64_t inode;	     /* 0 for anonymous and special mappings */
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	bool deleted;	     /* the path ended in " (deleted)", which was removed from path */
+	char *path;	     /* owned; "" for anonymous memory, "[vdso]" etc. for special ones */
+};
+
+/* The executable mappings of one process, sorted by start. */
+struct proc_maps {
+	struct proc_mapping *v;
+	size_t nr;
+};
+
+/* True for a mapping backed by a file we can open (inode != 0 and an absolute path). */
+bool proc_mapping__is_file(const struct proc_mapping *m);
+
+/* Parses len bytes of maps text (need not be NUL-terminated) into *out, keeping only the
+ * executable mappings, sorted by start. Lines that do not parse are skipped. Paths may contain
+ * spaces; a trailing " (deleted)" sets ->deleted. On success *out owns its arrays (free with
+ * proc_maps__clear()); *out is left empty on error. Returns the number of mappings kept, or
+ * -ENOMEM. */
+int proc_maps__parse(const char *text, size_t len, struct proc_maps *out);
+
+/* Frees what *m owns and leaves it empty. NULL allowed. */
+void proc_maps__clear(struct proc_maps *m);
+
+/* The mapping containing addr (start <= addr < end) or NULL. */
+const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t addr);
+
+/* Reads the whole file at path (procfs files included: their size is not known in advance) into
+ * a malloc'ed, NUL-terminated buffer. On success *buf (owned by the caller) and *len (bytes,
+ * without the NUL) are set. Returns 0, -EFBIG past max_bytes, -ENOMEM, or the negative errno of
+ * open/read (-ENOENT, -ESRCH for a process that exited, -EACCES...). */
+int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
+
+#endif

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Queries over the windows: which windows a time range selects, the merged pprof profile of
+ * them, and the JSON and Prometheus views. Callers hold the collector's read lock. */
+#ifndef TAILPROF_QUERY_H
+#define TAILPROF_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "window.h"
+
+struct collector;
+struct loader;
+
+/* A time range as the API takes it: last=DURATION, or from=/to= (Unix ns; either may be open). */
+struct query_range {
+	uint64_t last_ns; /* 0: use from/to */
+	bool has_from, has_to;
+	int64_t from_unix_ns, to_unix_ns;
+};
+
+struct profile_filter {
+	bool has_pid;
+	uint32_t pid;
+	const char *comm; /* exact process name, NULL for any */
+};
+
+struct profile_summary {
+	uint64_t samples;
+	uint32_t windows;
+	int64_t start_unix_ns, end_unix_ns;
+};
+
+/* Facts the profile's comments carry. */
+struct query_ctx {
+	struct collector *collector;
+	struct loader *loader; /* for BPF run time in /metrics; may be NULL */
+	const char *listen;
+	uint32_t frequency_hz;
+	uint64_t retention_ns;
+};
+
+/* Selects the windows of range, oldest first, into out[0..max). now_mono_ns bounds last=;
+ * wall-clock bounds compare with each window's own label. Returns the number selected. */
+size_t query__select(struct window_ring *r, const struct query_range *range, uint64_t now_mono_ns,
+		     struct window **out, size_t max);
+
+/* Encodes the CPU profile (samples/count, cpu/nanoseconds) of windows[0..n) that pass filter:
+ * gzip pprof in a malloc'd *out of *len bytes, and a summary. Returns 0 or -ENOMEM/-EIO. */
+int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		       const struct profile_filter *filter, uint8_t **out, size_t *len,
+		       struct profile_summary *sum);
+
+/* JSON bodies (malloc'd, NUL-terminated; NULL on ENOMEM). See README for the keys. */
+char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n);
+char *query__status_json(const struct query_ctx *ctx);
+/* Prometheus text exposition format 0.0.4 (malloc'd; NULL on ENOMEM). */
+char *query__metrics_text(const struct query_ctx *ctx);
+
+#endif

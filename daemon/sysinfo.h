@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Facts about this host and this process: host name, kernel release, online CPUs, own memory and
+ * CPU time, clocks. */
+#ifndef TAILPROF_SYSINFO_H
+#define TAILPROF_SYSINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parses a kernel CPU list ("0-3,8,10-11") into mask[0..n): 1 for listed CPUs. Returns the number
+ * of CPUs listed, or -EINVAL for a malformed list. CPUs >= n are ignored. */
+int sysinfo__parse_cpu_list(const char *list, uint8_t *mask, size_t n);
+/* Reads /sys/devices/system/cpu/online into mask (see parse_cpu_list). */
+int sysinfo__online_cpus(uint8_t *mask, size_t n);
+/* Host name and kernel release (uname), never NULL. */
+const char *sysinfo__hostname(void);
+const char *sysinfo__kernel_release(void);
+/* Resident set size of this process in bytes (/proc/self/statm), 0 when unknown. */
+uint64_t sysinfo__rss_bytes(void);
+/* User + system CPU time of this process in ns (getrusage). */
+uint64_t sysinfo__cpu_ns(void);
+/* CLOCK_MONOTONIC and CLOCK_REALTIME now, in ns. */
+uint64_t sysinfo__mono_ns(void);
+int64_t sysinfo__real_ns(void);
+
+#endif

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Time windows: per-window sample counts by (stack, task), counters per CPU, and the fixed ring
+ * that holds the last `retention` of them.
+ *
+ * Windows are cut on CLOCK_MONOTONIC (BPF timestamps) at multiples of the window length, and
+ * labelled with wall-clock time through the realtime-monotonic offset measured at the last drain
+ * into them: an NTP step moves labels, never reorders or drops windows.
+ *
+ * Not thread-safe: the collector serializes writers and readers with its lock. */
+#ifndef TAILPROF_WINDOW_H
+#define TAILPROF_WINDOW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "intern.h"
+#include "symbolizer.h"
+
+#define STACK_TRUNCATED_KERNEL (1u << 0) /* the kernel stack filled TP_MAX_STACK_DEPTH frames */
+#define STACK_TRUNCATED_USER (1u << 1)	 /* the user stack filled TP_MAX_STACK_DEPTH frames */
+#define STACK_USER_FAILED (1u << 2)	 /* the user stack could not be read */
+#define STACK_KERNEL_FAILED (1u << 3)	 /* the kernel stack could not be read */
+
+/* An interned stack: kernel frames first, then user frames, each leaf first. Its objects are
+ * referenced while it is interned. Every byte is significant (zero any padding). */
+struct stack {
+	uint16_t nr_kernel;
+	uint16_t nr_user;
+	uint32_t flags; /* STACK_* */
+	struct frame frames[];
+};
+
+#define TASK_SELF (1u << 0) /* a thread of tailprofd itself */
+
+/* An interned task identity: the labels a sample carries. Zero-padded strings. */
+struct task {
+	uint32_t pid; /* process id (tgid) */
+	uint32_t tid;
+	uint32_t flags; /* TASK_* */
+	uint32_t pad;
+	char comm[16];	 /* process name */
+	char thread[16]; /* thread name */
+};
+
+/* Drop reasons counted per window (names are the JSON and Prometheus label values). */
+enum window_drop {
+	DROP_RINGBUF_FULL,  /* "ringbuf_full": sample lost in the kernel, no room in the ring buffer */
+	DROP_KERNEL_STACK,  /* "kernel_stack": kernel stack read failed (sample kept) */
+	DROP_USER_STACK,    /* "user_stack": user stack read failed (sample kept) */
+	DROP_EVENT_LOST,    /* "event_lost": exec/exit notification lost */
+	DROP_LATE,	    /* "late": sample older than the oldest window held */
+	DROP_NO_MEMORY,	    /* "no_memory": sample lost in user space, allocation failed */
+	DROP_NR,
+};
+extern const char *const window_drop_names[DROP_NR];
+
+struct window_entry {
+	struct stack *stack;
+	struct task *task;
+	uint64_t count;
+};
+
+struct window {
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, [start, end) */
+	int64_t wall_offset_ns;	   /* realtime - monotonic at the last drain into this window */
+	uint64_t samples;	   /* samples with stacks stored here (the profile's total) */
+	uint64_t idle_samples;	   /* samples of idle CPUs: counted, no stack */
+	uint64_t drops[DROP_NR];
+	uint32_t nr_cpus;
+	uint64_t *cpu_received; /* [nr_cpus] samples the BPF program saw on each CPU */
+	uint64_t *cpu_sampled_ns; /* [nr_cpus] time each CPU was sampled within the window */
+	/* (stack, task) -> count, open addressing; entries[] dense, index[] maps hash -> entry+1 */
+	struct window_entry *entries;
+	size_t nr_entries, cap_entries;
+	uint32_t *index;
+	size_t index_mask;
+	bool closed;
+	/* cached when closed: distinct stacks and processes */
+	uint32_t nr_stacks, nr_processes;
+	bool counted;
+};
+
+struct window_ring_opts {
+	uint64_t window_ns;	  /* length of a window, > 0 */
+	uint32_t nr_windows;	  /* windows held, >= 1 (retention / window) */
+	uint32_t nr_cpus;	  /* possible CPUs */
+	struct intern_table *stacks; /* where struct stack values live (not owned) */
+	struct intern_table *tasks;  /* where struct task values live (not owned) */
+};
+
+/* Returns an empty ring (no window until the first advance) or NULL with errno set. */
+struct window_ring *window_ring__new(const struct window_ring_opts *opts);
+/* Releases every window's references and frees the ring. NULL allowed. */
+void window_ring__free(struct window_ring *r);
+
+/* Makes the window containing now_ns current, closing and evicting windows as needed (the oldest
+ * is evicted when the ring is full; a gap longer than the retention skips the empty windows). */
+void window_ring__advance(struct window_ring *r, uint64_t now_ns);
+/* The window that contains ts_ns, advancing the ring when ts_ns is past the current window, or
+ * NULL when ts_ns is older than the oldest window held. */
+struct window *window_ring__window_at(struct window_ring *r, uint64_t ts_ns);
+struct window *window_ring__current(const struct window_ring *r);
+
+/* Windows held, oldest first: i in [0, window_ring__count). */
+size_t window_ring__count(const struct window_ring *r);
+struct window *window_ring__get(const struct window_ring *r, size_t i);
+uint64_t window_ring__window_ns(const struct window_ring *r);
+uint32_t window_ring__capacity(const struct window_ring *r);
+
+/* Creates a detached window over [start_ns, end_ns) (e.g. an exact-interval capture). */
+struct window *window__new(uint64_t start_ns, uint64_t end_ns, uint32_t nr_cpus);
+/* Drops every entry's references (into the given tables) and frees w. NULL allowed. */
+void window__free(struct window *w, struct intern_table *stacks, struct intern_table *tasks);
+
+/* Adds count samples of (stack, task) to w, consuming one reference on each of stack and task
+ * (kept by a new entry, dropped otherwise). Returns 0 or -ENOMEM (references dropped, sample
+ * counted as DROP_NO_MEMORY). */
+int window__add(struct window *w, struct stack *stack, struct task *task, uint64_t count,
+		struct intern_table *stacks, struct intern_table *tasks);
+/* Distinct stacks and processes in w (computed on demand, cached once w is closed). */
+void window__counts(struct window *w, uint32_t *nr_stacks, uint32_t *nr_processes);
+/* Expected samples of w at period_ns per sample: sum over CPUs of sampled_ns / period_ns. */
+uint64_t window__expected(const struct window *w, uint64_t period_ns);
+uint64_t window__received(const struct window *w);
+uint64_t window__drops(const struct window *w);
+/* Heap bytes the window itself uses (entries and index; not the interned values). */
+size_t window__bytes(const struct window *w);
+
+#endif

@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# One entry point for a fresh Debian 12 machine, run as root:
+#   packaging/setup.sh run [TAILPROFD FLAGS]   install what is missing, build, start tailprofd
+#   packaging/setup.sh test                    install what is missing, build, run every test
+#   packaging/setup.sh build                   install what is missing, build
+set -eu
+
+cd "$(dirname "$0")/.."
+BUILD=${TAILPROF_BUILD_DIR:-build}
+
+# Build dependencies, and what the tests use (go tool pprof judges our profiles, lld links a
+# fixture, perf is the benchmark's reference, setpriv runs the non-root start-up test).
+DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
+ libdw-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev libmicrohttpd-dev libjansson-dev
+ libcurl4-openssl-dev libcmocka-dev python3"
+TEST_DEPS="golang-go lld binutils util-linux linux-perf valgrind"
+
+install_missing() {
+	missing=""
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "setup.sh: missing Debian packages:$missing; run as root (sudo) to install them" >&2
+		exit 1
+	fi
+	echo "setup.sh: installing$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+build() {
+	if [ ! -f "$BUILD/build.ninja" ]; then
+		werror=false
+		[ "${CI:-}" = true ] && werror=true
+		meson setup "$BUILD" --buildtype=debugoptimized -Dwerror=$werror
+	fi
+	ninja -C "$BUILD"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+run)
+	install_missing $DEPS
+	build
+	exec "$BUILD/daemon/tailprofd" "$@"
+	;;
+test)
+	install_missing $DEPS $TEST_DEPS
+	build
+	rc=0
+	meson test -C "$BUILD" --print-errorlogs --num-processes 2 "$@" || rc=$?
+	# one closing line for people and CI: counts from meson's own log
+	python3 - "$BUILD/meson-logs/testlog.json" <<'PY'
+import json, sys
+res = [json.loads(l)["result"] for l in open(sys.argv[1]) if l.strip()]
+ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
+skip = sum(r == "SKIP" for r in res)
+print("%d passed, %d failed, %d skipped" % (ok, len(res) - ok - skip, skip))
+PY
+	exit $rc
+	;;
+build)
+	install_missing $DEPS
+	build
+	;;
+*)
+	echo "usage: packaging/setup.sh run [TAILPROFD FLAGS] | test [MESON TEST ARGS] | build" >&2
+	exit 2
+	;;
+esac

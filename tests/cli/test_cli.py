@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Tests the tailprof CLI end to end against a fake tailprofd (stdlib only, no root)."""
+import gzip
+import http.server
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.parse
+
+STATUS = {
+    "version": "0.1.0", "hostname": "h", "kernel": "6.1.0", "pid": 123,
+    "started": "2026-11-29T21:00:00.000Z", "started_unix_ns": 1795986000000000000,
+    "uptime_ns": 300000000000, "listen": "127.0.0.1:7077", "frequency_hz": 99,
+    "window_ns": 10000000000, "retention_ns": 3600000000000, "windows": 12,
+    "max_windows": 360, "cpus_online": 2, "healthy": True, "probes_attached": 4,
+    "samples": 5940, "idle_samples": 17, "expected_samples": 5950, "drops": 3,
+    "objects": 41, "processes": 7, "some_future_key": {"nested": [1, 2]},
+}
+WINDOWS = {"windows": [
+    {"start": "2026-11-29T21:00:00.000Z", "end": "2026-11-29T21:00:10.000Z",
+     "start_unix_ns": 1795986000000000000, "end_unix_ns": 1795986010000000000,
+     "current": False, "samples": 1980, "idle_samples": 5, "expected_samples": 1980,
+     "received_samples": 1980, "drops": {"total": 2, "ringbuf_full": 2, "kernel_stack": 0,
+                                         "user_stack": 0},
+     "distinct_stacks": 314, "processes": 9, "cpus": [{"cpu": 0, "expected_samples": 990,
+                                                      "received_samples": 990}],
+     "future": "ignored"},
+    # The current window: no end yet, no stacks count (shown as '-').
+    {"start": "2026-11-29T21:00:10.000Z", "start_unix_ns": 1795986010000000000,
+     "current": True, "samples": 4242, "idle_samples": 1, "expected_samples": 4300,
+     "drops": {"total": 0}, "processes": 3},
+]}
+# Pretty-printed on purpose, without a final newline: --json must not reformat a byte.
+STATUS_BODY = json.dumps(STATUS, indent=3).encode()
+WINDOWS_BODY = json.dumps(WINDOWS, indent=1, sort_keys=True).encode()
+PROFILE_BODY = gzip.compress(b"\x0a\x04fake pprof bytes" * 64, mtime=0)
+PROFILE_HEADERS = {
+    "X-Tailprof-Samples": "1234",
+    "X-Tailprof-Start-Unix-Ns": "1795986000000000000",
+    "X-Tailprof-End-Unix-Ns": "1795986300000000000",
+    "X-Tailprof-Windows": "30",
+}
+
+
+class FakeDaemon(http.server.BaseHTTPRequestHandler):
+    requests = []
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, code, body, ctype="application/json", headers=None):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        FakeDaemon.requests.append(self.path)
+        url = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(url.query)
+        if url.path == "/api/v1/status":
+            self.reply(200, STATUS_BODY)
+        elif url.path == "/api/v1/windows":
+            self.reply(200, WINDOWS_BODY)
+        elif url.path == "/api/v1/profile":
+            if q.get("type") != ["cpu"]:
+                self.reply(400, b'{"error": "type: \'%s\' is not supported (allowed: cpu)"}'
+                           % q.get("type", [""])[0].encode())
+            else:
+                self.reply(200, PROFILE_BODY, "application/octet-stream", PROFILE_HEADERS)
+        else:
+            self.reply(404, b'{"error": "no such path"}')
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Runner:
+    def __init__(self, exe, server):
+        self.exe, self.server = exe, server
+        self.passed, self.failed = 0, 0
+
+    def run(self, *args, env=None):
+        e = {k: v for k, v in os.environ.items() if k != "TAILPROF_SERVER"}
+        e.update(env or {})
+        FakeDaemon.requests.clear()
+        p = subprocess.run([self.exe, *args], capture_output=True, env=e, timeout=30)
+        return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+    def case(self, name, fn):
+        try:
+            fn()
+        except AssertionError as e:
+            self.failed += 1
+            print(f"FAIL {name}: {e}")
+            return
+        self.passed += 1
+        print(f"ok   {name}")
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def main():
+    exe = sys.argv[1]
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeDaemon)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.server_address[1]}"
+    t = Runner(exe, url)
+    tmp = tempfile.mkdtemp(prefix="tailprof-cli-test-")
+
+    def status_text():
+        rc, out, err = t.run("--server", url, "status")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        text = out.decode()
+        check("tailprofd 0.1.0 on h (kernel 6.1.0), pid 123, up 5m0s" in text, text)
+        check("99 Hz on 2 CPUs" in text and "12 of 360 (10s each" in text, text)
+        check(FakeDaemon.requests == ["/api/v1/status"], FakeDaemon.requests)
+
+    def status_json():
+        rc, out, err = t.run("status", "--json", "--server", url)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(out == STATUS_BODY, "stdout differs from the body")
+
+    def windows_text():
+        rc, out, err = t.run("windows", "--server", url, "--last", "10m")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        lines = out.decode().splitlines()
+        check(lines[0].split() == ["START", "DURATION", "SAMPLES", "IDLE", "EXPECTED", "DROPS",
+                                   "STACKS", "PROCS"], lines[0])
+        check(lines[1].split() == ["2026-11-29T21:00:00.000Z", "10s", "1980", "5", "1980", "2",
+                                   "314", "9"], lines[1])
+        check(lines[2].split() == ["*", "2026-11-29T21:00:10.000Z", "-", "4242", "1", "4300",
+                                   "0", "-", "3"], lines[2])
+        check(FakeDaemon.requests == ["/api/v1/windows?last=10m"], FakeDaemon.requests)
+
+    def windows_json_range():
+        rc, out, err = t.run("--server", url, "windows", "--json", "--from",
+                             "2026-11-29T21:00:00+01:00", "--to", "1795986300")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(out == WINDOWS_BODY, "stdout differs from the body")
+        want = "/api/v1/windows?from=2026-11-29T21%3A00%3A00%2B01%3A00&to=1795986300"
+        check(FakeDaemon.requests == [want], FakeDaemon.requests)
+
+    def server_from_env():
+        rc, out, err = t.run("status", "--json", env={"TAILPROF_SERVER": url})
+        check(rc == 0 and out == STATUS_BODY, f"rc {rc}, stderr {err}")
+        rc, _, err = t.run("status", "--server", url,
+                           env={"TAILPROF_SERVER": f"http://127.0.0.1:{closed_port()}"})
+        check(rc == 0, f"--server must win over TAILPROF_SERVER: rc {rc}, {err}")
+
+    def pull_file():
+        path = os.path.join(tmp, "cpu.pb.gz")
+        rc, out, err = t.run("pull", "--server", url, "--pid", "42", "--comm", "my app/1",
+                             "--stage", "db", "-o", path)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        with open(path, "rb") as f:
+            check(f.read() == PROFILE_BODY, "file differs from the body")
+        check(out == b"", f"stdout not empty: {out!r}")
+        want = (f"wrote {path}: 1234 samples, 2026-11-29T21:00:00.000Z to "
+                f"2026-11-29T21:05:00.000Z (5m0s, 30 windows)\n")
+        check(err == want, f"summary {err!r}")
+        check(FakeDaemon.requests == ["/api/v1/profile?type=cpu&last=5m&pid=42&comm=my%20app"
+                                      "%2F1&stage=db"], FakeDaemon.requests)
+        check(sorted(os.listdir(tmp)) == ["cpu.pb.gz"], os.listdir(tmp))
+
+    def pull_stdout():
+        rc, out, err = t.run("--server", url, "pull", "--last", "90s", "-o", "-")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(out == PROFILE_BODY, "stdout differs from the body")
+        check("1234 samples" in err, err)
+        check(FakeDaemon.requests == ["/api/v1/profile?type=cpu&last=90s"], FakeDaemon.requests)
+
+    def pull_server_error():
+        path = os.path.join(tmp, "wall.pb.gz")
+        rc, out, err = t.run("pull", "--server", url, "--type", "wall", "-o", path)
+        check(rc == 1, f"rc {rc}")
+        check("tailprof: server error (400): type: 'wall' is not supported" in err, err)
+        check(not os.path.exists(path), "a file was left")
+        check(sorted(os.listdir(tmp)) == ["cpu.pb.gz"], f"leftovers {os.listdir(tmp)}")
+        # An existing file is left as it was.
+        keep = os.path.join(tmp, "cpu.pb.gz")
+        rc, _, _ = t.run("pull", "--server", url, "--type", "offcpu", "-o", keep)
+        with open(keep, "rb") as f:
+            check(rc == 1 and f.read() == PROFILE_BODY, "existing file changed")
+
+    def daemon_down():
+        down = f"http://127.0.0.1:{closed_port()}"
+        for args in (["status"], ["windows"], ["pull", "-o", os.path.join(tmp, "x.pb.gz")]):
+            rc, out, err = t.run("--server", down, *args)
+            check(rc == 1, f"{args}: rc {rc}")
+            check(f"cannot reach tailprofd at {down}: Connection refused" in err, err)
+            check("is tailprofd running?" in err, err)
+        check(not os.path.exists(os.path.join(tmp, "x.pb.gz")), "a file was left")
+
+    def bad_flags():
+        for args, needle in (
+                (["frob"], "unknown subcommand 'frob'"),
+                (["--frob", "status"], "unknown option '--frob'"),
+                (["status", "--frob"], "unknown option '--frob' for status"),
+                (["windows", "extra"], "unexpected argument 'extra'"),
+                (["pull", "-o"], "-o needs a value"),
+                (["pull", "--last"], "--last needs a value"),
+                (["status", "--server"], "--server needs a value"),
+                (["status", "--json=yes"], "--json takes no value"),
+                (["pull", "--type", "heap", "-o", "x"], "allowed: cpu, offcpu, wall"),
+                (["pull", "--pid", "x1", "-o", "x"], "--pid: 'x1' is not a process ID"),
+                (["pull", "--last", "5m"], "pull needs -o FILE"),
+                ([], "Usage: tailprof")):
+            rc, out, err = t.run("--server", url, *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check(needle in err, f"{args}: {err!r}")
+        check(FakeDaemon.requests == [], f"usage errors sent requests {FakeDaemon.requests}")
+
+    def bad_durations_and_times():
+        for args, needle in (
+                (["windows", "--last", "5x"], "--last: '5x' is not a duration"),
+                (["pull", "--last", "ten", "-o", "x"], "--last: 'ten' is not a duration"),
+                (["windows", "--from", "yesterday"], "--from: 'yesterday' is not a time"),
+                (["pull", "--to", "2026-13-01T00:00:00Z", "-o", "x"], "--to: '2026-13"),
+                (["windows", "--from", "20", "--to", "10"], "must be before --to")):
+            rc, out, err = t.run("--server", url, *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check(needle in err, f"{args}: {err!r}")
+        check(FakeDaemon.requests == [], FakeDaemon.requests)
+
+    def last_with_from():
+        for args in (["windows", "--last", "5m", "--from", "1795986000"],
+                     ["pull", "--to", "1795986000", "--last", "5m", "-o", "x"]):
+            rc, out, err = t.run("--server", url, *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check("--last cannot be combined with --from/--to" in err, err)
+
+    def helps():
+        for args in (["--help"], ["-h"], ["help"], ["status", "--help"], ["windows", "-h"],
+                     ["pull", "--help"], ["help", "pull"], ["pull", "--last", "5m", "-h"]):
+            rc, out, err = t.run(*args)
+            check(rc == 0, f"{args}: rc {rc}")
+            check(out.startswith(b"Usage: tailprof"), f"{args}: {out[:40]!r}")
+        rc, out, _ = t.run("pull", "--help")
+        check(b"-o, --output FILE" in out and b"--server URL" in out, out)
+
+    t.case("status prints readable text", status_text)
+    t.case("status --json prints the body byte for byte (--server after)", status_json)
+    t.case("windows prints a table, current marked, missing as -", windows_text)
+    t.case("windows --json with --from/--to sends the escaped originals", windows_json_range)
+    t.case("TAILPROF_SERVER is used, --server wins over it", server_from_env)
+    t.case("pull writes the body atomically and prints one summary", pull_file)
+    t.case("pull -o - writes the body to stdout only", pull_stdout)
+    t.case("pull with a server 400 exits 1 and leaves no file", pull_server_error)
+    t.case("daemon down exits 1 and says so", daemon_down)
+    t.case("bad flags exit 2 and name the flag", bad_flags)
+    t.case("bad durations and times exit 2", bad_durations_and_times)
+    t.case("--last with --from/--to exits 2", last_with_from)
+    t.case("--help exits 0 everywhere", helps)
+    srv.shutdown()
+    for name in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, name))
+    os.rmdir(tmp)
+    print(f"{t.passed} passed, {t.failed} failed")
+    return 1 if t.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Integration tests of tailprofd: real BPF as root, workloads with known answers.
+
+Usage: test_daemon.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
+with CI=true that is a failure."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from pprof_decode import Profile  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
+CLI = os.path.join(BUILD, "cli", "tailprof")
+WL = os.path.join(BUILD, "tests", "workloads")
+FREQ = 997
+IN_CI = os.environ.get("CI") == "true"
+
+
+def skip(why):
+    if IN_CI:
+        print("FAIL: cannot run integration tests in CI: " + why)
+        sys.exit(1)
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, *args):
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:%d" % self.port] +
+                                     list(args), stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("tailprofd exited: " + self.output())
+            try:
+                if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def get(self, path, timeout=60):
+        try:
+            r = urllib.request.urlopen(self.url + path, timeout=timeout)
+            return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def json(self, path):
+        status, _, body = self.get(path)
+        assert status == 200, (path, status, body)
+        return json.loads(body)
+
+    def profile(self, query):
+        status, headers, body = self.get("/api/v1/profile?" + query)
+        assert status == 200, (query, status, body)
+        return Profile(body), headers
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=20)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def start_workload(name, *args):
+    p = subprocess.Popen([os.path.join(WL, name)] + [str(a) for a in args],
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline())
+    return p, pid
+
+
+def names(sample):
+    return [f["function"] for f in sample["frames"]]
+
+
+def wait_drained():
+    time.sleep(1.5)  # a sample is queryable at most 1 s after it was taken
+
+
+# ---- tests (each takes the shared daemon) ----
+
+def test_hot_function_75_percent_with_call_chain(d):
+    p, pid = start_workload("tp_hotcold", 4)
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("pid=%d&last=2m" % pid)  # after the process exited
+    hot = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s))
+    cold = sum(s["values"][0] for s in prof.samples if "cold_function" in names(s))
+    assert hot + cold > 0.8 * FREQ * 4 * 0.8, ("too few samples", hot, cold)
+    share = 100.0 * hot / (hot + cold)
+    print("  hot_function share %.1f%% of %d samples" % (share, hot + cold))
+    assert 70 <= share <= 80, share
+    chained = 0
+    for s in prof.samples:
+        n = names(s)
+        if "hot_function" in n:
+            i = n.index("hot_function")
+            if n[i + 1:i + 3] == ["run_rounds", "main"]:
+                chained += s["values"][0]
+    assert chained >= 0.95 * hot, ("call chain hot_function <- run_rounds <- main", chained, hot)
+    # kernel frames come before user frames, never after
+    for s in prof.samples:
+        kinds = ["k" if f["mapping"] == "[kernel.kallsyms]" else "u" for f in s["frames"]
+                 if f["mapping"]]
+        assert "".join(kinds).find("uk") < 0, names(s)
+    # the mapping of the workload carries its file name and build ID
+    maps = [m for m in prof.mappings.values() if m["filename"].endswith("/tp_hotcold")]
+    assert len(maps) == 1 and len(maps[0]["build_id"]) == 40 and maps[0]["has_functions"], maps
+
+
+def test_short_lived_processes(d):
+    pids = []
+    for _ in range(5):
+        p, pid = start_workload("tp_short", 0.2)
+        p.wait()
+        pids.append(pid)
+    wait_drained()
+    prof, _ = d.profile("last=2m")
+    for pid in pids:
+        mine = [s for s in prof.samples if s["labels"].get("pid") == str(pid)]
+        total = sum(s["values"][0] for s in mine)
+        named = sum(s["values"][0] for s in mine if "short_lived_spin" in names(s))
+        print("  pid %d: %d samples, %d in short_lived_spin" % (pid, total, named))
+        assert total >= 0.2 * FREQ * 0.5, (pid, total)
+        assert named >= 0.9 * total, (pid, named, total)
+        assert all(s["labels"]["comm"] == "tp_short" for s in mine)
+
+
+def test_exec_keeps_pid_each_half_named(d):
+    p, pid = start_workload("tp_exec_a", 1, os.path.join(WL, "tp_exec_b"), 1)
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("pid=%d&last=2m" % pid)
+    before = [s for s in prof.samples if "before_exec_spin" in names(s)]
+    after = [s for s in prof.samples if "after_exec_spin" in names(s)]
+    nb, na = sum(s["values"][0] for s in before), sum(s["values"][0] for s in after)
+    print("  before exec %d samples, after exec %d" % (nb, na))
+    assert nb >= 0.5 * FREQ and na >= 0.5 * FREQ, (nb, na)
+    assert all(s["labels"]["comm"] == "tp_exec_a" for s in before)
+    assert all(s["labels"]["comm"] == "tp_exec_b" for s in after)
+    for s in after:
+        assert not any(f["mapping"] and f["mapping"].endswith("/tp_exec_a") for f in s["frames"])
+    for s in before:
+        assert not any(f["mapping"] and f["mapping"].endswith("/tp_exec_b") for f in s["frames"])
+
+
+def test_syscall_heavy_kernel_names(d):
+    p, pid = start_workload("tp_syscalls", 2)
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("pid=%d&last=2m" % pid)
+    total = prof.total()
+    kernel = 0
+    for s in prof.samples:
+        n = names(s)
+        if "do_syscall_64" in n and "syscall_loop" in n:
+            assert n.index("do_syscall_64") < n.index("syscall_loop"), n
+            kernel += s["values"][0]
+    kfuncs = {f["function"] for s in prof.samples for f in s["frames"]
+              if f["mapping"] == "[kernel.kallsyms]"}
+    print("  %d of %d samples in syscalls; kernel functions include %s" %
+          (kernel, total, sorted(kfuncs & {"read_zero", "vfs_read", "ksys_read",
+                                           "do_syscall_64"})))
+    assert kernel >= 0.5 * total, (kernel, total)
+    assert {"read_zero", "vfs_read", "do_syscall_64"} <= kfuncs, kfuncs
+
+
+def test_go_tool_pprof_debug_endpoint(d):
+    p, pid = start_workload("tp_hotcold", 4)
+    env = dict(os.environ, HOME=tempfile.mkdtemp(), PPROF_TMPDIR=tempfile.mkdtemp())
+    t0 = time.time()
+    r = run(["go", "tool", "pprof", "-raw", "-symbolize=none",
+             d.url + "/debug/pprof/profile?seconds=2"], env=env, timeout=60)
+    elapsed = time.time() - t0
+    p.wait()
+    assert r.returncode == 0, r.stderr
+    assert "hot_function" in r.stdout, r.stdout[:2000]
+    assert 2 <= elapsed < 6, elapsed
+    # exactly that interval: about 2 s of the workload's samples, not a whole window's worth
+    status, headers, body = d.get("/debug/pprof/profile?seconds=1")
+    assert status == 200
+    prof = Profile(body)
+    assert 0.9e9 <= prof.duration_nanos <= 1.6e9, prof.duration_nanos
+    cpus = os.cpu_count()
+    assert prof.total() <= FREQ * cpus * 1.6, prof.total()
+
+
+def test_go_tool_pprof_accepts_stored_profile(d):
+    p, pid = start_workload("tp_hotcold", 2)
+    p.wait()
+    wait_drained()
+    status, headers, body = d.get("/api/v1/profile?last=1m")
+    assert status == 200
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "cpu.pb.gz")
+    with open(path, "wb") as f:
+        f.write(body)
+    env = dict(os.environ, HOME=tmp, PPROF_TMPDIR=tmp)
+    for flag in ("-raw", "-top", "-traces"):
+        r = run(["go", "tool", "pprof", flag, "-symbolize=none", path], env=env, timeout=60)
+        assert r.returncode == 0, (flag, r.stderr)
+        assert "hot_function" in r.stdout, (flag, r.stdout[:1000])
+        assert "unsymbolizable" not in r.stderr.lower() and "warning" not in r.stderr.lower(), \
+            r.stderr
+    r = run(["go", "tool", "pprof", "-proto", "-symbolize=none", "-output",
+             os.path.join(tmp, "rt.pb.gz"), path], env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(tmp, "rt.pb.gz"), "rb") as f:
+        rt = Profile(f.read())
+    orig = Profile(body)
+    assert rt.total() == orig.total() and rt.total(1) == orig.total(1)
+    assert orig.total() == int(headers["X-Tailprof-Samples"])
+    assert orig.sample_types == [("samples", "count"), ("cpu", "nanoseconds")]
+    assert orig.period_type == ("cpu", "nanoseconds") and orig.period == 10**9 // FREQ
+    assert orig.strings[0] == "" and len(set(orig.strings)) == len(orig.strings)
+    for s in orig.samples:
+        assert len(s["values"]) == 2 and any(s["values"])
+        assert s["values"][1] == s["values"][0] * orig.period
+        assert {"pid", "tid", "comm", "thread"} <= set(s["labels"])
+        assert s["labels"]["pid"] != "0" and s["labels"]["comm"] != "swapper/0"
+    joined = "\n".join(orig.comments)
+    for key in ("host:", "kernel:", "tailprofd:", "%d Hz" % FREQ, "windows:"):
+        assert key in joined, (key, joined)
+
+
+def test_totals_equal_window_counters(d):
+    # Keep every CPU busy: on an idle CPU the kernel defers the cpu-clock timer (perf sees the
+    # same), so only busy CPUs must deliver frequency x time samples.
+    spinners = [start_workload("tp_hotcold", 4)[0] for _ in range(os.cpu_count())]
+    time.sleep(4.5)
+    for p in spinners:
+        p.wait()
+    now = time.time()
+    frm, to = int(now) - 4, int(now) - 1  # closed windows only: they no longer change
+    w = d.json("/api/v1/windows?from=%d&to=%d" % (frm, to))["windows"]
+    prof, headers = d.profile("from=%d&to=%d" % (frm, to))
+    assert w and not any(x["current"] for x in w)
+    assert prof.total() == sum(x["samples"] for x in w), (prof.total(), sum(x["samples"] for x in w))
+    assert int(headers["X-Tailprof-Windows"]) == len(w)
+    # every CPU: samples received match the frequency; drops are reported, not hidden
+    closed = w[1:]  # the first window may have started before the daemon
+    exp = sum(c["expected_samples"] for x in closed for c in x["cpus"])
+    got = sum(c["received_samples"] for x in closed for c in x["cpus"])
+    print("  %d windows: received %d of %d expected samples" % (len(closed), got, exp))
+    assert abs(got - exp) <= 0.03 * exp + 5, (got, exp)
+    for x in closed:
+        assert x["received_samples"] == sum(c["received_samples"] for c in x["cpus"])
+        # counters are read at the drain tick, stacks are placed by timestamp: a tick that
+        # runs a little late moves a few samples across the edge, never more
+        assert abs(x["samples"] + x["idle_samples"] + x["drops"]["ringbuf_full"] -
+                   x["received_samples"]) <= 0.01 * x["received_samples"] + 3 * os.cpu_count(), x
+        assert "total" in x["drops"] and "ringbuf_full" in x["drops"]
+        assert x["processes"] >= 1 and x["distinct_stacks"] >= 1
+
+
+def test_self_samples_labelled(d):
+    # make the daemon itself busy: encode profiles back to back
+    for _ in range(30):
+        d.get("/api/v1/profile?last=10m")
+    wait_drained()
+    prof, _ = d.profile("last=1m")
+    mine = [s for s in prof.samples if s["labels"]["pid"] == str(d.proc.pid)]
+    others = [s for s in prof.samples if s["labels"]["pid"] != str(d.proc.pid)]
+    print("  %d samples of tailprofd itself" % sum(s["values"][0] for s in mine))
+    assert mine, "no samples of tailprofd while it encoded 30 profiles"
+    assert all(s["labels"].get("tailprofd") == "self" for s in mine)
+    assert not any("tailprofd" in s["labels"] for s in others)
+
+
+def test_http_errors_and_metrics(d):
+    for path, param in (("/api/v1/profile?last=abc", "last"), ("/api/v1/profile?pid=x", "pid"),
+                        ("/api/v1/profile?type=heap", "type"), ("/api/v1/profile?bogus=1", "bogus"),
+                        ("/api/v1/windows?from=yesterday", "from"),
+                        ("/api/v1/profile?last=5m&from=1", "last"),
+                        ("/debug/pprof/profile?seconds=0", "seconds")):
+        status, headers, body = d.get(path)
+        assert status == 400, (path, status)
+        assert json.loads(body)["error"].startswith(param + ":"), (path, body)
+    status, _, body = d.get("/nope")
+    assert status == 404 and "error" in json.loads(body)
+    status, _, body = d.get("/metrics")
+    text = body.decode()
+    for name in ("tailprof_samples_total", "tailprof_expected_samples_total{cpu=\"0\"}",
+                 "tailprof_received_samples_total{cpu=\"0\"}",
+                 "tailprof_drops_total{reason=\"ringbuf_full\"}", "tailprof_windows ",
+                 "tailprof_resident_memory_bytes", "tailprof_bpf_run_time_seconds_total{program=\"perf_sample\"}"):
+        assert name in text, name
+    run_time = [float(l.split()[-1]) for l in text.splitlines()
+                if l.startswith("tailprof_bpf_run_time_seconds_total{program=\"perf_sample\"}")]
+    assert run_time and run_time[0] > 0, "BPF stats not enabled"
+    st = d.json("/api/v1/status")
+    assert st["healthy"] and st["frequency_hz"] == FREQ and st["cpus_online"] == os.cpu_count()
+
+
+def test_concurrent_requests(d):
+    # a long /debug/pprof/profile must not block other requests
+    import threading
+    res = {}
+    t = threading.Thread(target=lambda: res.setdefault("p", d.get("/debug/pprof/profile?seconds=3")))
+    t.start()
+    time.sleep(0.3)
+    t0 = time.time()
+    status, _, _ = d.get("/api/v1/status")
+    assert status == 200 and time.time() - t0 < 1, time.time() - t0
+    t.join()
+    assert res["p"][0] == 200
+
+
+def test_cli_against_daemon(d):
+    r = run([CLI, "--server", d.url, "status"])
+    assert r.returncode == 0 and "tailprofd" in r.stdout, r
+    r = run([CLI, "windows", "--last", "30s", "--server", d.url, "--json"])
+    assert r.returncode == 0 and json.loads(r.stdout)["windows"], r
+    out = os.path.join(tempfile.mkdtemp(), "cpu.pb.gz")
+    r = run([CLI, "--server", d.url, "pull", "--last", "1m", "-o", out])
+    assert r.returncode == 0, r
+    with open(out, "rb") as f:
+        prof = Profile(f.read())
+    assert ("%d samples" % prof.total()) in r.stderr + r.stdout, (r.stderr, prof.total())
+
+
+# ---- start-up failures (own daemons) ----
+
+def test_startup_errors():
+    r = run([DAEMON, "--frequency", "0"])
+    assert r.returncode == 2 and "1 to 10000" in r.stderr, r
+    r = run([DAEMON, "--window", "5x"])
+    assert r.returncode == 2 and "--window" in r.stderr, r
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run([DAEMON, "--listen", "127.0.0.1:%d" % port], timeout=20)
+        assert r.returncode == 1 and "in use" in r.stderr, r
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", DAEMON], timeout=20)
+    assert r.returncode == 1 and "root" in r.stderr, r
+
+
+def test_sigterm_detaches(d):
+    rc = d.stop()
+    assert rc == 0, d.output()
+    r = run(["bpftool", "prog", "show"])
+    assert "perf_sample" not in r.stdout, "BPF program still loaded after exit"
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        skip("kernel has no BTF")
+    try:
+        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
+    except RuntimeError as e:
+        if IN_CI:
+            raise
+        skip(str(e))
+    tests = [test_hot_function_75_percent_with_call_chain, test_short_lived_processes,
+             test_exec_keeps_pid_each_half_named, test_syscall_heavy_kernel_names,
+             test_go_tool_pprof_debug_endpoint, test_go_tool_pprof_accepts_stored_profile,
+             test_totals_equal_window_counters, test_self_samples_labelled,
+             test_http_errors_and_metrics, test_concurrent_requests, test_cli_against_daemon]
+    only = os.environ.get("TAILPROF_TEST")
+    passed = failed = 0
+    for t in tests + [test_sigterm_detaches, test_startup_errors]:
+        if only and only not in t.__name__:
+            continue
+        try:
+            t(d) if t.__code__.co_argcount else t()
+            print("ok   %s" % t.__name__)
+            passed += 1
+        except Exception:
+            print("FAIL %s" % t.__name__)
+            traceback.print_exc()
+            failed += 1
+        sys.stdout.flush()
+    if d.proc.poll() is None:
+        d.stop()
+    if failed:
+        print("--- tailprofd output ---\n" + d.output()[-4000:])
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
