@@ -104,7 +104,6 @@ enum opt_id {
 	OPT_TYPE,
 	OPT_PID,
 	OPT_COMM,
-	OPT_STAGE,
 	OPT_OUTPUT,
 };
 
@@ -925,12 +924,11 @@ static int cmd_pull(int argc, char **argv)
 		{ "to", 0, OPT_TO, TIME_VALUE },
 		{ "pid", 0, OPT_PID, "a process ID" },
 		{ "comm", 0, OPT_COMM, "a command name" },
-		{ "stage", 0, OPT_STAGE, "a stage name" },
 		{ "output", 'o', OPT_OUTPUT, "a file name, or - for stdout" },
 		{},
 	};
 	struct opt_iter it = { .cmd = "pull", .opts = opts, .argc = argc, .argv = argv, .i = 1 };
-	const char *val, *type = "cpu", *pid = NULL, *comm = NULL, *stage = NULL, *out = NULL;
+	const char *val, *type = "cpu", *pid = NULL, *comm = NULL, *out = NULL;
 	struct time_range range = {};
 	struct http_resp r = {};
 	char *query = NULL, *tmp = NULL, *end;
@@ -960,9 +958,6 @@ static int cmd_pull(int argc, char **argv)
 			break;
 		case OPT_COMM:
 			comm = val;
-			break;
-		case OPT_STAGE:
-			stage = val;
 			break;
 		case OPT_OUTPUT:
 			out = val;
@@ -997,7 +992,6 @@ static int cmd_pull(int argc, char **argv)
 	range_query(q, &range);
 	query_add(q, "pid", pid);
 	query_add(q, "comm", comm);
-	query_add(q, "stage", stage);
 	if (fclose(q))
 		OOM_ABORT();
 
@@ -1160,7 +1154,7 @@ static void usage_windows(FILE *f)
 static void usage_pull(FILE *f)
 {
 	fprintf(f, "Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
-		   "                     [--pid PID] [--comm NAME] [--stage NAME] -o FILE\n"
+		   "                     [--pid PID] [--comm NAME] -o FILE\n"
 		   "\n"
 		   "Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
 		   "speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
@@ -1172,8 +1166,7 @@ static void usage_pull(FILE *f)
 		   "  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
 		   "  --to TIME      up to TIME (default now)\n"
 		   "  --pid PID      only this process\n"
-		   "  --comm NAME    only threads with this command name\n"
-		   "  --stage NAME   only samples taken inside this stage\n"
+		   "  --comm NAME    only processes with this name (comm)\n"
 		   "  -o, --output FILE\n"
 		   "                 where to write the profile; - for stdout\n"
 		   "%s",

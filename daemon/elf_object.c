@@ -10,7 +10,7 @@
 
 /* --- symbol tables --- */
 
-#define NAME_NONE UINT32_MAX
+#define NAME_NONE   UINT32_MAX
 #define NAME_WANTED (UINT32_MAX - 1)
 
 struct raw_sym {
@@ -47,7 +47,12 @@ int symtab_builder__add(struct symtab_builder *b, uint64_t start, uint64_t end, 
 	}
 	end = clamp_end(start, end);
 	b->syms[b->nr++] = (struct raw_sym){
-		.start = start, .end = end, .name = name, .rank = rank, .out = NAME_NONE, .tag = tag,
+	    .start = start,
+	    .end = end,
+	    .name = name,
+	    .rank = rank,
+	    .out = NAME_NONE,
+	    .tag = tag,
 	};
 	return 0;
 }
@@ -78,12 +83,14 @@ static int cmp_raw_sym(const void *a, const void *b)
 		return x->start < y->start ? -1 : 1;
 	if (x->end != y->end)
 		return x->end > y->end ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
+	if (x->rank >> 8 != y->rank >> 8)
+		return x->rank >> 8 < y->rank >> 8 ? -1 : 1;
 	ux = leading_underscores(x->name);
 	uy = leading_underscores(y->name);
 	if (ux != uy)
 		return ux < uy ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
@@ -101,7 +108,10 @@ static void emit_span(struct sym_span *spans, size_t *nr, const struct raw_sym *
 		return;
 	}
 	spans[(*nr)++] = (struct sym_span){
-		.start = from, .sym_start = syms[idx].start, .len = to - from, .name = idx,
+	    .start = from,
+	    .sym_start = syms[idx].start,
+	    .len = to - from,
+	    .name = idx,
 	};
 }
 
@@ -109,8 +119,7 @@ static void emit_span(struct sym_span *spans, size_t *nr, const struct raw_sym *
  * that started last among those still open) owns each byte: a sweep over starts with a stack of
  * open symbols. Each span ends either at a new symbol's start or at a symbol's end, so there are
  * at most 2 * nr spans. Returns the number of spans. */
-static size_t flatten(const struct raw_sym *syms, size_t nr, size_t *stack,
-		      struct sym_span *spans)
+static size_t flatten(const struct raw_sym *syms, size_t nr, size_t *stack, struct sym_span *spans)
 {
 	size_t depth = 0, nr_spans = 0;
 	uint64_t cur = 0;
@@ -271,11 +280,11 @@ void symtab__clear(struct symtab *t)
 
 struct object *object__new(const char *path)
 {
-	struct object *obj = xcalloc(1, sizeof(*obj));
+	struct object *obj = sym_xcalloc(1, sizeof(*obj));
 	const char *slash;
 
 	obj->refcnt = 1;
-	obj->path = xstrdup(path);
+	obj->path = sym_xstrdup(path);
 	slash = strrchr(obj->path, '/');
 	obj->name = slash && slash[1] ? slash + 1 : obj->path;
 	return obj;
@@ -428,7 +437,8 @@ static bool find_build_id_note(Elf_Data *d, char *out)
 
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz > 0 &&
 		    !memcmp((const char *)d->d_buf + name_off, "GNU", 4)) {
-			size_t n = nh.n_descsz < BUILD_ID_MAX_BYTES ? nh.n_descsz : BUILD_ID_MAX_BYTES;
+			size_t n =
+			    nh.n_descsz < BUILD_ID_MAX_BYTES ? nh.n_descsz : BUILD_ID_MAX_BYTES;
 
 			for (size_t i = 0; i < n; i++)
 				snprintf(out + 2 * i, 3, "%02x", desc[i]);
@@ -476,6 +486,7 @@ int elf_file__open(struct elf_file *ef, int fd)
 {
 	static bool libelf_ready;
 	GElf_Ehdr ehdr;
+	struct stat st;
 
 	memset(ef, 0, sizeof(*ef));
 	if (!libelf_ready) {
@@ -485,8 +496,18 @@ int elf_file__open(struct elf_file *ef, int fd)
 	}
 	/* ELF_C_READ reads what it needs with pread: a file truncated under us gives errors, not
 	 * SIGBUS as a mapping would. */
+	if (fstat(fd, &st))
+		return -errno;
+	ef->size_bytes = st.st_size;
 	ef->elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || !gelf_getehdr(ef->elf, &ehdr)) {
+		elf_file__close(ef);
+		return -ENOEXEC;
+	}
+	/* libelf takes section headers past the end of the file for none: a truncated file. */
+	if (ehdr.e_shoff &&
+	    (ehdr.e_shoff >= ef->size_bytes ||
+	     (uint64_t)ehdr.e_shnum * ehdr.e_shentsize > ef->size_bytes - ehdr.e_shoff)) {
 		elf_file__close(ef);
 		return -ENOEXEC;
 	}
@@ -521,6 +542,8 @@ static int read_segments(struct elf_file *ef, struct object *obj)
 			return -ENOEXEC;
 		if (ph.p_type != PT_LOAD)
 			continue;
+		if (ph.p_offset > ef->size_bytes || ph.p_filesz > ef->size_bytes - ph.p_offset)
+			return -ENOEXEC; /* truncated */
 		g->vaddr = ph.p_vaddr;
 		g->memsz = ph.p_memsz;
 		g->offset = ph.p_offset;
@@ -541,13 +564,13 @@ static int read_segments(struct elf_file *ef, struct object *obj)
 	return 0;
 }
 
-/* Ranks of symbols with the same extent: .symtab names before .dynsym ones, then global, weak,
- * local. */
+/* Ranks of symbols with the same extent: .symtab names before .dynsym ones; then (after fewer
+ * leading underscores: getpid rather than __getpid) global, weak, local. */
 static uint32_t sym_rank(bool dynsym, unsigned char bind)
 {
 	uint32_t r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 
-	return (dynsym ? 3 : 0) + r;
+	return (dynsym ? 1u << 8 : 0) | r;
 }
 
 static int read_symtab(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh,
@@ -656,8 +679,8 @@ struct object *object_cache__find_file(struct object_cache *c, uint64_t dev, uin
 	for (struct object *o = c->buckets[devino_bucket(dev, inode)]; o; o = o->hnext) {
 		if (o->dev != dev || o->inode != inode)
 			continue;
-		if (st && (o->mtime_ns != (int64_t)st->st_mtim.tv_sec * 1000000000 +
-						  st->st_mtim.tv_nsec ||
+		if (st && (o->mtime_ns !=
+			       (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec ||
 			   o->size_bytes != (uint64_t)st->st_size))
 			continue;
 		return o;
@@ -670,7 +693,7 @@ struct object *object_cache__find_build_id(struct object_cache *c, const char *b
 	if (!build_id[0])
 		return NULL;
 	for (struct object *o = c->all; o; o = o->next)
-		if (o->findable && !strcmp(o->build_id, build_id))
+		if (o->findable && !o->elf_failed && !strcmp(o->build_id, build_id))
 			return o;
 	return NULL;
 }

@@ -16,7 +16,7 @@
 
 /* Allocation policy (STYLE.md): small fixed-size allocations abort on failure, through these.
  * Anything sized by outside input (maps files, ELF tables) is checked and returns -ENOMEM. */
-static inline void *xcalloc(size_t n, size_t size)
+static inline void *sym_xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 
@@ -27,11 +27,11 @@ static inline void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-static inline char *xstrdup(const char *s)
+static inline char *sym_xstrdup(const char *s)
 {
 	size_t len = strlen(s) + 1;
 
-	return memcpy(xcalloc(1, len), s, len);
+	return memcpy(sym_xcalloc(1, len), s, len);
 }
 
 /* One piece of the symbol table: addresses [start, start + len) belong to the symbol that starts
@@ -48,7 +48,7 @@ struct sym_span {
 struct symtab {
 	struct sym_span *spans; /* sorted by start, disjoint */
 	size_t nr_spans;
-	char *names;		/* one blob of NUL-terminated names */
+	char *names; /* one blob of NUL-terminated names */
 	size_t names_bytes;
 };
 
@@ -66,8 +66,9 @@ enum symtab_mode {
 };
 
 /* Adds a symbol [start, end) (end ignored for SYMTAB_TO_NEXT; a symbol longer than 4 GiB is cut
- * there). rank: lower wins when several symbols have the same extent (.symtab before .dynsym,
- * global before weak before local); then fewer leading underscores, then name order. tag: stored
+ * there). rank chooses among symbols with the same extent, lower wins: first rank >> 8 (ELF:
+ * .symtab before .dynsym), then fewer leading underscores, then rank & 0xff (ELF: global, weak,
+ * local; kallsyms: T, W, t, w), then name order. tag: stored
  * after the name when finish() is asked to (kernel module index). name is borrowed until
  * symtab_builder__finish(). Returns 0 or -ENOMEM. */
 int symtab_builder__add(struct symtab_builder *b, uint64_t start, uint64_t end, const char *name,
@@ -100,9 +101,9 @@ struct object {
 	int refcnt;
 	/* Cache membership; cache is NULL once the symbolizer is gone. */
 	struct object_cache *cache;
-	struct object *hnext;		/* (dev, inode) hash chain, findable objects only */
-	struct object *prev, *next;	/* every object of the cache */
-	bool findable;			/* in the (dev, inode) hash and build-id search */
+	struct object *hnext;	    /* (dev, inode) hash chain, findable objects only */
+	struct object *prev, *next; /* every object of the cache */
+	bool findable;		    /* in the (dev, inode) hash and build-id search */
 
 	/* Identity of the file: the mapping's dev and inode, the opened file's mtime and size. */
 	uint64_t dev;
@@ -139,6 +140,7 @@ uint64_t object__file_to_vaddr(const struct object *obj, uint64_t file_offset);
 /* An ELF file being read (libelf). */
 struct elf_file {
 	struct Elf *elf;
+	uint64_t size_bytes; /* of the file: tables past its end mean a truncated file */
 	char build_id[2 * BUILD_ID_MAX_BYTES + 1]; /* "" when absent */
 };
 
@@ -166,7 +168,8 @@ void object_cache__add(struct object_cache *c, struct object *obj, bool findable
  * or NULL. No reference is taken. */
 struct object *object_cache__find_file(struct object_cache *c, uint64_t dev, uint64_t inode,
 				       const struct stat *st);
-/* A findable object of c with this (non-empty) build ID, or NULL. No reference is taken. */
+/* A findable object of c with this (non-empty) build ID whose ELF was read, or NULL. No reference
+ * is taken. */
 struct object *object_cache__find_build_id(struct object_cache *c, const char *build_id);
 /* Unlinks every object from c (they live on through their references). */
 void object_cache__detach_all(struct object_cache *c);

@@ -11,7 +11,7 @@
 #include "proc_maps.h"
 
 #define KALLSYMS_MAX_BYTES (512u << 20)
-#define NOTES_MAX_BYTES (64u << 10)
+#define NOTES_MAX_BYTES	   (64u << 10)
 /* The last symbol of the kernel or of a module has no next one to end it: give it a page. */
 #define KALLSYMS_LAST_LEN 4096
 
@@ -37,7 +37,8 @@ static void read_kernel_build_id(const char *path, char *out)
 			break;
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 		    !memcmp(buf + name_off, "GNU", 4) && nh.n_descsz) {
-			size_t n = nh.n_descsz < BUILD_ID_MAX_BYTES ? nh.n_descsz : BUILD_ID_MAX_BYTES;
+			size_t n =
+			    nh.n_descsz < BUILD_ID_MAX_BYTES ? nh.n_descsz : BUILD_ID_MAX_BYTES;
 
 			for (size_t i = 0; i < n; i++)
 				snprintf(out + 2 * i, 3, "%02x", (unsigned char)buf[desc_off + i]);
@@ -175,7 +176,8 @@ struct object *kallsyms__load(const char *path, const char *notes_path)
 	if (!t->nr_spans) {
 		if (zero)
 			pr_warn("kernel symbol addresses in %s are hidden (kptr_restrict): kernel "
-				"frames stay unnamed", path);
+				"frames stay unnamed",
+				path);
 		else
 			pr_warn("no kernel text symbols in %s", path);
 		return obj;

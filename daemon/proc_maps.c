@@ -111,7 +111,7 @@ int proc_maps__parse(const char *text, size_t len, struct proc_maps *out)
 	out->nr = 0;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', end - p);
-		struct cursor c = { .p = p, .end = eol ? eol : end };
+		struct cursor c = {.p = p, .end = eol ? eol : end};
 		struct proc_mapping m = {};
 		const char *path, *path_end;
 		size_t plen, slen = strlen(DELETED_SUFFIX);

@@ -9,14 +9,14 @@
 
 /* One executable mapping of a process, as /proc/PID/maps lists it. */
 struct proc_mapping {
-	uint64_t start;	     /* first address */
-	uint64_t end;	     /* one past the last address */
-	uint64_t pgoff;	     /* file offset of start, in bytes */
-	uint64_t inode;	     /* 0 for anonymous and special mappings */
+	uint64_t start; /* first address */
+	uint64_t end;	/* one past the last address */
+	uint64_t pgoff; /* file offset of start, in bytes */
+	uint64_t inode; /* 0 for anonymous and special mappings */
 	uint32_t dev_major;
 	uint32_t dev_minor;
-	bool deleted;	     /* the path ended in " (deleted)", which was removed from path */
-	char *path;	     /* owned; "" for anonymous memory, "[vdso]" etc. for special ones */
+	bool deleted; /* the path ended in " (deleted)", which was removed from path */
+	char *path;   /* owned; "" for anonymous memory, "[vdso]" etc. for special ones */
 };
 
 /* The executable mappings of one process, sorted by start. */

@@ -102,15 +102,17 @@ static int merge_add(struct merge_table *t, const struct window_entry *e)
 	return 0;
 }
 
-/* object -> pprof mapping, per query */
+/* object -> pprof mapping, per query. The builder keys locations by mapping pointer, so each
+ * mapping is allocated once and never moves while the builder lives. */
 struct mapping_table {
 	const struct object **objs;
-	struct pprof_mapping *maps;
+	struct pprof_mapping **maps;
 	size_t mask, count;
 };
 
 static const struct pprof_mapping *mapping_for(struct mapping_table *t, const struct object *obj)
 {
+	struct pprof_mapping *m;
 	size_t h;
 
 	if ((t->count + 1) * 2 > t->mask + 1) {
@@ -123,8 +125,6 @@ static const struct pprof_mapping *mapping_for(struct mapping_table *t, const st
 			free(n.maps);
 			return NULL;
 		}
-		/* mappings are referenced by pointer from the builder only during one add_sample
-		 * call, so moving them here is safe */
 		for (size_t i = 0; t->mask && i <= t->mask; i++) {
 			if (!t->objs[i])
 				continue;
@@ -142,14 +142,26 @@ static const struct pprof_mapping *mapping_for(struct mapping_table *t, const st
 	h = tp_hash_u64((uintptr_t)obj) & t->mask;
 	for (; t->objs[h]; h = (h + 1) & t->mask)
 		if (t->objs[h] == obj)
-			return &t->maps[h];
+			return t->maps[h];
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	object__range(obj, &m->start, &m->limit, &m->file_offset);
+	m->file = object__path(obj);
+	m->build_id = object__build_id(obj);
+	m->has_functions = true;
 	t->objs[h] = obj;
-	object__range(obj, &t->maps[h].start, &t->maps[h].limit, &t->maps[h].file_offset);
-	t->maps[h].file = object__path(obj);
-	t->maps[h].build_id = object__build_id(obj);
-	t->maps[h].has_functions = true;
+	t->maps[h] = m;
 	t->count++;
-	return &t->maps[h];
+	return m;
+}
+
+static void mapping_table__free(struct mapping_table *t)
+{
+	for (size_t i = 0; t->mask && i <= t->mask; i++)
+		free(t->maps[i]);
+	free(t->objs);
+	free(t->maps);
 }
 
 #define MAX_LOCS (2 * TP_MAX_STACK_DEPTH + 2)
@@ -297,8 +309,7 @@ out:
 	pprof_builder__free(b);
 	free(sn);
 	free(mt.slots);
-	free(maps.objs);
-	free(maps.maps);
+	mapping_table__free(&maps);
 	return err;
 }
 

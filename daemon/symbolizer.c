@@ -19,7 +19,7 @@
 #define STAT_MAX_BYTES (64u << 10)
 /* An address in no cached mapping rereads the maps at most this often per process. */
 #define RESCAN_INTERVAL_NS (100ull * 1000 * 1000)
-#define PROC_BUCKETS_MIN 256
+#define PROC_BUCKETS_MIN   256
 
 /* The object of one mapping, opened when an address first falls into it. */
 struct mapping_obj {
@@ -122,7 +122,7 @@ static void proc_table_grow(struct symbolizer *s)
 
 static struct process *proc_new(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
-	struct process *p = xcalloc(1, sizeof(*p));
+	struct process *p = sym_xcalloc(1, sizeof(*p));
 	size_t b;
 
 	if (s->nr_procs >= s->nr_buckets)
@@ -230,8 +230,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 	err = check_identity(s, p->pid, p->start_ns);
 	if (err)
 		goto fail;
-	if (snprintf(path, sizeof(path), "%s/%u/maps", s->proc_root, p->pid) >=
-	    (int)sizeof(path)) {
+	if (snprintf(path, sizeof(path), "%s/%u/maps", s->proc_root, p->pid) >= (int)sizeof(path)) {
 		err = -ENAMETOOLONG;
 		goto fail;
 	}
@@ -277,8 +276,7 @@ fail:
 }
 
 /* The process (pid, start_ns) with its maps, or NULL with *err set. */
-static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
-				   int *err)
+static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns, int *err)
 {
 	struct process *p = proc_find(s, pid);
 
@@ -373,8 +371,7 @@ static void set_file_range(struct object *obj, const struct proc_mapping *m)
 /* The object of file mapping m of pid, with a reference: from the cache by (dev, inode) (same
  * mtime and size), else by build ID, else read now. Never NULL: an unreadable file gives an
  * object without symbols. */
-static struct object *open_object(struct symbolizer *s, uint32_t pid,
-				  const struct proc_mapping *m)
+static struct object *open_object(struct symbolizer *s, uint32_t pid, const struct proc_mapping *m)
 {
 	uint64_t dev = makedev(m->dev_major, m->dev_minor);
 	struct elf_file ef = {};
@@ -384,7 +381,7 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid,
 
 	fd = open_mapping_file(s, pid, m, &st);
 	if (fd < 0) {
-		/* Cannot check identity: the object cached for (dev, inode) is still the best bet. */
+		/* Identity unchecked: the object cached for (dev, inode) is the best bet. */
 		obj = object_cache__find_file(&s->objects, dev, m->inode, NULL);
 		if (obj)
 			return object__get(obj);
@@ -472,11 +469,11 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		errno = EINVAL;
 		return NULL;
 	}
-	s = xcalloc(1, sizeof(*s));
+	s = sym_xcalloc(1, sizeof(*s));
 	s->ns_per_tick = 1000000000ull / hz;
-	s->proc_root = xstrdup(opts->proc_root ? opts->proc_root : "/proc");
+	s->proc_root = sym_xstrdup(opts->proc_root ? opts->proc_root : "/proc");
 	s->nr_buckets = PROC_BUCKETS_MIN;
-	s->procs = xcalloc(s->nr_buckets, sizeof(*s->procs));
+	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
 	s->kernel = kallsyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms",
 				   opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes");
 	object_cache__add(&s->objects, s->kernel, false);
@@ -507,7 +504,7 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 
 	release_stale(s);
 	for (uint32_t i = 0; i < n; i++)
-		out[i] = (struct frame){ .obj = NULL, .addr = addrs[i] };
+		out[i] = (struct frame){.obj = NULL, .addr = addrs[i]};
 	if (!n)
 		return 0;
 	p = get_process(s, pid, start_ns, &err);
@@ -537,7 +534,7 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
 {
 	release_stale(s);
 	for (uint32_t i = 0; i < n; i++)
-		out[i] = (struct frame){ .obj = s->kernel, .addr = addrs[i] };
+		out[i] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
 }
 
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)

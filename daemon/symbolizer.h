@@ -59,8 +59,8 @@ void object__put(struct object *obj);
 /* --- the symbolizer --- */
 
 struct symbolizer_opts {
-	const char *proc_root; /* default "/proc" */
-	const char *kallsyms;  /* default "/proc/kallsyms" */
+	const char *proc_root;	  /* default "/proc" */
+	const char *kallsyms;	  /* default "/proc/kallsyms" */
 	const char *kernel_notes; /* kernel build ID; default "/sys/kernel/notes" */
 };
 

@@ -167,7 +167,7 @@ def main():
     def pull_file():
         path = os.path.join(tmp, "cpu.pb.gz")
         rc, out, err = t.run("pull", "--server", url, "--pid", "42", "--comm", "my app/1",
-                             "--stage", "db", "-o", path)
+                             "-o", path)
         check(rc == 0, f"rc {rc}, stderr {err}")
         with open(path, "rb") as f:
             check(f.read() == PROFILE_BODY, "file differs from the body")
@@ -176,7 +176,7 @@ def main():
                 f"2026-11-29T21:05:00.000Z (5m0s, 30 windows)\n")
         check(err == want, f"summary {err!r}")
         check(FakeDaemon.requests == ["/api/v1/profile?type=cpu&last=5m&pid=42&comm=my%20app"
-                                      "%2F1&stage=db"], FakeDaemon.requests)
+                                      "%2F1"], FakeDaemon.requests)
         check(sorted(os.listdir(tmp)) == ["cpu.pb.gz"], os.listdir(tmp))
 
     def pull_stdout():

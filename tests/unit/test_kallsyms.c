@@ -1,2 +1,263 @@
 // SPDX-License-Identifier: GPL-2.0-only
-int main(void) { return 0; }
+/* Unit tests of the kernel object: kallsyms fixtures, hidden addresses, notes, the real kernel. */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "symbolizer.h"
+
+static const char *fixture(const char *env)
+{
+	const char *p = getenv(env);
+
+	if (!p)
+		fail_msg("%s is not set: run through meson test", env);
+	return p;
+}
+
+static struct symbolizer *kernel_symbolizer(const char *kallsyms, const char *notes)
+{
+	struct symbolizer_opts opts = {.kallsyms = kallsyms, .kernel_notes = notes};
+	struct symbolizer *s = symbolizer__new(&opts);
+
+	assert_non_null(s);
+	return s;
+}
+
+static struct object *kernel_object(struct symbolizer *s)
+{
+	uint64_t addr = 0;
+	struct frame f;
+
+	symbolizer__resolve_kernel(s, &addr, 1, &f);
+	assert_non_null(f.obj);
+	return f.obj;
+}
+
+#define assert_ksym(obj, addr, name, start, module)                                                \
+	do {                                                                                       \
+		uint64_t s_ = 0;                                                                   \
+		const char *n_ = object__lookup(obj, addr, &s_);                                   \
+		const char *m_ = object__kernel_module(obj, addr);                                 \
+		assert_non_null(n_);                                                               \
+		assert_string_equal(n_, name);                                                     \
+		assert_int_equal(s_, start);                                                       \
+		if (module) {                                                                      \
+			assert_non_null(m_);                                                       \
+			assert_string_equal(m_, (const char *)(module));                           \
+		} else {                                                                           \
+			assert_null(m_);                                                           \
+		}                                                                                  \
+	} while (0)
+
+static void test_fixture_core(void **state)
+{
+	struct symbolizer *s =
+	    kernel_symbolizer(fixture("TAILPROF_FIXTURE_KALLSYMS"), "/nonexistent/notes");
+	struct object *k = kernel_object(s);
+	uint64_t start, limit, off;
+
+	(void)state;
+	assert_true(object__is_kernel(k));
+	assert_string_equal(object__path(k), "[kernel.kallsyms]");
+	assert_string_equal(object__name(k), "[kernel.kallsyms]");
+	assert_string_equal(object__build_id(k), "");
+
+	assert_null(object__lookup(k, 0xffffffff80ffffffull, NULL));
+	assert_null(object__lookup(k, 0, NULL));
+	/* Aliases _text, _stext, startup_64: the name without underscores. */
+	assert_ksym(k, 0xffffffff81000000ull, "startup_64", 0xffffffff81000000ull, NULL);
+	assert_ksym(k, 0xffffffff810000ffull, "startup_64", 0xffffffff81000000ull, NULL);
+	assert_ksym(k, 0xffffffff81000100ull, "__pfx_schedule", 0xffffffff81000100ull, NULL);
+	assert_ksym(k, 0xffffffff81000110ull, "schedule", 0xffffffff81000110ull, NULL);
+	assert_ksym(k, 0xffffffff810001ffull, "schedule", 0xffffffff81000110ull, NULL);
+	assert_ksym(k, 0xffffffff81000200ull, "arch_cpu_idle", 0xffffffff81000200ull, NULL);
+	assert_ksym(k, 0xffffffff81000280ull, "weak_local_fn", 0xffffffff81000280ull, NULL);
+	/* Data symbols (r, D, b) are not text: do_idle runs up to _etext. */
+	assert_ksym(k, 0xffffffff81000400ull, "do_idle", 0xffffffff81000300ull, NULL);
+	assert_ksym(k, 0xffffffff810004ffull, "do_idle", 0xffffffff81000300ull, NULL);
+	/* The last core symbol before the modules covers a page, not the gap up to them. */
+	assert_ksym(k, 0xffffffff810014ffull, "_etext", 0xffffffff81000500ull, NULL);
+	assert_null(object__lookup(k, 0xffffffff81001500ull, NULL));
+	assert_null(object__lookup(k, 0xffffffff82000000ull, NULL));
+
+	object__range(k, &start, &limit, &off);
+	assert_int_equal(start, 0xffffffff81000000ull);
+	assert_int_equal(limit, 0xffffffffc0c01100ull);
+	assert_int_equal(off, 0);
+	symbolizer__free(s);
+}
+
+static void test_fixture_modules(void **state)
+{
+	struct symbolizer *s = kernel_symbolizer(fixture("TAILPROF_FIXTURE_KALLSYMS"), NULL);
+	struct object *k = kernel_object(s);
+
+	(void)state;
+	/* Listed out of order in the file. */
+	assert_ksym(k, 0xffffffffc0a01000ull, "nf_hook_slow", 0xffffffffc0a01000ull, "nf_tables");
+	assert_ksym(k, 0xffffffffc0a013ffull, "nf_hook_slow", 0xffffffffc0a01000ull, "nf_tables");
+	assert_ksym(k, 0xffffffffc0a01400ull, "nft_do_chain", 0xffffffffc0a01400ull, "nf_tables");
+	assert_ksym(k, 0xffffffffc0a02fffull, "nf_tables_core_exit", 0xffffffffc0a02000ull,
+		    "nf_tables");
+	assert_null(object__lookup(k, 0xffffffffc0a03000ull, NULL));
+	assert_null(object__kernel_module(k, 0xffffffffc0a03000ull));
+	assert_ksym(k, 0xffffffffc0b00010ull, "bpf_prog_6deef7357e7b4530_perf_sample",
+		    0xffffffffc0b00000ull, "bpf");
+	assert_ksym(k, 0xffffffffc0c00000ull, "e1000_probe", 0xffffffffc0c00000ull, "e1000");
+	assert_ksym(k, 0xffffffffc0c010ffull, "e1000_remove", 0xffffffffc0c00100ull, "e1000");
+	assert_null(object__lookup(k, 0xffffffffc0c01100ull, NULL));
+	assert_null(object__lookup(k, UINT64_MAX, NULL));
+	symbolizer__free(s);
+}
+
+static void test_resolve_kernel(void **state)
+{
+	struct symbolizer *s = kernel_symbolizer(fixture("TAILPROF_FIXTURE_KALLSYMS"), NULL);
+	uint64_t addrs[3] = {0xffffffff81000111ull, 0xffffffffc0a01001ull, 0x10};
+	struct frame f[3];
+	struct object *kept;
+
+	(void)state;
+	symbolizer__resolve_kernel(s, addrs, 3, f);
+	for (int i = 0; i < 3; i++) {
+		assert_ptr_equal(f[i].obj, f[0].obj);
+		assert_int_equal(f[i].addr, addrs[i]);
+	}
+	assert_string_equal(object__lookup(f[0].obj, f[0].addr, NULL), "schedule");
+	assert_string_equal(object__lookup(f[1].obj, f[1].addr, NULL), "nf_hook_slow");
+	assert_null(object__lookup(f[2].obj, f[2].addr, NULL));
+	symbolizer__resolve_kernel(s, addrs, 0, f);
+	/* The kernel object outlives the symbolizer while referenced. */
+	kept = object__get(f[0].obj);
+	symbolizer__free(s);
+	assert_string_equal(object__lookup(kept, 0xffffffff81000111ull, NULL), "schedule");
+	object__put(kept);
+}
+
+/* kptr_restrict: every address reads 0. No symbols, no crash. */
+static void test_hidden_addresses(void **state)
+{
+	struct symbolizer *s = kernel_symbolizer(fixture("TAILPROF_FIXTURE_KALLSYMS_ZERO"), NULL);
+	struct object *k = kernel_object(s);
+	uint64_t start = 1, limit = 1, off = 1;
+
+	(void)state;
+	assert_true(object__is_kernel(k));
+	assert_null(object__lookup(k, 0, NULL));
+	assert_null(object__lookup(k, 0xffffffff81000000ull, NULL));
+	assert_null(object__kernel_module(k, 0));
+	object__range(k, &start, &limit, &off);
+	assert_int_equal(start, 0);
+	assert_int_equal(limit, 0);
+	symbolizer__free(s);
+
+	/* No file at all. */
+	s = kernel_symbolizer("/nonexistent/kallsyms", "/nonexistent/notes");
+	k = kernel_object(s);
+	assert_null(object__lookup(k, 0xffffffff81000000ull, NULL));
+	assert_string_equal(object__build_id(k), "");
+	symbolizer__free(s);
+}
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* The build ID from a notes file laid out as /sys/kernel/notes: another note first. */
+static void test_notes(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	unsigned char notes[128] = {};
+	char path[4096];
+	struct symbolizer *s;
+	size_t n = 0;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	put_u32(notes + n, 6); /* "Linux\0", padded to 8 */
+	put_u32(notes + n + 4, 4);
+	put_u32(notes + n + 8, 0x100);
+	memcpy(notes + n + 12, "Linux", 6);
+	n += 12 + 8 + 4;
+	put_u32(notes + n, 4);
+	put_u32(notes + n + 4, 20);
+	put_u32(notes + n + 8, 3); /* NT_GNU_BUILD_ID */
+	memcpy(notes + n + 12, "GNU", 4);
+	for (int i = 0; i < 20; i++)
+		notes[n + 16 + i] = i * 17;
+	n += 16 + 20;
+
+	snprintf(path, sizeof(path), "%s/tailprof-notes-XXXXXX", tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(notes, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+	s = kernel_symbolizer(fixture("TAILPROF_FIXTURE_KALLSYMS"), path);
+	assert_string_equal(object__build_id(kernel_object(s)),
+			    "00112233445566778899aabbccddeeff10213243");
+	symbolizer__free(s);
+
+	/* Cut in the middle of the build ID note: none. */
+	assert_int_equal(truncate(path, n - 8), 0);
+	s = kernel_symbolizer(fixture("TAILPROF_FIXTURE_KALLSYMS"), path);
+	assert_string_equal(object__build_id(kernel_object(s)), "");
+	symbolizer__free(s);
+	unlink(path);
+}
+
+/* The running kernel, when its symbols are visible. */
+static void test_real_kallsyms(void **state)
+{
+	unsigned long long addr = 0, a;
+	char line[512], type, name[256];
+	struct symbolizer *s;
+	struct object *k;
+	uint64_t start;
+	FILE *f;
+
+	(void)state;
+	f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		skip();
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 &&
+		    !strcmp(name, "schedule") && (type == 'T' || type == 't'))
+			addr = a;
+	fclose(f);
+	if (!addr)
+		skip(); /* kptr_restrict */
+
+	s = kernel_symbolizer(NULL, NULL);
+	k = kernel_object(s);
+	assert_string_equal(object__lookup(k, addr, &start), "schedule");
+	assert_int_equal(start, addr);
+	assert_string_equal(object__lookup(k, addr + 1, NULL), "schedule");
+	assert_null(object__kernel_module(k, addr));
+	if (access("/sys/kernel/notes", R_OK) == 0)
+		assert_int_equal(strlen(object__build_id(k)), 40);
+	symbolizer__free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fixture_core),   cmocka_unit_test(test_fixture_modules),
+	    cmocka_unit_test(test_resolve_kernel), cmocka_unit_test(test_hidden_addresses),
+	    cmocka_unit_test(test_notes),	   cmocka_unit_test(test_real_kallsyms),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,2 +1,979 @@
 // SPDX-License-Identifier: GPL-2.0-only
-int main(void) { return 0; }
+/* Unit tests of the symbolizer: maps parsing, symbol tables, ELF layouts, caches, live /proc. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "elf_object.h"
+#include "proc_maps.h"
+#include "symbolizer.h"
+
+#define PAGE	     ((uint64_t)4096)
+#define PAGE_DOWN(x) ((x) & ~(PAGE - 1))
+#define PAGE_UP(x)   (((x) + PAGE - 1) & ~(PAGE - 1))
+
+static char fake_root[PATH_MAX];
+static uint64_t ns_per_tick;
+
+/* --- helpers: fixtures, the test's own ELF reading, a fake /proc --- */
+
+static const char *fixture(const char *env)
+{
+	const char *p = getenv(env);
+
+	if (!p)
+		fail_msg("%s is not set: run through meson test", env);
+	return p;
+}
+
+struct test_elf {
+	int type;
+	size_t nr_loads;
+	GElf_Phdr loads[16];
+	char build_id[2 * BUILD_ID_MAX_BYTES + 1];
+};
+
+/* Reads what the tests compare against with libelf, independently of the code under test. */
+static void test_elf_read(const char *path, struct test_elf *te)
+{
+	int fd = open(path, O_RDONLY);
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr ehdr;
+	size_t phnum;
+	Elf *elf;
+
+	memset(te, 0, sizeof(*te));
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	assert_non_null(gelf_getehdr(elf, &ehdr));
+	te->type = ehdr.e_type;
+	assert_int_equal(elf_getphdrnum(elf, &phnum), 0);
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		assert_non_null(gelf_getphdr(elf, i, &ph));
+		if (ph.p_type == PT_LOAD && te->nr_loads < 16)
+			te->loads[te->nr_loads++] = ph;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		GElf_Nhdr nh;
+		size_t name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && gelf_getnote(d, 0, &nh, &name_off, &desc_off) && nh.n_type == 3 &&
+		    nh.n_descsz <= BUILD_ID_MAX_BYTES) {
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				sprintf(te->build_id + 2 * i, "%02x",
+					((unsigned char *)d->d_buf)[desc_off + i]);
+		}
+	}
+	elf_end(elf);
+	close(fd);
+}
+
+/* Value and size of a symbol of .symtab, like nm. */
+static void test_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY);
+	Elf_Scn *scn = NULL;
+	bool found = false;
+	Elf *elf;
+
+	assert_true(fd >= 0);
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	assert_non_null(elf);
+	while (!found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			gelf_getsym(d, i, &sym);
+			n = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (n && !strcmp(n, name) && sym.st_size) {
+				*value = sym.st_value;
+				*size = sym.st_size;
+				found = true;
+				break;
+			}
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	if (!found)
+		fail_msg("no symbol %s in %s", name, path);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Creates (or updates) fake process pid under fake_root: its stat says starttime ticks; maps is
+ * written when not NULL. */
+static void fake_process(uint32_t pid, uint64_t starttime, const char *maps)
+{
+	char path[PATH_MAX + 64], stat[512];
+
+	snprintf(path, sizeof(path), "%s/%u", fake_root, pid);
+	mkdir(path, 0755);
+	/* A comm with spaces and parentheses: fields restart after the last ')'. */
+	snprintf(stat, sizeof(stat),
+		 "%u (a (b) c) S 1 %u %u 0 -1 4194304 10 0 0 0 1 2 0 0 20 0 1 0 %" PRIu64
+		 " 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
+		 pid, pid, pid, starttime);
+	snprintf(path, sizeof(path), "%s/%u/stat", fake_root, pid);
+	write_file(path, stat);
+	if (maps) {
+		snprintf(path, sizeof(path), "%s/%u/maps", fake_root, pid);
+		write_file(path, maps);
+	}
+}
+
+/* Appends the maps lines of ELF file path loaded with bias (address = bias + vaddr), as the
+ * dynamic loader maps PT_LOAD segments: page-rounded, at the page-rounded file offset. */
+static void append_elf_maps(char *buf, size_t cap, const char *path, uint64_t bias)
+{
+	struct test_elf te;
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	test_elf_read(path, &te);
+	for (size_t i = 0; i < te.nr_loads; i++) {
+		const GElf_Phdr *ph = &te.loads[i];
+		size_t len = strlen(buf);
+
+		snprintf(buf + len, cap - len,
+			 "%" PRIx64 "-%" PRIx64 " %c%c%cp %08" PRIx64 " %02x:%02x %" PRIu64
+			 "                   %s\n",
+			 bias + PAGE_DOWN(ph->p_vaddr), bias + PAGE_UP(ph->p_vaddr + ph->p_memsz),
+			 ph->p_flags & PF_R ? 'r' : '-', ph->p_flags & PF_W ? 'w' : '-',
+			 ph->p_flags & PF_X ? 'x' : '-', PAGE_DOWN(ph->p_offset), major(st.st_dev),
+			 minor(st.st_dev), (uint64_t)st.st_ino, path);
+	}
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int setup_fake_root(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(fake_root, sizeof(fake_root), "%s/tailprof-sym-XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(fake_root))
+		return -1;
+	ns_per_tick = 1000000000ull / sysconf(_SC_CLK_TCK);
+	return 0;
+}
+
+static int teardown_fake_root(void **state)
+{
+	(void)state;
+	return nftw(fake_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A symbolizer reading the fake /proc and the small kallsyms fixture. */
+static struct symbolizer *fake_symbolizer(void)
+{
+	struct symbolizer_opts opts = {
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	};
+	struct symbolizer *s = symbolizer__new(&opts);
+
+	assert_non_null(s);
+	return s;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* --- symbol tables --- */
+
+static const char *span_name(const struct symtab *t, uint64_t addr, uint64_t *start)
+{
+	const struct sym_span *sp = symtab__find(t, addr);
+
+	if (!sp)
+		return NULL;
+	*start = sp->sym_start;
+	return t->names + sp->name;
+}
+
+#define assert_span(t, addr, name, start)                                                          \
+	do {                                                                                       \
+		uint64_t s_ = 0;                                                                   \
+		const char *n_ = span_name(t, addr, &s_);                                          \
+		assert_non_null(n_);                                                               \
+		assert_string_equal(n_, name);                                                     \
+		assert_int_equal(s_, start);                                                       \
+	} while (0)
+
+static void test_symtab_nested(void **state)
+{
+	struct symtab_builder b = {};
+	struct symtab t;
+	uint64_t s;
+
+	(void)state;
+	assert_int_equal(symtab_builder__add(&b, 100, 200, "A_dynsym", 1 << 8, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 100, 200, "A", 0, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 100, 200, "__A", 0, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 120, 140, "B", 0, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 125, 130, "B2", 0, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 150, 300, "C", 0, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 400, 410, "E", 0, 0), 0);
+	assert_int_equal(symtab_builder__add(&b, 500, 508, "__getpid", 0, 0), 0); /* global */
+	assert_int_equal(symtab_builder__add(&b, 500, 508, "getpid", 1, 0), 0);	  /* weak */
+	assert_int_equal(symtab_builder__add(&b, UINT64_MAX - 10, UINT64_MAX - 20, "wrap", 0, 0),
+			 0);
+	assert_int_equal(symtab_builder__finish(&b, SYMTAB_SIZED, 0, false, &t), 0);
+
+	assert_null(span_name(&t, 99, &s));
+	assert_span(&t, 100, "A", 100); /* best rank, fewest underscores */
+	assert_span(&t, 119, "A", 100);
+	assert_span(&t, 120, "B", 120);
+	assert_span(&t, 125, "B2", 125);
+	assert_span(&t, 129, "B2", 125);
+	assert_span(&t, 130, "B", 120);
+	assert_span(&t, 139, "B", 120);
+	assert_span(&t, 140, "A", 100); /* the outer symbol resumes after the inner one */
+	assert_span(&t, 149, "A", 100);
+	assert_span(&t, 150, "C", 150); /* partial overlap: the later start wins */
+	assert_span(&t, 199, "C", 150);
+	assert_span(&t, 200, "C", 150);
+	assert_span(&t, 299, "C", 150);
+	assert_null(span_name(&t, 300, &s));
+	assert_null(span_name(&t, 399, &s));
+	assert_span(&t, 400, "E", 400);
+	assert_span(&t, 409, "E", 400);
+	assert_null(span_name(&t, 410, &s));
+	assert_span(&t, 507, "getpid", 500); /* fewer underscores before binding */
+	assert_span(&t, UINT64_MAX - 1, "wrap", UINT64_MAX - 10);
+	symtab__clear(&t);
+
+	/* Empty. */
+	assert_int_equal(symtab_builder__finish(&b, SYMTAB_SIZED, 0, false, &t), 0);
+	assert_null(span_name(&t, 0, &s));
+	symtab__clear(&t);
+}
+
+/* --- /proc/PID/maps --- */
+
+static const char sample_maps[] =
+    "55d4c8a00000-55d4c8a02000 r--p 00000000 fd:01 1311 /usr/bin/app\n"
+    "55d4c8a02000-55d4c8a08000 r-xp 00002000 fd:01 1311 /usr/bin/app\n"
+    "55d4c9000000-55d4c9021000 rw-p 00000000 00:00 0                          [heap]\n"
+    "7f0000000000-7f0000010000 rwxp 00000000 00:00 0 \n"
+    "7f1000001000-7f1000100000 r-xp 00001000 fd:01 2222                       "
+    "/opt/my app/lib x.so (deleted)\n"
+    "this line is garbage\n"
+    "7f2000000000-7f1000000000 r-xp 00000000 00:00 0 [backwards]\n"
+    "7f3000028000-7f30001bd000 r-xp 00028000 FD:0A 3333                       "
+    "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    "7ffd3b5f9000-7ffd3b5fb000 r-xp 00000000 00:00 0                          [vdso]\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";
+
+static void test_proc_maps_parse(void **state)
+{
+	struct proc_maps m;
+	const struct proc_mapping *v;
+
+	(void)state;
+	assert_int_equal(proc_maps__parse(sample_maps, strlen(sample_maps), &m), 6);
+	v = m.v;
+	assert_int_equal(v[0].start, 0x55d4c8a02000);
+	assert_int_equal(v[0].end, 0x55d4c8a08000);
+	assert_int_equal(v[0].pgoff, 0x2000);
+	assert_int_equal(v[0].dev_major, 0xfd);
+	assert_int_equal(v[0].dev_minor, 1);
+	assert_int_equal(v[0].inode, 1311);
+	assert_string_equal(v[0].path, "/usr/bin/app");
+	assert_false(v[0].deleted);
+	assert_true(proc_mapping__is_file(&v[0]));
+
+	assert_int_equal(v[1].start, 0x7f0000000000); /* anonymous rwx */
+	assert_string_equal(v[1].path, "");
+	assert_false(proc_mapping__is_file(&v[1]));
+
+	assert_string_equal(v[2].path, "/opt/my app/lib x.so");
+	assert_true(v[2].deleted);
+	assert_int_equal(v[2].pgoff, 0x1000);
+
+	assert_int_equal(v[3].dev_major, 0xfd);
+	assert_int_equal(v[3].dev_minor, 0xa);
+	assert_string_equal(v[3].path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+
+	assert_string_equal(v[4].path, "[vdso]");
+	assert_false(proc_mapping__is_file(&v[4]));
+	assert_string_equal(v[5].path, "[vsyscall]"); /* no trailing newline */
+	assert_int_equal(v[5].end, 0xffffffffff601000);
+
+	assert_ptr_equal(proc_maps__find(&m, 0x55d4c8a02000), &v[0]);
+	assert_ptr_equal(proc_maps__find(&m, 0x55d4c8a07fff), &v[0]);
+	assert_null(proc_maps__find(&m, 0x55d4c8a08000));
+	assert_null(proc_maps__find(&m, 0x55d4c8a01fff)); /* r-- is not kept */
+	assert_null(proc_maps__find(&m, 0));
+	assert_ptr_equal(proc_maps__find(&m, 0x7f3000028123), &v[3]);
+	proc_maps__clear(&m);
+
+	assert_int_equal(proc_maps__parse("", 0, &m), 0);
+	assert_int_equal(m.nr, 0);
+	proc_maps__clear(&m);
+	proc_maps__clear(NULL);
+}
+
+/* --- ELF layouts, through fake processes --- */
+
+struct layout {
+	const char *env;	/* the fixture */
+	const char *symbols_of; /* the unstripped file whose .symtab the test reads */
+	uint64_t bias;		/* load address - link address */
+	bool stripped;
+};
+
+static const char *const fixture_functions[] = {
+    "fixture_alpha", "fixture_hidden", "fixture_beta", "fixture_outer", "fixture_inner",
+};
+
+/* Checks one function: start, middle and last byte resolve to it; one past the end does not. */
+static void check_function(struct symbolizer *s, uint32_t pid, uint64_t start_ns, const char *path,
+			   const struct layout *l, const char *fn)
+{
+	bool hidden = l->stripped && !strcmp(fn, "fixture_hidden");
+	uint64_t value, size, addrs[4], offs[4];
+	struct frame f[4];
+
+	test_elf_symbol(l->symbols_of, fn, &value, &size);
+	offs[0] = 0;
+	/* The middle of fixture_outer is fixture_inner: take a byte before it. */
+	offs[1] = strcmp(fn, "fixture_outer") ? size / 2 : size / 4;
+	offs[2] = size - 1;
+	offs[3] = size;
+	for (int i = 0; i < 4; i++)
+		addrs[i] = l->bias + value + offs[i];
+	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, addrs, 4, f), 0);
+	for (int i = 0; i < 4; i++) {
+		uint64_t sym_start = 0;
+		const char *name;
+
+		assert_non_null(f[i].obj);
+		assert_string_equal(object__path(f[i].obj), path);
+		assert_false(object__is_kernel(f[i].obj));
+		/* The link-time address, what addr2line takes. */
+		assert_int_equal(f[i].addr, value + offs[i]);
+		name = object__lookup(f[i].obj, f[i].addr, &sym_start);
+		if (i == 3) {
+			assert_true(!name || strcmp(name, fn));
+			continue;
+		}
+		if (hidden) {
+			/* Not named after the exported function below it. */
+			assert_null(name);
+			continue;
+		}
+		assert_non_null(name);
+		assert_string_equal(name, fn);
+		assert_int_equal(sym_start, value);
+	}
+	/* One past the end of the inner symbol is the outer one again. */
+	if (!strcmp(fn, "fixture_inner")) {
+		uint64_t outer, outer_size, sym_start;
+
+		test_elf_symbol(l->symbols_of, "fixture_outer", &outer, &outer_size);
+		assert_string_equal(object__lookup(f[3].obj, f[3].addr, &sym_start),
+				    "fixture_outer");
+		assert_int_equal(sym_start, outer);
+	}
+}
+
+static void check_layout(const struct layout *l, uint32_t pid)
+{
+	const char *path = fixture(l->env);
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t starttime = 4242 + pid, start_ns = starttime * ns_per_tick;
+	uint64_t start, limit, off, vmin = UINT64_MAX, vmax = 0, omin = 0;
+	char maps[8192] = "";
+	struct test_elf te;
+	struct frame f;
+	uint64_t value, size, addr;
+
+	append_elf_maps(maps, sizeof(maps), path, l->bias);
+	strcat(maps, "7ffd3b5f9000-7ffd3b5fb000 r-xp 00000000 00:00 0      [vdso]\n");
+	fake_process(pid, starttime, maps);
+
+	for (size_t i = 0; i < sizeof(fixture_functions) / sizeof(fixture_functions[0]); i++)
+		check_function(s, pid, start_ns, path, l, fixture_functions[i]);
+	assert_true(symbolizer__knows(s, pid, start_ns));
+
+	/* Range: the executable PT_LOADs. */
+	test_elf_read(path, &te);
+	for (size_t i = 0; i < te.nr_loads; i++) {
+		if (!(te.loads[i].p_flags & PF_X))
+			continue;
+		if (te.loads[i].p_vaddr < vmin) {
+			vmin = te.loads[i].p_vaddr;
+			omin = te.loads[i].p_offset;
+		}
+		if (te.loads[i].p_vaddr + te.loads[i].p_memsz > vmax)
+			vmax = te.loads[i].p_vaddr + te.loads[i].p_memsz;
+	}
+	test_elf_symbol(l->symbols_of, "fixture_alpha", &value, &size);
+	addr = l->bias + value;
+	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, &addr, 1, &f), 0);
+	object__range(f.obj, &start, &limit, &off);
+	assert_int_equal(start, vmin);
+	assert_int_equal(limit, vmax);
+	assert_int_equal(off, omin);
+	assert_string_equal(object__build_id(f.obj), te.build_id);
+	assert_string_equal(object__name(f.obj), strrchr(path, '/') + 1);
+	symbolizer__free(s);
+}
+
+static void test_layout_pie(void **state)
+{
+	const struct layout l = {"TAILPROF_FIXTURE_PIE", NULL, 0x555555554000ull, false};
+	struct layout m = l;
+	struct test_elf te;
+
+	(void)state;
+	m.symbols_of = fixture(l.env);
+	test_elf_read(m.symbols_of, &te);
+	assert_int_equal(te.type, ET_DYN);
+	assert_int_equal(strlen(te.build_id), 40);
+	check_layout(&m, 101);
+}
+
+static void test_layout_nopie(void **state)
+{
+	struct layout l = {"TAILPROF_FIXTURE_NOPIE", NULL, 0, false};
+	struct test_elf te;
+
+	(void)state;
+	l.symbols_of = fixture(l.env);
+	test_elf_read(l.symbols_of, &te);
+	assert_int_equal(te.type, ET_EXEC);
+	assert_string_equal(te.build_id, ""); /* identified by dev, inode and mtime */
+	check_layout(&l, 102);
+}
+
+static void test_layout_shared_lib(void **state)
+{
+	struct layout l = {"TAILPROF_FIXTURE_LIB", NULL, 0x7f0000100000ull, false};
+
+	(void)state;
+	l.symbols_of = fixture(l.env);
+	check_layout(&l, 103);
+}
+
+/* lld: the executable segment's file offset is not its vaddr (nor page-aligned). */
+static void check_lld_fixture(const char *env, uint64_t bias, uint32_t pid)
+{
+	struct layout l = {env, NULL, bias, false};
+	struct test_elf te;
+	bool skewed = false;
+
+	l.symbols_of = fixture(env);
+	test_elf_read(l.symbols_of, &te);
+	for (size_t i = 0; i < te.nr_loads; i++)
+		if ((te.loads[i].p_flags & PF_X) && te.loads[i].p_offset != te.loads[i].p_vaddr)
+			skewed = true;
+	assert_true(skewed);
+	check_layout(&l, pid);
+}
+
+static void test_layout_lld_lib(void **state)
+{
+	(void)state;
+	check_lld_fixture("TAILPROF_FIXTURE_LLD_LIB", 0x7f0000200000ull, 104);
+}
+
+static void test_layout_lld_exe(void **state)
+{
+	(void)state;
+	check_lld_fixture("TAILPROF_FIXTURE_LLD_EXE", 0x560000000000ull, 105);
+}
+
+/* An ET_DYN library linked at 0x40000000, loaded elsewhere. */
+static void test_layout_based_lib(void **state)
+{
+	struct layout l = {"TAILPROF_FIXTURE_BASED_LIB", NULL, 0x7f0000300000ull - 0x40000000,
+			   false};
+	struct test_elf te;
+
+	(void)state;
+	l.symbols_of = fixture(l.env);
+	test_elf_read(l.symbols_of, &te);
+	assert_int_equal(te.type, ET_DYN);
+	assert_true(te.loads[0].p_vaddr >= 0x40000000);
+	check_layout(&l, 106);
+}
+
+/* Stripped to .dynsym: exported functions keep their names, the static one gets none. */
+static void test_layout_stripped(void **state)
+{
+	struct layout l = {"TAILPROF_FIXTURE_STRIPPED_LIB", NULL, 0x7f0000400000ull, true};
+
+	(void)state;
+	l.symbols_of = fixture("TAILPROF_FIXTURE_LIB");
+	check_layout(&l, 107);
+}
+
+/* --- caches and references --- */
+
+static struct frame resolve_one(struct symbolizer *s, uint32_t pid, uint64_t starttime,
+				uint64_t addr, int expect)
+{
+	struct frame f;
+
+	assert_int_equal(symbolizer__resolve_user(s, pid, starttime * ns_per_tick, &addr, 1, &f),
+			 expect);
+	return f;
+}
+
+static uint64_t alpha_addr(const char *path, uint64_t bias)
+{
+	uint64_t value, size;
+
+	test_elf_symbol(path, "fixture_alpha", &value, &size);
+	return bias + value;
+}
+
+static void test_object_cache(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	const char *stripped = fixture("TAILPROF_FIXTURE_STRIPPED_LIB");
+	const char *nopie = fixture("TAILPROF_FIXTURE_NOPIE");
+	struct symbolizer *s = fake_symbolizer();
+	char maps[8192] = "";
+	struct symbolizer_stats st;
+	struct object *kept;
+	struct frame a, b, c, d;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	append_elf_maps(maps, sizeof(maps), nopie, 0);
+	fake_process(201, 1, maps);
+	maps[0] = '\0';
+	append_elf_maps(maps, sizeof(maps), lib, 0x7e0000100000ull);
+	append_elf_maps(maps, sizeof(maps), stripped, 0x7d0000100000ull);
+	fake_process(202, 2, maps);
+
+	/* Objects are opened lazily: reading maps opens nothing. */
+	resolve_one(s, 201, 1, alpha_addr(nopie, 0), 0);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.objects, 2); /* kernel + nopie */
+	assert_int_equal(st.processes, 1);
+
+	a = resolve_one(s, 201, 1, alpha_addr(lib, 0x7f0000100000ull), 0);
+	b = resolve_one(s, 202, 2, alpha_addr(lib, 0x7e0000100000ull), 0);
+	assert_non_null(a.obj);
+	assert_ptr_equal(a.obj, b.obj); /* same (dev, inode) */
+	assert_int_equal(a.addr, b.addr);
+	/* The stripped copy has the same build ID: the same object. */
+	c = resolve_one(s, 202, 2, alpha_addr(lib, 0x7d0000100000ull), 0);
+	assert_ptr_equal(c.obj, a.obj);
+	d = resolve_one(s, 201, 1, alpha_addr(nopie, 0), 0);
+	assert_string_equal(object__build_id(d.obj), "");
+	assert_string_equal(object__lookup(d.obj, d.addr, NULL), "fixture_alpha");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.objects, 3);
+	assert_int_equal(st.processes, 2);
+	assert_int_equal(st.elf_failed, 0);
+
+	/* References keep objects alive past their processes and the symbolizer. */
+	kept = object__get(d.obj);
+	symbolizer__forget_process(s, 201);
+	assert_false(symbolizer__knows(s, 201, 1 * ns_per_tick));
+	assert_true(symbolizer__knows(s, 202, 2 * ns_per_tick));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.processes, 1);
+	assert_int_equal(st.objects, 3); /* lib is still mapped by 202, nopie is kept */
+	symbolizer__forget_process(s, 202);
+	symbolizer__forget_process(s, 999); /* unknown: nothing */
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.objects, 2); /* kernel + kept */
+	symbolizer__free(s);
+	assert_string_equal(object__name(kept), "fixture_nopie");
+	assert_string_equal(object__lookup(kept, d.addr, NULL), "fixture_alpha");
+	object__put(kept);
+	object__put(NULL);
+	symbolizer__free(NULL);
+}
+
+/* Malformed, missing and deleted files: objects without symbols, frames in file offsets. */
+static void test_malformed_elf(void **state)
+{
+	static const char *const envs[] = {
+	    "TAILPROF_FIXTURE_TRUNCATED",
+	    "TAILPROF_FIXTURE_GARBAGE",
+	    "TAILPROF_FIXTURE_BADSYMS",
+	};
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	char maps[8192] = "", line[PATH_MAX + 128];
+	struct symbolizer_stats st;
+	uint64_t base = 0x7f0000000000ull;
+	struct test_elf te;
+	struct frame f;
+
+	(void)state;
+	test_elf_read(lib, &te);
+	for (size_t i = 0; i < 3; i++) {
+		struct stat sb;
+
+		assert_int_equal(stat(fixture(envs[i]), &sb), 0);
+		snprintf(line, sizeof(line),
+			 "%" PRIx64 "-%" PRIx64 " r-xp 00001000 %02x:%02x %" PRIu64 " %s\n",
+			 base + i * 0x10000, base + i * 0x10000 + 0x2000, major(sb.st_dev),
+			 minor(sb.st_dev), (uint64_t)sb.st_ino, fixture(envs[i]));
+		strcat(maps, line);
+	}
+	strcat(maps,
+	       "7f0000100000-7f0000102000 r-xp 00001000 fd:01 123456 /nonexistent/libgone.so\n");
+	snprintf(line, sizeof(line),
+		 "7f0000200000-7f0000202000 r-xp 00001000 fd:01 99 %s (deleted)\n", lib);
+	strcat(maps, line);
+	fake_process(301, 7, maps);
+
+	for (size_t i = 0; i < 3; i++) {
+		f = resolve_one(s, 301, 7, base + i * 0x10000 + 0x123, 0);
+		assert_non_null(f.obj);
+		assert_string_equal(object__path(f.obj), fixture(envs[i]));
+		assert_null(object__lookup(f.obj, f.addr, NULL));
+		/* badsyms keeps valid program headers: its frames are vaddrs. */
+		assert_int_equal(f.addr, 0x1123);
+		/* Truncated and garbage files are not read at all. */
+		if (i < 2)
+			assert_string_equal(object__build_id(f.obj), "");
+		else
+			assert_string_equal(object__build_id(f.obj), te.build_id);
+	}
+	f = resolve_one(s, 301, 7, 0x7f0000100010ull, 0);
+	assert_non_null(f.obj);
+	assert_string_equal(object__name(f.obj), "libgone.so");
+	assert_int_equal(f.addr, 0x1010); /* file offset */
+	assert_null(object__lookup(f.obj, f.addr, NULL));
+	/* Deleted: the path may name another file now, so it is not opened (no map_files here). */
+	f = resolve_one(s, 301, 7, 0x7f0000200010ull, 0);
+	assert_non_null(f.obj);
+	assert_string_equal(object__path(f.obj), lib);
+	assert_null(object__lookup(f.obj, f.addr, NULL));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.elf_failed, 5);
+	assert_int_equal(st.unresolved, 0);
+	/* Failed objects are not found by build ID: the real library gets its symbols. */
+	maps[0] = '\0';
+	append_elf_maps(maps, sizeof(maps), lib, 0x7e0000000000ull);
+	fake_process(302, 7, maps);
+	f = resolve_one(s, 302, 7, alpha_addr(lib, 0x7e0000000000ull), 0);
+	assert_string_equal(object__lookup(f.obj, f.addr, NULL), "fixture_alpha");
+	symbolizer__free(s);
+}
+
+/* Special mappings and addresses outside every mapping are unresolved. */
+static void test_unresolved(void **state)
+{
+	struct symbolizer *s = fake_symbolizer();
+	struct symbolizer_stats st;
+	uint64_t addrs[4] = {0x7ffd3b5f9100, 0x7f0000000010, 0x1234, 0x7f0000100000};
+	struct frame f[4];
+
+	(void)state;
+	fake_process(401, 3,
+		     "7ffd3b5f9000-7ffd3b5fb000 r-xp 00000000 00:00 0      [vdso]\n"
+		     "7f0000000000-7f0000010000 rwxp 00000000 00:00 0 \n");
+	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, addrs, 4, f), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_null(f[i].obj);
+		assert_int_equal(f[i].addr, addrs[i]);
+	}
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.unresolved, 4);
+	assert_int_equal(st.maps_reads, 1); /* no rescan right after the read */
+	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, addrs, 0, f), 0);
+	symbolizer__free(s);
+}
+
+/* An address in a library loaded after the maps were read: one rescan, rate-limited. */
+static void test_rescan(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	const char *lld = fixture("TAILPROF_FIXTURE_LLD_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t in_lib = alpha_addr(lib, 0x7f0000100000ull);
+	uint64_t in_lld = alpha_addr(lld, 0x7f0000200000ull);
+	struct symbolizer_stats st;
+	char maps[8192] = "";
+	struct frame f, g;
+	uint64_t t0;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(501, 5, maps);
+	t0 = monotonic_ns();
+	f = resolve_one(s, 501, 5, in_lib, 0);
+	assert_non_null(f.obj);
+	append_elf_maps(maps, sizeof(maps), lld, 0x7f0000200000ull);
+	fake_process(501, 5, maps);
+	f = resolve_one(s, 501, 5, in_lld, 0);
+	if (monotonic_ns() - t0 < 100000000ull) {
+		/* Within 100 ms of the read: no rescan yet. */
+		assert_null(f.obj);
+		symbolizer__stats(s, &st);
+		assert_int_equal(st.maps_reads, 1);
+		assert_int_equal(st.unresolved, 1);
+	}
+	usleep(120 * 1000);
+	{
+		uint64_t addrs[2] = {in_lib, in_lld};
+		struct frame fr[2];
+
+		assert_int_equal(symbolizer__resolve_user(s, 501, 5 * ns_per_tick, addrs, 2, fr),
+				 0);
+		f = fr[0];
+		g = fr[1];
+	}
+	assert_non_null(g.obj);
+	assert_string_equal(object__lookup(g.obj, g.addr, NULL), "fixture_alpha");
+	assert_string_equal(object__path(g.obj), lld);
+	/* The object of the unchanged mapping carried over. */
+	assert_string_equal(object__path(f.obj), lib);
+	symbolizer__stats(s, &st);
+	assert_true(st.maps_reads >= 2);
+	assert_int_equal(st.objects, 3);
+	symbolizer__free(s);
+}
+
+/* The pid now belongs to another process. */
+static void test_pid_reuse(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t in_lib = alpha_addr(lib, 0x7f0000100000ull);
+	struct symbolizer_stats st;
+	char maps[8192] = "";
+	struct frame f;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(601, 10, maps);
+	/* A wrong start time: another process than the one the sample came from. */
+	f = resolve_one(s, 601, 11, in_lib, -ESRCH);
+	assert_null(f.obj);
+	assert_false(symbolizer__knows(s, 601, 11 * ns_per_tick));
+	f = resolve_one(s, 601, 10, in_lib, 0);
+	assert_non_null(f.obj);
+	assert_true(symbolizer__knows(s, 601, 10 * ns_per_tick));
+
+	/* The process exits and the pid is reused: cached maps still serve the old process's
+	 * samples, but its maps are not read again from the new process. */
+	fake_process(601, 20, "");
+	f = resolve_one(s, 601, 10, in_lib, 0);
+	assert_non_null(f.obj);
+	usleep(120 * 1000);
+	f = resolve_one(s, 601, 10, 0x1000, 0);
+	assert_null(f.obj);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_failed, 2);
+	/* A sample of the new process replaces the entry. */
+	fake_process(601, 20, maps);
+	f = resolve_one(s, 601, 20, in_lib, 0);
+	assert_non_null(f.obj);
+	assert_true(symbolizer__knows(s, 601, 20 * ns_per_tick));
+	assert_false(symbolizer__knows(s, 601, 10 * ns_per_tick));
+	/* A late sample of the old one no longer resolves. */
+	f = resolve_one(s, 601, 10, in_lib, -ESRCH);
+	assert_null(f.obj);
+	assert_true(symbolizer__knows(s, 601, 20 * ns_per_tick));
+	symbolizer__free(s);
+}
+
+/* Processes that vanished, or whose /proc files are broken. */
+static void test_vanished(void **state)
+{
+	struct symbolizer *s = fake_symbolizer();
+	char path[PATH_MAX + 64];
+	struct symbolizer_stats st;
+	uint64_t t0 = monotonic_ns();
+	struct frame f;
+
+	(void)state;
+	f = resolve_one(s, 701, 1, 0x1000, -ESRCH); /* no such pid */
+	assert_null(f.obj);
+	fake_process(702, 1, NULL); /* stat without maps */
+	resolve_one(s, 702, 1, 0x1000, -ESRCH);
+	fake_process(703, 1, ""); /* exited: empty maps */
+	resolve_one(s, 703, 1, 0x1000, -ESRCH);
+	fake_process(704, 1, "garbage\nmore garbage");
+	resolve_one(s, 704, 1, 0x1000, -ESRCH);
+	snprintf(path, sizeof(path), "%s/705", fake_root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/705/stat", fake_root);
+	write_file(path, "705 (x) S 1 2 3\n"); /* truncated stat */
+	resolve_one(s, 705, 1, 0x1000, -ESRCH);
+	/* A failed process is retried at most every 100 ms. */
+	resolve_one(s, 701, 1, 0x1000, -ESRCH);
+	symbolizer__stats(s, &st);
+	if (monotonic_ns() - t0 < 100000000ull) {
+		assert_int_equal(st.maps_reads, 5);
+		assert_int_equal(st.maps_failed, 5);
+	}
+	assert_int_equal(st.maps_reads, st.maps_failed);
+	assert_int_equal(st.unresolved, 6);
+	assert_int_equal(st.processes, 0);
+	for (uint32_t pid = 701; pid <= 705; pid++)
+		assert_false(symbolizer__knows(s, pid, 1 * ns_per_tick));
+	symbolizer__free(s);
+}
+
+/* --- the live process --- */
+
+__attribute__((noinline, used)) int live_marker(int x)
+{
+	volatile int acc = x;
+
+	for (int i = 0; i < x; i++)
+		acc += i;
+	return acc;
+}
+
+static uint64_t self_start_ns(void)
+{
+	char buf[1024], *p;
+	unsigned long long ticks = 0;
+	FILE *f = fopen("/proc/self/stat", "r");
+
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	/* Field 22; field 3 follows ") ". */
+	p++;
+	for (int field = 3; field < 22; field++)
+		p = strchr(p + 1, ' ');
+	assert_int_equal(sscanf(p + 1, "%llu", &ticks), 1);
+	return ticks * (1000000000ull / sysconf(_SC_CLK_TCK));
+}
+
+static void test_live_self(void **state)
+{
+	struct symbolizer_opts opts = {.kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS")};
+	struct symbolizer *s = symbolizer__new(&opts);
+	uint64_t start_ns = self_start_ns(), value, size, sym_start;
+	void *getpid_addr = dlsym(RTLD_DEFAULT, "getpid");
+	uint64_t addrs[3] = {
+	    (uint64_t)(uintptr_t)&live_marker + 1,
+	    (uint64_t)(uintptr_t)getpid_addr,
+	    (uint64_t)(uintptr_t)getpid_addr + 1,
+	};
+	char exe[PATH_MAX];
+	struct frame f[3];
+	ssize_t n;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(getpid_addr);
+	assert_int_equal(symbolizer__resolve_user(s, getpid(), start_ns, addrs, 3, f), 0);
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+
+	assert_non_null(f[0].obj);
+	assert_string_equal(object__path(f[0].obj), exe);
+	assert_string_equal(object__lookup(f[0].obj, f[0].addr, &sym_start), "live_marker");
+	test_elf_symbol(exe, "live_marker", &value, &size);
+	assert_int_equal(sym_start, value);
+	assert_int_equal(f[0].addr, value + 1);
+
+	for (int i = 1; i < 3; i++) {
+		assert_non_null(f[i].obj);
+		assert_string_equal(object__name(f[i].obj), "libc.so.6");
+		assert_string_equal(object__lookup(f[i].obj, f[i].addr, NULL), "getpid");
+	}
+	assert_true(symbolizer__knows(s, getpid(), start_ns));
+
+	/* A wrong start time: not this process. */
+	assert_int_equal(
+	    symbolizer__resolve_user(s, getpid(), start_ns + 10000000000ull, addrs, 3, f), -ESRCH);
+	for (int i = 0; i < 3; i++) {
+		assert_null(f[i].obj);
+		assert_int_equal(f[i].addr, addrs[i]);
+	}
+	/* A pid above pid_max. */
+	assert_int_equal(symbolizer__resolve_user(s, 0x7ffffff0, start_ns, addrs, 3, f), -ESRCH);
+	assert_null(f[0].obj);
+	symbolizer__free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_symtab_nested),
+	    cmocka_unit_test(test_proc_maps_parse),
+	    cmocka_unit_test(test_layout_pie),
+	    cmocka_unit_test(test_layout_nopie),
+	    cmocka_unit_test(test_layout_shared_lib),
+	    cmocka_unit_test(test_layout_lld_lib),
+	    cmocka_unit_test(test_layout_lld_exe),
+	    cmocka_unit_test(test_layout_based_lib),
+	    cmocka_unit_test(test_layout_stripped),
+	    cmocka_unit_test(test_object_cache),
+	    cmocka_unit_test(test_malformed_elf),
+	    cmocka_unit_test(test_unresolved),
+	    cmocka_unit_test(test_rescan),
+	    cmocka_unit_test(test_pid_reuse),
+	    cmocka_unit_test(test_vanished),
+	    cmocka_unit_test(test_live_self),
+	};
+
+	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
+}
