@@ -135,16 +135,18 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 static __always_inline void notify(struct task_struct *task, __u32 kind)
 {
 	struct tp_event_hdr ev = {
-		.kind = kind,
-		.pid = BPF_CORE_READ(task, tgid),
-		.ts_ns = bpf_ktime_get_ns(),
-		.start_ns = process_start_ns(task),
+	    .kind = kind,
+	    .pid = BPF_CORE_READ(task, tgid),
+	    .ts_ns = bpf_ktime_get_ns(),
+	    .start_ns = process_start_ns(task),
 	};
 
 	/* After exec the maps must be read again: the next sample of the new image wakes user
-	 * space because the process is no longer known. */
+	 * space because the process is no longer known. An exec also wakes user space at once:
+	 * it may be marking the process known from a sample taken before the exec, and must
+	 * forget it again before the new image's samples arrive. */
 	bpf_map_delete_elem(&known_procs, &ev.pid);
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(0)))
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(kind == TP_EV_EXEC)))
 		count(TP_M_EVENT_LOST);
 }
 

@@ -9,13 +9,13 @@
 
 /* Frames per stack, kernel and user each; matches the kernel's default perf_event_max_stack. */
 #define TP_MAX_STACK_DEPTH 127
-#define TP_COMM_LEN 16
+#define TP_COMM_LEN	   16
 
 /* Kinds of record in the `events` ring buffer; every record starts with struct tp_event_hdr. */
 enum tp_event_kind {
 	TP_EV_SAMPLE = 1, /* struct tp_sample: one CPU sample of a non-idle task */
-	TP_EV_EXEC = 2,   /* struct tp_event_hdr: the process replaced its image (pid kept) */
-	TP_EV_EXIT = 3,   /* struct tp_event_hdr: the last thread of the process exited */
+	TP_EV_EXEC = 2,	  /* struct tp_event_hdr: the process replaced its image (pid kept) */
+	TP_EV_EXIT = 3,	  /* struct tp_event_hdr: the last thread of the process exited */
 };
 
 /* Bits of tp_sample.flags. */
@@ -27,7 +27,8 @@ struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
 	__u32 pid;	/* process id (tgid) */
 	__u64 ts_ns;	/* CLOCK_MONOTONIC, from bpf_ktime_get_ns() */
-	__u64 start_ns; /* start time of the process (group leader start_boottime), identifies it with pid */
+	__u64 start_ns; /* start time of the process (group leader start_boottime), identifies it
+			   with pid */
 };
 _Static_assert(sizeof(struct tp_event_hdr) == 24, "tp_event_hdr layout");
 
@@ -35,9 +36,9 @@ struct tp_sample {
 	struct tp_event_hdr hdr;
 	__u32 tid;
 	__u32 cpu;
-	__u32 flags;	 /* TP_SAMPLE_* */
-	__u16 nr_kernel; /* kernel frames at addrs[0 .. nr_kernel) */
-	__u16 nr_user;	 /* user frames at addrs[nr_kernel .. nr_kernel + nr_user) */
+	__u32 flags;		       /* TP_SAMPLE_* */
+	__u16 nr_kernel;	       /* kernel frames at addrs[0 .. nr_kernel) */
+	__u16 nr_user;		       /* user frames at addrs[nr_kernel .. nr_kernel + nr_user) */
 	char comm[TP_COMM_LEN];	       /* the process's (group leader's) comm */
 	char thread_comm[TP_COMM_LEN]; /* the sampled thread's comm */
 	/* Leaf first. Only the used part is sent: the record is tp_sample_size(nr) bytes. */
@@ -50,12 +51,12 @@ _Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 * 2 * TP_MAX_STACK_D
 
 /* Per-CPU counters in the `metrics` map (BPF_MAP_TYPE_PERCPU_ARRAY, key = index). */
 enum tp_metric {
-	TP_M_SAMPLES = 0,	/* every perf event the program saw, idle included */
-	TP_M_IDLE,		/* samples of the idle task (pid 0): counted, not sent */
-	TP_M_RINGBUF_FULL,	/* samples lost: no room in `events` */
-	TP_M_KSTACK_FAILED,	/* kernel stack read failed (sample kept, kernel frames lost) */
-	TP_M_USTACK_FAILED,	/* user stack read failed (sample kept, user frames lost) */
-	TP_M_EVENT_LOST,	/* exec/exit notifications lost: no room in `events` */
+	TP_M_SAMPLES = 0,   /* every perf event the program saw, idle included */
+	TP_M_IDLE,	    /* samples of the idle task (pid 0): counted, not sent */
+	TP_M_RINGBUF_FULL,  /* samples lost: no room in `events` */
+	TP_M_KSTACK_FAILED, /* kernel stack read failed (sample kept, kernel frames lost) */
+	TP_M_USTACK_FAILED, /* user stack read failed (sample kept, user frames lost) */
+	TP_M_EVENT_LOST,    /* exec/exit notifications lost: no room in `events` */
 	TP_M_NR,
 };
 

@@ -17,14 +17,14 @@
 #include "tailprof_config.h"
 #include "timeparse.h"
 
-#define DEFAULT_SERVER "http://127.0.0.1:7077"
+#define DEFAULT_SERVER	  "http://127.0.0.1:7077"
 #define CONNECT_TIMEOUT_S 5L
 /* status and windows are cheap to answer; a profile may take a while, so pull has no total
  * timeout and fails only when the transfer stalls below 1 byte/s for LOW_SPEED_TIME_S. */
-#define QUERY_TIMEOUT_S 60L
+#define QUERY_TIMEOUT_S	 60L
 #define LOW_SPEED_TIME_S 120L
 /* Bodies kept in memory (JSON, error answers) are sized by the server: bound them. */
-#define MAX_BODY_BYTES (256UL << 20)
+#define MAX_BODY_BYTES	 (256UL << 20)
 #define MAX_DETAIL_CHARS 200
 
 #define EXIT_USAGE 2
@@ -32,13 +32,13 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Small allocations abort on failure (STYLE.md's allocation policy); bodies are checked. */
-#define OOM_ABORT()                                            \
-	do {                                                   \
-		fputs("tailprof: out of memory\n", stderr);    \
-		abort();                                       \
+#define OOM_ABORT()                                                                                \
+	do {                                                                                       \
+		fputs("tailprof: out of memory\n", stderr);                                        \
+		abort();                                                                           \
 	} while (0)
 
-static const char *server_flag;	/* --server, wherever it was given */
+static const char *server_flag; /* --server, wherever it was given */
 static char *server;		/* resolved: scheme included, no trailing slash */
 /* The temporary file of a pull in progress, removed if a signal ends us. */
 static const char *volatile tmp_path;
@@ -93,7 +93,7 @@ static char *xasprintf(const char *fmt, ...)
 
 enum opt_id {
 	OPT_END = 0,
-	OPT_ARG,	/* a positional argument */
+	OPT_ARG, /* a positional argument */
 	OPT_HELP,
 	OPT_SERVER,
 	OPT_VERSION,
@@ -108,27 +108,27 @@ enum opt_id {
 };
 
 struct opt {
-	const char *name;	/* long form, without "--" */
-	char short_name;	/* 0: none */
+	const char *name; /* long form, without "--" */
+	char short_name;  /* 0: none */
 	enum opt_id id;
-	const char *value;	/* what its value is, for messages; NULL: takes no value */
+	const char *value; /* what its value is, for messages; NULL: takes no value */
 };
 
 #define DURATION_FORMS "500ms, 2s, 10m, 1h"
-#define TIME_FORMS "RFC 3339 such as 2026-11-29T21:00:00Z, or Unix seconds"
+#define TIME_FORMS     "RFC 3339 such as 2026-11-29T21:00:00Z, or Unix seconds"
 #define DURATION_VALUE "a duration such as " DURATION_FORMS
-#define TIME_VALUE "a time, " TIME_FORMS
+#define TIME_VALUE     "a time, " TIME_FORMS
 
 /* Accepted by every subcommand and at the top level. */
 static const struct opt common_opts[] = {
-	{ "server", 0, OPT_SERVER, "a URL such as " DEFAULT_SERVER },
-	{ "help", 'h', OPT_HELP, NULL },
-	{},
+    {"server", 0, OPT_SERVER, "a URL such as " DEFAULT_SERVER},
+    {"help", 'h', OPT_HELP, NULL},
+    {},
 };
 
 struct opt_iter {
 	const char *cmd;	/* subcommand for messages; NULL at the top level */
-	const struct opt *opts;	/* the subcommand's own; common_opts are always added */
+	const struct opt *opts; /* the subcommand's own; common_opts are always added */
 	int argc, i;
 	char **argv;
 };
@@ -316,10 +316,10 @@ enum tp_header {
 };
 
 static const char *const tp_header_names[HDR__COUNT] = {
-	[HDR_SAMPLES] = "X-Tailprof-Samples",
-	[HDR_START_NS] = "X-Tailprof-Start-Unix-Ns",
-	[HDR_END_NS] = "X-Tailprof-End-Unix-Ns",
-	[HDR_WINDOWS] = "X-Tailprof-Windows",
+    [HDR_SAMPLES] = "X-Tailprof-Samples",
+    [HDR_START_NS] = "X-Tailprof-Start-Unix-Ns",
+    [HDR_END_NS] = "X-Tailprof-End-Unix-Ns",
+    [HDR_WINDOWS] = "X-Tailprof-Windows",
 };
 
 struct http_resp {
@@ -333,7 +333,7 @@ struct http_resp {
 	const char *sink_name;
 	size_t sink_bytes;
 	int sink_errno;
-	char hdr[HDR__COUNT][32];	/* X-Tailprof-* values, "" when absent */
+	char hdr[HDR__COUNT][32]; /* X-Tailprof-* values, "" when absent */
 };
 
 static size_t on_header(char *data, size_t size, size_t n, void *ctx)
@@ -343,7 +343,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ctx)
 	char line[256];
 
 	if (len >= sizeof(line))
-		return len;	/* none of ours is that long */
+		return len; /* none of ours is that long */
 	memcpy(line, data, len);
 	line[len] = '\0';
 	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
@@ -460,8 +460,8 @@ static void report_curl_error(CURL *c, CURLcode rc, const char *errbuf, const ch
 static int http_get(const char *path, const char *query, bool long_running, struct http_resp *r)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
-	char *url = xasprintf("%s%s%s%s", server, path, query && *query ? "?" : "",
-			      query ? query : "");
+	char *url =
+	    xasprintf("%s%s%s%s", server, path, query && *query ? "?" : "", query ? query : "");
 	CURL *c = curl_easy_init();
 	CURLcode rc;
 
@@ -542,7 +542,7 @@ static int fetch_json(const char *path, const char *query, bool raw, json_t **ou
 	}
 	err = check_status(&r);
 	if (!err && raw && r.len && fwrite(r.body, 1, r.len, stdout) != r.len)
-		err = 1;	/* reported once, by the final flush in main() */
+		err = 1; /* reported once, by the final flush in main() */
 	if (!err && !raw) {
 		*out = json_loadb(r.body ? r.body : "", r.len, 0, &jerr);
 		if (!*out || !json_is_object(*out)) {
@@ -620,10 +620,10 @@ static int opt_common(const struct opt_iter *it, int id, const char *val, void (
 static int cmd_status(int argc, char **argv)
 {
 	static const struct opt opts[] = {
-		{ "json", 0, OPT_JSON, NULL },
-		{},
+	    {"json", 0, OPT_JSON, NULL},
+	    {},
 	};
-	struct opt_iter it = { .cmd = "status", .opts = opts, .argc = argc, .argv = argv, .i = 1 };
+	struct opt_iter it = {.cmd = "status", .opts = opts, .argc = argc, .argv = argv, .i = 1};
 	char b[8][32];
 	const char *val;
 	bool json = false;
@@ -646,11 +646,11 @@ static int cmd_status(int argc, char **argv)
 	       f_dur(st, "uptime_ns", b[1], 32));
 	printf("  %-11s %s\n", "listen:", j_str(st, "listen"));
 	printf("  %-11s %s\n", "started:", j_str(st, "started"));
-	printf("  %-11s %s Hz on %s CPUs, %s probes attached\n", "sampling:",
-	       f_int(st, "frequency_hz", b[0], 32), f_int(st, "cpus_online", b[1], 32),
+	printf("  %-11s %s Hz on %s CPUs, %s probes attached\n",
+	       "sampling:", f_int(st, "frequency_hz", b[0], 32), f_int(st, "cpus_online", b[1], 32),
 	       f_int(st, "probes_attached", b[2], 32));
-	printf("  %-11s %s of %s (%s each, %s retention)\n", "windows:",
-	       f_int(st, "windows", b[0], 32), f_int(st, "max_windows", b[1], 32),
+	printf("  %-11s %s of %s (%s each, %s retention)\n",
+	       "windows:", f_int(st, "windows", b[0], 32), f_int(st, "max_windows", b[1], 32),
 	       f_dur(st, "window_ns", b[2], 32), f_dur(st, "retention_ns", b[3], 32));
 	printf("  %-11s %s (idle %s, expected %s)\n", "samples:", f_int(st, "samples", b[0], 32),
 	       f_int(st, "idle_samples", b[1], 32), f_int(st, "expected_samples", b[2], 32));
@@ -659,7 +659,9 @@ static int cmd_status(int argc, char **argv)
 	printf("  %-11s %s\n", "processes:", f_int(st, "processes", b[0], 32));
 	healthy = json_object_get(st, "healthy");
 	printf("  %-11s %s\n", "health:",
-	       !json_is_boolean(healthy) ? "-" : json_is_true(healthy) ? "healthy" : "UNHEALTHY");
+	       !json_is_boolean(healthy) ? "-"
+	       : json_is_true(healthy)	 ? "healthy"
+					 : "UNHEALTHY");
 	json_decref(st);
 	return 0;
 }
@@ -680,7 +682,7 @@ enum win_col {
 #define CELL_SIZE 40
 
 static const char *const win_headers[COL__COUNT] = {
-	"", "START", "DURATION", "SAMPLES", "IDLE", "EXPECTED", "DROPS", "STACKS", "PROCS",
+    "", "START", "DURATION", "SAMPLES", "IDLE", "EXPECTED", "DROPS", "STACKS", "PROCS",
 };
 
 static void window_row(const json_t *w, char (*row)[CELL_SIZE])
@@ -713,7 +715,7 @@ static int print_windows(const json_t *doc)
 {
 	const json_t *list = json_object_get(doc, "windows");
 	size_t n = json_array_size(list), width[COL__COUNT];
-	char (*cells)[COL__COUNT][CELL_SIZE];
+	char(*cells)[COL__COUNT][CELL_SIZE];
 	bool any_current = false;
 
 	if (!json_is_array(list)) {
@@ -759,13 +761,13 @@ static int print_windows(const json_t *doc)
 static int cmd_windows(int argc, char **argv)
 {
 	static const struct opt opts[] = {
-		{ "last", 0, OPT_LAST, DURATION_VALUE },
-		{ "from", 0, OPT_FROM, TIME_VALUE },
-		{ "to", 0, OPT_TO, TIME_VALUE },
-		{ "json", 0, OPT_JSON, NULL },
-		{},
+	    {"last", 0, OPT_LAST, DURATION_VALUE},
+	    {"from", 0, OPT_FROM, TIME_VALUE},
+	    {"to", 0, OPT_TO, TIME_VALUE},
+	    {"json", 0, OPT_JSON, NULL},
+	    {},
 	};
-	struct opt_iter it = { .cmd = "windows", .opts = opts, .argc = argc, .argv = argv, .i = 1 };
+	struct opt_iter it = {.cmd = "windows", .opts = opts, .argc = argc, .argv = argv, .i = 1};
 	struct time_range range = {};
 	size_t qsize = 0;
 	char *query = NULL;
@@ -863,8 +865,8 @@ static void on_fatal_signal(int sig)
 
 static void catch_signals(bool on)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-	struct sigaction sa = { .sa_handler = on ? on_fatal_signal : SIG_DFL };
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {.sa_handler = on ? on_fatal_signal : SIG_DFL};
 
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
 		sigaction(sigs[i], &sa, NULL);
@@ -913,21 +915,21 @@ static int commit_file(FILE *f, const char *tmp, const char *out)
 	return 0;
 }
 
-static const char *const profile_types[] = { "cpu", "offcpu", "wall" };
+static const char *const profile_types[] = {"cpu", "offcpu", "wall"};
 
 static int cmd_pull(int argc, char **argv)
 {
 	static const struct opt opts[] = {
-		{ "type", 0, OPT_TYPE, "a profile type: cpu, offcpu or wall" },
-		{ "last", 0, OPT_LAST, DURATION_VALUE },
-		{ "from", 0, OPT_FROM, TIME_VALUE },
-		{ "to", 0, OPT_TO, TIME_VALUE },
-		{ "pid", 0, OPT_PID, "a process ID" },
-		{ "comm", 0, OPT_COMM, "a command name" },
-		{ "output", 'o', OPT_OUTPUT, "a file name, or - for stdout" },
-		{},
+	    {"type", 0, OPT_TYPE, "a profile type: cpu, offcpu or wall"},
+	    {"last", 0, OPT_LAST, DURATION_VALUE},
+	    {"from", 0, OPT_FROM, TIME_VALUE},
+	    {"to", 0, OPT_TO, TIME_VALUE},
+	    {"pid", 0, OPT_PID, "a process ID"},
+	    {"comm", 0, OPT_COMM, "a command name"},
+	    {"output", 'o', OPT_OUTPUT, "a file name, or - for stdout"},
+	    {},
 	};
-	struct opt_iter it = { .cmd = "pull", .opts = opts, .argc = argc, .argv = argv, .i = 1 };
+	struct opt_iter it = {.cmd = "pull", .opts = opts, .argc = argc, .argv = argv, .i = 1};
 	const char *val, *type = "cpu", *pid = NULL, *comm = NULL, *out = NULL;
 	struct time_range range = {};
 	struct http_resp r = {};
@@ -975,8 +977,10 @@ static int cmd_pull(int argc, char **argv)
 		errno = 0;
 		pid_v = strtol(pid, &end, 10);
 		if (errno || *end || pid_v <= 0 || pid_v > INT32_MAX || *pid < '0' || *pid > '9')
-			return usage_err(it.cmd, "--pid: '%s' is not a process ID (a positive "
-					 "integer)", pid);
+			return usage_err(it.cmd,
+					 "--pid: '%s' is not a process ID (a positive "
+					 "integer)",
+					 pid);
 	}
 	if (!out)
 		return usage_err(it.cmd, "pull needs -o FILE (use -o - for stdout)");
@@ -1030,7 +1034,7 @@ static int cmd_pull(int argc, char **argv)
 		ret = commit_file(f, tmp, out);
 		f = NULL;
 		if (!ret)
-			tmp_path = NULL;	/* renamed: nothing left to remove */
+			tmp_path = NULL; /* renamed: nothing left to remove */
 	} else {
 		ret = copy_to_stdout(f);
 	}
@@ -1059,10 +1063,10 @@ static const struct cmd {
 	void (*usage)(FILE *f);
 	const char *summary;
 } cmds[] = {
-	{ "status", cmd_status, usage_status, "show the daemon: version, sampling, health" },
-	{ "windows", cmd_windows, usage_windows, "list the time windows the daemon holds" },
-	{ "pull", cmd_pull, usage_pull, "write a pprof profile of a time range to a file" },
-	{ "help", cmd_help, NULL, "show the usage of tailprof or of a subcommand" },
+    {"status", cmd_status, usage_status, "show the daemon: version, sampling, health"},
+    {"windows", cmd_windows, usage_windows, "list the time windows the daemon holds"},
+    {"pull", cmd_pull, usage_pull, "write a pprof profile of a time range to a file"},
+    {"help", cmd_help, NULL, "show the usage of tailprof or of a subcommand"},
 };
 
 static const struct cmd *cmd_find(const char *name)
@@ -1102,8 +1106,8 @@ static int cmd_help(int argc, char **argv)
 }
 
 static const char common_help[] =
-	"  --server URL   tailprofd's address (default " DEFAULT_SERVER ", or $TAILPROF_SERVER)\n"
-	"  -h, --help     show this help\n";
+    "  --server URL   tailprofd's address (default " DEFAULT_SERVER ", or $TAILPROF_SERVER)\n"
+    "  -h, --help     show this help\n";
 
 static void usage_top(FILE *f)
 {
@@ -1114,72 +1118,76 @@ static void usage_top(FILE *f)
 		   "Subcommands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].summary);
-	fprintf(f, "\nGlobal options (before or after the subcommand):\n"
-		   "%s"
-		   "  --version      show the version\n"
-		   "\n"
-		   "Exit status: 0 success, 1 failure (daemon down, server error), 2 usage.\n"
-		   "Run 'tailprof SUBCOMMAND --help' for the options of a subcommand.\n",
+	fprintf(f,
+		"\nGlobal options (before or after the subcommand):\n"
+		"%s"
+		"  --version      show the version\n"
+		"\n"
+		"Exit status: 0 success, 1 failure (daemon down, server error), 2 usage.\n"
+		"Run 'tailprof SUBCOMMAND --help' for the options of a subcommand.\n",
 		common_help);
 }
 
 static void usage_status(FILE *f)
 {
-	fprintf(f, "Usage: tailprof status [--json]\n"
-		   "\n"
-		   "Shows the daemon: version, host, sampling, windows, samples, drops, health.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --json         print the API's JSON (GET /api/v1/status) unchanged\n"
-		   "%s",
+	fprintf(f,
+		"Usage: tailprof status [--json]\n"
+		"\n"
+		"Shows the daemon: version, host, sampling, windows, samples, drops, health.\n"
+		"\n"
+		"Options:\n"
+		"  --json         print the API's JSON (GET /api/v1/status) unchanged\n"
+		"%s",
 		common_help);
 }
 
 static void usage_windows(FILE *f)
 {
-	fprintf(f, "Usage: tailprof windows [--last DUR | --from TIME [--to TIME]] [--json]\n"
-		   "\n"
-		   "Lists the time windows the daemon holds (all of them without a range);\n"
-		   "the current one, still filling, is marked with '*'.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --last DUR     the windows of the last DUR: 500ms, 2s, 10m, 1h\n"
-		   "  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
-		   "  --to TIME      up to TIME (default now)\n"
-		   "  --json         print the API's JSON (GET /api/v1/windows) unchanged\n"
-		   "%s",
+	fprintf(f,
+		"Usage: tailprof windows [--last DUR | --from TIME [--to TIME]] [--json]\n"
+		"\n"
+		"Lists the time windows the daemon holds (all of them without a range);\n"
+		"the current one, still filling, is marked with '*'.\n"
+		"\n"
+		"Options:\n"
+		"  --last DUR     the windows of the last DUR: 500ms, 2s, 10m, 1h\n"
+		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
+		"  --to TIME      up to TIME (default now)\n"
+		"  --json         print the API's JSON (GET /api/v1/windows) unchanged\n"
+		"%s",
 		common_help);
 }
 
 static void usage_pull(FILE *f)
 {
-	fprintf(f, "Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
-		   "                     [--pid PID] [--comm NAME] -o FILE\n"
-		   "\n"
-		   "Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
-		   "speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
-		   "summary line goes to stderr.\n"
-		   "\n"
-		   "Options:\n"
-		   "  --type TYPE    cpu (default), offcpu or wall, as far as the daemon has them\n"
-		   "  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 5m)\n"
-		   "  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
-		   "  --to TIME      up to TIME (default now)\n"
-		   "  --pid PID      only this process\n"
-		   "  --comm NAME    only processes with this name (comm)\n"
-		   "  -o, --output FILE\n"
-		   "                 where to write the profile; - for stdout\n"
-		   "%s",
+	fprintf(f,
+		"Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
+		"                     [--pid PID] [--comm NAME] -o FILE\n"
+		"\n"
+		"Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
+		"speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
+		"summary line goes to stderr.\n"
+		"\n"
+		"Options:\n"
+		"  --type TYPE    cpu (default), offcpu or wall, as far as the daemon has them\n"
+		"  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 5m)\n"
+		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
+		"  --to TIME      up to TIME (default now)\n"
+		"  --pid PID      only this process\n"
+		"  --comm NAME    only processes with this name (comm)\n"
+		"  -o, --output FILE\n"
+		"                 where to write the profile; - for stdout\n"
+		"%s",
 		common_help);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct opt opts[] = {
-		{ "version", 0, OPT_VERSION, NULL },
-		{},
+	    {"version", 0, OPT_VERSION, NULL},
+	    {},
 	};
-	struct opt_iter it = { .cmd = NULL, .opts = opts, .argc = argc, .argv = argv, .i = 1 };
+	struct opt_iter it = {.cmd = NULL, .opts = opts, .argc = argc, .argv = argv, .i = 1};
 	const struct cmd *c = NULL;
 	const char *val;
 	int id, ret;

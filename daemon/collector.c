@@ -115,7 +115,7 @@ static void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start)
 	size_t h;
 
 	if ((s->count + 1) * 2 > s->mask + 1) {
-		struct pid_set n = { .mask = s->mask * 2 + 1 };
+		struct pid_set n = {.mask = s->mask * 2 + 1};
 
 		n.pids = xcalloc(n.mask + 1, sizeof(*n.pids));
 		n.starts = xcalloc(n.mask + 1, sizeof(*n.starts));
@@ -157,12 +157,15 @@ static void forget_process(struct collector *c, uint32_t pid)
 {
 	symbolizer__forget_process(c->opts.symbolizer, pid);
 	pid_set__del(&c->known, pid);
+	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
+	 * have marked the process known again: the new image's samples must wake us */
+	loader__forget(c->opts.loader, pid);
 }
 
 static void add_sample(struct collector *c, const struct tp_sample *s)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
-	struct task tk = { .pid = s->hdr.pid, .tid = s->tid };
+	struct task tk = {.pid = s->hdr.pid, .tid = s->tid};
 	struct stack *stack;
 	struct task *task;
 	struct window *w;
@@ -201,8 +204,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		pid_set__add(&c->known, s->hdr.pid, s->hdr.start_ns);
 	}
 
-	stack = intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
-				  NULL);
+	stack =
+	    intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame), NULL);
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
 	if (!stack || !task || !w) {
@@ -261,7 +264,8 @@ static void drain_counters(struct collector *c, uint64_t now)
 	if (!w)
 		w = window_ring__current(c->ring);
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
-		uint64_t *cur = &c->cur_metrics[cpu * TP_M_NR], *prev = &c->prev_metrics[cpu * TP_M_NR];
+		uint64_t *cur = &c->cur_metrics[cpu * TP_M_NR],
+			 *prev = &c->prev_metrics[cpu * TP_M_NR];
 		uint64_t d[TP_M_NR];
 
 		for (int m = 0; m < TP_M_NR; m++)
@@ -280,8 +284,9 @@ static void drain_counters(struct collector *c, uint64_t now)
 		c->st.drops[DROP_USER_STACK] += d[TP_M_USTACK_FAILED];
 		c->st.drops[DROP_EVENT_LOST] += d[TP_M_EVENT_LOST];
 		if (c->sampled_since[cpu]) {
-			uint64_t from = c->sampled_since[cpu] > c->last_tick_ns ?
-						c->sampled_since[cpu] : c->last_tick_ns;
+			uint64_t from = c->sampled_since[cpu] > c->last_tick_ns
+					    ? c->sampled_since[cpu]
+					    : c->last_tick_ns;
 
 			if (now > from) {
 				w->cpu_sampled_ns[cpu] += now - from;
@@ -354,9 +359,9 @@ static int arm_timer(int tfd, uint64_t drain_ns)
 	 * exactly at ticks */
 	uint64_t now = sysinfo__mono_ns(), next = now - now % drain_ns + drain_ns;
 	struct itimerspec its = {
-		.it_value = { .tv_sec = next / 1000000000ULL, .tv_nsec = next % 1000000000ULL },
-		.it_interval = { .tv_sec = drain_ns / 1000000000ULL,
-				 .tv_nsec = drain_ns % 1000000000ULL },
+	    .it_value = {.tv_sec = next / 1000000000ULL, .tv_nsec = next % 1000000000ULL},
+	    .it_interval = {.tv_sec = drain_ns / 1000000000ULL,
+			    .tv_nsec = drain_ns % 1000000000ULL},
 	};
 
 	return timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL) ? -errno : 0;
@@ -376,7 +381,7 @@ int collector__run(struct collector *c, int stop_fd)
 		goto out;
 	}
 	err = arm_timer(tfd, c->opts.drain_ns);
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 0 };
+	ev = (struct epoll_event){.events = EPOLLIN, .data.u32 = 0};
 	if (!err && epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev))
 		err = -errno;
 	ev.data.u32 = 1;
@@ -433,7 +438,7 @@ out:
 
 struct collector *collector__new(const struct collector_opts *opts)
 {
-	struct intern_ops stack_ops = { .acquire = stack_acquire, .release = stack_release };
+	struct intern_ops stack_ops = {.acquire = stack_acquire, .release = stack_release};
 	pthread_rwlockattr_t attr;
 	struct collector *c;
 
@@ -447,11 +452,11 @@ struct collector *collector__new(const struct collector_opts *opts)
 	if (!c->stacks || !c->tasks)
 		abort();
 	c->ring = window_ring__new(&(struct window_ring_opts){
-		.window_ns = opts->window_ns,
-		.nr_windows = opts->nr_windows,
-		.nr_cpus = c->nr_cpus,
-		.stacks = c->stacks,
-		.tasks = c->tasks,
+	    .window_ns = opts->window_ns,
+	    .nr_windows = opts->nr_windows,
+	    .nr_cpus = c->nr_cpus,
+	    .stacks = c->stacks,
+	    .tasks = c->tasks,
 	});
 	if (!c->ring)
 		goto fail;

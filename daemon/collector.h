@@ -22,9 +22,9 @@ struct collector_opts {
 	struct loader *loader;	       /* not owned */
 	struct symbolizer *symbolizer; /* not owned */
 	uint32_t frequency_hz;
-	uint64_t window_ns;   /* a multiple of drain_ns */
-	uint32_t nr_windows;  /* retention / window */
-	uint64_t drain_ns;    /* <= 1 s */
+	uint64_t window_ns;  /* a multiple of drain_ns */
+	uint32_t nr_windows; /* retention / window */
+	uint64_t drain_ns;   /* <= 1 s */
 };
 
 struct collector_status {

@@ -22,7 +22,7 @@
 #include "timeparse.h"
 
 #define MAX_WINDOWS_PER_QUERY 100000
-#define MAX_PROFILE_SECONDS 3600
+#define MAX_PROFILE_SECONDS   3600
 
 struct http_api {
 	struct MHD_Daemon *mhd;
@@ -31,8 +31,8 @@ struct http_api {
 
 int http_api__listen(const char *addr, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICHOST |
-								   AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
 	struct addrinfo *ai = NULL;
 	char host[256];
 	const char *colon, *port;
@@ -41,8 +41,10 @@ int http_api__listen(const char *addr, char *err, size_t errlen)
 
 	colon = strrchr(addr, ':');
 	if (!colon || !colon[1]) {
-		snprintf(err, errlen, "--listen '%s': expected HOST:PORT, e.g. 127.0.0.1:7077 or "
-			 "[::1]:7077 (or :7077 for every address)", addr);
+		snprintf(err, errlen,
+			 "--listen '%s': expected HOST:PORT, e.g. 127.0.0.1:7077 or "
+			 "[::1]:7077 (or :7077 for every address)",
+			 addr);
 		return -1;
 	}
 	port = colon + 1;
@@ -59,8 +61,10 @@ int http_api__listen(const char *addr, char *err, size_t errlen)
 	host[hlen] = 0;
 	rc = getaddrinfo(hlen ? host : NULL, port, &hints, &ai);
 	if (rc) {
-		snprintf(err, errlen, "--listen '%s:%s': %s (expected a numeric IP address and a "
-			 "port 1-65535, e.g. 127.0.0.1:7077)", host, port, gai_strerror(rc));
+		snprintf(err, errlen,
+			 "--listen '%s:%s': %s (expected a numeric IP address and a "
+			 "port 1-65535, e.g. 127.0.0.1:7077)",
+			 host, port, gai_strerror(rc));
 		return -1;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -75,8 +79,9 @@ int http_api__listen(const char *addr, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot listen on %s:%s: %s%s", hlen ? host : "*", port,
 			 strerror(e),
 			 e == EADDRINUSE ? " (is another tailprofd running? pick a free port with "
-					   "--listen HOST:PORT)" :
-			 e == EADDRNOTAVAIL ? " (no such address on this host)" : "");
+					   "--listen HOST:PORT)"
+			 : e == EADDRNOTAVAIL ? " (no such address on this host)"
+					      : "");
 		goto fail;
 	}
 	freeaddrinfo(ai);
@@ -94,7 +99,7 @@ static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned int status
 				void *buf, size_t len, bool free_buf)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		len, buf, free_buf ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+	    len, buf, free_buf ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 
 	if (!r)
@@ -108,8 +113,8 @@ static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned int status
 static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned int status, char *body)
 {
 	if (!body)
-		return send_buf(conn, 500, "application/json",
-				"{\"error\":\"out of memory\"}\n", 26, false);
+		return send_buf(conn, 500, "application/json", "{\"error\":\"out of memory\"}\n",
+				26, false);
 	return send_buf(conn, status, "application/json", body, strlen(body), true);
 }
 
@@ -181,16 +186,20 @@ static int parse_range(struct MHD_Connection *conn, struct query_range *r, char 
 	}
 	if (from) {
 		if (tp_parse_time(from, &r->from_unix_ns)) {
-			snprintf(err, len, "from: '%s' is not a time; use RFC 3339 "
-				 "(2026-11-29T21:04:05Z) or Unix seconds", from);
+			snprintf(err, len,
+				 "from: '%s' is not a time; use RFC 3339 "
+				 "(2026-11-29T21:04:05Z) or Unix seconds",
+				 from);
 			return -1;
 		}
 		r->has_from = true;
 	}
 	if (to) {
 		if (tp_parse_time(to, &r->to_unix_ns)) {
-			snprintf(err, len, "to: '%s' is not a time; use RFC 3339 "
-				 "(2026-11-29T21:04:05Z) or Unix seconds", to);
+			snprintf(err, len,
+				 "to: '%s' is not a time; use RFC 3339 "
+				 "(2026-11-29T21:04:05Z) or Unix seconds",
+				 to);
 			return -1;
 		}
 		r->has_to = true;
@@ -253,9 +262,9 @@ static struct window **select_windows(const struct query_ctx *ctx, const struct 
 
 static enum MHD_Result handle_profile(struct MHD_Connection *conn, const struct query_ctx *ctx)
 {
-	static const char *const allowed[] = { "type", "last", "from", "to", "pid", "comm", NULL };
+	static const char *const allowed[] = {"type", "last", "from", "to", "pid", "comm", NULL};
 	const char *type = arg(conn, "type"), *pid = arg(conn, "pid"), *bad;
-	struct profile_filter filter = { .comm = arg(conn, "comm") };
+	struct profile_filter filter = {.comm = arg(conn, "comm")};
 	struct query_range range;
 	struct window **ws;
 	enum MHD_Result ret;
@@ -264,8 +273,10 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, const struct 
 
 	bad = unknown_param(conn, allowed);
 	if (bad)
-		return send_error(conn, 400, "%s: unknown parameter; allowed: type, last, from, to, "
-				  "pid, comm", bad);
+		return send_error(conn, 400,
+				  "%s: unknown parameter; allowed: type, last, from, to, "
+				  "pid, comm",
+				  bad);
 	if (type && strcmp(type, "cpu"))
 		return send_error(conn, 400, "type: '%s' is not available; allowed: cpu", type);
 	if (pid) {
@@ -273,8 +284,10 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, const struct 
 		unsigned long v = strtoul(pid, &end, 10);
 
 		if (!*pid || *end || v == 0 || v > UINT32_MAX)
-			return send_error(conn, 400, "pid: '%s' is not a process id (a positive "
-					  "integer)", pid);
+			return send_error(conn, 400,
+					  "pid: '%s' is not a process id (a positive "
+					  "integer)",
+					  pid);
 		filter.has_pid = true;
 		filter.pid = v;
 	}
@@ -306,8 +319,10 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn,
 
 		secs = strtoul(seconds, &end, 10);
 		if (!*seconds || *end || secs < 1 || secs > MAX_PROFILE_SECONDS)
-			return send_error(conn, 400, "seconds: '%s' is not allowed; give whole "
-					  "seconds from 1 to %d", seconds, MAX_PROFILE_SECONDS);
+			return send_error(conn, 400,
+					  "seconds: '%s' is not allowed; give whole "
+					  "seconds from 1 to %d",
+					  seconds, MAX_PROFILE_SECONDS);
 	}
 	w = collector__capture_begin(ctx->collector, secs * NSEC_PER_SEC);
 	if (!w)
@@ -326,7 +341,7 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn,
 
 static enum MHD_Result handle_windows(struct MHD_Connection *conn, const struct query_ctx *ctx)
 {
-	static const char *const allowed[] = { "last", "from", "to", NULL };
+	static const char *const allowed[] = {"last", "from", "to", NULL};
 	struct query_range range;
 	struct window **ws;
 	const char *bad;
@@ -360,8 +375,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		collector__rdlock(ctx->collector);
 		collector__status(ctx->collector, &st);
 		collector__unlock(ctx->collector);
-		return st.healthy ? send_buf(conn, 200, "text/plain", "ok\n", 3, false) :
-				    send_buf(conn, 503, "text/plain", "starting\n", 9, false);
+		return st.healthy ? send_buf(conn, 200, "text/plain", "ok\n", 3, false)
+				  : send_buf(conn, 503, "text/plain", "starting\n", 9, false);
 	}
 	if (!strcmp(url, "/metrics")) {
 		collector__rdlock(ctx->collector);
@@ -372,9 +387,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return send_buf(conn, 200, "text/plain; version=0.0.4", body, strlen(body), true);
 	}
 	if (!strcmp(url, "/api/v1/status")) {
-		if (unknown_param(conn, (const char *const[]){ NULL }))
+		if (unknown_param(conn, (const char *const[]){NULL}))
 			return send_error(conn, 400, "%s: unknown parameter; status takes none",
-					  unknown_param(conn, (const char *const[]){ NULL }));
+					  unknown_param(conn, (const char *const[]){NULL}));
 		collector__rdlock(ctx->collector);
 		body = query__status_json(ctx);
 		collector__unlock(ctx->collector);
@@ -386,8 +401,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return handle_profile(conn, ctx);
 	if (!strcmp(url, "/debug/pprof/profile"))
 		return handle_debug_profile(conn, ctx);
-	return send_error(conn, 404, "%s: no such path; see /api/v1/status, /api/v1/windows, "
-			  "/api/v1/profile, /debug/pprof/profile, /metrics, /healthz", url);
+	return send_error(conn, 404,
+			  "%s: no such path; see /api/v1/status, /api/v1/windows, "
+			  "/api/v1/profile, /debug/pprof/profile, /metrics, /healthz",
+			  url);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -406,14 +423,11 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx)
 	if (!h)
 		return NULL;
 	h->ctx = ctx;
-	h->mhd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-					  MHD_USE_ERROR_LOG,
-				  0, NULL, NULL, handle, (void *)ctx,
-				  MHD_OPTION_LISTEN_SOCKET, listen_fd,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				  MHD_OPTION_END);
+	h->mhd = MHD_start_daemon(
+	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+	    NULL, NULL, handle, (void *)ctx, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned int)120, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (!h->mhd) {
 		free(h);
 		errno = EIO;

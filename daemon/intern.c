@@ -21,7 +21,7 @@ struct intern_table {
 	struct intern_ops ops;
 };
 
-#define entry_of(p) ((struct intern_entry *)((char *)(p) - offsetof(struct intern_entry, data)))
+#define entry_of(p) ((struct intern_entry *)((char *)(p)-offsetof(struct intern_entry, data)))
 
 uint64_t tp_hash_bytes(const void *data, size_t len, uint64_t seed)
 {

@@ -22,10 +22,10 @@ struct loader {
 	struct profile_bpf *skel;
 	uint32_t nr_cpus;
 	uint32_t frequency_hz;
-	int *perf_fds;		    /* [nr_cpus], -1 when not sampled */
+	int *perf_fds;		      /* [nr_cpus], -1 when not sampled */
 	struct bpf_link **perf_links; /* [nr_cpus] */
 	int stats_fd;
-	uint64_t *percpu;	    /* scratch for map reads: nr_cpus values */
+	uint64_t *percpu; /* scratch for map reads: nr_cpus values */
 };
 
 int loader__probe_kernel(void)
@@ -34,16 +34,17 @@ int loader__probe_kernel(void)
 		enum bpf_func_id id;
 		const char *name;
 	} helpers[] = {
-		{ BPF_FUNC_get_stack, "bpf_get_stack" },
-		{ BPF_FUNC_ringbuf_output, "bpf_ringbuf_output" },
-		{ BPF_FUNC_ringbuf_query, "bpf_ringbuf_query" },
-		{ BPF_FUNC_get_current_task, "bpf_get_current_task" },
-		{ BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns" },
+	    {BPF_FUNC_get_stack, "bpf_get_stack"},
+	    {BPF_FUNC_ringbuf_output, "bpf_ringbuf_output"},
+	    {BPF_FUNC_ringbuf_query, "bpf_ringbuf_query"},
+	    {BPF_FUNC_get_current_task, "bpf_get_current_task"},
+	    {BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"},
 	};
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		pr_err("kernel has no BTF (/sys/kernel/btf/vmlinux): tailprofd needs a kernel built "
-		       "with CONFIG_DEBUG_INFO_BTF=y");
+		pr_err(
+		    "kernel has no BTF (/sys/kernel/btf/vmlinux): tailprofd needs a kernel built "
+		    "with CONFIG_DEBUG_INFO_BTF=y");
 		return -ENOTSUP;
 	}
 	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1) {
@@ -58,7 +59,8 @@ int loader__probe_kernel(void)
 	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]); i++) {
 		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, helpers[i].id, NULL) != 1) {
 			pr_err("kernel lacks the BPF helper %s for perf_event programs: tailprofd "
-			       "needs Linux 5.8 or later", helpers[i].name);
+			       "needs Linux 5.8 or later",
+			       helpers[i].name);
 			return -ENOTSUP;
 		}
 	}
@@ -68,12 +70,12 @@ int loader__probe_kernel(void)
 static int open_cpu_clock(uint32_t cpu, uint32_t frequency_hz)
 {
 	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.size = sizeof(attr),
-		/* cpu-clock turns a frequency into this fixed period anyway; say it outright */
-		.sample_period = 1000000000ULL / frequency_hz,
-		.disabled = 0,
+	    .type = PERF_TYPE_SOFTWARE,
+	    .config = PERF_COUNT_SW_CPU_CLOCK,
+	    .size = sizeof(attr),
+	    /* cpu-clock turns a frequency into this fixed period anyway; say it outright */
+	    .sample_period = 1000000000ULL / frequency_hz,
+	    .disabled = 0,
 	};
 
 	return syscall(__NR_perf_event_open, &attr, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -272,7 +274,8 @@ size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_
 	struct bpf_program *prog;
 	size_t n = 0;
 
-	bpf_object__for_each_program(prog, l->skel->obj) {
+	bpf_object__for_each_program(prog, l->skel->obj)
+	{
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 
@@ -281,9 +284,9 @@ size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			continue;
 		out[n++] = (struct loader_prog_stats){
-			.name = bpf_program__name(prog),
-			.run_time_ns = info.run_time_ns,
-			.run_cnt = info.run_cnt,
+		    .name = bpf_program__name(prog),
+		    .run_time_ns = info.run_time_ns,
+		    .run_cnt = info.run_cnt,
 		};
 	}
 	return n;

@@ -11,8 +11,8 @@
 #include "tailprof.h"
 
 struct loader_opts {
-	uint32_t frequency_hz;	/* cpu-clock sampling frequency, 1..10000 */
-	size_t ringbuf_bytes;	/* size of the events ring buffer: power of two, >= 4096 */
+	uint32_t frequency_hz; /* cpu-clock sampling frequency, 1..10000 */
+	size_t ringbuf_bytes;  /* size of the events ring buffer: power of two, >= 4096 */
 };
 
 struct loader_prog_stats {
@@ -41,7 +41,8 @@ uint32_t loader__nr_cpus(const struct loader *l);
 int loader__sync_cpus(struct loader *l, uint8_t *online);
 /* Number of attached probes (perf events and tracepoints). */
 int loader__nr_attached(const struct loader *l);
-/* Reads the per-CPU counters: out[cpu * TP_M_NR + metric], nr_cpus * TP_M_NR entries. 0 or -errno. */
+/* Reads the per-CPU counters into out[cpu * TP_M_NR + metric] (nr_cpus * TP_M_NR entries).
+ * Returns 0 or -errno. */
 int loader__read_metrics(struct loader *l, uint64_t *out);
 /* Tells the BPF side that the maps of (pid, start_ns) have been read. 0 or -errno. */
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);

@@ -26,7 +26,7 @@ void log_set_prefix(const char *prefix)
 
 void log_msg(enum log_level level, const char *fmt, ...)
 {
-	static const char *const names[] = { "error", "warning", "info", "debug" };
+	static const char *const names[] = {"error", "warning", "info", "debug"};
 	char line[1024];
 	va_list ap;
 	int n;

@@ -14,9 +14,9 @@ enum log_level log_get_level(void);
 void log_set_prefix(const char *prefix);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define pr_err(...) log_msg(LOG_ERROR, __VA_ARGS__)
-#define pr_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
-#define pr_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define pr_err(...)   log_msg(LOG_ERROR, __VA_ARGS__)
+#define pr_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
+#define pr_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define pr_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -36,22 +36,22 @@ struct options {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: tailprofd [OPTIONS]\n"
-		"Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
-		"time windows and serves pprof profiles over HTTP. Runs as root.\n"
-		"\n"
-		"  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
-		"  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
-		"  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
-		"  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
-		"      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
-		"                          allowed (default 8M)\n"
-		"  -v, --verbose           debug logging (libbpf messages included)\n"
-		"  -V, --version           print the version and exit\n"
-		"  -h, --help              this help\n"
-		"\n"
-		"Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+	fprintf(
+	    f, "Usage: tailprofd [OPTIONS]\n"
+	       "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
+	       "time windows and serves pprof profiles over HTTP. Runs as root.\n"
+	       "\n"
+	       "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
+	       "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
+	       "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
+	       "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+	       "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
+	       "                          allowed (default 8M)\n"
+	       "  -v, --verbose           debug logging (libbpf messages included)\n"
+	       "  -V, --version           print the version and exit\n"
+	       "  -h, --help              this help\n"
+	       "\n"
+	       "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -90,25 +90,25 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_RINGBUF = 256 };
 	static const struct option longopts[] = {
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "retention", required_argument, NULL, 'r' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+	    {"frequency", required_argument, NULL, 'F'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"retention", required_argument, NULL, 'r'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	char *end;
 	int c;
 
 	*o = (struct options){
-		.frequency_hz = 99,
-		.window_ns = 10 * NSEC_PER_SEC,
-		.retention_ns = 3600 * NSEC_PER_SEC,
-		.listen = "127.0.0.1:7077",
-		.ringbuf_bytes = 8 << 20,
+	    .frequency_hz = 99,
+	    .window_ns = 10 * NSEC_PER_SEC,
+	    .retention_ns = 3600 * NSEC_PER_SEC,
+	    .listen = "127.0.0.1:7077",
+	    .ringbuf_bytes = 8 << 20,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:vVh", longopts, NULL)) != -1) {
@@ -120,30 +120,36 @@ static int parse_options(int argc, char **argv, struct options *o)
 			v = strtoul(optarg, &end, 10);
 			if (errno || !*optarg || *end || v < 1 || v > 10000)
 				return usage_error("--frequency '%s': give samples per second per "
-						   "CPU, an integer from 1 to 10000", optarg);
+						   "CPU, an integer from 1 to 10000",
+						   optarg);
 			o->frequency_hz = v;
 			break;
 		}
 		case 'w':
-			if (tp_parse_duration(optarg, &o->window_ns) || o->window_ns < 100 * NSEC_PER_MSEC ||
+			if (tp_parse_duration(optarg, &o->window_ns) ||
+			    o->window_ns < 100 * NSEC_PER_MSEC ||
 			    o->window_ns % (100 * NSEC_PER_MSEC))
-				return usage_error("--window '%s': give a duration that is a multiple "
-						   "of 100ms, e.g. 1s, 10s, 1m", optarg);
+				return usage_error(
+				    "--window '%s': give a duration that is a multiple "
+				    "of 100ms, e.g. 1s, 10s, 1m",
+				    optarg);
 			break;
 		case 'r':
 			if (tp_parse_duration(optarg, &o->retention_ns) || !o->retention_ns)
-				return usage_error("--retention '%s': give a duration, e.g. 10m, 1h",
-						   optarg);
+				return usage_error(
+				    "--retention '%s': give a duration, e.g. 10m, 1h", optarg);
 			break;
 		case 'l':
 			o->listen = optarg;
 			break;
 		case OPT_RINGBUF:
-			if (parse_size(optarg, &o->ringbuf_bytes) || o->ringbuf_bytes < (64 << 10) ||
-			    o->ringbuf_bytes > (1u << 30) ||
+			if (parse_size(optarg, &o->ringbuf_bytes) ||
+			    o->ringbuf_bytes < (64 << 10) || o->ringbuf_bytes > (1u << 30) ||
 			    (o->ringbuf_bytes & (o->ringbuf_bytes - 1)))
-				return usage_error("--ringbuf-size '%s': give a power of two from 64K "
-						   "to 1024M, e.g. 8M", optarg);
+				return usage_error(
+				    "--ringbuf-size '%s': give a power of two from 64K "
+				    "to 1024M, e.g. 8M",
+				    optarg);
 			break;
 		case 'v':
 			o->verbose = true;
@@ -175,7 +181,7 @@ static int parse_options(int argc, char **argv, struct options *o)
  * every process's maps need. */
 static bool has_privileges(void)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct data[2] = {};
 	uint64_t eff;
 
@@ -185,15 +191,15 @@ static bool has_privileges(void)
 		return false;
 	eff = data[0].effective | ((uint64_t)data[1].effective << 32);
 #define HAS(cap) (eff & (1ULL << (cap)))
-	return (HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON))) &&
-	       HAS(CAP_SYS_PTRACE) && HAS(CAP_DAC_READ_SEARCH);
+	return (HAS(CAP_SYS_ADMIN) || (HAS(CAP_BPF) && HAS(CAP_PERFMON))) && HAS(CAP_SYS_PTRACE) &&
+	       HAS(CAP_DAC_READ_SEARCH);
 #undef HAS
 }
 
 /* The longest drain period <= 500 ms that divides the window, so ticks fall on its edges. */
 static uint64_t drain_period(uint64_t window_ns)
 {
-	static const uint64_t periods_ms[] = { 500, 250, 200, 100 };
+	static const uint64_t periods_ms[] = {500, 250, 200, 100};
 
 	for (size_t i = 0; i < sizeof(periods_ms) / sizeof(periods_ms[0]); i++)
 		if (window_ns % (periods_ms[i] * NSEC_PER_MSEC) == 0)
@@ -220,8 +226,9 @@ int main(int argc, char **argv)
 	if (o.verbose)
 		log_set_level(LOG_DEBUG);
 	if (!has_privileges()) {
-		pr_err("tailprofd must run as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
-		       "CAP_DAC_READ_SEARCH): run it with sudo");
+		pr_err(
+		    "tailprofd must run as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
+		    "CAP_DAC_READ_SEARCH): run it with sudo");
 		return 1;
 	}
 	/* Signals are read from a signalfd in the drain loop; block them before any thread
@@ -251,27 +258,27 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	loader = loader__new(&(struct loader_opts){
-		.frequency_hz = o.frequency_hz,
-		.ringbuf_bytes = o.ringbuf_bytes,
+	    .frequency_hz = o.frequency_hz,
+	    .ringbuf_bytes = o.ringbuf_bytes,
 	});
 	if (!loader)
 		goto out;
 	coll = collector__new(&(struct collector_opts){
-		.loader = loader,
-		.symbolizer = sym,
-		.frequency_hz = o.frequency_hz,
-		.window_ns = o.window_ns,
-		.nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns,
-		.drain_ns = drain_period(o.window_ns),
+	    .loader = loader,
+	    .symbolizer = sym,
+	    .frequency_hz = o.frequency_hz,
+	    .window_ns = o.window_ns,
+	    .nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns,
+	    .drain_ns = drain_period(o.window_ns),
 	});
 	if (!coll)
 		goto out;
 	qctx = (struct query_ctx){
-		.collector = coll,
-		.loader = loader,
-		.listen = o.listen,
-		.frequency_hz = o.frequency_hz,
-		.retention_ns = o.retention_ns,
+	    .collector = coll,
+	    .loader = loader,
+	    .listen = o.listen,
+	    .frequency_hz = o.frequency_hz,
+	    .retention_ns = o.retention_ns,
 	};
 	http = http_api__start(lfd, &qctx);
 	if (!http) {

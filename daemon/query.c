@@ -71,7 +71,7 @@ static int merge_add(struct merge_table *t, const struct window_entry *e)
 	size_t h;
 
 	if ((t->count + 1) * 2 > t->mask + 1) {
-		struct merge_table n = { .mask = t->mask ? t->mask * 2 + 1 : 1023 };
+		struct merge_table n = {.mask = t->mask ? t->mask * 2 + 1 : 1023};
 
 		n.slots = calloc(n.mask + 1, sizeof(*n.slots));
 		if (!n.slots)
@@ -81,7 +81,8 @@ static int merge_add(struct merge_table *t, const struct window_entry *e)
 
 			if (!m->stack)
 				continue;
-			h = tp_hash_u64((uintptr_t)m->stack ^ tp_hash_u64((uintptr_t)m->task)) & n.mask;
+			h = tp_hash_u64((uintptr_t)m->stack ^ tp_hash_u64((uintptr_t)m->task)) &
+			    n.mask;
 			while (n.slots[h].stack)
 				h = (h + 1) & n.mask;
 			n.slots[h] = *m;
@@ -97,7 +98,7 @@ static int merge_add(struct merge_table *t, const struct window_entry *e)
 			return 0;
 		}
 	}
-	t->slots[h] = (struct merged){ e->stack, e->task, e->count };
+	t->slots[h] = (struct merged){e->stack, e->task, e->count};
 	t->count++;
 	return 0;
 }
@@ -116,7 +117,7 @@ static const struct pprof_mapping *mapping_for(struct mapping_table *t, const st
 	size_t h;
 
 	if ((t->count + 1) * 2 > t->mask + 1) {
-		struct mapping_table n = { .mask = t->mask ? t->mask * 2 + 1 : 63 };
+		struct mapping_table n = {.mask = t->mask ? t->mask * 2 + 1 : 63};
 
 		n.objs = calloc(n.mask + 1, sizeof(*n.objs));
 		n.maps = calloc(n.mask + 1, sizeof(*n.maps));
@@ -182,9 +183,9 @@ static int stack_locations(struct mapping_table *mt, const struct stack *s, stru
 		struct pprof_location *l = &sn->locs[n];
 
 		if (i == s->nr_kernel && (s->flags & STACK_TRUNCATED_KERNEL))
-			sn->locs[n++] = (struct pprof_location){ .function = "[truncated]" };
+			sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
 		l = &sn->locs[n];
-		*l = (struct pprof_location){ .address = f->addr };
+		*l = (struct pprof_location){.address = f->addr};
 		if (!f->obj) {
 			l->function = "[unknown]";
 		} else {
@@ -195,15 +196,15 @@ static int stack_locations(struct mapping_table *mt, const struct stack *s, stru
 			l->function = object__lookup(f->obj, f->addr, NULL);
 			if (!l->function) {
 				/* never a neighbour's name: the object and the address in it */
-				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64, object__name(f->obj),
-					 f->addr);
+				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64,
+					 object__name(f->obj), f->addr);
 				l->function = sn->names[n];
 			}
 		}
 		n++;
 	}
 	if (s->flags & (STACK_TRUNCATED_USER | (s->nr_user ? 0 : STACK_TRUNCATED_KERNEL)))
-		sn->locs[n++] = (struct pprof_location){ .function = "[truncated]" };
+		sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
 	*nr = n;
 	return 0;
 }
@@ -224,8 +225,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		       struct profile_summary *sum)
 {
 	static const struct pprof_value_type types[] = {
-		{ "samples", "count" },
-		{ "cpu", "nanoseconds" },
+	    {"samples", "count"},
+	    {"cpu", "nanoseconds"},
 	};
 	struct collector_status st;
 	struct merge_table mt = {};
@@ -263,15 +264,15 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	for (int i = 0; i < 5; i++)
 		comment_ptrs[i] = comments[i];
 	b = pprof_builder__new(&(struct pprof_opts){
-		.sample_types = types,
-		.nr_sample_types = 2,
-		.period_type = { "cpu", "nanoseconds" },
-		.period = (int64_t)period,
-		.time_ns = start,
-		.duration_ns = end - start,
-		.comments = comment_ptrs,
-		.nr_comments = 5,
-		.default_sample_type = "cpu",
+	    .sample_types = types,
+	    .nr_sample_types = 2,
+	    .period_type = {"cpu", "nanoseconds"},
+	    .period = (int64_t)period,
+	    .time_ns = start,
+	    .duration_ns = end - start,
+	    .comments = comment_ptrs,
+	    .nr_comments = 5,
+	    .default_sample_type = "cpu",
 	});
 	sn = malloc(sizeof(*sn));
 	if (!b || !sn)
@@ -280,8 +281,11 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		const struct merged *m = &mt.slots[i];
 		char pid[16], tid[16];
 		struct pprof_label labels[5] = {
-			{ "pid", pid }, { "tid", tid }, { "comm", m->task ? m->task->comm : "" },
-			{ "thread", m->task ? m->task->thread : "" }, { "tailprofd", "self" },
+		    {"pid", pid},
+		    {"tid", tid},
+		    {"comm", m->task ? m->task->comm : ""},
+		    {"thread", m->task ? m->task->thread : ""},
+		    {"tailprofd", "self"},
 		};
 		int64_t values[2];
 		size_t nr;
@@ -350,7 +354,8 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		json_object_set_new(o, "current", json_boolean(!w->closed));
 		json_object_set_new(o, "samples", json_integer(w->samples));
 		json_object_set_new(o, "idle_samples", json_integer(w->idle_samples));
-		json_object_set_new(o, "expected_samples", json_integer(window__expected(w, period)));
+		json_object_set_new(o, "expected_samples",
+				    json_integer(window__expected(w, period)));
 		json_object_set_new(o, "received_samples", json_integer(window__received(w)));
 		json_object_set_new(drops, "total", json_integer(window__drops(w)));
 		for (int d = 0; d < DROP_NR; d++)
@@ -361,9 +366,10 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		for (uint32_t c = 0; c < w->nr_cpus; c++) {
 			if (!w->cpu_sampled_ns[c] && !w->cpu_received[c])
 				continue;
-			json_array_append_new(cpus, json_pack("{s:i,s:I,s:I}", "cpu", (int)c,
-				"expected_samples", (json_int_t)(w->cpu_sampled_ns[c] / period),
-				"received_samples", (json_int_t)w->cpu_received[c]));
+			json_array_append_new(
+			    cpus, json_pack("{s:i,s:I,s:I}", "cpu", (int)c, "expected_samples",
+					    (json_int_t)(w->cpu_sampled_ns[c] / period),
+					    "received_samples", (json_int_t)w->cpu_received[c]));
 		}
 		json_object_set_new(o, "cpus", cpus);
 		json_array_append_new(arr, o);
@@ -386,8 +392,7 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "kernel", json_string(sysinfo__kernel_release()));
 	json_object_set_new(o, "pid", json_integer(getpid()));
 	set_time(o, "started", st.started_unix_ns);
-	json_object_set_new(o, "uptime_ns",
-			    json_integer(sysinfo__mono_ns() - st.started_mono_ns));
+	json_object_set_new(o, "uptime_ns", json_integer(sysinfo__mono_ns() - st.started_mono_ns));
 	json_object_set_new(o, "listen", json_string(ctx->listen ? ctx->listen : ""));
 	json_object_set_new(o, "frequency_hz", json_integer(ctx->frequency_hz));
 	json_object_set_new(o, "window_ns",
@@ -454,7 +459,7 @@ static void metric(struct text *t, const char *name, const char *type, const cha
 
 char *query__metrics_text(const struct query_ctx *ctx)
 {
-	struct text t = { .cap = 8192 };
+	struct text t = {.cap = 8192};
 	struct collector_status st;
 	struct loader_prog_stats progs[8];
 	uint32_t nr_cpus = collector__nr_cpus(ctx->collector);
@@ -466,7 +471,8 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	t.buf[0] = 0;
 	collector__status(ctx->collector, &st);
 
-	metric(&t, "tailprof_up", "gauge", "1 once probes are attached and the first drain is done.");
+	metric(&t, "tailprof_up", "gauge",
+	       "1 once probes are attached and the first drain is done.");
 	put(&t, "tailprof_up %d\n", st.healthy);
 	metric(&t, "tailprof_samples_total", "counter", "Samples with stacks stored in windows.");
 	put(&t, "tailprof_samples_total %" PRIu64 "\n", st.samples);
@@ -518,7 +524,8 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	put(&t, "tailprof_interned_bytes %" PRIu64 "\n", st.interned_bytes);
 	metric(&t, "tailprof_resident_memory_bytes", "gauge", "Resident set size of tailprofd.");
 	put(&t, "tailprof_resident_memory_bytes %" PRIu64 "\n", sysinfo__rss_bytes());
-	metric(&t, "tailprof_cpu_seconds_total", "counter", "User and system CPU time of tailprofd.");
+	metric(&t, "tailprof_cpu_seconds_total", "counter",
+	       "User and system CPU time of tailprofd.");
 	put(&t, "tailprof_cpu_seconds_total %.6f\n", sysinfo__cpu_ns() / 1e9);
 	if (ctx->loader)
 		nr_progs = loader__prog_stats(ctx->loader, progs, 8);

@@ -65,12 +65,12 @@ struct symbolizer_opts {
 };
 
 struct symbolizer_stats {
-	uint64_t objects;	  /* objects cached now */
-	uint64_t processes;	  /* processes whose maps are cached now */
-	uint64_t maps_reads;	  /* /proc/PID/maps reads, rescans included */
-	uint64_t maps_failed;	  /* reads that failed (process gone, pid reused) */
-	uint64_t elf_failed;	  /* objects whose ELF could not be read (named by path+offset) */
-	uint64_t unresolved;	  /* user frames in no known mapping */
+	uint64_t objects;     /* objects cached now */
+	uint64_t processes;   /* processes whose maps are cached now */
+	uint64_t maps_reads;  /* /proc/PID/maps reads, rescans included */
+	uint64_t maps_failed; /* reads that failed (process gone, pid reused) */
+	uint64_t elf_failed;  /* objects whose ELF could not be read (named by path+offset) */
+	uint64_t unresolved;  /* user frames in no known mapping */
 };
 
 /* Returns a symbolizer (kallsyms read now) or NULL with errno set. opts may be NULL. */

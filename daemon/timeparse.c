@@ -13,8 +13,8 @@ static const struct {
 	const char *name;
 	uint64_t ns;
 } units[] = {
-	{ "ns", 1 }, { "us", NSEC_PER_USEC }, { "ms", NSEC_PER_MSEC },
-	{ "s", NSEC_PER_SEC }, { "m", 60 * NSEC_PER_SEC }, { "h", 3600 * NSEC_PER_SEC },
+    {"ns", 1},		 {"us", NSEC_PER_USEC},	   {"ms", NSEC_PER_MSEC},
+    {"s", NSEC_PER_SEC}, {"m", 60 * NSEC_PER_SEC}, {"h", 3600 * NSEC_PER_SEC},
 };
 
 int tp_parse_duration(const char *s, uint64_t *ns)

@@ -8,7 +8,7 @@
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_SEC  1000000000ULL
 
 /* Parses a duration: one or more <integer><unit> groups, unit one of ns, us, ms, s, m, h
  * ("500ms", "2s", "10m", "1h", "1h30m"). Returns 0 and *ns, or -EINVAL (empty, no unit, unknown

@@ -7,9 +7,12 @@
 #include <string.h>
 
 const char *const window_drop_names[DROP_NR] = {
-	[DROP_RINGBUF_FULL] = "ringbuf_full", [DROP_KERNEL_STACK] = "kernel_stack",
-	[DROP_USER_STACK] = "user_stack",     [DROP_EVENT_LOST] = "event_lost",
-	[DROP_LATE] = "late",		      [DROP_NO_MEMORY] = "no_memory",
+    [DROP_RINGBUF_FULL] = "ringbuf_full",
+    [DROP_KERNEL_STACK] = "kernel_stack",
+    [DROP_USER_STACK] = "user_stack",
+    [DROP_EVENT_LOST] = "event_lost",
+    [DROP_LATE] = "late",
+    [DROP_NO_MEMORY] = "no_memory",
 };
 
 struct window_ring {
@@ -110,7 +113,7 @@ int window__add(struct window *w, struct stack *stack, struct task *task, uint64
 		w->entries = e;
 		w->cap_entries = cap;
 	}
-	w->entries[w->nr_entries] = (struct window_entry){ stack, task, count };
+	w->entries[w->nr_entries] = (struct window_entry){stack, task, count};
 	w->nr_entries++;
 	h = entry_hash(stack, task) & w->index_mask;
 	while (w->index[h])

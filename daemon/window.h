@@ -18,9 +18,9 @@
 #include "symbolizer.h"
 
 #define STACK_TRUNCATED_KERNEL (1u << 0) /* the kernel stack filled TP_MAX_STACK_DEPTH frames */
-#define STACK_TRUNCATED_USER (1u << 1)	 /* the user stack filled TP_MAX_STACK_DEPTH frames */
-#define STACK_USER_FAILED (1u << 2)	 /* the user stack could not be read */
-#define STACK_KERNEL_FAILED (1u << 3)	 /* the kernel stack could not be read */
+#define STACK_TRUNCATED_USER   (1u << 1) /* the user stack filled TP_MAX_STACK_DEPTH frames */
+#define STACK_USER_FAILED      (1u << 2) /* the user stack could not be read */
+#define STACK_KERNEL_FAILED    (1u << 3) /* the kernel stack could not be read */
 
 /* An interned stack: kernel frames first, then user frames, each leaf first. Its objects are
  * referenced while it is interned. Every byte is significant (zero any padding). */
@@ -45,12 +45,12 @@ struct task {
 
 /* Drop reasons counted per window (names are the JSON and Prometheus label values). */
 enum window_drop {
-	DROP_RINGBUF_FULL,  /* "ringbuf_full": sample lost in the kernel, no room in the ring buffer */
-	DROP_KERNEL_STACK,  /* "kernel_stack": kernel stack read failed (sample kept) */
-	DROP_USER_STACK,    /* "user_stack": user stack read failed (sample kept) */
-	DROP_EVENT_LOST,    /* "event_lost": exec/exit notification lost */
-	DROP_LATE,	    /* "late": sample older than the oldest window held */
-	DROP_NO_MEMORY,	    /* "no_memory": sample lost in user space, allocation failed */
+	DROP_RINGBUF_FULL, /* "ringbuf_full": lost in the kernel, the ring buffer was full */
+	DROP_KERNEL_STACK, /* "kernel_stack": kernel stack read failed (sample kept) */
+	DROP_USER_STACK,   /* "user_stack": user stack read failed (sample kept) */
+	DROP_EVENT_LOST,   /* "event_lost": exec/exit notification lost */
+	DROP_LATE,	   /* "late": sample older than the oldest window held */
+	DROP_NO_MEMORY,	   /* "no_memory": sample lost in user space, allocation failed */
 	DROP_NR,
 };
 extern const char *const window_drop_names[DROP_NR];
@@ -68,7 +68,7 @@ struct window {
 	uint64_t idle_samples;	   /* samples of idle CPUs: counted, no stack */
 	uint64_t drops[DROP_NR];
 	uint32_t nr_cpus;
-	uint64_t *cpu_received; /* [nr_cpus] samples the BPF program saw on each CPU */
+	uint64_t *cpu_received;	  /* [nr_cpus] samples the BPF program saw on each CPU */
 	uint64_t *cpu_sampled_ns; /* [nr_cpus] time each CPU was sampled within the window */
 	/* (stack, task) -> count, open addressing; entries[] dense, index[] maps hash -> entry+1 */
 	struct window_entry *entries;
@@ -82,9 +82,9 @@ struct window {
 };
 
 struct window_ring_opts {
-	uint64_t window_ns;	  /* length of a window, > 0 */
-	uint32_t nr_windows;	  /* windows held, >= 1 (retention / window) */
-	uint32_t nr_cpus;	  /* possible CPUs */
+	uint64_t window_ns;	     /* length of a window, > 0 */
+	uint32_t nr_windows;	     /* windows held, >= 1 (retention / window) */
+	uint32_t nr_cpus;	     /* possible CPUs */
 	struct intern_table *stacks; /* where struct stack values live (not owned) */
 	struct intern_table *tasks;  /* where struct task values live (not owned) */
 };

@@ -82,10 +82,10 @@ static void test_cpu_list(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_times),
-		cmocka_unit_test(test_format),
-		cmocka_unit_test(test_cpu_list),
+	    cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_times),
+	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_cpu_list),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

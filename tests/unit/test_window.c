@@ -29,14 +29,16 @@ struct fixture {
 static int setup(void **state)
 {
 	static struct fixture f;
-	struct intern_ops ops = { .release = count_release };
+	struct intern_ops ops = {.release = count_release};
 
 	released = 0;
 	f.stacks = intern_table__new(&ops);
 	f.tasks = intern_table__new(NULL);
-	f.ring = window_ring__new(&(struct window_ring_opts){
-		.window_ns = 10 * SEC, .nr_windows = 3, .nr_cpus = 2,
-		.stacks = f.stacks, .tasks = f.tasks });
+	f.ring = window_ring__new(&(struct window_ring_opts){.window_ns = 10 * SEC,
+							     .nr_windows = 3,
+							     .nr_cpus = 2,
+							     .stacks = f.stacks,
+							     .tasks = f.tasks});
 	assert_non_null(f.ring);
 	*state = &f;
 	return 0;
@@ -125,15 +127,18 @@ static void test_samples_by_timestamp_and_eviction_release(void **state)
 	for (int i = 0; i < 3; i++) {
 		w0 = window_ring__window_at(f->ring, (uint64_t)i * SEC);
 		assert_int_equal(window__add(w0, make_stack(f, 0x1000), make_task(f, 7, "a"), 1,
-					     f->stacks, f->tasks), 0);
+					     f->stacks, f->tasks),
+				 0);
 	}
-	assert_int_equal(window__add(w0, make_stack(f, 0x1000), make_task(f, 8, "b"), 1, f->stacks,
-				     f->tasks), 0);
+	assert_int_equal(
+	    window__add(w0, make_stack(f, 0x1000), make_task(f, 8, "b"), 1, f->stacks, f->tasks),
+	    0);
 	/* a sample at 12 s advances the ring; a late one at 9 s still lands in window 0 */
 	w1 = window_ring__window_at(f->ring, 12 * SEC);
 	assert_ptr_not_equal(w0, w1);
-	assert_int_equal(window__add(w1, make_stack(f, 0x2000), make_task(f, 7, "a"), 5, f->stacks,
-				     f->tasks), 0);
+	assert_int_equal(
+	    window__add(w1, make_stack(f, 0x2000), make_task(f, 7, "a"), 5, f->stacks, f->tasks),
+	    0);
 	assert_ptr_equal(window_ring__window_at(f->ring, 9 * SEC), w0);
 
 	assert_int_equal(w0->samples, 4);
@@ -187,7 +192,8 @@ static void test_many_entries_grow(void **state)
 		for (uint64_t i = 0; i < 5000; i++)
 			assert_int_equal(window__add(w, make_stack(f, 0x10000 + i),
 						     make_task(f, 1 + i % 50, "x"), 1, f->stacks,
-						     f->tasks), 0);
+						     f->tasks),
+					 0);
 	assert_int_equal(w->nr_entries, 5000);
 	assert_int_equal(w->samples, 10000);
 	for (size_t i = 0; i < w->nr_entries; i++)
@@ -215,13 +221,13 @@ static void test_intern_identity(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_rotation_aligned, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_gap_longer_than_retention, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_samples_by_timestamp_and_eviction_release,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expected_and_drops, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_many_entries_grow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_intern_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_rotation_aligned, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gap_longer_than_retention, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_samples_by_timestamp_and_eviction_release, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_expected_and_drops, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_entries_grow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_intern_identity, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
