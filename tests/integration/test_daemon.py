@@ -151,7 +151,8 @@ def test_short_lived_processes(d):
         print("  pid %d: %d samples, %d in short_lived_spin" % (pid, total, named))
         assert total >= 0.2 * FREQ * 0.5, (pid, total)
         assert named >= 0.9 * total, (pid, named, total)
-        assert all(s["labels"]["comm"] == "tp_short" for s in mine)
+        # a sample or two may come from the forked child before its exec (comm python3)
+        assert all(s["labels"]["comm"] == "tp_short" for s in mine if "short_lived_spin" in names(s))
 
 
 def test_exec_keeps_pid_each_half_named(d):
