@@ -335,6 +335,36 @@ def test_concurrent_requests(d):
     assert res["p"][0] == 200
 
 
+def test_cpu_hotplug(d):
+    """A CPU taken offline stops counting expected samples; when it comes back it is sampled
+    again (this VM kind supports CPU hotplug as root)."""
+    if os.cpu_count() < 2:
+        print("  single CPU: nothing to take offline")
+        return
+    online = "/sys/devices/system/cpu/cpu1/online"
+    with open(online, "w") as f:
+        f.write("0")
+    try:
+        time.sleep(2.2)
+    finally:
+        with open(online, "w") as f:
+            f.write("1")
+    time.sleep(1.2)  # the next drain attaches to it
+    p = subprocess.Popen(["taskset", "-c", "1", os.path.join(WL, "tp_hotcold"), "3"],
+                         stdout=subprocess.DEVNULL)
+    p.wait()
+    wait_drained()
+    w = d.json("/api/v1/windows?last=9s")["windows"]
+    cpu1 = [next((c for c in x["cpus"] if c["cpu"] == 1), None) for x in w]
+    offline = [x for x, c in zip(w, cpu1) if c is None or c["expected_samples"] == 0]
+    busy = [c for c in cpu1 if c and c["expected_samples"] >= FREQ * 0.95 and
+            c["received_samples"] >= FREQ * 0.95]
+    print("  cpu 1 absent from %d windows, fully sampled again in %d" % (len(offline), len(busy)))
+    assert offline, [x["cpus"] for x in w]
+    assert len(busy) >= 2, [x["cpus"] for x in w]
+    assert "cpu 1 came online" in d.output(), d.output()
+
+
 def test_cli_against_daemon(d):
     r = run([CLI, "--server", d.url, "status"])
     assert r.returncode == 0 and "tailprofd" in r.stdout, r
@@ -388,7 +418,8 @@ def main():
              test_exec_keeps_pid_each_half_named, test_syscall_heavy_kernel_names,
              test_go_tool_pprof_debug_endpoint, test_go_tool_pprof_accepts_stored_profile,
              test_totals_equal_window_counters, test_self_samples_labelled,
-             test_http_errors_and_metrics, test_concurrent_requests, test_cli_against_daemon]
+             test_http_errors_and_metrics, test_concurrent_requests, test_cpu_hotplug,
+             test_cli_against_daemon]
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
     for t in tests + [test_sigterm_detaches, test_startup_errors]:
