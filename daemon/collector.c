@@ -12,6 +12,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "hashmap.h"
 #include "loader.h"
 #include "log.h"
 #include "symbolizer.h"
@@ -96,7 +97,7 @@ static void *xcalloc(size_t n, size_t size)
 
 static size_t pid_slot(const struct pid_set *s, uint32_t pid)
 {
-	size_t h = tp_hash_u64(pid) & s->mask;
+	size_t h = hashmap__mix64(pid) & s->mask;
 
 	while (s->pids[h] && s->pids[h] != pid)
 		h = (h + 1) & s->mask;

@@ -425,9 +425,11 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx)
 	h->ctx = ctx;
 	h->mhd = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, handle, (void *)ctx, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+	    NULL, NULL, handle, (void *)ctx,
+	    /* the logger first, so that no message goes to MHD's own */
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned int)120, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	    (unsigned int)30, MHD_OPTION_END);
 	if (!h->mhd) {
 		free(h);
 		errno = EIO;

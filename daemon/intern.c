@@ -2,6 +2,8 @@
 /* Refcounted interning table: chained hash of immutable byte strings. */
 #include "intern.h"
 
+#include "hashmap.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,23 +24,6 @@ struct intern_table {
 };
 
 #define entry_of(p) ((struct intern_entry *)((char *)(p)-offsetof(struct intern_entry, data)))
-
-uint64_t tp_hash_bytes(const void *data, size_t len, uint64_t seed)
-{
-	const unsigned char *p = data;
-	uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL);
-	uint64_t w;
-
-	while (len >= 8) {
-		memcpy(&w, p, 8);
-		h = tp_hash_u64(h ^ w);
-		p += 8;
-		len -= 8;
-	}
-	w = 0;
-	memcpy(&w, p, len);
-	return tp_hash_u64(h ^ w ^ 0xff);
-}
 
 struct intern_table *intern_table__new(const struct intern_ops *ops)
 {
@@ -105,7 +90,7 @@ static void grow(struct intern_table *t)
 
 void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted)
 {
-	uint64_t h = tp_hash_bytes(key, len, 0);
+	uint64_t h = hashmap__hash_bytes(key, len);
 	struct intern_entry *e;
 
 	for (e = t->buckets[h & (t->nr_buckets - 1)]; e; e = e->next) {

@@ -34,17 +34,4 @@ size_t intern_table__len(const void *data);
 size_t intern_table__count(const struct intern_table *t);
 size_t intern_table__bytes(const struct intern_table *t);
 
-/* 64-bit hash of a byte string (for tables keyed by interned pointers too). */
-uint64_t tp_hash_bytes(const void *data, size_t len, uint64_t seed);
-static inline uint64_t tp_hash_u64(uint64_t v)
-{
-	/* splitmix64 finalizer */
-	v ^= v >> 30;
-	v *= 0xbf58476d1ce4e5b9ULL;
-	v ^= v >> 27;
-	v *= 0x94d049bb133111ebULL;
-	v ^= v >> 31;
-	return v;
-}
-
 #endif

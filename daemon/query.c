@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "collector.h"
+#include "hashmap.h"
 #include "loader.h"
 #include "pprof.h"
 #include "sysinfo.h"
@@ -56,50 +57,50 @@ static int64_t window_end_unix(const struct window *w, uint64_t last_drain)
 /* ---- profile ---- */
 
 struct merged {
-	struct stack *stack;
-	struct task *task;
+	const struct stack *stack;
+	const struct task *task;
 	uint64_t count;
 };
 
+/* (stack, task) -> count over the selected windows. No references are taken: the windows keep
+ * everything alive while the caller holds the read lock (refcounts are the drain thread's). */
 struct merge_table {
-	struct merged *slots;
-	size_t mask, count;
+	struct merged *v;
+	size_t n, cap;
+	struct hashmap index;
 };
+
+static bool merged_eq(const void *ctx, uint32_t i)
+{
+	const struct merged *key = ((const struct merged *const *)ctx)[0];
+	const struct merge_table *t = ((const void *const *)ctx)[1];
+
+	return t->v[i].stack == key->stack && t->v[i].task == key->task;
+}
 
 static int merge_add(struct merge_table *t, const struct window_entry *e)
 {
-	size_t h;
+	struct merged key = {e->stack, e->task, e->count};
+	const void *ctx[2] = {&key, t};
+	uint64_t h = hashmap__combine(hashmap__hash_ptr(e->stack), (uintptr_t)e->task);
+	uint32_t i;
 
-	if ((t->count + 1) * 2 > t->mask + 1) {
-		struct merge_table n = {.mask = t->mask ? t->mask * 2 + 1 : 1023};
+	if (hashmap__find(&t->index, h, merged_eq, ctx, &i)) {
+		t->v[i].count += e->count;
+		return 0;
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct merged *v = realloc(t->v, cap * sizeof(*v));
 
-		n.slots = calloc(n.mask + 1, sizeof(*n.slots));
-		if (!n.slots)
+		if (!v)
 			return -ENOMEM;
-		for (size_t i = 0; t->mask && i <= t->mask; i++) {
-			struct merged *m = &t->slots[i];
-
-			if (!m->stack)
-				continue;
-			h = tp_hash_u64((uintptr_t)m->stack ^ tp_hash_u64((uintptr_t)m->task)) &
-			    n.mask;
-			while (n.slots[h].stack)
-				h = (h + 1) & n.mask;
-			n.slots[h] = *m;
-			n.count++;
-		}
-		free(t->slots);
-		*t = n;
+		t->v = v;
+		t->cap = cap;
 	}
-	h = tp_hash_u64((uintptr_t)e->stack ^ tp_hash_u64((uintptr_t)e->task)) & t->mask;
-	for (; t->slots[h].stack; h = (h + 1) & t->mask) {
-		if (t->slots[h].stack == e->stack && t->slots[h].task == e->task) {
-			t->slots[h].count += e->count;
-			return 0;
-		}
-	}
-	t->slots[h] = (struct merged){e->stack, e->task, e->count};
-	t->count++;
+	if (hashmap__insert(&t->index, h, t->n))
+		return -ENOMEM;
+	t->v[t->n++] = key;
 	return 0;
 }
 
@@ -108,61 +109,62 @@ static int merge_add(struct merge_table *t, const struct window_entry *e)
 struct mapping_table {
 	const struct object **objs;
 	struct pprof_mapping **maps;
-	size_t mask, count;
+	size_t n, cap;
+	struct hashmap index;
 };
+
+static bool mapping_eq(const void *ctx, uint32_t i)
+{
+	const struct object *obj = ((const void *const *)ctx)[0];
+	const struct mapping_table *t = ((const void *const *)ctx)[1];
+
+	return t->objs[i] == obj;
+}
 
 static const struct pprof_mapping *mapping_for(struct mapping_table *t, const struct object *obj)
 {
+	const void *ctx[2] = {obj, t};
+	uint64_t h = hashmap__hash_ptr(obj);
 	struct pprof_mapping *m;
-	size_t h;
+	uint32_t i;
 
-	if ((t->count + 1) * 2 > t->mask + 1) {
-		struct mapping_table n = {.mask = t->mask ? t->mask * 2 + 1 : 63};
+	if (hashmap__find(&t->index, h, mapping_eq, ctx, &i))
+		return t->maps[i];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		const struct object **objs = realloc(t->objs, cap * sizeof(*objs));
+		struct pprof_mapping **maps;
 
-		n.objs = calloc(n.mask + 1, sizeof(*n.objs));
-		n.maps = calloc(n.mask + 1, sizeof(*n.maps));
-		if (!n.objs || !n.maps) {
-			free(n.objs);
-			free(n.maps);
+		if (!objs)
 			return NULL;
-		}
-		for (size_t i = 0; t->mask && i <= t->mask; i++) {
-			if (!t->objs[i])
-				continue;
-			h = tp_hash_u64((uintptr_t)t->objs[i]) & n.mask;
-			while (n.objs[h])
-				h = (h + 1) & n.mask;
-			n.objs[h] = t->objs[i];
-			n.maps[h] = t->maps[i];
-			n.count++;
-		}
-		free(t->objs);
-		free(t->maps);
-		*t = n;
+		t->objs = objs;
+		maps = realloc(t->maps, cap * sizeof(*maps));
+		if (!maps)
+			return NULL;
+		t->maps = maps;
+		t->cap = cap;
 	}
-	h = tp_hash_u64((uintptr_t)obj) & t->mask;
-	for (; t->objs[h]; h = (h + 1) & t->mask)
-		if (t->objs[h] == obj)
-			return t->maps[h];
 	m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m || hashmap__insert(&t->index, h, t->n)) {
+		free(m);
 		return NULL;
+	}
 	object__range(obj, &m->start, &m->limit, &m->file_offset);
 	m->file = object__path(obj);
 	m->build_id = object__build_id(obj);
 	m->has_functions = true;
-	t->objs[h] = obj;
-	t->maps[h] = m;
-	t->count++;
+	t->objs[t->n] = obj;
+	t->maps[t->n++] = m;
 	return m;
 }
 
 static void mapping_table__free(struct mapping_table *t)
 {
-	for (size_t i = 0; t->mask && i <= t->mask; i++)
+	for (size_t i = 0; i < t->n; i++)
 		free(t->maps[i]);
 	free(t->objs);
 	free(t->maps);
+	hashmap__clear(&t->index);
 }
 
 #define MAX_LOCS (2 * TP_MAX_STACK_DEPTH + 2)
@@ -277,8 +279,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	sn = malloc(sizeof(*sn));
 	if (!b || !sn)
 		goto out;
-	for (size_t i = 0; mt.mask && i <= mt.mask; i++) {
-		const struct merged *m = &mt.slots[i];
+	for (size_t i = 0; i < mt.n; i++) {
+		const struct merged *m = &mt.v[i];
 		char pid[16], tid[16];
 		struct pprof_label labels[5] = {
 		    {"pid", pid},
@@ -290,8 +292,6 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		int64_t values[2];
 		size_t nr;
 
-		if (!m->stack)
-			continue;
 		snprintf(pid, sizeof(pid), "%u", m->task->pid);
 		snprintf(tid, sizeof(tid), "%u", m->task->tid);
 		err = stack_locations(&maps, m->stack, sn, &nr);
@@ -312,7 +312,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 out:
 	pprof_builder__free(b);
 	free(sn);
-	free(mt.slots);
+	free(mt.v);
+	hashmap__clear(&mt.index);
 	mapping_table__free(&maps);
 	return err;
 }

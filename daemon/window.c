@@ -50,7 +50,7 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
 		intern_table__put(tasks, w->entries[i].task);
 	}
 	free(w->entries);
-	free(w->index);
+	hashmap__clear(&w->index);
 	free(w->cpu_received);
 	free(w->cpu_sampled_ns);
 	free(w);
@@ -58,51 +58,35 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
 
 static uint64_t entry_hash(const struct stack *s, const struct task *t)
 {
-	return tp_hash_u64((uintptr_t)s ^ tp_hash_u64((uintptr_t)t));
+	return hashmap__combine(hashmap__hash_ptr(s), (uintptr_t)t);
 }
 
-static int rebuild_index(struct window *w, size_t slots)
+struct entry_key {
+	const struct window *w;
+	const struct stack *stack;
+	const struct task *task;
+};
+
+static bool entry_eq(const void *ctx, uint32_t i)
 {
-	uint32_t *index = calloc(slots, sizeof(*index));
+	const struct entry_key *k = ctx;
 
-	if (!index)
-		return -ENOMEM;
-	free(w->index);
-	w->index = index;
-	w->index_mask = slots - 1;
-	for (size_t i = 0; i < w->nr_entries; i++) {
-		size_t h = entry_hash(w->entries[i].stack, w->entries[i].task) & w->index_mask;
-
-		while (index[h])
-			h = (h + 1) & w->index_mask;
-		index[h] = i + 1;
-	}
-	return 0;
+	return k->w->entries[i].stack == k->stack && k->w->entries[i].task == k->task;
 }
 
 int window__add(struct window *w, struct stack *stack, struct task *task, uint64_t count,
 		struct intern_table *stacks, struct intern_table *tasks)
 {
-	size_t h;
+	struct entry_key key = {w, stack, task};
+	uint64_t h = entry_hash(stack, task);
+	uint32_t i;
 
-	if (w->index) {
-		h = entry_hash(stack, task) & w->index_mask;
-		for (; w->index[h]; h = (h + 1) & w->index_mask) {
-			struct window_entry *e = &w->entries[w->index[h] - 1];
-
-			if (e->stack == stack && e->task == task) {
-				e->count += count;
-				w->samples += count;
-				intern_table__put(stacks, stack);
-				intern_table__put(tasks, task);
-				return 0;
-			}
-		}
-	}
-	/* new entry: keep the index at most half full */
-	if (!w->index || (w->nr_entries + 1) * 2 > w->index_mask + 1) {
-		if (rebuild_index(w, w->index ? (w->index_mask + 1) * 2 : 64))
-			goto nomem;
+	if (hashmap__find(&w->index, h, entry_eq, &key, &i)) {
+		w->entries[i].count += count;
+		w->samples += count;
+		intern_table__put(stacks, stack);
+		intern_table__put(tasks, task);
+		return 0;
 	}
 	if (w->nr_entries == w->cap_entries) {
 		size_t cap = w->cap_entries ? w->cap_entries * 2 : 32;
@@ -113,12 +97,9 @@ int window__add(struct window *w, struct stack *stack, struct task *task, uint64
 		w->entries = e;
 		w->cap_entries = cap;
 	}
-	w->entries[w->nr_entries] = (struct window_entry){stack, task, count};
-	w->nr_entries++;
-	h = entry_hash(stack, task) & w->index_mask;
-	while (w->index[h])
-		h = (h + 1) & w->index_mask;
-	w->index[h] = w->nr_entries;
+	if (hashmap__insert(&w->index, h, w->nr_entries))
+		goto nomem;
+	w->entries[w->nr_entries++] = (struct window_entry){stack, task, count};
 	w->samples += count;
 	w->counted = false;
 	return 0;
@@ -203,8 +184,7 @@ uint64_t window__drops(const struct window *w)
 size_t window__bytes(const struct window *w)
 {
 	return sizeof(*w) + w->cap_entries * sizeof(*w->entries) +
-	       (w->index ? (w->index_mask + 1) * sizeof(*w->index) : 0) +
-	       2 * w->nr_cpus * sizeof(uint64_t);
+	       w->index.cap * sizeof(*w->index.slots) + 2 * w->nr_cpus * sizeof(uint64_t);
 }
 
 struct window_ring *window_ring__new(const struct window_ring_opts *opts)

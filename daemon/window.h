@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hashmap.h"
 #include "intern.h"
 #include "symbolizer.h"
 
@@ -70,11 +71,10 @@ struct window {
 	uint32_t nr_cpus;
 	uint64_t *cpu_received;	  /* [nr_cpus] samples the BPF program saw on each CPU */
 	uint64_t *cpu_sampled_ns; /* [nr_cpus] time each CPU was sampled within the window */
-	/* (stack, task) -> count, open addressing; entries[] dense, index[] maps hash -> entry+1 */
+	/* (stack, task) -> count: entries[] dense, index maps the pair to its entry */
 	struct window_entry *entries;
 	size_t nr_entries, cap_entries;
-	uint32_t *index;
-	size_t index_mask;
+	struct hashmap index;
 	bool closed;
 	/* cached when closed: distinct stacks and processes */
 	uint32_t nr_stacks, nr_processes;
