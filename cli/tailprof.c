@@ -423,7 +423,8 @@ static void report_curl_error(CURL *c, CURLcode rc, const char *errbuf, const ch
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
 		p_err("cannot reach tailprofd at %s: %s "
-		      "(is tailprofd running? start it with: sudo tailprofd)",
+		      "(is tailprofd running? start it with: sudo tailprofd, or packaging/setup.sh "
+		      "run in the source tree)",
 		      server, os_errno ? strerror((int)os_errno) : why);
 		break;
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -1160,25 +1161,26 @@ static void usage_windows(FILE *f)
 
 static void usage_pull(FILE *f)
 {
-	fprintf(f,
-		"Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
-		"                     [--pid PID] [--comm NAME] -o FILE\n"
-		"\n"
-		"Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
-		"speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
-		"summary line goes to stderr.\n"
-		"\n"
-		"Options:\n"
-		"  --type TYPE    cpu (default), offcpu or wall, as far as the daemon has them\n"
-		"  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 5m)\n"
-		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
-		"  --to TIME      up to TIME (default now)\n"
-		"  --pid PID      only this process\n"
-		"  --comm NAME    only processes with this name (comm)\n"
-		"  -o, --output FILE\n"
-		"                 where to write the profile; - for stdout\n"
-		"%s",
-		common_help);
+	fprintf(
+	    f,
+	    "Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
+	    "                     [--pid PID] [--comm NAME] -o FILE\n"
+	    "\n"
+	    "Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
+	    "speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
+	    "summary line goes to stderr.\n"
+	    "\n"
+	    "Options:\n"
+	    "  --type TYPE    profile type: cpu (the default; more types come with later daemons)\n"
+	    "  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 5m)\n"
+	    "  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
+	    "  --to TIME      up to TIME (default now)\n"
+	    "  --pid PID      only this process\n"
+	    "  --comm NAME    only processes with this name (comm)\n"
+	    "  -o, --output FILE\n"
+	    "                 where to write the profile; - for stdout\n"
+	    "%s",
+	    common_help);
 }
 
 int main(int argc, char **argv)

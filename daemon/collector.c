@@ -17,6 +17,7 @@
 #include "log.h"
 #include "symbolizer.h"
 #include "sysinfo.h"
+#include "timeparse.h"
 #include "tailprof.h"
 
 struct capture {
@@ -195,9 +196,24 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		c->key->flags |= STACK_USER_FAILED;
 	symbolizer__resolve_kernel(c->opts.symbolizer, (const uint64_t *)s->addrs, nk,
 				   c->key->frames);
-	if (nu)
-		symbolizer__resolve_user(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
-					 (const uint64_t *)s->addrs + nk, nu, c->key->frames + nk);
+	if (nu) {
+		int valid = symbolizer__resolve_user(
+		    c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
+		    (const uint64_t *)s->addrs + nk, nu, c->key->frames + nk);
+
+		/* A frame-pointer walk through code built without frame pointers returns stack
+		 * or heap words as return addresses: end the stack at the first address in no
+		 * executable mapping, as one "[unknown]" frame, so that garbage does not multiply
+		 * distinct stacks. The leaf (the sampled IP) is always kept. */
+		if (valid >= 1 && (uint32_t)valid < nu) {
+			c->key->frames[nk + valid] = (struct frame){.obj = NULL, .addr = 0};
+			nu = valid + 1;
+			n = nk + nu;
+			c->key->nr_user = nu;
+			c->key->flags &= ~STACK_TRUNCATED_USER;
+			c->st.cut_stacks++;
+		}
+	}
 	/* The first sample of a process woke us so that its maps were read while it lives; from
 	 * now on its samples may wait for the next drain. */
 	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
@@ -319,12 +335,20 @@ static void sync_cpus(struct collector *c, uint64_t now)
 
 static void drain(struct collector *c, bool tick)
 {
-	uint64_t now = sysinfo__mono_ns();
-	int64_t offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	uint64_t now;
+	int64_t offset;
 	struct window *w;
 	int n;
 
 	pthread_rwlock_wrlock(&c->lock);
+	/* the clocks after the lock: waiting for readers must not age the counters' time */
+	now = sysinfo__mono_ns();
+	offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	/* Keep the labels steady: the offset measured at each drain jitters by a few hundred ns,
+	 * which would leave gaps between windows' labels. Follow it when it really moved (an NTP
+	 * step or a slew that added up to a millisecond). */
+	if (llabs(offset - c->wall_offset_ns) < (long long)NSEC_PER_MSEC)
+		offset = c->wall_offset_ns;
 	/* counters first: they are attributed to the period that just ended, and reading them
 	 * after a long consume would count samples of the next window in this one */
 	if (tick)

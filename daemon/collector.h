@@ -40,6 +40,7 @@ struct collector_status {
 	uint64_t window_bytes;
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
+	uint64_t cut_stacks;	     /* user stacks ended at an address in no executable mapping */
 	struct symbolizer_stats sym; /* as of the last drain */
 };
 

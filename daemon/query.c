@@ -44,6 +44,13 @@ size_t query__select(struct window_ring *r, const struct query_range *range, uin
 	return n;
 }
 
+/* The start of a window as far as data goes: the first window starts when the daemon did. */
+static int64_t window_start_unix(const struct window *w, uint64_t started_mono)
+{
+	return (int64_t)(w->start_ns > started_mono ? w->start_ns : started_mono) +
+	       w->wall_offset_ns;
+}
+
 /* The end of a window as far as data goes: the current window ends at the last drain. */
 static int64_t window_end_unix(const struct window *w, uint64_t last_drain)
 {
@@ -244,7 +251,7 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	collector__status(ctx->collector, &st);
 	memset(sum, 0, sizeof(*sum));
 	if (n) {
-		start = (int64_t)windows[0]->start_ns + windows[0]->wall_offset_ns;
+		start = window_start_unix(windows[0], st.started_mono_ns);
 		end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
 	} else {
 		start = end = sysinfo__real_ns();
@@ -350,7 +357,7 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		uint32_t nr_stacks, nr_procs;
 
 		window__counts(w, &nr_stacks, &nr_procs);
-		set_time(o, "start", (int64_t)w->start_ns + w->wall_offset_ns);
+		set_time(o, "start", window_start_unix(w, st.started_mono_ns));
 		set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
 		json_object_set_new(o, "current", json_boolean(!w->closed));
 		json_object_set_new(o, "samples", json_integer(w->samples));
@@ -516,6 +523,10 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	metric(&t, "tailprof_unresolved_frames_total", "counter",
 	       "User frames in no known mapping.");
 	put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
+	metric(
+	    &t, "tailprof_cut_stacks_total", "counter",
+	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
+	put(&t, "tailprof_cut_stacks_total %" PRIu64 "\n", st.cut_stacks);
 	metric(&t, "tailprof_maps_read_failures_total", "counter",
 	       "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
 	put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);

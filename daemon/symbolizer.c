@@ -499,6 +499,7 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 			     const uint64_t *addrs, uint32_t n, struct frame *out)
 {
 	bool rescanned = false;
+	uint32_t valid = n;
 	struct process *p;
 	int err;
 
@@ -523,10 +524,12 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 			if (!read_process(s, p))
 				found = resolve_in(s, p, addrs[i], &out[i]);
 		}
+		if (!found && valid == n)
+			valid = i;
 		if (!found || !out[i].obj)
 			s->stats.unresolved++;
 	}
-	return 0;
+	return valid;
 }
 
 void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,

@@ -396,11 +396,29 @@ def test_startup_errors():
     assert r.returncode == 1 and "root" in r.stderr, r
 
 
+def bpf_prog_ids(pid):
+    """IDs of the BPF programs whose file descriptors process pid holds."""
+    ids = set()
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
 def test_sigterm_detaches(d):
+    ids = bpf_prog_ids(d.proc.pid)
+    assert len(ids) >= 3, ids  # perf_sample, sched_process_exec, sched_process_exit
     rc = d.stop()
     assert rc == 0, d.output()
-    r = run(["bpftool", "prog", "show"])
-    assert "perf_sample" not in r.stdout, "BPF program still loaded after exit"
+    time.sleep(0.5)  # the kernel frees programs once their last reference goes
+    left = [i for i in ids if run(["bpftool", "prog", "show", "id", str(i)]).returncode == 0]
+    assert not left, "BPF programs %s still loaded after tailprofd exited" % left
 
 
 def main():
