@@ -11,6 +11,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much data is waiting */
+const volatile __u64 slot_ns = 500000000;    /* the drain period: one set of counters each */
 
 /* events: samples and process notifications, in order, to the drain loop. Written by the programs
  * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
@@ -19,14 +20,16 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-/* metrics: per-CPU counters indexed by enum tp_metric. Written here, read by tailprofd at every
- * drain (deltas become per-window, per-CPU figures). */
+/* counters: event counts per CPU and drain period (layout in tailprof.h). Written here with
+ * atomic adds, taken by tailprofd with atomic exchanges; sized by the loader to
+ * nr_cpus * TP_COUNTER_SLOTS * TP_M_NR. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, TP_M_NR);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} metrics SEC(".maps");
+} counters SEC(".maps");
 
 /* known_procs: tgid -> start_ns of processes whose memory maps user space has read. A sample of a
  * process not in it wakes user space at once, so the maps are read while the process lives.
@@ -47,12 +50,16 @@ struct {
 	__type(value, struct tp_sample);
 } scratch SEC(".maps");
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count(__u64 ts, __u32 metric)
 {
-	__u64 *v = bpf_map_lookup_elem(&metrics, &idx);
+	__u32 idx = ((bpf_get_smp_processor_id() * TP_COUNTER_SLOTS) +
+		     (__u32)((ts / slot_ns) % TP_COUNTER_SLOTS)) *
+			TP_M_NR +
+		    metric;
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 static __always_inline __u64 process_start_ns(struct task_struct *task)
@@ -70,6 +77,7 @@ static __always_inline __u64 wakeup_flags(int urgent)
 SEC("perf_event")
 int perf_sample(struct bpf_perf_event_data *ctx)
 {
+	__u64 ts = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task;
 	struct tp_sample *s;
@@ -77,9 +85,9 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	__u64 *known;
 	long n, nk = 0, nu = 0;
 
-	count(TP_M_SAMPLES);
+	count(ts, TP_M_SAMPLES);
 	if ((__u32)pid_tgid == 0) {
-		count(TP_M_IDLE);
+		count(ts, TP_M_IDLE);
 		return 0;
 	}
 	s = bpf_map_lookup_elem(&scratch, &zero);
@@ -89,7 +97,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	task = (struct task_struct *)bpf_get_current_task();
 	s->hdr.kind = TP_EV_SAMPLE;
 	s->hdr.pid = pid_tgid >> 32;
-	s->hdr.ts_ns = bpf_ktime_get_ns();
+	s->hdr.ts_ns = ts;
 	s->hdr.start_ns = process_start_ns(task);
 	s->tid = (__u32)pid_tgid;
 	s->cpu = bpf_get_smp_processor_id();
@@ -100,7 +108,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	n = bpf_get_stack(ctx, s->addrs, TP_MAX_STACK_DEPTH * 8, 0);
 	if (n < 0) {
 		s->flags |= TP_SAMPLE_KSTACK_FAILED;
-		count(TP_M_KSTACK_FAILED);
+		count(ts, TP_M_KSTACK_FAILED);
 	} else {
 		nk = n / 8;
 	}
@@ -113,7 +121,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 		n = bpf_get_stack(ctx, &s->addrs[nk], TP_MAX_STACK_DEPTH * 8, BPF_F_USER_STACK);
 		if (n < 0) {
 			s->flags |= TP_SAMPLE_USTACK_FAILED;
-			count(TP_M_USTACK_FAILED);
+			count(ts, TP_M_USTACK_FAILED);
 		} else {
 			nu = n / 8;
 		}
@@ -128,7 +136,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	if (n > sizeof(*s))
 		n = sizeof(*s);
 	if (bpf_ringbuf_output(&events, s, n, wakeup_flags(!known || *known != s->hdr.start_ns)))
-		count(TP_M_RINGBUF_FULL);
+		count(ts, TP_M_RINGBUF_FULL);
 	return 0;
 }
 
@@ -147,7 +155,7 @@ static __always_inline void notify(struct task_struct *task, __u32 kind)
 	 * forget it again before the new image's samples arrive. */
 	bpf_map_delete_elem(&known_procs, &ev.pid);
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(kind == TP_EV_EXEC)))
-		count(TP_M_EVENT_LOST);
+		count(ev.ts_ns, TP_M_EVENT_LOST);
 }
 
 SEC("tp_btf/sched_process_exec")

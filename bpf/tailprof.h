@@ -49,7 +49,14 @@ _Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 * 2 * TP_MAX_STACK_D
 
 #define TP_SAMPLE_HDR_SIZE (sizeof(struct tp_sample) - 8 * 2 * TP_MAX_STACK_DEPTH)
 
-/* Per-CPU counters in the `metrics` map (BPF_MAP_TYPE_PERCPU_ARRAY, key = index). */
+/* Counters live in the `counters` map, an mmap-able array of __u64 that each CPU writes in its
+ * own region, one set per drain period of the last TP_COUNTER_SLOTS periods:
+ *   counters[(cpu * TP_COUNTER_SLOTS + slot) * TP_M_NR + metric], slot = (ts / slot_ns) % SLOTS
+ * where ts is the event's CLOCK_MONOTONIC time. User space takes each period's counts (atomic
+ * exchange with 0) once it has ended, so they land in the window of their timestamp, exactly
+ * like the stacks. */
+#define TP_COUNTER_SLOTS 64
+
 enum tp_metric {
 	TP_M_SAMPLES = 0,   /* every perf event the program saw, idle included */
 	TP_M_IDLE,	    /* samples of the idle task (pid 0): counted, not sent */

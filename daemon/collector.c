@@ -43,9 +43,8 @@ struct collector {
 	uint32_t self_pid;
 	uint64_t period_ns;
 
-	/* per CPU: counters at the last drain, and since when the CPU is sampled (0: not) */
-	uint64_t *prev_metrics;
-	uint64_t *cur_metrics;
+	/* BPF counters are taken per drain period; per CPU, since when it is sampled (0: not) */
+	uint64_t next_period; /* first drain period whose BPF counts are not taken yet */
 	uint64_t *sampled_since;
 	uint64_t *cpu_received_total;
 	uint64_t *cpu_sampled_ns_total;
@@ -270,49 +269,75 @@ static int on_event(void *ctx, void *data, size_t size)
 
 /* ---- drain ---- */
 
+/* Takes the BPF counts of drain period p of every CPU into window w (NULL: the period is older
+ * than every window held; the counts still reach the totals). */
+static void take_period(struct collector *c, uint64_t p, struct window *w)
+{
+	uint64_t *ctr = loader__counters(c->opts.loader);
+	static const struct {
+		enum tp_metric metric;
+		enum window_drop drop;
+	} drops[] = {
+	    {TP_M_RINGBUF_FULL, DROP_RINGBUF_FULL},
+	    {TP_M_KSTACK_FAILED, DROP_KERNEL_STACK},
+	    {TP_M_USTACK_FAILED, DROP_USER_STACK},
+	    {TP_M_EVENT_LOST, DROP_EVENT_LOST},
+	};
+
+	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
+		uint64_t *slot =
+		    &ctr[((size_t)cpu * TP_COUNTER_SLOTS + p % TP_COUNTER_SLOTS) * TP_M_NR];
+		uint64_t d[TP_M_NR];
+
+		/* exchange, not read-then-clear: a BPF program on another CPU may still add */
+		for (int m = 0; m < TP_M_NR; m++)
+			d[m] = __atomic_exchange_n(&slot[m], 0, __ATOMIC_RELAXED);
+		c->cpu_received_total[cpu] += d[TP_M_SAMPLES];
+		c->st.received_samples += d[TP_M_SAMPLES];
+		c->st.idle_samples += d[TP_M_IDLE];
+		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+			c->st.drops[drops[i].drop] += d[drops[i].metric];
+		if (!w)
+			continue;
+		w->cpu_received[cpu] += d[TP_M_SAMPLES];
+		w->idle_samples += d[TP_M_IDLE];
+		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+			w->drops[drops[i].drop] += d[drops[i].metric];
+	}
+}
+
 static void drain_counters(struct collector *c, uint64_t now)
 {
+	uint64_t slot_ns = c->opts.drain_ns, cur = now / slot_ns;
 	uint64_t mid = c->last_tick_ns + (now - c->last_tick_ns) / 2;
+	/* the period that just ended, and the one before again: an event stamped just before its
+	 * end may have been counted after we took it (a straggler lands in the right window) */
+	uint64_t p = c->next_period ? c->next_period - 1 : cur;
 	struct window *w;
 
-	if (loader__read_metrics(c->opts.loader, c->cur_metrics))
-		return;
+	if (cur >= TP_COUNTER_SLOTS && p < cur - TP_COUNTER_SLOTS + 1)
+		p = cur - TP_COUNTER_SLOTS +
+		    1; /* a stall longer than the slots: they were reused */
+	for (; p < cur; p++)
+		take_period(c, p, window_ring__window_at(c->ring, p * slot_ns + slot_ns / 2));
+	c->next_period = cur;
+
 	w = window_ring__window_at(c->ring, mid);
 	if (!w)
 		w = window_ring__current(c->ring);
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
-		uint64_t *cur = &c->cur_metrics[cpu * TP_M_NR],
-			 *prev = &c->prev_metrics[cpu * TP_M_NR];
-		uint64_t d[TP_M_NR];
+		uint64_t from;
 
-		for (int m = 0; m < TP_M_NR; m++)
-			d[m] = cur[m] - prev[m];
-		w->cpu_received[cpu] += d[TP_M_SAMPLES];
-		c->cpu_received_total[cpu] += d[TP_M_SAMPLES];
-		w->idle_samples += d[TP_M_IDLE];
-		w->drops[DROP_RINGBUF_FULL] += d[TP_M_RINGBUF_FULL];
-		w->drops[DROP_KERNEL_STACK] += d[TP_M_KSTACK_FAILED];
-		w->drops[DROP_USER_STACK] += d[TP_M_USTACK_FAILED];
-		w->drops[DROP_EVENT_LOST] += d[TP_M_EVENT_LOST];
-		c->st.received_samples += d[TP_M_SAMPLES];
-		c->st.idle_samples += d[TP_M_IDLE];
-		c->st.drops[DROP_RINGBUF_FULL] += d[TP_M_RINGBUF_FULL];
-		c->st.drops[DROP_KERNEL_STACK] += d[TP_M_KSTACK_FAILED];
-		c->st.drops[DROP_USER_STACK] += d[TP_M_USTACK_FAILED];
-		c->st.drops[DROP_EVENT_LOST] += d[TP_M_EVENT_LOST];
-		if (c->sampled_since[cpu]) {
-			uint64_t from = c->sampled_since[cpu] > c->last_tick_ns
-					    ? c->sampled_since[cpu]
-					    : c->last_tick_ns;
-
-			if (now > from) {
-				w->cpu_sampled_ns[cpu] += now - from;
-				c->cpu_sampled_ns_total[cpu] += now - from;
-				c->total_sampled_ns += now - from;
-			}
+		if (!c->sampled_since[cpu])
+			continue;
+		from = c->sampled_since[cpu] > c->last_tick_ns ? c->sampled_since[cpu]
+							       : c->last_tick_ns;
+		if (now > from) {
+			w->cpu_sampled_ns[cpu] += now - from;
+			c->cpu_sampled_ns_total[cpu] += now - from;
+			c->total_sampled_ns += now - from;
 		}
 	}
-	memcpy(c->prev_metrics, c->cur_metrics, c->nr_cpus * TP_M_NR * sizeof(uint64_t));
 }
 
 static void sync_cpus(struct collector *c, uint64_t now)
@@ -485,8 +510,6 @@ struct collector *collector__new(const struct collector_opts *opts)
 	});
 	if (!c->ring)
 		goto fail;
-	c->prev_metrics = xcalloc((size_t)c->nr_cpus * TP_M_NR, sizeof(uint64_t));
-	c->cur_metrics = xcalloc((size_t)c->nr_cpus * TP_M_NR, sizeof(uint64_t));
 	c->sampled_since = xcalloc(c->nr_cpus, sizeof(uint64_t));
 	c->cpu_received_total = xcalloc(c->nr_cpus, sizeof(uint64_t));
 	c->cpu_sampled_ns_total = xcalloc(c->nr_cpus, sizeof(uint64_t));
@@ -511,7 +534,10 @@ struct collector *collector__new(const struct collector_opts *opts)
 	c->st.started_unix_ns = sysinfo__real_ns();
 	c->st.started_mono_ns = c->last_tick_ns = sysinfo__mono_ns();
 	c->wall_offset_ns = c->st.started_unix_ns - (int64_t)c->st.started_mono_ns;
-	loader__read_metrics(opts->loader, c->prev_metrics);
+	/* counts from before the daemon started are not ours to report */
+	for (size_t i = 0; i < (size_t)c->nr_cpus * TP_COUNTER_SLOTS * TP_M_NR; i++)
+		__atomic_store_n(&loader__counters(opts->loader)[i], 0, __ATOMIC_RELAXED);
+	c->next_period = c->last_tick_ns / opts->drain_ns;
 	sync_cpus(c, c->last_tick_ns);
 	window_ring__advance(c->ring, c->last_tick_ns);
 	window_ring__current(c->ring)->wall_offset_ns = c->wall_offset_ns;
@@ -536,8 +562,6 @@ void collector__free(struct collector *c)
 	window_ring__free(c->ring);
 	intern_table__free(c->stacks);
 	intern_table__free(c->tasks);
-	free(c->prev_metrics);
-	free(c->cur_metrics);
 	free(c->sampled_since);
 	free(c->cpu_received_total);
 	free(c->cpu_sampled_ns_total);

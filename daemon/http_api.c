@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -227,6 +228,8 @@ static enum MHD_Result send_profile(struct MHD_Connection *conn, const struct qu
 
 	err = query__cpu_profile(ctx, ws, n, filter, &buf, &len, &sum);
 	collector__unlock(ctx->collector);
+	/* a profile over a full ring frees tens of MB of temporary tables: give them back */
+	malloc_trim(0);
 	if (err)
 		return send_error(conn, 500, "cannot encode the profile: %s", strerror(-err));
 	r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);

@@ -8,6 +8,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,7 +26,8 @@ struct loader {
 	int *perf_fds;		      /* [nr_cpus], -1 when not sampled */
 	struct bpf_link **perf_links; /* [nr_cpus] */
 	int stats_fd;
-	uint64_t *percpu; /* scratch for map reads: nr_cpus values */
+	uint64_t *counters; /* mmap of the counters map */
+	size_t counters_bytes;
 };
 
 int loader__probe_kernel(void)
@@ -160,8 +162,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	l->nr_cpus = n;
 	l->perf_fds = malloc(n * sizeof(*l->perf_fds));
 	l->perf_links = calloc(n, sizeof(*l->perf_links));
-	l->percpu = calloc(n, sizeof(*l->percpu));
-	if (!l->perf_fds || !l->perf_links || !l->percpu)
+	if (!l->perf_fds || !l->perf_links)
 		abort();
 	for (int i = 0; i < n; i++)
 		l->perf_fds[i] = -1;
@@ -179,10 +180,26 @@ struct loader *loader__new(const struct loader_opts *opts)
 		       opts->ringbuf_bytes, strerror(-err));
 		goto fail;
 	}
+	l->skel->rodata->slot_ns = opts->slot_ns;
+	l->counters_bytes = (size_t)n * TP_COUNTER_SLOTS * TP_M_NR * sizeof(uint64_t);
+	err = bpf_map__set_max_entries(l->skel->maps.counters,
+				       (uint32_t)n * TP_COUNTER_SLOTS * TP_M_NR);
+	if (err) {
+		pr_err("failed to size the counters map: %s", strerror(-err));
+		goto fail;
+	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
 		pr_err("failed to load BPF programs: %s (run with -v for the verifier log)",
 		       strerror(-err));
+		goto fail;
+	}
+	l->counters = mmap(NULL, l->counters_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   bpf_map__fd(l->skel->maps.counters), 0);
+	if (l->counters == MAP_FAILED) {
+		l->counters = NULL;
+		err = -errno;
+		pr_err("failed to map the BPF counters: %s", strerror(-err));
 		goto fail;
 	}
 	err = profile_bpf__attach(l->skel);
@@ -216,12 +233,13 @@ void loader__free(struct loader *l)
 		if (l->perf_fds[cpu] >= 0)
 			close(l->perf_fds[cpu]);
 	}
+	if (l->counters)
+		munmap(l->counters, l->counters_bytes);
 	profile_bpf__destroy(l->skel);
 	if (l->stats_fd >= 0)
 		close(l->stats_fd);
 	free(l->perf_fds);
 	free(l->perf_links);
-	free(l->percpu);
 	free(l);
 }
 
@@ -244,17 +262,9 @@ int loader__nr_attached(const struct loader *l)
 	return n;
 }
 
-int loader__read_metrics(struct loader *l, uint64_t *out)
+uint64_t *loader__counters(const struct loader *l)
 {
-	int fd = bpf_map__fd(l->skel->maps.metrics);
-
-	for (uint32_t m = 0; m < TP_M_NR; m++) {
-		if (bpf_map_lookup_elem(fd, &m, l->percpu))
-			return -errno;
-		for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
-			out[cpu * TP_M_NR + m] = l->percpu[cpu];
-	}
-	return 0;
+	return l->counters;
 }
 
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns)

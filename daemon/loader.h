@@ -13,6 +13,7 @@
 struct loader_opts {
 	uint32_t frequency_hz; /* cpu-clock sampling frequency, 1..10000 */
 	size_t ringbuf_bytes;  /* size of the events ring buffer: power of two, >= 4096 */
+	uint64_t slot_ns;      /* the drain period: BPF counts events per period (tailprof.h) */
 };
 
 struct loader_prog_stats {
@@ -41,9 +42,9 @@ uint32_t loader__nr_cpus(const struct loader *l);
 int loader__sync_cpus(struct loader *l, uint8_t *online);
 /* Number of attached probes (perf events and tracepoints). */
 int loader__nr_attached(const struct loader *l);
-/* Reads the per-CPU counters into out[cpu * TP_M_NR + metric] (nr_cpus * TP_M_NR entries).
- * Returns 0 or -errno. */
-int loader__read_metrics(struct loader *l, uint64_t *out);
+/* The BPF counters, mapped into this process: nr_cpus * TP_COUNTER_SLOTS * TP_M_NR values laid
+ * out as tailprof.h says. Read and clear them with atomic operations: BPF adds concurrently. */
+uint64_t *loader__counters(const struct loader *l);
 /* Tells the BPF side that the maps of (pid, start_ns) have been read. 0 or -errno. */
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);
 /* Forgets a process on the BPF side (it is no longer known). */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <linux/capability.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,9 @@ int main(int argc, char **argv)
 	int rc, sfd = -1, lfd = -1, ret = 1;
 
 	log_set_prefix("tailprofd");
+	/* HTTP requests run on their own threads; glibc would give each its own malloc arena and
+	 * keep what a large profile query freed. Two arenas keep RSS near what is live. */
+	mallopt(M_ARENA_MAX, 2);
 	rc = parse_options(argc, argv, &o);
 	if (rc)
 		return rc;
@@ -260,6 +264,7 @@ int main(int argc, char **argv)
 	loader = loader__new(&(struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
+	    .slot_ns = drain_period(o.window_ns),
 	});
 	if (!loader)
 		goto out;
