@@ -262,6 +262,23 @@ struct time_range {
 	const char *last, *from, *to;
 };
 
+/* Takes --last, --from or --to into r. Returns true when id was one of them. */
+static bool range_opt(struct time_range *r, int id, const char *val)
+{
+	switch (id) {
+	case OPT_LAST:
+		r->last = val;
+		return true;
+	case OPT_FROM:
+		r->from = val;
+		return true;
+	case OPT_TO:
+		r->to = val;
+		return true;
+	}
+	return false;
+}
+
 /* Validates the flags locally; the original strings go to the server. Returns 0 or 2. */
 static int range_check(const char *cmd, const struct time_range *r)
 {
@@ -781,20 +798,10 @@ static int cmd_windows(int argc, char **argv)
 	while ((id = opt_next(&it, &val)) != OPT_END) {
 		if ((ret = opt_common(&it, id, val, usage_windows)) >= 0)
 			return ret;
-		switch (id) {
-		case OPT_LAST:
-			range.last = val;
-			break;
-		case OPT_FROM:
-			range.from = val;
-			break;
-		case OPT_TO:
-			range.to = val;
-			break;
-		case OPT_JSON:
+		if (range_opt(&range, id, val))
+			continue;
+		if (id == OPT_JSON)
 			json = true;
-			break;
-		}
 	}
 	if ((ret = range_check(it.cmd, &range)) || (ret = server_resolve(it.cmd)))
 		return ret;
@@ -943,18 +950,11 @@ static int cmd_pull(int argc, char **argv)
 	while ((id = opt_next(&it, &val)) != OPT_END) {
 		if ((ret = opt_common(&it, id, val, usage_pull)) >= 0)
 			return ret;
+		if (range_opt(&range, id, val))
+			continue;
 		switch (id) {
 		case OPT_TYPE:
 			type = val;
-			break;
-		case OPT_LAST:
-			range.last = val;
-			break;
-		case OPT_FROM:
-			range.from = val;
-			break;
-		case OPT_TO:
-			range.to = val;
 			break;
 		case OPT_PID:
 			pid = val;

@@ -465,12 +465,23 @@ static void metric(struct text *t, const char *name, const char *type, const cha
 	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* One line per CPU that was ever sampled: its received or its expected samples. */
+static void put_per_cpu(struct text *t, struct collector *c, const char *name, bool expected)
+{
+	for (uint32_t cpu = 0; cpu < collector__nr_cpus(c); cpu++) {
+		uint64_t r, e;
+
+		collector__cpu_totals(c, cpu, &r, &e);
+		if (r || e)
+			put(t, "%s{cpu=\"%u\"} %" PRIu64 "\n", name, cpu, expected ? e : r);
+	}
+}
+
 char *query__metrics_text(const struct query_ctx *ctx)
 {
 	struct text t = {.cap = 8192};
 	struct collector_status st;
 	struct loader_prog_stats progs[8];
-	uint32_t nr_cpus = collector__nr_cpus(ctx->collector);
 	size_t nr_progs = 0;
 
 	t.buf = malloc(t.cap);
@@ -488,22 +499,10 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	put(&t, "tailprof_idle_samples_total %" PRIu64 "\n", st.idle_samples);
 	metric(&t, "tailprof_received_samples_total", "counter",
 	       "Samples the BPF program saw, per CPU.");
-	for (uint32_t c = 0; c < nr_cpus; c++) {
-		uint64_t r, e;
-
-		collector__cpu_totals(ctx->collector, c, &r, &e);
-		if (r || e)
-			put(&t, "tailprof_received_samples_total{cpu=\"%u\"} %" PRIu64 "\n", c, r);
-	}
+	put_per_cpu(&t, ctx->collector, "tailprof_received_samples_total", false);
 	metric(&t, "tailprof_expected_samples_total", "counter",
 	       "Samples expected from the frequency and the time each CPU was sampled, per CPU.");
-	for (uint32_t c = 0; c < nr_cpus; c++) {
-		uint64_t r, e;
-
-		collector__cpu_totals(ctx->collector, c, &r, &e);
-		if (r || e)
-			put(&t, "tailprof_expected_samples_total{cpu=\"%u\"} %" PRIu64 "\n", c, e);
-	}
+	put_per_cpu(&t, ctx->collector, "tailprof_expected_samples_total", true);
 	metric(&t, "tailprof_drops_total", "counter", "Samples or stacks lost, by reason.");
 	for (int d = 0; d < DROP_NR; d++)
 		put(&t, "tailprof_drops_total{reason=\"%s\"} %" PRIu64 "\n", window_drop_names[d],

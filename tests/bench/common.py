@@ -1,54 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Shared helpers of the benchmarks: start tailprofd and workloads, read /metrics."""
+"""Shared helpers of the benchmarks: start tailprofd and workloads."""
 import os
-import signal
-import socket
 import subprocess
-import time
-import urllib.request
+import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import daemon  # noqa: E402
 
 
 def build_dir():
     return os.environ.get("TAILPROF_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Daemon:
+class Daemon(daemon.Daemon):
     def __init__(self, *args):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.proc = subprocess.Popen([os.path.join(build_dir(), "daemon", "tailprofd"),
-                                      "--listen", "127.0.0.1:%d" % self.port] + list(args),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            try:
-                if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("tailprofd did not become healthy")
-
-    def get(self, path):
-        return urllib.request.urlopen(self.url + path, timeout=120).read()
-
-    def metrics(self):
-        out = {}
-        for line in self.get("/metrics").decode().splitlines():
-            if line and not line.startswith("#"):
-                k, v = line.rsplit(" ", 1)
-                out[k] = float(v)
-        return out
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
+        super().__init__(os.path.join(build_dir(), "daemon", "tailprofd"), *args)
 
 
 def workload(name, *args):

@@ -32,7 +32,8 @@ def main():
         times = []
         for _ in range(5):
             t0 = time.time()
-            body = d.get("/api/v1/profile")
+            status, _, body = d.get("/api/v1/profile")
+            assert status == 200, body
             times.append(time.time() - t0)
         m2 = d.metrics()
         print("ring %d of %d windows, %d processes, %d samples, %d stacks: RSS %.1f MB "

@@ -6,18 +6,16 @@ Usage: test_daemon.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BP
 with CI=true that is a failure."""
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from pprof_decode import Profile  # noqa: E402
+import daemon  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
@@ -35,55 +33,9 @@ def skip(why):
     sys.exit(77)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Daemon:
+class Daemon(daemon.Daemon):
     def __init__(self, *args):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([DAEMON, "--listen", "127.0.0.1:%d" % self.port] +
-                                     list(args), stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("tailprofd exited: " + self.output())
-            try:
-                if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
-                    return
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
-
-    def output(self):
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
-
-    def get(self, path, timeout=60):
-        try:
-            r = urllib.request.urlopen(self.url + path, timeout=timeout)
-            return r.status, dict(r.headers), r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, dict(e.headers), e.read()
-
-    def json(self, path):
-        status, _, body = self.get(path)
-        assert status == 200, (path, status, body)
-        return json.loads(body)
-
-    def profile(self, query):
-        status, headers, body = self.get("/api/v1/profile?" + query)
-        assert status == 200, (query, status, body)
-        return Profile(body), headers
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout=20)
+        super().__init__(DAEMON, *args)
 
 
 def run(cmd, **kw):

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Starting and talking to a tailprofd for tests and benchmarks: its own free port, wait for
+/healthz, GET helpers, SIGTERM."""
+import json
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from pprof_decode import Profile
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """tailprofd on 127.0.0.1 and a free port, healthy when the constructor returns (or
+    RuntimeError with its output)."""
+
+    def __init__(self, binary, *args):
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port] +
+                                     list(args), stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("tailprofd exited: " + self.output())
+            try:
+                if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def get(self, path, timeout=120):
+        """(status, headers, body) of GET path; HTTP errors are returned, not raised."""
+        try:
+            r = urllib.request.urlopen(self.url + path, timeout=timeout)
+            return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def json(self, path):
+        status, _, body = self.get(path)
+        assert status == 200, (path, status, body)
+        return json.loads(body)
+
+    def profile(self, query):
+        status, headers, body = self.get("/api/v1/profile?" + query)
+        assert status == 200, (query, status, body)
+        return Profile(body), headers
+
+    def metrics(self):
+        out = {}
+        for line in self.get("/metrics")[2].decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=30)
