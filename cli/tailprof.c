@@ -288,9 +288,9 @@ static int range_check(const char *cmd, const struct time_range *r)
 	if (r->last && (r->from || r->to))
 		return usage_err(cmd, "--last cannot be combined with --from/--to (use one or "
 				      "the other)");
-	if (r->last && tp_parse_duration(r->last, &ns))
-		return usage_err(cmd, "--last: '%s' is not a duration (use e.g. %s)", r->last,
-				 DURATION_FORMS);
+	if (r->last && (tp_parse_duration(r->last, &ns) || !ns))
+		return usage_err(cmd, "--last: '%s' is not a positive duration (use e.g. %s)",
+				 r->last, DURATION_FORMS);
 	if (r->from && tp_parse_time(r->from, &from_ns))
 		return usage_err(cmd, "--from: '%s' is not a time (use %s)", r->from, TIME_FORMS);
 	if (r->to && tp_parse_time(r->to, &to_ns))
@@ -880,8 +880,9 @@ static void catch_signals(bool on)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-/* Copies the finished temporary file f to stdout. Returns 0 or 1 after printing why not. */
-static int copy_to_stdout(FILE *f)
+/* Copies the finished temporary file f to dst, named name in messages. Returns 0 or 1 after
+ * printing why not. */
+static int copy_to(FILE *f, FILE *dst, const char *name)
 {
 	char buf[65536];
 	size_t n;
@@ -891,14 +892,42 @@ static int copy_to_stdout(FILE *f)
 		return 1;
 	}
 	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-		if (fwrite(buf, 1, n, stdout) != n)
+		if (fwrite(buf, 1, n, dst) != n)
 			break;
 	}
-	if (ferror(f) || ferror(stdout) || fflush(stdout)) {
-		p_err("cannot write the profile to stdout: %s", strerror(errno));
+	if (ferror(f) || ferror(dst) || fflush(dst)) {
+		p_err("cannot write the profile to %s: %s", name, strerror(errno));
 		return 1;
 	}
 	return 0;
+}
+
+/* Whether out must be written through rather than replaced: an existing path that is not a
+ * regular file (a device such as /dev/null, a FIFO) or a symlink. Renaming a temporary file over
+ * it would replace the device or the link itself. */
+static bool write_through(const char *out)
+{
+	struct stat st;
+
+	return !lstat(out, &st) && !S_ISREG(st.st_mode);
+}
+
+/* Copies f to the existing non-regular file out. Returns 0 or 1 after saying why not. */
+static int copy_to_path(FILE *f, const char *out)
+{
+	FILE *dst = fopen(out, "we");
+	int ret;
+
+	if (!dst) {
+		p_err("cannot open %s: %s", out, strerror(errno));
+		return 1;
+	}
+	ret = copy_to(f, dst, out);
+	if (fclose(dst) && !ret) {
+		p_err("cannot write the profile to %s: %s", out, strerror(errno));
+		ret = 1;
+	}
+	return ret;
 }
 
 /* Closes f, the temporary file tmp, and renames it to out. Returns 0, or 1 after saying why. */
@@ -945,6 +974,7 @@ static int cmd_pull(int argc, char **argv)
 	size_t qsize = 0, i;
 	int id, ret, fd;
 	FILE *q, *f = NULL;
+	bool through;
 	long pid_v;
 
 	while ((id = opt_next(&it, &val)) != OPT_END) {
@@ -1000,8 +1030,10 @@ static int cmd_pull(int argc, char **argv)
 	if (fclose(q))
 		OOM_ABORT();
 
-	/* The body goes to a temporary file: renamed over out, or copied to stdout, once whole. */
-	if (!strcmp(out, "-")) {
+	/* The body goes to a temporary file: renamed over out, or copied to stdout (or through to
+	 * a device, FIFO or symlink), once whole. */
+	through = !strcmp(out, "-") || write_through(out);
+	if (through) {
 		f = tmpfile();
 		if (!f) {
 			p_err("cannot create a temporary file: %s", strerror(errno));
@@ -1036,11 +1068,13 @@ static int cmd_pull(int argc, char **argv)
 		f = NULL;
 		if (!ret)
 			tmp_path = NULL; /* renamed: nothing left to remove */
+	} else if (!strcmp(out, "-")) {
+		ret = copy_to(f, stdout, "stdout");
 	} else {
-		ret = copy_to_stdout(f);
+		ret = copy_to_path(f, out);
 	}
 	if (!ret)
-		pull_summary(tmp ? out : "stdout", &r);
+		pull_summary(strcmp(out, "-") ? out : "stdout", &r);
 out:
 	if (f)
 		fclose(f);

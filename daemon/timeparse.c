@@ -127,6 +127,8 @@ static int parse_rfc3339(const char *p, int64_t *unix_ns)
 		return -EINVAL;
 	secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
 	secs -= sign * (oh * 3600 + om * 60);
+	if (secs < 0 || secs >= TP_MAX_UNIX_SECONDS)
+		return -ERANGE;
 	*unix_ns = secs * (int64_t)NSEC_PER_SEC + frac;
 	return 0;
 }
@@ -141,9 +143,9 @@ int tp_parse_time(const char *s, int64_t *unix_ns)
 	if (strlen(s) >= 10 && s[4] == '-')
 		return parse_rfc3339(s, unix_ns);
 	while (isdigit((unsigned char)*p)) {
-		if (secs > INT64_MAX / 10 / (int64_t)NSEC_PER_SEC)
-			return -EINVAL;
 		secs = secs * 10 + (*p++ - '0');
+		if (secs >= TP_MAX_UNIX_SECONDS)
+			return -ERANGE;
 	}
 	if (p == s)
 		return -EINVAL;

@@ -15,8 +15,12 @@
  * unit, zero is allowed) or -ERANGE (over ~292 years). */
 int tp_parse_duration(const char *s, uint64_t *ns);
 
+/* Times are Unix nanoseconds in an int64_t: from 1970 to 2262-04-11. */
+#define TP_MAX_UNIX_SECONDS 9223372036LL
+
 /* Parses a point in time: RFC 3339 ("2026-11-29T21:04:05Z", "...05.250+01:00") or Unix seconds
- * with an optional fraction ("1764450245", "1764450245.5"). Returns 0 and *unix_ns, or -EINVAL. */
+ * with an optional fraction ("1764450245", "1764450245.5"). Returns 0 and *unix_ns, -EINVAL
+ * when it is neither, or -ERANGE for times before 1970 or after 2262-04-11. */
 int tp_parse_time(const char *s, int64_t *unix_ns);
 
 /* Formats unix_ns as RFC 3339 UTC with millisecond precision ("2026-11-29T21:04:05.250Z").

@@ -186,6 +186,23 @@ def main():
         check("1234 samples" in err, err)
         check(FakeDaemon.requests == ["/api/v1/profile?type=cpu&last=90s"], FakeDaemon.requests)
 
+    def pull_write_through():
+        # a device or a symlink is written through, never replaced by a renamed file
+        rc, _, err = t.run("--server", url, "pull", "-o", "/dev/null")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(os.path.exists("/dev/null") and not os.path.isfile("/dev/null"),
+              "/dev/null was replaced")
+        d = tempfile.mkdtemp()
+        target, link = os.path.join(d, "target.pb.gz"), os.path.join(d, "link.pb.gz")
+        open(target, "wb").close()
+        os.symlink(target, link)
+        rc, _, err = t.run("--server", url, "pull", "-o", link)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(os.path.islink(link), "the symlink was replaced")
+        with open(target, "rb") as f:
+            check(f.read() == PROFILE_BODY, "the symlink's target did not get the body")
+        check(sorted(os.listdir(d)) == ["link.pb.gz", "target.pb.gz"], os.listdir(d))
+
     def pull_server_error():
         path = os.path.join(tmp, "wall.pb.gz")
         rc, out, err = t.run("pull", "--server", url, "--type", "wall", "-o", path)
@@ -229,8 +246,9 @@ def main():
 
     def bad_durations_and_times():
         for args, needle in (
-                (["windows", "--last", "5x"], "--last: '5x' is not a duration"),
-                (["pull", "--last", "ten", "-o", "x"], "--last: 'ten' is not a duration"),
+                (["windows", "--last", "5x"], "--last: '5x' is not a positive duration"),
+                (["pull", "--last", "ten", "-o", "x"], "--last: 'ten' is not a positive duration"),
+                (["windows", "--last", "0s"], "--last: '0s' is not a positive duration"),
                 (["windows", "--from", "yesterday"], "--from: 'yesterday' is not a time"),
                 (["pull", "--to", "2026-13-01T00:00:00Z", "-o", "x"], "--to: '2026-13"),
                 (["windows", "--from", "20", "--to", "10"], "must be before --to")):
@@ -262,6 +280,7 @@ def main():
     t.case("TAILPROF_SERVER is used, --server wins over it", server_from_env)
     t.case("pull writes the body atomically and prints one summary", pull_file)
     t.case("pull -o - writes the body to stdout only", pull_stdout)
+    t.case("pull -o DEVICE or SYMLINK writes through it", pull_write_through)
     t.case("pull with a server 400 exits 1 and leaves no file", pull_server_error)
     t.case("daemon down exits 1 and says so", daemon_down)
     t.case("bad flags exit 2 and name the flag", bad_flags)

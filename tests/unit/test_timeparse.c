@@ -53,6 +53,13 @@ static void test_times(void **state)
 	assert_int_equal(tp_parse_time("yesterday", &ns), -EINVAL);
 	assert_int_equal(tp_parse_time("", &ns), -EINVAL);
 	assert_int_equal(tp_parse_time("12x", &ns), -EINVAL);
+	/* int64 ns of Unix time: 1970 to 2262-04-11 */
+	assert_int_equal(tp_parse_time("9999-12-31T23:59:59Z", &ns), -ERANGE);
+	assert_int_equal(tp_parse_time("2262-04-12T00:00:00Z", &ns), -ERANGE);
+	assert_int_equal(tp_parse_time("9223372037", &ns), -ERANGE);
+	assert_int_equal(tp_parse_time("99999999999999999999999", &ns), -ERANGE);
+	assert_int_equal(tp_parse_time("1969-12-31T23:59:59Z", &ns), -ERANGE);
+	assert_int_equal(tp_parse_time("2262-04-11T00:00:00Z", &ns), 0);
 }
 
 static void test_format(void **state)
