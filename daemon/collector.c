@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -490,6 +491,7 @@ struct collector *collector__new(const struct collector_opts *opts)
 {
 	struct intern_ops stack_ops = {.acquire = stack_acquire, .release = stack_release};
 	pthread_rwlockattr_t attr;
+	pthread_condattr_t cattr;
 	struct collector *c;
 
 	c = xcalloc(1, sizeof(*c));
@@ -524,7 +526,11 @@ struct collector *collector__new(const struct collector_opts *opts)
 	pthread_rwlock_init(&c->lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 	pthread_mutex_init(&c->drain_mu, NULL);
-	pthread_cond_init(&c->drain_cond, NULL);
+	/* capture waiters time out on CLOCK_MONOTONIC, like everything else here */
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->drain_cond, &cattr);
+	pthread_condattr_destroy(&cattr);
 
 	c->rb = ring_buffer__new(loader__events_fd(opts->loader), on_event, c, NULL);
 	if (!c->rb) {
@@ -655,14 +661,28 @@ struct window *collector__capture_begin(struct collector *c, uint64_t duration_n
 	return cap->w;
 }
 
-int collector__capture_wait(struct collector *c, struct window *w)
+int collector__capture_wait(struct collector *c, struct window *w, bool (*wanted)(void *arg),
+			    void *arg)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&c->drain_mu);
-	while (c->drained_up_to_ns < w->end_ns && !c->stopping)
-		pthread_cond_wait(&c->drain_cond, &c->drain_mu);
-	if (c->drained_up_to_ns < w->end_ns)
+	while (c->drained_up_to_ns < w->end_ns && !c->stopping) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += 200 * NSEC_PER_MSEC;
+		if (until.tv_nsec >= (long)NSEC_PER_SEC) {
+			until.tv_sec++;
+			until.tv_nsec -= NSEC_PER_SEC;
+		}
+		pthread_cond_timedwait(&c->drain_cond, &c->drain_mu, &until);
+		if (wanted && !wanted(arg)) {
+			err = -ECONNRESET;
+			break;
+		}
+	}
+	if (!err && c->drained_up_to_ns < w->end_ns)
 		err = -EINTR;
 	pthread_mutex_unlock(&c->drain_mu);
 	return err;

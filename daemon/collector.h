@@ -69,11 +69,13 @@ int64_t collector__wall_offset_ns(struct collector *c);
 
 /* Exact-interval capture for /debug/pprof/profile: begin registers a detached window over
  * [now, now + duration_ns) that receives every sample in that interval; wait blocks until a
- * drain past its end (returns 0, or -EINTR when the daemon is stopping); end unregisters and
+ * drain past its end (returns 0, -EINTR when the daemon is stopping, or -ECONNRESET as soon as
+ * wanted(arg), asked every 200 ms, says the result is no longer wanted); end unregisters and
  * frees it. begin returns NULL on ENOMEM. Any thread (they take the lock themselves); read the
  * window between wait and end under the read lock. */
 struct window *collector__capture_begin(struct collector *c, uint64_t duration_ns);
-int collector__capture_wait(struct collector *c, struct window *w);
+int collector__capture_wait(struct collector *c, struct window *w, bool (*wanted)(void *arg),
+			    void *arg);
 void collector__capture_end(struct collector *c, struct window *w);
 
 #endif

@@ -2,12 +2,16 @@
 /* HTTP endpoints: /api/v1/{status,windows,profile}, /debug/pprof/profile, /healthz, /metrics. */
 #include "http_api.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,54 +24,50 @@
 #include "log.h"
 #include "query.h"
 #include "sysinfo.h"
+#include "tailprof.h"
 #include "timeparse.h"
 
 #define MAX_WINDOWS_PER_QUERY 100000
 #define MAX_PROFILE_SECONDS   3600
 
-struct http_api {
-	struct MHD_Daemon *mhd;
-	const struct query_ctx *ctx;
-};
-
 int http_api__listen(const char *addr, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
+	static const char forms[] = "expected HOST:PORT with a numeric address and a port from 1 "
+				    "to 65535, e.g. 127.0.0.1:7077, [::1]:7077, or :7077 for every "
+				    "address";
 	struct addrinfo *ai = NULL;
+	const char *colon, *port, *host_start = addr;
 	char host[256];
-	const char *colon, *port;
 	size_t hlen;
+	unsigned long pnum = 0;
 	int fd = -1, one = 1, rc;
 
 	colon = strrchr(addr, ':');
-	if (!colon || !colon[1]) {
-		snprintf(err, errlen,
-			 "--listen '%s': expected HOST:PORT, e.g. 127.0.0.1:7077 or "
-			 "[::1]:7077 (or :7077 for every address)",
-			 addr);
-		return -1;
-	}
+	/* "[::1]" alone ends in ']' after its last colon: that is a missing port too */
+	if (!colon || strchr(colon, ']'))
+		goto usage;
 	port = colon + 1;
+	for (const char *p = port; *p; p++) {
+		if (!isdigit((unsigned char)*p) || pnum > 65535)
+			goto usage;
+		pnum = pnum * 10 + (unsigned long)(*p - '0');
+	}
+	if (!*port || pnum < 1 || pnum > 65535)
+		goto usage;
 	hlen = colon - addr;
 	if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
-		addr++;
+		host_start++;
 		hlen -= 2;
 	}
-	if (hlen >= sizeof(host)) {
-		snprintf(err, errlen, "--listen: host part too long");
-		return -1;
-	}
-	memcpy(host, addr, hlen);
+	if (hlen >= sizeof(host))
+		goto usage;
+	memcpy(host, host_start, hlen);
 	host[hlen] = 0;
 	rc = getaddrinfo(hlen ? host : NULL, port, &hints, &ai);
-	if (rc) {
-		snprintf(err, errlen,
-			 "--listen '%s:%s': %s (expected a numeric IP address and a "
-			 "port 1-65535, e.g. 127.0.0.1:7077)",
-			 host, port, gai_strerror(rc));
-		return -1;
-	}
+	if (rc)
+		goto usage;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create a socket: %s", strerror(errno));
@@ -77,8 +77,7 @@ int http_api__listen(const char *addr, char *err, size_t errlen)
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
 		int e = errno;
 
-		snprintf(err, errlen, "cannot listen on %s:%s: %s%s", hlen ? host : "*", port,
-			 strerror(e),
+		snprintf(err, errlen, "cannot listen on %s: %s%s", addr, strerror(e),
 			 e == EADDRINUSE ? " (is another tailprofd running? pick a free port with "
 					   "--listen HOST:PORT)"
 			 : e == EADDRNOTAVAIL ? " (no such address on this host)"
@@ -87,6 +86,9 @@ int http_api__listen(const char *addr, char *err, size_t errlen)
 	}
 	freeaddrinfo(ai);
 	return fd;
+usage:
+	snprintf(err, errlen, "--listen '%s': %s", addr, forms);
+	return -2;
 fail:
 	if (fd >= 0)
 		close(fd);
@@ -119,10 +121,30 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned int statu
 	return send_buf(conn, status, "application/json", body, strlen(body), true);
 }
 
+/* Makes text safe to echo in JSON: bytes outside printable ASCII become \xNN (the input may
+ * not be UTF-8), and it is cut at max bytes. */
+static const char *printable(const char *text, char *buf, size_t len, size_t max)
+{
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)text; *p && n + 5 < len; p++) {
+		if (p - (const unsigned char *)text >= (ptrdiff_t)max) {
+			n += snprintf(buf + n, len - n, "...");
+			break;
+		}
+		if (*p >= 0x20 && *p < 0x7f)
+			buf[n++] = *p;
+		else
+			n += snprintf(buf + n, len - n, "\\x%02x", *p);
+	}
+	buf[n < len ? n : len - 1] = 0;
+	return buf;
+}
+
 static enum MHD_Result __attribute__((format(printf, 3, 4)))
 send_error(struct MHD_Connection *conn, unsigned int status, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[1024];
 	json_t *o;
 	va_list ap;
 	char *body;
@@ -138,43 +160,70 @@ send_error(struct MHD_Connection *conn, unsigned int status, const char *fmt, ..
 
 /* ---- query parameters ---- */
 
+#define MAX_PARAMS 8
+#define ECHO_MAX   64 /* bytes of a bad value echoed in an error */
+
+/* The query parameters of one request: each allowed one at most once and with a value. */
 struct params {
-	const char *allowed[8];
-	const char *unknown;
+	const char *const *allowed; /* NULL-terminated */
+	const char *value[MAX_PARAMS];
+	char err[512];
 };
 
-static enum MHD_Result check_param(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
+static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
 {
 	struct params *p = cls;
+	char k[ECHO_MAX * 4 + 8], list[160] = "";
+	size_t n = 0;
 
+	for (int i = 0; p->allowed[i]; i++) {
+		if (strcmp(key, p->allowed[i]))
+			continue;
+		if (!value) {
+			snprintf(p->err, sizeof(p->err), "%s: needs a value (%s=...)", key, key);
+			return MHD_NO;
+		}
+		if (p->value[i]) {
+			snprintf(p->err, sizeof(p->err), "%s: given twice; give it once", key);
+			return MHD_NO;
+		}
+		p->value[i] = value;
+		return MHD_YES;
+	}
 	for (int i = 0; p->allowed[i]; i++)
-		if (!strcmp(key, p->allowed[i]))
-			return MHD_YES;
-	p->unknown = key;
+		n += snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", p->allowed[i]);
+	if (*key)
+		printable(key, k, sizeof(k), ECHO_MAX);
+	else
+		strcpy(k, "(empty name)");
+	snprintf(p->err, sizeof(p->err), "%s: unknown parameter; %s%s", k,
+		 n ? "allowed: " : "this path takes none", list);
 	return MHD_NO;
 }
 
-/* Rejects parameters not in allowed (NULL-terminated). Returns the unknown key or NULL. */
-static const char *unknown_param(struct MHD_Connection *conn, const char *const *allowed)
+/* Reads the query into p (p->allowed set by the caller). Returns 0, or -1 with p->err set. */
+static int get_params(struct MHD_Connection *conn, struct params *p)
 {
-	struct params p = {};
-
-	for (int i = 0; allowed[i] && i < 7; i++)
-		p.allowed[i] = allowed[i];
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, check_param, &p);
-	return p.unknown;
+	p->err[0] = 0;
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, p);
+	return p->err[0] ? -1 : 0;
 }
 
-static const char *arg(struct MHD_Connection *conn, const char *key)
+static const char *param(const struct params *p, const char *key)
 {
-	return MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+	for (int i = 0; p->allowed[i]; i++)
+		if (!strcmp(key, p->allowed[i]))
+			return p->value[i];
+	return NULL;
 }
 
 /* Parses last= / from= / to= into r. Returns 0, or -1 after writing the error into err. */
-static int parse_range(struct MHD_Connection *conn, struct query_range *r, char *err, size_t len)
+static int parse_range(const struct params *p, struct query_range *r, char *err, size_t len)
 {
-	const char *last = arg(conn, "last"), *from = arg(conn, "from"), *to = arg(conn, "to");
+	const char *last = param(p, "last"), *from = param(p, "from"), *to = param(p, "to");
+	char v[ECHO_MAX * 4 + 8];
+	int rc;
 
 	memset(r, 0, sizeof(*r));
 	if (last && (from || to)) {
@@ -182,25 +231,30 @@ static int parse_range(struct MHD_Connection *conn, struct query_range *r, char 
 		return -1;
 	}
 	if (last && (tp_parse_duration(last, &r->last_ns) || !r->last_ns)) {
-		snprintf(err, len, "last: '%s' is not a duration; use e.g. 90s, 5m, 1h", last);
+		snprintf(err, len, "last: '%s' is not a positive duration; use e.g. 90s, 5m, 1h",
+			 printable(last, v, sizeof(v), ECHO_MAX));
 		return -1;
 	}
 	if (from) {
-		if (tp_parse_time(from, &r->from_unix_ns)) {
+		rc = tp_parse_time(from, &r->from_unix_ns);
+		if (rc) {
 			snprintf(err, len,
-				 "from: '%s' is not a time; use RFC 3339 "
-				 "(2026-11-29T21:04:05Z) or Unix seconds",
-				 from);
+				 "from: '%s' is %s; use RFC 3339 (2026-11-29T21:04:05Z) or "
+				 "Unix seconds, from 1970 to 2262",
+				 printable(from, v, sizeof(v), ECHO_MAX),
+				 rc == -ERANGE ? "out of range" : "not a time");
 			return -1;
 		}
 		r->has_from = true;
 	}
 	if (to) {
-		if (tp_parse_time(to, &r->to_unix_ns)) {
+		rc = tp_parse_time(to, &r->to_unix_ns);
+		if (rc) {
 			snprintf(err, len,
-				 "to: '%s' is not a time; use RFC 3339 "
-				 "(2026-11-29T21:04:05Z) or Unix seconds",
-				 to);
+				 "to: '%s' is %s; use RFC 3339 (2026-11-29T21:04:05Z) or "
+				 "Unix seconds, from 1970 to 2262",
+				 printable(to, v, sizeof(v), ECHO_MAX),
+				 rc == -ERANGE ? "out of range" : "not a time");
 			return -1;
 		}
 		r->has_to = true;
@@ -212,11 +266,58 @@ static int parse_range(struct MHD_Connection *conn, struct query_range *r, char 
 	return 0;
 }
 
+/* Parses pid= and comm= into f. Returns 0, or -1 after writing the error into err. */
+static int parse_filter(const struct params *p, struct profile_filter *f, char *err, size_t len)
+{
+	const char *pid = param(p, "pid");
+	char v[ECHO_MAX * 4 + 8];
+
+	memset(f, 0, sizeof(*f));
+	f->comm = param(p, "comm");
+	if (pid) {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(pid, &end, 10);
+		if (!isdigit((unsigned char)*pid) || *end || errno || n == 0 || n > INT32_MAX) {
+			snprintf(err, len, "pid: '%s' is not a process id (a positive integer)",
+				 printable(pid, v, sizeof(v), ECHO_MAX));
+			return -1;
+		}
+		f->has_pid = true;
+		f->pid = n;
+	}
+	if (f->comm && !*f->comm) {
+		snprintf(err, len, "comm: empty; give a process name");
+		return -1;
+	}
+	if (f->comm && strlen(f->comm) >= TP_COMM_LEN) {
+		snprintf(err, len,
+			 "comm: '%s' is longer than the kernel keeps (%d characters); "
+			 "use its first %d: '%.*s'",
+			 printable(f->comm, v, sizeof(v), ECHO_MAX), TP_COMM_LEN - 1,
+			 TP_COMM_LEN - 1, TP_COMM_LEN - 1, f->comm);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- handlers ---- */
 
-static enum MHD_Result send_profile(struct MHD_Connection *conn, const struct query_ctx *ctx,
+struct http_api {
+	struct MHD_Daemon *mhd;
+	const struct query_ctx *ctx;
+	pthread_mutex_t mu;
+	unsigned int captures; /* /debug/pprof/profile requests waiting now */
+	unsigned int encoders; /* profiles being encoded now */
+	pthread_cond_t encoder_free;
+};
+
+static enum MHD_Result send_profile(struct MHD_Connection *conn, struct http_api *h,
 				    struct window *const *ws, size_t n,
-				    const struct profile_filter *filter)
+				    const struct profile_filter *filter,
+				    const struct query_range *range)
 {
 	struct profile_summary sum;
 	struct MHD_Response *r;
@@ -226,8 +327,8 @@ static enum MHD_Result send_profile(struct MHD_Connection *conn, const struct qu
 	char v[32];
 	int err;
 
-	err = query__cpu_profile(ctx, ws, n, filter, &buf, &len, &sum);
-	collector__unlock(ctx->collector);
+	err = query__cpu_profile(h->ctx, ws, n, filter, range, &buf, &len, &sum);
+	collector__unlock(h->ctx->collector);
 	/* a profile over a full ring frees tens of MB of temporary tables: give them back */
 	malloc_trim(0);
 	if (err)
@@ -252,6 +353,30 @@ static enum MHD_Result send_profile(struct MHD_Connection *conn, const struct qu
 	return ret;
 }
 
+/* Encoding a profile over a full ring takes tens of MB for a moment: at most MAX_ENCODERS at
+ * once, the others wait their turn, so memory stays bounded however many clients ask. */
+#define MAX_ENCODERS 2
+/* Waiting /debug/pprof/profile requests hold a connection each: keep most connections free. */
+#define MAX_CAPTURES	16
+#define MAX_CONNECTIONS 256
+
+static void encoder_enter(struct http_api *h)
+{
+	pthread_mutex_lock(&h->mu);
+	while (h->encoders >= MAX_ENCODERS)
+		pthread_cond_wait(&h->encoder_free, &h->mu);
+	h->encoders++;
+	pthread_mutex_unlock(&h->mu);
+}
+
+static void encoder_leave(struct http_api *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->encoders--;
+	pthread_cond_signal(&h->encoder_free);
+	pthread_mutex_unlock(&h->mu);
+}
+
 static struct window **select_windows(const struct query_ctx *ctx, const struct query_range *range,
 				      size_t *n)
 {
@@ -263,103 +388,140 @@ static struct window **select_windows(const struct query_ctx *ctx, const struct 
 	return ws;
 }
 
-static enum MHD_Result handle_profile(struct MHD_Connection *conn, const struct query_ctx *ctx)
+static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_api *h)
 {
 	static const char *const allowed[] = {"type", "last", "from", "to", "pid", "comm", NULL};
-	const char *type = arg(conn, "type"), *pid = arg(conn, "pid"), *bad;
-	struct profile_filter filter = {.comm = arg(conn, "comm")};
+	struct params p = {.allowed = allowed};
+	struct profile_filter filter;
 	struct query_range range;
+	const char *type;
 	struct window **ws;
 	enum MHD_Result ret;
-	char err[256];
+	char err[512], v[ECHO_MAX * 4 + 8];
 	size_t n = 0;
 
-	bad = unknown_param(conn, allowed);
-	if (bad)
-		return send_error(conn, 400,
-				  "%s: unknown parameter; allowed: type, last, from, to, "
-				  "pid, comm",
-				  bad);
+	if (get_params(conn, &p))
+		return send_error(conn, 400, "%s", p.err);
+	type = param(&p, "type");
 	if (type && strcmp(type, "cpu"))
-		return send_error(conn, 400, "type: '%s' is not available; allowed: cpu", type);
-	if (pid) {
-		char *end;
-		unsigned long v = strtoul(pid, &end, 10);
-
-		if (!*pid || *end || v == 0 || v > UINT32_MAX)
-			return send_error(conn, 400,
-					  "pid: '%s' is not a process id (a positive "
-					  "integer)",
-					  pid);
-		filter.has_pid = true;
-		filter.pid = v;
-	}
-	if (filter.comm && !*filter.comm)
-		return send_error(conn, 400, "comm: empty; give a process name");
-	if (parse_range(conn, &range, err, sizeof(err)))
+		return send_error(conn, 400, "type: '%s' is not available; allowed: cpu",
+				  printable(type, v, sizeof(v), ECHO_MAX));
+	if (parse_filter(&p, &filter, err, sizeof(err)) ||
+	    parse_range(&p, &range, err, sizeof(err)))
 		return send_error(conn, 400, "%s", err);
-	collector__rdlock(ctx->collector);
-	ws = select_windows(ctx, &range, &n);
+	encoder_enter(h);
+	collector__rdlock(h->ctx->collector);
+	ws = select_windows(h->ctx, &range, &n);
 	if (!ws) {
-		collector__unlock(ctx->collector);
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
 		return send_error(conn, 500, "out of memory");
 	}
-	ret = send_profile(conn, ctx, ws, n, &filter);
+	ret = send_profile(conn, h, ws, n, &filter, &range);
+	encoder_leave(h);
 	free(ws);
 	return ret;
 }
 
-static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn,
-					    const struct query_ctx *ctx)
+/* Whether the client of conn is still there (it may hang up while we wait for a capture). */
+static bool client_connected(void *arg)
 {
-	const char *seconds = arg(conn, "seconds");
+	struct MHD_Connection *conn = arg;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd pfd;
+
+	if (!ci)
+		return true;
+	pfd = (struct pollfd){.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+	if (poll(&pfd, 1, 0) <= 0)
+		return true;
+	return !(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct http_api *h)
+{
+	static const char *const allowed[] = {"seconds", "pid", "comm", NULL};
+	struct params p = {.allowed = allowed};
+	struct profile_filter filter;
+	const char *seconds;
 	unsigned long secs = 30;
 	struct window *w;
 	enum MHD_Result ret;
+	char err[512], v[ECHO_MAX * 4 + 8];
+	bool busy;
+	int rc;
 
+	if (get_params(conn, &p))
+		return send_error(conn, 400, "%s", p.err);
+	seconds = param(&p, "seconds");
 	if (seconds) {
 		char *end;
 
+		errno = 0;
 		secs = strtoul(seconds, &end, 10);
-		if (!*seconds || *end || secs < 1 || secs > MAX_PROFILE_SECONDS)
+		if (!isdigit((unsigned char)*seconds) || *end || errno || secs < 1 ||
+		    secs > MAX_PROFILE_SECONDS)
 			return send_error(conn, 400,
-					  "seconds: '%s' is not allowed; give whole "
-					  "seconds from 1 to %d",
-					  seconds, MAX_PROFILE_SECONDS);
+					  "seconds: '%s' is not allowed; give whole seconds from 1 "
+					  "to %d",
+					  printable(seconds, v, sizeof(v), ECHO_MAX),
+					  MAX_PROFILE_SECONDS);
 	}
-	w = collector__capture_begin(ctx->collector, secs * NSEC_PER_SEC);
-	if (!w)
-		return send_error(conn, 500, "out of memory");
-	if (collector__capture_wait(ctx->collector, w)) {
-		collector__capture_end(ctx->collector, w);
-		return send_error(conn, 503, "tailprofd is shutting down");
+	if (parse_filter(&p, &filter, err, sizeof(err)))
+		return send_error(conn, 400, "%s", err);
+	pthread_mutex_lock(&h->mu);
+	busy = h->captures >= MAX_CAPTURES;
+	if (!busy)
+		h->captures++;
+	pthread_mutex_unlock(&h->mu);
+	if (busy)
+		return send_error(
+		    conn, 503,
+		    "seconds: %d profiles are being taken already; try again when one "
+		    "is done, or use /api/v1/profile?last=... on the stored windows",
+		    MAX_CAPTURES);
+	w = collector__capture_begin(h->ctx->collector, secs * NSEC_PER_SEC);
+	rc = w ? collector__capture_wait(h->ctx->collector, w, client_connected, conn) : -ENOMEM;
+	if (!rc) {
+		w->wall_offset_ns = collector__wall_offset_ns(h->ctx->collector);
+		w->closed = true;
+		encoder_enter(h);
+		collector__rdlock(h->ctx->collector);
+		ret = send_profile(conn, h, &w, 1, &filter, NULL);
+		encoder_leave(h);
+	} else if (rc == -ENOMEM) {
+		ret = send_error(conn, 500, "out of memory");
+	} else if (rc == -ECONNRESET) {
+		ret = MHD_NO; /* the client hung up: nobody to answer */
+	} else {
+		ret = send_error(conn, 503, "tailprofd is shutting down");
 	}
-	w->wall_offset_ns = collector__wall_offset_ns(ctx->collector);
-	w->closed = true;
-	collector__rdlock(ctx->collector);
-	ret = send_profile(conn, ctx, &w, 1, NULL);
-	collector__capture_end(ctx->collector, w);
+	if (w)
+		collector__capture_end(h->ctx->collector, w);
+	pthread_mutex_lock(&h->mu);
+	h->captures--;
+	pthread_mutex_unlock(&h->mu);
 	return ret;
 }
 
-static enum MHD_Result handle_windows(struct MHD_Connection *conn, const struct query_ctx *ctx)
+static enum MHD_Result handle_windows(struct MHD_Connection *conn, struct http_api *h)
 {
 	static const char *const allowed[] = {"last", "from", "to", NULL};
+	struct params p = {.allowed = allowed};
 	struct query_range range;
 	struct window **ws;
-	const char *bad;
-	char err[256], *body;
+	char err[512], *body;
 	size_t n = 0;
 
-	bad = unknown_param(conn, allowed);
-	if (bad)
-		return send_error(conn, 400, "%s: unknown parameter; allowed: last, from, to", bad);
-	if (parse_range(conn, &range, err, sizeof(err)))
+	if (get_params(conn, &p))
+		return send_error(conn, 400, "%s", p.err);
+	if (parse_range(&p, &range, err, sizeof(err)))
 		return send_error(conn, 400, "%s", err);
-	collector__rdlock(ctx->collector);
-	ws = select_windows(ctx, &range, &n);
-	body = ws ? query__windows_json(ctx, ws, n) : NULL;
-	collector__unlock(ctx->collector);
+	collector__rdlock(h->ctx->collector);
+	ws = select_windows(h->ctx, &range, &n);
+	body = ws ? query__windows_json(h->ctx, ws, n) : NULL;
+	collector__unlock(h->ctx->collector);
 	free(ws);
 	return send_json(conn, 200, body);
 }
@@ -368,12 +530,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_size, void **con_cls)
 {
-	const struct query_ctx *ctx = cls;
+	static const char *const none[] = {NULL};
+	struct http_api *h = cls;
+	const struct query_ctx *ctx = h->ctx;
+	struct params p = {.allowed = none};
 	struct collector_status st;
-	char *body;
+	char *body, u[ECHO_MAX * 4 + 8];
 
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return send_error(conn, 405, "%s: only GET is served", method);
+		return send_error(conn, 405, "%s: only GET is served",
+				  printable(method, u, sizeof(u), ECHO_MAX));
+	if (!strcmp(url, "/api/v1/windows"))
+		return handle_windows(conn, h);
+	if (!strcmp(url, "/api/v1/profile"))
+		return handle_profile(conn, h);
+	if (!strcmp(url, "/debug/pprof/profile"))
+		return handle_debug_profile(conn, h);
 	if (!strcmp(url, "/healthz")) {
 		collector__rdlock(ctx->collector);
 		collector__status(ctx->collector, &st);
@@ -390,24 +562,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return send_buf(conn, 200, "text/plain; version=0.0.4", body, strlen(body), true);
 	}
 	if (!strcmp(url, "/api/v1/status")) {
-		if (unknown_param(conn, (const char *const[]){NULL}))
-			return send_error(conn, 400, "%s: unknown parameter; status takes none",
-					  unknown_param(conn, (const char *const[]){NULL}));
+		if (get_params(conn, &p))
+			return send_error(conn, 400, "%s", p.err);
 		collector__rdlock(ctx->collector);
 		body = query__status_json(ctx);
 		collector__unlock(ctx->collector);
 		return send_json(conn, 200, body);
 	}
-	if (!strcmp(url, "/api/v1/windows"))
-		return handle_windows(conn, ctx);
-	if (!strcmp(url, "/api/v1/profile"))
-		return handle_profile(conn, ctx);
-	if (!strcmp(url, "/debug/pprof/profile"))
-		return handle_debug_profile(conn, ctx);
 	return send_error(conn, 404,
 			  "%s: no such path; see /api/v1/status, /api/v1/windows, "
 			  "/api/v1/profile, /debug/pprof/profile, /metrics, /healthz",
-			  url);
+			  printable(url, u, sizeof(u), ECHO_MAX));
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -426,13 +591,17 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx)
 	if (!h)
 		return NULL;
 	h->ctx = ctx;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->encoder_free, NULL);
 	h->mhd = MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, handle, (void *)ctx,
+	    NULL, NULL, handle, h,
 	    /* the logger first, so that no message goes to MHD's own */
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned int)30, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+	    /* a connection that sends nothing for 10 s is closed: idle clients cannot hold the
+	     * slots for long */
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
 	if (!h->mhd) {
 		free(h);
 		errno = EIO;
@@ -443,8 +612,21 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx)
 
 void http_api__stop(struct http_api *h)
 {
+	const union MHD_DaemonInfo *info;
+
 	if (!h)
 		return;
+	/* stop accepting, then let requests in flight (e.g. a /debug/pprof/profile that just got
+	 * its 503) finish sending for up to 2 s */
+	MHD_quiesce_daemon(h->mhd);
+	for (int i = 0; i < 200; i++) {
+		info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!info || !info->num_connections)
+			break;
+		usleep(10000);
+	}
 	MHD_stop_daemon(h->mhd);
+	pthread_mutex_destroy(&h->mu);
+	pthread_cond_destroy(&h->encoder_free);
 	free(h);
 }

@@ -8,9 +8,10 @@
 
 struct query_ctx;
 
-/* Parses HOST:PORT ("127.0.0.1:7077", "[::1]:7077", ":7077" for every address), binds and
- * listens. Returns the socket, or -1 after writing a sentence for people into err (errlen
- * bytes) that names the problem and the fix (bad syntax, address in use, permission). */
+/* Parses HOST:PORT ("127.0.0.1:7077", "[::1]:7077", ":7077" for every address; numeric
+ * address, port 1-65535), binds and listens. Returns the socket; -2 for a malformed address, or
+ * -1 when it cannot listen (address in use, permission), after writing a sentence for people
+ * into err (errlen bytes) that names the problem and the fix. */
 int http_api__listen(const char *listen, char *err, size_t errlen);
 
 /* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server. Returns

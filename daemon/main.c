@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* tailprofd: wires options, the loader, the symbolizer, the collector and the HTTP API. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <linux/capability.h>
@@ -101,6 +102,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
+	bool retention_set = false;
 	char *end;
 	int c;
 
@@ -119,7 +121,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 
 			errno = 0;
 			v = strtoul(optarg, &end, 10);
-			if (errno || !*optarg || *end || v < 1 || v > 10000)
+			if (errno || !isdigit((unsigned char)*optarg) || *end || v < 1 || v > 10000)
 				return usage_error("--frequency '%s': give samples per second per "
 						   "CPU, an integer from 1 to 10000",
 						   optarg);
@@ -136,6 +138,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 				    optarg);
 			break;
 		case 'r':
+			retention_set = true;
 			if (tp_parse_duration(optarg, &o->retention_ns) || !o->retention_ns)
 				return usage_error(
 				    "--retention '%s': give a duration, e.g. 10m, 1h", optarg);
@@ -170,7 +173,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (o->retention_ns < o->window_ns)
-		return usage_error("--retention must be at least --window (%llu ms)",
+		return usage_error("--retention (%llu s%s) must be at least --window (%llu ms)",
+				   (unsigned long long)(o->retention_ns / NSEC_PER_SEC),
+				   retention_set ? "" : ", the default",
 				   (unsigned long long)(o->window_ns / NSEC_PER_MSEC));
 	if ((o->retention_ns + o->window_ns - 1) / o->window_ns > MAX_WINDOWS)
 		return usage_error("--retention / --window is over %d windows; use longer windows",
@@ -216,6 +221,7 @@ int main(int argc, char **argv)
 	struct http_api *http = NULL;
 	struct options o;
 	struct query_ctx qctx;
+	unsigned long long nr_windows;
 	char err[512];
 	sigset_t mask;
 	int rc, sfd = -1, lfd = -1, ret = 1;
@@ -250,6 +256,10 @@ int main(int argc, char **argv)
 	}
 
 	lfd = http_api__listen(o.listen, err, sizeof(err));
+	if (lfd == -2) {
+		ret = usage_error("%s", err);
+		goto out;
+	}
 	if (lfd < 0) {
 		pr_err("%s", err);
 		goto out;
@@ -291,10 +301,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	lfd = -1;
-	pr_info("sampling %d CPUs at %u Hz; %llu windows of %llu ms; serving http://%s",
-		loader__nr_attached(loader) - 2, o.frequency_hz,
-		(unsigned long long)((o.retention_ns + o.window_ns - 1) / o.window_ns),
-		(unsigned long long)(o.window_ns / NSEC_PER_MSEC), o.listen);
+	nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns;
+	pr_info("sampling %d CPUs at %u Hz; %llu window%s of %llu ms; serving http://%s",
+		loader__nr_attached(loader) - 2, o.frequency_hz, nr_windows,
+		nr_windows == 1 ? "" : "s", (unsigned long long)(o.window_ns / NSEC_PER_MSEC),
+		o.listen);
 
 	for (;;) {
 		struct signalfd_siginfo si;

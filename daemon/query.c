@@ -230,8 +230,8 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 }
 
 int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
-		       const struct profile_filter *filter, uint8_t **out, size_t *len,
-		       struct profile_summary *sum)
+		       const struct profile_filter *filter, const struct query_range *range,
+		       uint8_t **out, size_t *len, struct profile_summary *sum)
 {
 	static const struct pprof_value_type types[] = {
 	    {"samples", "count"},
@@ -254,7 +254,15 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		start = window_start_unix(windows[0], st.started_mono_ns);
 		end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
 	} else {
-		start = end = sysinfo__real_ns();
+		/* nothing selected: the profile still says which span it is about */
+		end = sysinfo__real_ns();
+		if (range && range->has_to && range->to_unix_ns < end)
+			end = range->to_unix_ns;
+		start = end;
+		if (range && range->last_ns)
+			start = end - (int64_t)range->last_ns;
+		else if (range && range->has_from && range->from_unix_ns < end)
+			start = range->from_unix_ns;
 	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < windows[i]->nr_entries; j++)

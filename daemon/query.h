@@ -46,11 +46,12 @@ struct query_ctx {
 size_t query__select(struct window_ring *r, const struct query_range *range, uint64_t now_mono_ns,
 		     struct window **out, size_t max);
 
-/* Encodes the CPU profile (samples/count, cpu/nanoseconds) of windows[0..n) that pass filter:
- * gzip pprof in a malloc'd *out of *len bytes, and a summary. Returns 0 or -ENOMEM/-EIO. */
+/* Encodes the CPU profile (samples/count, cpu/nanoseconds) of windows[0..n) that pass filter
+ * (NULL: all): gzip pprof in a malloc'd *out of *len bytes, and a summary. range (may be NULL)
+ * gives the profile's time when no window was selected. Returns 0 or -ENOMEM/-EIO. */
 int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
-		       const struct profile_filter *filter, uint8_t **out, size_t *len,
-		       struct profile_summary *sum);
+		       const struct profile_filter *filter, const struct query_range *range,
+		       uint8_t **out, size_t *len, struct profile_summary *sum);
 
 /* JSON bodies (malloc'd, NUL-terminated; NULL on ENOMEM). See README for the keys. */
 char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n);

@@ -252,6 +252,11 @@ def test_http_errors_and_metrics(d):
                         ("/api/v1/profile?type=heap", "type"), ("/api/v1/profile?bogus=1", "bogus"),
                         ("/api/v1/windows?from=yesterday", "from"),
                         ("/api/v1/profile?last=5m&from=1", "last"),
+                        ("/api/v1/profile?last", "last"), ("/api/v1/profile?pid=1&pid=2", "pid"),
+                        ("/api/v1/windows?last=%FF", "last"),
+                        ("/api/v1/profile?from=9999-12-31T23:59:59Z", "from"),
+                        ("/api/v1/profile?comm=a_name_of_20_chars__", "comm"),
+                        ("/debug/pprof/profile?seconds=1&bogus=1", "bogus"),
                         ("/debug/pprof/profile?seconds=0", "seconds")):
         status, headers, body = d.get(path)
         assert status == 400, (path, status)
@@ -273,8 +278,16 @@ def test_http_errors_and_metrics(d):
 
 
 def test_concurrent_requests(d):
-    # a long /debug/pprof/profile must not block other requests
+    # a long /debug/pprof/profile must not block other requests, and a client that hangs up
+    # frees its request at once
     import threading
+    hung = [subprocess.Popen(["curl", "-s", "-m", "1", "-o", "/dev/null",
+                              d.url + "/debug/pprof/profile?seconds=3600"]) for _ in range(20)]
+    for c in hung:
+        c.wait()
+    time.sleep(1)
+    threads = len(os.listdir("/proc/%d/task" % d.proc.pid))
+    assert threads < 8, "%d threads: requests of clients that hung up still wait" % threads
     res = {}
     t = threading.Thread(target=lambda: res.setdefault("p", d.get("/debug/pprof/profile?seconds=3")))
     t.start()
@@ -336,6 +349,8 @@ def test_startup_errors():
     assert r.returncode == 2 and "1 to 10000" in r.stderr, r
     r = run([DAEMON, "--window", "5x"])
     assert r.returncode == 2 and "--window" in r.stderr, r
+    r = run([DAEMON, "--listen", "127.0.0.1:99999"])
+    assert r.returncode == 2 and "1 to 65535" in r.stderr, r
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
