@@ -174,3 +174,23 @@ int BPF_PROG(sched_process_exit, struct task_struct *p)
 	notify(p, TP_EV_EXIT);
 	return 0;
 }
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct tp_fork ev = {};
+
+	/* threads share their process's maps: only new processes matter */
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+		return 0;
+	ev.hdr.kind = TP_EV_FORK;
+	ev.hdr.pid = BPF_CORE_READ(child, tgid);
+	ev.hdr.ts_ns = bpf_ktime_get_ns();
+	ev.hdr.start_ns = process_start_ns(child);
+	ev.parent_pid = BPF_CORE_READ(parent, tgid);
+	ev.parent_start_ns = process_start_ns(parent);
+	/* no wakeup: it only matters if the child's maps cannot be read when it is sampled */
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(0)))
+		count(ev.hdr.ts_ns, TP_M_EVENT_LOST);
+	return 0;
+}

@@ -16,6 +16,7 @@ enum tp_event_kind {
 	TP_EV_SAMPLE = 1, /* struct tp_sample: one CPU sample of a non-idle task */
 	TP_EV_EXEC = 2,	  /* struct tp_event_hdr: the process replaced its image (pid kept) */
 	TP_EV_EXIT = 3,	  /* struct tp_event_hdr: the last thread of the process exited */
+	TP_EV_FORK = 4,	  /* struct tp_fork: a new process (not a thread) was forked */
 };
 
 /* Bits of tp_sample.flags. */
@@ -31,6 +32,15 @@ struct tp_event_hdr {
 			   with pid */
 };
 _Static_assert(sizeof(struct tp_event_hdr) == 24, "tp_event_hdr layout");
+
+/* A new process: until it execs, its memory maps are its parent's. */
+struct tp_fork {
+	struct tp_event_hdr hdr; /* the child */
+	__u32 parent_pid;
+	__u32 pad;
+	__u64 parent_start_ns;
+};
+_Static_assert(sizeof(struct tp_fork) == 40, "tp_fork layout");
 
 struct tp_sample {
 	struct tp_event_hdr hdr;

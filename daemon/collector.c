@@ -259,6 +259,14 @@ static int on_event(void *ctx, void *data, size_t size)
 		add_sample(c, s);
 		break;
 	}
+	case TP_EV_FORK: {
+		const struct tp_fork *f = data;
+
+		if (size >= sizeof(*f))
+			symbolizer__note_fork(c->opts.symbolizer, f->hdr.pid, f->hdr.start_ns,
+					      f->parent_pid, f->parent_start_ns);
+		break;
+	}
 	case TP_EV_EXEC:
 	case TP_EV_EXIT:
 		/* in order after the process's earlier samples, which used the old maps */
@@ -390,7 +398,7 @@ static void drain(struct collector *c, bool tick)
 		sync_cpus(c, now);
 		c->st.drains++;
 		c->st.last_drain_mono_ns = now;
-		c->st.healthy = c->st.probes_attached >= 3;
+		c->st.healthy = c->st.probes_attached >= 4;
 		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
 	}
 	pthread_rwlock_unlock(&c->lock);

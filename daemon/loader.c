@@ -204,7 +204,8 @@ struct loader *loader__new(const struct loader_opts *opts)
 	}
 	err = profile_bpf__attach(l->skel);
 	if (err) {
-		pr_err("failed to attach sched_process_exec/exit tracepoints: %s", strerror(-err));
+		pr_err("failed to attach sched_process_exec/exit/fork tracepoints: %s",
+		       strerror(-err));
 		goto fail;
 	}
 	/* BPF_ENABLE_STATS: counts run time of every program while the fd is open */
@@ -255,7 +256,7 @@ uint32_t loader__nr_cpus(const struct loader *l)
 
 int loader__nr_attached(const struct loader *l)
 {
-	int n = 2; /* sched_process_exec, sched_process_exit */
+	int n = 3; /* sched_process_exec, sched_process_exit, sched_process_fork */
 
 	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
 		n += l->perf_fds[cpu] >= 0;

@@ -303,7 +303,7 @@ int main(int argc, char **argv)
 	lfd = -1;
 	nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns;
 	pr_info("sampling %d CPUs at %u Hz; %llu window%s of %llu ms; serving http://%s",
-		loader__nr_attached(loader) - 2, o.frequency_hz, nr_windows,
+		loader__nr_attached(loader) - 3, o.frequency_hz, nr_windows,
 		nr_windows == 1 ? "" : "s", (unsigned long long)(o.window_ns / NSEC_PER_MSEC),
 		o.listen);
 

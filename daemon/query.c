@@ -534,6 +534,9 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    &t, "tailprof_cut_stacks_total", "counter",
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
 	put(&t, "tailprof_cut_stacks_total %" PRIu64 "\n", st.cut_stacks);
+	metric(&t, "tailprof_fork_fallbacks_total", "counter",
+	       "Samples of a child gone before its maps were read, resolved with its parent's.");
+	put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);
 	metric(&t, "tailprof_maps_read_failures_total", "counter",
 	       "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
 	put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);

@@ -38,6 +38,15 @@ struct process {
 	struct mapping_obj *mobjs; /* parallel to maps.v */
 };
 
+/* A recent fork: the child's maps are its parent's until it execs. */
+struct fork_link {
+	uint32_t child, parent;
+	uint64_t child_start, parent_start;
+};
+
+/* Forks remembered, a cache indexed by child pid: a newer fork overwrites an older one. */
+#define FORK_LINKS 4096
+
 struct symbolizer {
 	char *proc_root;
 	uint64_t ns_per_tick;
@@ -52,6 +61,7 @@ struct symbolizer {
 	struct proc_maps stale_maps;
 	struct mapping_obj *stale_mobjs;
 	struct symbolizer_stats stats;
+	struct fork_link forks[FORK_LINKS];
 };
 
 static uint64_t monotonic_ns(void)
@@ -510,8 +520,17 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 		return 0;
 	p = get_process(s, pid, start_ns, &err);
 	if (!p) {
-		s->stats.unresolved += n;
-		return err;
+		const struct fork_link *l = &s->forks[pid % FORK_LINKS];
+		int perr;
+
+		/* a child that is gone already and never exec'd had its parent's maps */
+		if (l->child == pid && l->child_start == start_ns)
+			p = get_process(s, l->parent, l->parent_start, &perr);
+		if (!p) {
+			s->stats.unresolved += n;
+			return err;
+		}
+		s->stats.fork_fallbacks++;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		bool found = resolve_in(s, p, addrs[i], &out[i]);
@@ -547,9 +566,25 @@ bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 	return p && p->start_ns == start_ns && p->readable;
 }
 
+void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			   uint32_t parent_pid, uint64_t parent_start_ns)
+{
+	s->forks[pid % FORK_LINKS] = (struct fork_link){
+	    .child = pid,
+	    .parent = parent_pid,
+	    .child_start = start_ns,
+	    .parent_start = parent_start_ns,
+	};
+}
+
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid)
 {
+	struct fork_link *l = &s->forks[pid % FORK_LINKS];
 	struct process *p;
+
+	/* after an exec the parent's maps say nothing about this process */
+	if (l->child == pid)
+		l->child = 0;
 
 	release_stale(s);
 	p = proc_find(s, pid);

@@ -65,12 +65,13 @@ struct symbolizer_opts {
 };
 
 struct symbolizer_stats {
-	uint64_t objects;     /* objects cached now */
-	uint64_t processes;   /* processes whose maps are cached now */
-	uint64_t maps_reads;  /* /proc/PID/maps reads, rescans included */
-	uint64_t maps_failed; /* reads that failed (process gone, pid reused) */
-	uint64_t elf_failed;  /* objects whose ELF could not be read (named by path+offset) */
-	uint64_t unresolved;  /* user frames in no known mapping */
+	uint64_t objects;	 /* objects cached now */
+	uint64_t processes;	 /* processes whose maps are cached now */
+	uint64_t maps_reads;	 /* /proc/PID/maps reads, rescans included */
+	uint64_t maps_failed;	 /* reads that failed (process gone, pid reused) */
+	uint64_t elf_failed;	 /* objects whose ELF could not be read (named by path+offset) */
+	uint64_t unresolved;	 /* user frames in no known mapping */
+	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
 };
 
 /* Returns a symbolizer (kallsyms read now) or NULL with errno set. opts may be NULL. */
@@ -91,6 +92,11 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 /* Resolves n kernel addresses into out (obj = the kernel object). Frames borrowed as above. */
 void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
 				struct frame *out);
+/* Remembers that process (pid, start_ns) was forked by (parent_pid, parent_start_ns): until it
+ * execs (symbolizer__forget_process) its maps are the parent's, which are used when its own
+ * cannot be read (a child that lived a millisecond). Bounded: recent forks only. */
+void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			   uint32_t parent_pid, uint64_t parent_start_ns);
 /* True when the maps of (pid, start_ns) are cached. */
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: drop its cached maps (objects live on through references). */

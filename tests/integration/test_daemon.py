@@ -107,6 +107,27 @@ def test_short_lived_processes(d):
         assert all(s["labels"]["comm"] == "tp_short" for s in mine if "short_lived_spin" in names(s))
 
 
+def test_forked_children_without_exec(d):
+    """Children that live a few ms and never exec are named from their parent's maps even
+    when they are gone before theirs could be read."""
+    p, pid = start_workload("tp_forker", 300, 2)
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("comm=tp_forker&last=2m")
+    total = prof.total()
+    named = sum(s["values"][0] for s in prof.samples if "child_work" in names(s))
+    lost = sum(s["values"][0] for s in prof.samples
+               if "child_work" not in names(s) and any(f["function"] == "[unknown]" and
+                                                       f["mapping"] is None for f in s["frames"]))
+    children = len({s["labels"]["pid"] for s in prof.samples}) - 1
+    print("  %d children: %d of %d samples in child_work, %d with unresolved user frames" %
+          (children, named, total, lost))
+    assert children >= 200, children
+    # the rest is the kernel's fork, exit and page-fault paths
+    assert named >= 0.7 * total, (named, total)
+    assert lost <= 0.05 * total, (lost, total)
+
+
 def test_exec_keeps_pid_each_half_named(d):
     p, pid = start_workload("tp_exec_a", 1, os.path.join(WL, "tp_exec_b"), 1)
     p.wait()
@@ -399,6 +420,7 @@ def main():
             raise
         skip(str(e))
     tests = [test_hot_function_75_percent_with_call_chain, test_short_lived_processes,
+             test_forked_children_without_exec,
              test_exec_keeps_pid_each_half_named, test_syscall_heavy_kernel_names,
              test_go_tool_pprof_debug_endpoint, test_go_tool_pprof_accepts_stored_profile,
              test_totals_equal_window_counters, test_self_samples_labelled,

@@ -590,6 +590,38 @@ static uint64_t alpha_addr(const char *path, uint64_t bias)
 	return bias + value;
 }
 
+/* A child gone before its maps were read resolves with its parent's, until it execs. */
+static void test_fork_fallback(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	char maps[8192] = "";
+	struct symbolizer_stats st;
+	struct frame f;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(251, 4, maps);
+	/* pid 252 has no /proc entry: it exited */
+	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
+	assert_null(f.obj);
+	symbolizer__note_fork(s, 252, 9 * ns_per_tick, 251, 4 * ns_per_tick);
+	/* a failed read is retried only after 100 ms, but the fallback needs no read of 252 */
+	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), 0);
+	assert_non_null(f.obj);
+	assert_string_equal(object__lookup(f.obj, f.addr, NULL), "fixture_alpha");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.fork_fallbacks, 1);
+	/* another process that happens to get the pid later is not the parent's child */
+	f = resolve_one(s, 252, 10, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
+	assert_null(f.obj);
+	/* after an exec the parent's maps no longer apply */
+	symbolizer__forget_process(s, 252);
+	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
+	assert_null(f.obj);
+	symbolizer__free(s);
+}
+
 static void test_object_cache(void **state)
 {
 	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
@@ -962,21 +994,14 @@ static void test_live_self(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_symtab_nested),
-	    cmocka_unit_test(test_proc_maps_parse),
-	    cmocka_unit_test(test_layout_pie),
-	    cmocka_unit_test(test_layout_nopie),
-	    cmocka_unit_test(test_layout_shared_lib),
-	    cmocka_unit_test(test_layout_lld_lib),
-	    cmocka_unit_test(test_layout_lld_exe),
-	    cmocka_unit_test(test_layout_based_lib),
-	    cmocka_unit_test(test_layout_stripped),
-	    cmocka_unit_test(test_object_cache),
-	    cmocka_unit_test(test_malformed_elf),
-	    cmocka_unit_test(test_unresolved),
-	    cmocka_unit_test(test_rescan),
-	    cmocka_unit_test(test_pid_reuse),
-	    cmocka_unit_test(test_vanished),
+	    cmocka_unit_test(test_symtab_nested),     cmocka_unit_test(test_proc_maps_parse),
+	    cmocka_unit_test(test_layout_pie),	      cmocka_unit_test(test_layout_nopie),
+	    cmocka_unit_test(test_layout_shared_lib), cmocka_unit_test(test_layout_lld_lib),
+	    cmocka_unit_test(test_layout_lld_exe),    cmocka_unit_test(test_layout_based_lib),
+	    cmocka_unit_test(test_layout_stripped),   cmocka_unit_test(test_object_cache),
+	    cmocka_unit_test(test_fork_fallback),     cmocka_unit_test(test_malformed_elf),
+	    cmocka_unit_test(test_unresolved),	      cmocka_unit_test(test_rescan),
+	    cmocka_unit_test(test_pid_reuse),	      cmocka_unit_test(test_vanished),
 	    cmocka_unit_test(test_live_self),
 	};
 
