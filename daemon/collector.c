@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -172,14 +173,9 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	struct task *task;
 	struct window *w;
 
-	memcpy(tk.comm, s->comm, sizeof(tk.comm));
-	memcpy(tk.thread, s->thread_comm, sizeof(tk.thread));
-	tk.comm[sizeof(tk.comm) - 1] = tk.thread[sizeof(tk.thread) - 1] = 0;
-	/* strings are compared as bytes: clear what follows the terminator */
-	for (size_t i = strlen(tk.comm); i < sizeof(tk.comm); i++)
-		tk.comm[i] = 0;
-	for (size_t i = strlen(tk.thread); i < sizeof(tk.thread); i++)
-		tk.thread[i] = 0;
+	/* tasks are interned as bytes: tk is zeroed, so the names are NUL-padded */
+	snprintf(tk.comm, sizeof(tk.comm), "%.*s", (int)sizeof(tk.comm) - 1, s->comm);
+	snprintf(tk.thread, sizeof(tk.thread), "%.*s", (int)sizeof(tk.thread) - 1, s->thread_comm);
 	if (tk.pid == c->self_pid)
 		tk.flags |= TASK_SELF;
 

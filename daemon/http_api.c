@@ -27,8 +27,7 @@
 #include "tailprof.h"
 #include "timeparse.h"
 
-#define MAX_WINDOWS_PER_QUERY 100000
-#define MAX_PROFILE_SECONDS   3600
+#define MAX_PROFILE_SECONDS 3600
 
 int http_api__listen(const char *addr, char *err, size_t errlen)
 {
