@@ -607,11 +607,12 @@ uint32_t collector__nr_cpus(const struct collector *c)
 	return c->nr_cpus;
 }
 
-void collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
+bool collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
 			   uint64_t *expected)
 {
 	*received = c->cpu_received_total[cpu];
 	*expected = c->cpu_sampled_ns_total[cpu] / c->period_ns;
+	return c->sampled_since[cpu] || c->cpu_sampled_ns_total[cpu] || *received;
 }
 
 int64_t collector__wall_offset_ns(struct collector *c)

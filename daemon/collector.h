@@ -61,8 +61,9 @@ struct window_ring *collector__ring(struct collector *c);
 void collector__status(struct collector *c, struct collector_status *st);
 uint64_t collector__period_ns(const struct collector *c);
 uint32_t collector__nr_cpus(const struct collector *c);
-/* Under the read lock: samples the BPF program saw on cpu, and those expected, since start. */
-void collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
+/* Under the read lock: samples the BPF program saw on cpu, and those expected, since start.
+ * Returns whether the CPU is or was sampled at all. */
+bool collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
 			   uint64_t *expected);
 /* realtime - monotonic, as measured at the last drain. Any thread. */
 int64_t collector__wall_offset_ns(struct collector *c);

@@ -217,12 +217,27 @@ static const char *param(const struct params *p, const char *key)
 	return NULL;
 }
 
+/* Parses the time value of parameter name into *ns. Returns 0, or -1 with err written. */
+static int parse_time_param(const char *name, const char *value, int64_t *ns, char *err, size_t len)
+{
+	char v[ECHO_MAX * 4 + 8];
+	int rc = tp_parse_time(value, ns);
+
+	if (!rc)
+		return 0;
+	snprintf(err, len,
+		 "%s: '%s' is %s; use RFC 3339 (2026-11-29T21:04:05Z) or Unix seconds, from 1970 "
+		 "to 2262",
+		 name, printable(value, v, sizeof(v), ECHO_MAX),
+		 rc == -ERANGE ? "out of range" : "not a time");
+	return -1;
+}
+
 /* Parses last= / from= / to= into r. Returns 0, or -1 after writing the error into err. */
 static int parse_range(const struct params *p, struct query_range *r, char *err, size_t len)
 {
 	const char *last = param(p, "last"), *from = param(p, "from"), *to = param(p, "to");
 	char v[ECHO_MAX * 4 + 8];
-	int rc;
 
 	memset(r, 0, sizeof(*r));
 	if (last && (from || to)) {
@@ -234,30 +249,11 @@ static int parse_range(const struct params *p, struct query_range *r, char *err,
 			 printable(last, v, sizeof(v), ECHO_MAX));
 		return -1;
 	}
-	if (from) {
-		rc = tp_parse_time(from, &r->from_unix_ns);
-		if (rc) {
-			snprintf(err, len,
-				 "from: '%s' is %s; use RFC 3339 (2026-11-29T21:04:05Z) or "
-				 "Unix seconds, from 1970 to 2262",
-				 printable(from, v, sizeof(v), ECHO_MAX),
-				 rc == -ERANGE ? "out of range" : "not a time");
-			return -1;
-		}
-		r->has_from = true;
-	}
-	if (to) {
-		rc = tp_parse_time(to, &r->to_unix_ns);
-		if (rc) {
-			snprintf(err, len,
-				 "to: '%s' is %s; use RFC 3339 (2026-11-29T21:04:05Z) or "
-				 "Unix seconds, from 1970 to 2262",
-				 printable(to, v, sizeof(v), ECHO_MAX),
-				 rc == -ERANGE ? "out of range" : "not a time");
-			return -1;
-		}
-		r->has_to = true;
-	}
+	if ((from && parse_time_param("from", from, &r->from_unix_ns, err, len)) ||
+	    (to && parse_time_param("to", to, &r->to_unix_ns, err, len)))
+		return -1;
+	r->has_from = from != NULL;
+	r->has_to = to != NULL;
 	if (r->has_from && r->has_to && r->to_unix_ns <= r->from_unix_ns) {
 		snprintf(err, len, "to: must be after from");
 		return -1;

@@ -479,8 +479,7 @@ static void put_per_cpu(struct text *t, struct collector *c, const char *name, b
 	for (uint32_t cpu = 0; cpu < collector__nr_cpus(c); cpu++) {
 		uint64_t r, e;
 
-		collector__cpu_totals(c, cpu, &r, &e);
-		if (r || e)
+		if (collector__cpu_totals(c, cpu, &r, &e))
 			put(t, "%s{cpu=\"%u\"} %" PRIu64 "\n", name, cpu, expected ? e : r);
 	}
 }
