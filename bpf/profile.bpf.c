@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* CPU sampling: a perf_event program on cpu-clock that sends stacks to user space, plus process
- * exec/exit notifications so user space can resolve user addresses before a process goes away. */
+ * exec/exit/fork notifications so user space can resolve user addresses before a process goes
+ * away. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>

@@ -73,7 +73,7 @@ enum tp_metric {
 	TP_M_RINGBUF_FULL,  /* samples lost: no room in `events` */
 	TP_M_KSTACK_FAILED, /* kernel stack read failed (sample kept, kernel frames lost) */
 	TP_M_USTACK_FAILED, /* user stack read failed (sample kept, user frames lost) */
-	TP_M_EVENT_LOST,    /* exec/exit notifications lost: no room in `events` */
+	TP_M_EVENT_LOST,    /* exec/exit/fork notifications lost: no room */
 	TP_M_NR,
 };
 

@@ -3,9 +3,10 @@
  * exact-interval captures), on one thread, and owns the lock that query threads read under.
  *
  * Data flow: BPF events -> resolve frames (symbolizer) -> intern stack and task -> window by the
- * sample's timestamp. Counters (samples seen per CPU, idle, drops) are read every drain period
- * and added to the window of that period; ticks fall on multiples of the drain period so that a
- * period never straddles a window boundary. */
+ * sample's timestamp. BPF counts (samples seen per CPU, idle, drops) per CPU and drain period,
+ * also by timestamp; each ended period's counts are taken into the window of that period. Ticks
+ * fall on multiples of the drain period, and windows are multiples of it, so a period never
+ * straddles a window boundary. */
 #ifndef TAILPROF_COLLECTOR_H
 #define TAILPROF_COLLECTOR_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The loader: probes the kernel, loads the BPF skeleton, attaches the programs (cpu-clock perf
- * events on every online CPU, process exec/exit tracepoints) and reads the BPF counters.
+ * events on every online CPU, process exec/exit/fork tracepoints) and reads the BPF counters.
  * The only module that includes *.skel.h; it knows nothing of symbols or pprof. */
 #ifndef TAILPROF_LOADER_H
 #define TAILPROF_LOADER_H

@@ -49,7 +49,7 @@ enum window_drop {
 	DROP_RINGBUF_FULL, /* "ringbuf_full": lost in the kernel, the ring buffer was full */
 	DROP_KERNEL_STACK, /* "kernel_stack": kernel stack read failed (sample kept) */
 	DROP_USER_STACK,   /* "user_stack": user stack read failed (sample kept) */
-	DROP_EVENT_LOST,   /* "event_lost": exec/exit notification lost */
+	DROP_EVENT_LOST,   /* "event_lost": exec/exit/fork notification lost */
 	DROP_LATE,	   /* "late": sample older than the oldest window held */
 	DROP_NO_MEMORY,	   /* "no_memory": sample lost in user space, allocation failed */
 	DROP_NR,
