@@ -50,13 +50,11 @@ struct collector {
 	uint64_t *sampled_since;
 	uint64_t *cpu_received_total;
 	uint64_t *cpu_sampled_ns_total;
-	uint8_t *online;
 	uint64_t last_tick_ns;
 	int64_t wall_offset_ns;
 
 	struct pid_set known;
 	struct collector_status st;
-	uint64_t total_sampled_ns;
 
 	/* drain notifications for capture waiters */
 	pthread_mutex_t drain_mu;
@@ -222,8 +220,11 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
 	if (!stack || !task || !w) {
+		enum window_drop why = stack && task ? DROP_LATE : DROP_NO_MEMORY;
+
 		w = window_ring__current(c->ring);
-		w->drops[stack && task ? DROP_LATE : DROP_NO_MEMORY]++;
+		w->drops[why]++;
+		c->st.drops[why]++;
 		intern_table__put(c->stacks, stack);
 		intern_table__put(c->tasks, task);
 		return;
@@ -235,6 +236,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	}
 	if (!window__add(w, stack, task, 1, c->stacks, c->tasks))
 		c->st.samples++;
+	else
+		c->st.drops[DROP_NO_MEMORY]++; /* window__add counted it in w */
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -340,7 +343,6 @@ static void drain_counters(struct collector *c, uint64_t now)
 		if (now > from) {
 			w->cpu_sampled_ns[cpu] += now - from;
 			c->cpu_sampled_ns_total[cpu] += now - from;
-			c->total_sampled_ns += now - from;
 		}
 	}
 }
@@ -519,7 +521,6 @@ struct collector *collector__new(const struct collector_opts *opts)
 	c->sampled_since = xcalloc(c->nr_cpus, sizeof(uint64_t));
 	c->cpu_received_total = xcalloc(c->nr_cpus, sizeof(uint64_t));
 	c->cpu_sampled_ns_total = xcalloc(c->nr_cpus, sizeof(uint64_t));
-	c->online = xcalloc(c->nr_cpus, 1);
 	c->key = xcalloc(1, sizeof(struct stack) + 2 * TP_MAX_STACK_DEPTH * sizeof(struct frame));
 	c->known.mask = 1023;
 	c->known.pids = xcalloc(c->known.mask + 1, sizeof(uint32_t));
@@ -575,7 +576,6 @@ void collector__free(struct collector *c)
 	free(c->sampled_since);
 	free(c->cpu_received_total);
 	free(c->cpu_sampled_ns_total);
-	free(c->online);
 	free(c->key);
 	free(c->known.pids);
 	free(c->known.starts);
@@ -631,15 +631,12 @@ void collector__status(struct collector *c, struct collector_status *st)
 	size_t n = window_ring__count(r);
 
 	*st = c->st;
-	st->samples = 0;
 	st->window_bytes = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		st->window_bytes += window__bytes(window_ring__get(r, i));
-		st->drops[DROP_LATE] += window_ring__get(r, i)->drops[DROP_LATE];
-		st->drops[DROP_NO_MEMORY] += window_ring__get(r, i)->drops[DROP_NO_MEMORY];
-	}
-	st->samples = c->st.samples;
-	st->expected_samples = c->total_sampled_ns / c->period_ns;
+	st->expected_samples = 0;
+	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
+		st->expected_samples += c->cpu_sampled_ns_total[cpu] / c->period_ns;
 	st->stacks = intern_table__count(c->stacks);
 	st->tasks = intern_table__count(c->tasks);
 	st->interned_bytes = intern_table__bytes(c->stacks) + intern_table__bytes(c->tasks);
