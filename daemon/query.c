@@ -189,7 +189,7 @@ static int stack_locations(struct mapping_table *mt, const struct stack *s, stru
 
 	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++) {
 		const struct frame *f = &s->frames[i];
-		struct pprof_location *l = &sn->locs[n];
+		struct pprof_location *l;
 
 		if (i == s->nr_kernel && (s->flags & STACK_TRUNCATED_KERNEL))
 			sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
@@ -300,8 +300,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		struct pprof_label labels[5] = {
 		    {"pid", pid},
 		    {"tid", tid},
-		    {"comm", m->task ? m->task->comm : ""},
-		    {"thread", m->task ? m->task->thread : ""},
+		    {"comm", m->task->comm},
+		    {"thread", m->task->thread},
 		    {"tailprofd", "self"},
 		};
 		int64_t values[2];
