@@ -970,12 +970,12 @@ static int cmd_pull(int argc, char **argv)
 	const char *val, *type = "cpu", *pid = NULL, *comm = NULL, *out = NULL;
 	struct time_range range = {};
 	struct http_resp r = {};
-	char *query = NULL, *tmp = NULL, *end;
+	char *query = NULL, *tmp = NULL;
 	size_t qsize = 0, i;
 	int id, ret, fd;
 	FILE *q, *f = NULL;
 	bool through;
-	long pid_v;
+	uint64_t pid_v;
 
 	while ((id = opt_next(&it, &val)) != OPT_END) {
 		if ((ret = opt_common(&it, id, val, usage_pull)) >= 0)
@@ -1004,15 +1004,11 @@ static int cmd_pull(int argc, char **argv)
 		return usage_err(it.cmd,
 				 "--type: '%s' is not a profile type (allowed: cpu, offcpu, wall)",
 				 type);
-	if (pid) {
-		errno = 0;
-		pid_v = strtol(pid, &end, 10);
-		if (errno || *end || pid_v <= 0 || pid_v > INT32_MAX || *pid < '0' || *pid > '9')
-			return usage_err(it.cmd,
-					 "--pid: '%s' is not a process ID (a positive "
-					 "integer)",
-					 pid);
-	}
+	if (pid && tp_parse_uint(pid, 1, INT32_MAX, &pid_v))
+		return usage_err(it.cmd,
+				 "--pid: '%s' is not a process ID (a positive "
+				 "integer)",
+				 pid);
 	if (!out)
 		return usage_err(it.cmd, "pull needs -o FILE (use -o - for stdout)");
 	if ((ret = range_check(it.cmd, &range)) || (ret = server_resolve(it.cmd)))

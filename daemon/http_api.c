@@ -270,12 +270,9 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
 	memset(f, 0, sizeof(*f));
 	f->comm = param(p, "comm");
 	if (pid) {
-		char *end;
-		unsigned long n;
+		uint64_t n;
 
-		errno = 0;
-		n = strtoul(pid, &end, 10);
-		if (!isdigit((unsigned char)*pid) || *end || errno || n == 0 || n > INT32_MAX) {
+		if (tp_parse_uint(pid, 1, INT32_MAX, &n)) {
 			snprintf(err, len, "pid: '%s' is not a process id (a positive integer)",
 				 printable(pid, v, sizeof(v), ECHO_MAX));
 			return -1;
@@ -440,7 +437,7 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct 
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	const char *seconds;
-	unsigned long secs = 30;
+	uint64_t secs = 30;
 	struct window *w;
 	enum MHD_Result ret;
 	char err[512], v[ECHO_MAX * 4 + 8];
@@ -450,19 +447,11 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct 
 	if (get_params(conn, &p))
 		return send_error(conn, 400, "%s", p.err);
 	seconds = param(&p, "seconds");
-	if (seconds) {
-		char *end;
-
-		errno = 0;
-		secs = strtoul(seconds, &end, 10);
-		if (!isdigit((unsigned char)*seconds) || *end || errno || secs < 1 ||
-		    secs > MAX_PROFILE_SECONDS)
-			return send_error(conn, 400,
-					  "seconds: '%s' is not allowed; give whole seconds from 1 "
-					  "to %d",
-					  printable(seconds, v, sizeof(v), ECHO_MAX),
-					  MAX_PROFILE_SECONDS);
-	}
+	if (seconds && tp_parse_uint(seconds, 1, MAX_PROFILE_SECONDS, &secs))
+		return send_error(conn, 400,
+				  "seconds: '%s' is not allowed; give whole seconds from 1 "
+				  "to %d",
+				  printable(seconds, v, sizeof(v), ECHO_MAX), MAX_PROFILE_SECONDS);
 	if (parse_filter(&p, &filter, err, sizeof(err)))
 		return send_error(conn, 400, "%s", err);
 	pthread_mutex_lock(&h->mu);

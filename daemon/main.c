@@ -103,7 +103,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {},
 	};
 	bool retention_set = false;
-	char *end;
 	int c;
 
 	*o = (struct options){
@@ -117,11 +116,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:vVh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F': {
-			unsigned long v;
+			uint64_t v;
 
-			errno = 0;
-			v = strtoul(optarg, &end, 10);
-			if (errno || !isdigit((unsigned char)*optarg) || *end || v < 1 || v > 10000)
+			if (tp_parse_uint(optarg, 1, 10000, &v))
 				return usage_error("--frequency '%s': give samples per second per "
 						   "CPU, an integer from 1 to 10000",
 						   optarg);

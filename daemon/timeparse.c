@@ -53,6 +53,25 @@ int tp_parse_duration(const char *s, uint64_t *ns)
 	return 0;
 }
 
+int tp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (!isdigit((unsigned char)*s))
+			return -EINVAL;
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
 {

@@ -15,6 +15,10 @@
  * unit, zero is allowed) or -ERANGE (over ~292 years). */
 int tp_parse_duration(const char *s, uint64_t *ns);
 
+/* Parses a decimal integer of digits only (no sign, no spaces) within [min, max] into *out.
+ * Returns 0, -EINVAL (not digits), or -ERANGE. Shared by flags and query parameters. */
+int tp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /* Times are Unix nanoseconds in an int64_t: from 1970 to 2262-04-11. */
 #define TP_MAX_UNIX_SECONDS 9223372036LL
 
