@@ -74,6 +74,21 @@ static void test_format(void **state)
 	assert_string_equal(tp_format_duration(250 * NSEC_PER_MSEC, buf, sizeof(buf)), "250ms");
 }
 
+static void test_uint(void **state)
+{
+	uint64_t v;
+
+	assert_int_equal(tp_parse_uint("99", 1, 10000, &v), 0);
+	assert_int_equal(v, 99);
+	assert_int_equal(tp_parse_uint("0", 1, 10000, &v), -ERANGE);
+	assert_int_equal(tp_parse_uint("10001", 1, 10000, &v), -ERANGE);
+	assert_int_equal(tp_parse_uint("99999999999999999999999", 1, 10000, &v), -ERANGE);
+	assert_int_equal(tp_parse_uint(" 5", 1, 10000, &v), -EINVAL);
+	assert_int_equal(tp_parse_uint("+5", 1, 10000, &v), -EINVAL);
+	assert_int_equal(tp_parse_uint("5x", 1, 10000, &v), -EINVAL);
+	assert_int_equal(tp_parse_uint("", 1, 10000, &v), -EINVAL);
+}
+
 static void test_cpu_list(void **state)
 {
 	uint8_t m[8];
@@ -89,9 +104,8 @@ static void test_cpu_list(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_durations),
-	    cmocka_unit_test(test_times),
-	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_durations), cmocka_unit_test(test_times),
+	    cmocka_unit_test(test_format),    cmocka_unit_test(test_uint),
 	    cmocka_unit_test(test_cpu_list),
 	};
 
