@@ -167,6 +167,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
 	struct task tk = {.pid = s->hdr.pid, .tid = s->tid};
+	struct process_info info;
 	struct stack *stack;
 	struct task *task;
 	struct window *w;
@@ -207,6 +208,10 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 			c->key->flags &= ~STACK_TRUNCATED_USER;
 			c->st.cut_stacks++;
 		}
+	}
+	if (!symbolizer__process_info(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &info)) {
+		memcpy(tk.process, info.name, sizeof(tk.process));
+		tk.ns_pid = info.ns_pid;
 	}
 	/* The first sample of a process woke us so that its maps were read while it lives; from
 	 * now on its samples may wait for the next drain. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 
 #include "log.h"
 
@@ -482,24 +483,21 @@ static void read_build_id(struct elf_file *ef)
 	}
 }
 
-int elf_file__open(struct elf_file *ef, int fd)
+static bool libelf_init(void)
 {
-	static bool libelf_ready;
-	GElf_Ehdr ehdr;
-	struct stat st;
+	static bool ready;
 
-	memset(ef, 0, sizeof(*ef));
-	if (!libelf_ready) {
-		if (elf_version(EV_CURRENT) == EV_NONE)
-			return -ENOEXEC;
-		libelf_ready = true;
-	}
-	/* ELF_C_READ reads what it needs with pread: a file truncated under us gives errors, not
-	 * SIGBUS as a mapping would. */
-	if (fstat(fd, &st))
-		return -errno;
-	ef->size_bytes = st.st_size;
-	ef->elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!ready && elf_version(EV_CURRENT) != EV_NONE)
+		ready = true;
+	return ready;
+}
+
+/* Checks the ELF that ef->elf holds and reads its build ID and whether it has a .symtab. */
+static int elf_file__check(struct elf_file *ef)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr ehdr;
+
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || !gelf_getehdr(ef->elf, &ehdr)) {
 		elf_file__close(ef);
 		return -ENOEXEC;
@@ -512,7 +510,43 @@ int elf_file__open(struct elf_file *ef, int fd)
 		return -ENOEXEC;
 	}
 	read_build_id(ef);
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			ef->has_symtab = true;
+	}
 	return 0;
+}
+
+int elf_file__open(struct elf_file *ef, int fd)
+{
+	struct stat st;
+
+	memset(ef, 0, sizeof(*ef));
+	if (!libelf_init())
+		return -ENOEXEC;
+	/* ELF_C_READ reads what it needs with pread: a file truncated under us gives errors, not
+	 * SIGBUS as a mapping would. */
+	if (fstat(fd, &st))
+		return -errno;
+	ef->size_bytes = st.st_size;
+	ef->elf = elf_begin(fd, ELF_C_READ, NULL);
+	return elf_file__check(ef);
+}
+
+int elf_file__open_mem(struct elf_file *ef, void *buf, size_t size, bool own)
+{
+	memset(ef, 0, sizeof(*ef));
+	if (own)
+		ef->owned = buf;
+	if (!libelf_init()) {
+		elf_file__close(ef);
+		return -ENOEXEC;
+	}
+	ef->size_bytes = size;
+	ef->elf = elf_memory(buf, size);
+	return elf_file__check(ef);
 }
 
 void elf_file__close(struct elf_file *ef)
@@ -520,6 +554,104 @@ void elf_file__close(struct elf_file *ef)
 	if (ef->elf)
 		elf_end(ef->elf);
 	ef->elf = NULL;
+	free(ef->owned);
+	ef->owned = NULL;
+}
+
+/* The data of the first section called name, or NULL. */
+static Elf_Data *section_data(struct elf_file *ef, const char *name, GElf_Shdr *shp)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(ef->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		const char *n;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(ef->elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		if (sh.sh_offset > ef->size_bytes || sh.sh_size > ef->size_bytes - sh.sh_offset)
+			return NULL; /* truncated */
+		if (shp)
+			*shp = sh;
+		return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+int elf_file__debuglink(struct elf_file *ef, char *name, size_t len, uint32_t *crc)
+{
+	Elf_Data *d = section_data(ef, ".gnu_debuglink", NULL);
+	const char *p;
+	size_t n, off;
+
+	if (!d)
+		return -ENOENT;
+	p = d->d_buf;
+	n = strnlen(p, d->d_size);
+	/* the name, NUL, padding to 4 bytes, then the CRC (binutils' layout) */
+	off = (n + 4) & ~(size_t)3;
+	if (!n || n == d->d_size || off + 4 > d->d_size || n >= len || memchr(p, '/', n))
+		return -ENOEXEC;
+	memcpy(name, p, n + 1);
+	memcpy(crc, p + off, sizeof(*crc));
+	if (elf_getident(ef->elf, NULL)[EI_DATA] != ELFDATA2LSB)
+		*crc = __builtin_bswap32(*crc);
+	return 0;
+}
+
+int elf_file__minidebuginfo(struct elf_file *ef, struct elf_file *out, size_t max_bytes)
+{
+	Elf_Data *d = section_data(ef, ".gnu_debugdata", NULL);
+	lzma_stream strm = LZMA_STREAM_INIT;
+	size_t cap = 1u << 20;
+	uint8_t *buf = NULL;
+	lzma_ret ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!d)
+		return -ENOENT;
+	if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK)
+		return -ENOMEM;
+	strm.next_in = d->d_buf;
+	strm.avail_in = d->d_size;
+	do {
+		uint8_t *nb;
+
+		if (cap > max_bytes)
+			cap = max_bytes;
+		nb = realloc(buf, cap);
+		if (!nb) {
+			ret = LZMA_MEM_ERROR;
+			break;
+		}
+		buf = nb;
+		strm.next_out = buf + strm.total_out;
+		strm.avail_out = cap - strm.total_out;
+		ret = lzma_code(&strm, LZMA_FINISH);
+		if (ret == LZMA_OK || ret == LZMA_BUF_ERROR) {
+			if (cap == max_bytes) {
+				ret = LZMA_MEMLIMIT_ERROR;
+				break;
+			}
+			cap *= 2;
+			ret = LZMA_OK;
+		}
+	} while (ret == LZMA_OK);
+	if (ret != LZMA_STREAM_END) {
+		lzma_end(&strm);
+		free(buf);
+		return ret == LZMA_MEM_ERROR	    ? -ENOMEM
+		       : ret == LZMA_MEMLIMIT_ERROR ? -EFBIG
+						    : -ENOEXEC;
+	}
+	lzma_end(&strm);
+	return elf_file__open_mem(out, buf, strm.total_out, true);
 }
 
 static int read_segments(struct elf_file *ef, struct object *obj)
@@ -608,9 +740,9 @@ static int read_symtab(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh,
 	return 0;
 }
 
-static int read_symbols(struct elf_file *ef, struct object *obj)
+/* Adds the function symbols of ef's sections of type want (SHT_SYMTAB, SHT_DYNSYM; 0: both). */
+static int add_symbols(struct elf_file *ef, uint32_t want, struct symtab_builder *b)
 {
-	struct symtab_builder b = {};
 	Elf_Scn *scn = NULL;
 	size_t shnum;
 	int err;
@@ -620,25 +752,23 @@ static int read_symbols(struct elf_file *ef, struct object *obj)
 	while ((scn = elf_nextscn(ef->elf, scn))) {
 		GElf_Shdr sh;
 
-		if (!gelf_getshdr(scn, &sh)) {
-			err = -ENOEXEC;
-			goto fail;
-		}
+		if (!gelf_getshdr(scn, &sh))
+			return -ENOEXEC;
 		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
 			continue;
-		err = read_symtab(ef, scn, &sh, &b);
+		if (want && sh.sh_type != want)
+			continue;
+		err = read_symtab(ef, scn, &sh, b);
 		if (err)
-			goto fail;
+			return err;
 	}
-	/* Names are borrowed from libelf: finish before elf_end. */
-	return symtab_builder__finish(&b, SYMTAB_SIZED, 0, false, &obj->symtab);
-fail:
-	symtab_builder__clear(&b);
-	return err;
+	return 0;
 }
 
-int elf_file__load(struct elf_file *ef, struct object *obj)
+int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr_extra,
+		   struct object *obj)
 {
+	struct symtab_builder b = {};
 	int err;
 
 	memcpy(obj->build_id, ef->build_id, sizeof(obj->build_id));
@@ -650,7 +780,16 @@ int elf_file__load(struct elf_file *ef, struct object *obj)
 		obj->range_start = obj->range_limit = obj->range_offset = 0;
 		return err;
 	}
-	return read_symbols(ef, obj);
+	err = add_symbols(ef, 0, &b);
+	for (size_t i = 0; !err && i < nr_extra; i++)
+		if (extra[i] && extra[i]->elf)
+			err = add_symbols(extra[i], SHT_SYMTAB, &b);
+	if (err) {
+		symtab_builder__clear(&b);
+		return err;
+	}
+	/* Names are borrowed from libelf: finish before elf_end. */
+	return symtab_builder__finish(&b, SYMTAB_SIZED, 0, false, &obj->symtab);
 }
 
 /* --- the cache --- */

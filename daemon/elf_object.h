@@ -137,20 +137,38 @@ struct object *object__new(const char *path);
  * else the offset itself (no segments: unreadable ELF). */
 uint64_t object__file_to_vaddr(const struct object *obj, uint64_t file_offset);
 
-/* An ELF file being read (libelf). */
+/* An ELF file being read (libelf), from a file descriptor or from memory. */
 struct elf_file {
 	struct Elf *elf;
 	uint64_t size_bytes; /* of the file: tables past its end mean a truncated file */
 	char build_id[2 * BUILD_ID_MAX_BYTES + 1]; /* "" when absent */
+	bool has_symtab;			   /* a .symtab section (not only .dynsym) */
+	void *owned;				   /* memory image freed by elf_file__close */
 };
 
 /* Opens the ELF in fd (not taken over: the caller closes fd after elf_file__close) and reads its
  * build ID. Returns 0, or -ENOEXEC when fd is not a readable ELF file. */
 int elf_file__open(struct elf_file *ef, int fd);
+/* Opens the ELF image buf[0..size) (e.g. a vDSO read from a process, a decompressed
+ * MiniDebugInfo). With own, buf (malloc'd) is freed by elf_file__close, also on failure; else it
+ * must outlive the elf_file. Returns 0 or -ENOEXEC. */
+int elf_file__open_mem(struct elf_file *ef, void *buf, size_t size, bool own);
 /* Reads the PT_LOAD segments, the executable range and the function symbols of .symtab and
- * .dynsym into obj (which must have none yet). Returns 0; -ENOEXEC for malformed tables (obj
+ * .dynsym into obj (which must have none yet), adding the .symtab functions of each of
+ * extra[0..nr_extra) (separate debug files, MiniDebugInfo: same link-time addresses; NULL entries
+ * skipped), ranked like the object's own .symtab. Returns 0; -ENOEXEC for malformed tables (obj
  * then has no symbols, maybe segments) or -ENOMEM. */
-int elf_file__load(struct elf_file *ef, struct object *obj);
+int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr_extra,
+		   struct object *obj);
+/* The .gnu_debuglink of ef: the debug file's name (NUL-terminated, no '/' allowed) into
+ * name[0..len) and its CRC-32 (zlib's crc32 of the whole file, as binutils computes it).
+ * Returns 0, -ENOENT when there is none, -ENOEXEC when it is malformed. */
+int elf_file__debuglink(struct elf_file *ef, char *name, size_t len, uint32_t *crc);
+/* The MiniDebugInfo of ef (section .gnu_debugdata: an xz-compressed ELF holding a .symtab, as
+ * Fedora's and GDB's "mini debuginfo" defines it), decompressed and opened into *out (owning its
+ * buffer). At most max_bytes are decompressed. Returns 0, -ENOENT when there is none, -ENOEXEC
+ * when it does not decompress into an ELF file, -EFBIG past max_bytes, or -ENOMEM. */
+int elf_file__minidebuginfo(struct elf_file *ef, struct elf_file *out, size_t max_bytes);
 void elf_file__close(struct elf_file *ef);
 
 /* The symbolizer's weak cache of objects: objects unlink themselves on their last put. */

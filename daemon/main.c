@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,33 +28,41 @@
 
 #define MAX_WINDOWS 1000000
 
+#define MAX_DEBUG_DIRS 16
+
 struct options {
 	uint32_t frequency_hz;
 	uint64_t window_ns;
 	uint64_t retention_ns;
 	const char *listen;
 	size_t ringbuf_bytes;
+	const char *debug_dirs[MAX_DEBUG_DIRS];
+	size_t nr_debug_dirs;
 	bool verbose;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "Usage: tailprofd [OPTIONS]\n"
-	       "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
-	       "time windows and serves pprof profiles over HTTP. Runs as root.\n"
-	       "\n"
-	       "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
-	       "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
-	       "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
-	       "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
-	       "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
-	       "                          allowed (default 8M)\n"
-	       "  -v, --verbose           debug logging (libbpf messages included)\n"
-	       "  -V, --version           print the version and exit\n"
-	       "  -h, --help              this help\n"
-	       "\n"
-	       "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+	    f,
+	    "Usage: tailprofd [OPTIONS]\n"
+	    "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
+	    "time windows and serves pprof profiles over HTTP. Runs as root.\n"
+	    "\n"
+	    "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
+	    "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
+	    "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
+	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+	    "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
+	    "                          allowed (default 8M)\n"
+	    "      --debug-dir DIR     where separate debug files live (.build-id/NN/REST.debug,\n"
+	    "                          .gnu_debuglink names); repeatable, searched in order\n"
+	    "                          (default /usr/lib/debug)\n"
+	    "  -v, --verbose           debug logging (libbpf messages included)\n"
+	    "  -V, --version           print the version and exit\n"
+	    "  -h, --help              this help\n"
+	    "\n"
+	    "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -90,13 +99,14 @@ static int parse_size(const char *s, size_t *out)
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_RINGBUF = 256 };
+	enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR };
 	static const struct option longopts[] = {
 	    {"frequency", required_argument, NULL, 'F'},
 	    {"window", required_argument, NULL, 'w'},
 	    {"retention", required_argument, NULL, 'r'},
 	    {"listen", required_argument, NULL, 'l'},
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
+	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
@@ -152,6 +162,21 @@ static int parse_options(int argc, char **argv, struct options *o)
 				    "to 1024M, e.g. 8M",
 				    optarg);
 			break;
+		case OPT_DEBUG_DIR: {
+			struct stat st;
+			int e = stat(optarg, &st) ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+
+			if (e)
+				return usage_error(
+				    "--debug-dir '%s': %s; give a directory of debug "
+				    "files, e.g. /usr/lib/debug",
+				    optarg, strerror(e));
+			if (o->nr_debug_dirs == MAX_DEBUG_DIRS)
+				return usage_error("--debug-dir given more than %d times",
+						   MAX_DEBUG_DIRS);
+			o->debug_dirs[o->nr_debug_dirs++] = optarg;
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;
@@ -263,7 +288,10 @@ int main(int argc, char **argv)
 	}
 	if (loader__probe_kernel())
 		goto out;
-	sym = symbolizer__new(NULL);
+	sym = symbolizer__new(&(struct symbolizer_opts){
+	    .debug_dirs = o.debug_dirs,
+	    .nr_debug_dirs = o.nr_debug_dirs,
+	});
 	if (!sym) {
 		pr_err("failed to start the symbolizer: %s", strerror(errno));
 		goto out;

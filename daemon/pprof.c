@@ -22,7 +22,7 @@ struct pprof_mapping_entry {
 };
 
 struct pprof_function_entry {
-	uint32_t name, filename; /* string indexes; filename 0 when unknown */
+	uint32_t name, system_name, filename; /* string indexes; filename 0 when unknown */
 };
 
 struct pprof_location_entry {
@@ -195,12 +195,14 @@ static bool function_eq(const void *ctx, uint32_t val)
 	const struct function_key *k = ctx;
 	const struct pprof_function_entry *f = &k->b->functions[val];
 
-	return f->name == k->f.name && f->filename == k->f.filename;
+	return f->name == k->f.name && f->system_name == k->f.system_name &&
+	       f->filename == k->f.filename;
 }
 
-/* Interns a function by (name, file). Returns 0 and its id (index + 1), or -ENOMEM. */
-static int intern_function(struct pprof_builder *b, const char *name, const char *file,
-			   uint32_t *id)
+/* Interns a function by (name, system name, file); system_name NULL means name. Returns 0 and its
+ * id (index + 1), or -ENOMEM. */
+static int intern_function(struct pprof_builder *b, const char *name, const char *system_name,
+			   const char *file, uint32_t *id)
 {
 	struct function_key k = {.b = b};
 	uint32_t idx;
@@ -209,10 +211,12 @@ static int intern_function(struct pprof_builder *b, const char *name, const char
 
 	err = intern_str(b, name, &k.f.name);
 	if (!err)
+		err = intern_str(b, system_name ? system_name : name, &k.f.system_name);
+	if (!err)
 		err = intern_str(b, file, &k.f.filename);
 	if (err)
 		return err;
-	h = hashmap__combine(k.f.name, k.f.filename);
+	h = hashmap__combine(hashmap__combine(k.f.name, k.f.system_name), k.f.filename);
 	if (!hashmap__find(&b->function_index, h, function_eq, &k, &idx)) {
 		err = GROW(b->functions, b->cap_functions, b->nr_functions + 1);
 		if (!err)
@@ -252,7 +256,8 @@ static int intern_location(struct pprof_builder *b, const struct pprof_location 
 	/* Without a mapping the function is part of the key; with one, look up first, so that a
 	 * repeated frame (most of them) touches no strings. */
 	if (!loc->mapping && loc->function) {
-		err = intern_function(b, loc->function, loc->file, &k.l.function_id);
+		err = intern_function(b, loc->function, loc->system_name, loc->file,
+				      &k.l.function_id);
 		if (err)
 			return err;
 	}
@@ -266,7 +271,8 @@ static int intern_location(struct pprof_builder *b, const struct pprof_location 
 	if (loc->mapping) {
 		err = intern_mapping(b, loc->mapping, &idx);
 		if (!err && loc->function)
-			err = intern_function(b, loc->function, loc->file, &k.l.function_id);
+			err = intern_function(b, loc->function, loc->system_name, loc->file,
+					      &k.l.function_id);
 		if (err)
 			return err;
 		k.l.mapping_id = idx + 1;
@@ -528,7 +534,7 @@ static int build_msgs(const struct pprof_builder *b, struct pprof_msgs *m,
 		perftools__profiles__function__init(pf);
 		pf->id = i + 1;
 		pf->name = b->functions[i].name;
-		pf->system_name = b->functions[i].name;
+		pf->system_name = b->functions[i].system_name;
 		pf->filename = b->functions[i].filename;
 		m->func_ptrs[i] = pf;
 	}

@@ -26,8 +26,9 @@ struct pprof_mapping {
 struct pprof_location {
 	const struct pprof_mapping *mapping; /* may be NULL */
 	uint64_t address;
-	const char *function; /* NULL: no Line, pprof shows the address */
-	const char *file;     /* source or object file of the function; may be NULL */
+	const char *function;	 /* NULL: no Line, pprof shows the address */
+	const char *system_name; /* the symbol as the object names it (mangled); NULL: function */
+	const char *file;	 /* source or object file of the function; may be NULL */
 };
 
 struct pprof_label {

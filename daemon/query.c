@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "collector.h"
+#include "demangle.h"
 #include "hashmap.h"
 #include "loader.h"
 #include "pprof.h"
@@ -182,8 +183,68 @@ struct stack_names {
 	char names[MAX_LOCS][NAME_LEN];
 };
 
-static int stack_locations(struct mapping_table *mt, const struct stack *s, struct stack_names *sn,
-			   size_t *nr)
+/* Symbol name -> its demangled form, per query: symbol names live in their objects' tables, so
+ * the pointer is the key, and each distinct function is demangled once per profile. */
+struct demangle_cache {
+	const char **keys;
+	char **vals; /* NULL: not mangled */
+	size_t n, cap;
+	struct hashmap index;
+};
+
+static bool demangled_eq(const void *ctx, uint32_t i)
+{
+	const char *key = ((const void *const *)ctx)[0];
+	const struct demangle_cache *c = ((const void *const *)ctx)[1];
+
+	return c->keys[i] == key;
+}
+
+/* The readable name of symbol name (name itself when it is not mangled, or on ENOMEM). */
+static const char *demangled(struct demangle_cache *c, const char *name)
+{
+	const void *ctx[2] = {name, c};
+	uint64_t h = hashmap__hash_ptr(name);
+	uint32_t i;
+	char *d;
+
+	if (hashmap__find(&c->index, h, demangled_eq, ctx, &i))
+		return c->vals[i] ? c->vals[i] : name;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 256;
+		const char **keys = realloc(c->keys, cap * sizeof(*keys));
+		char **vals;
+
+		if (!keys)
+			return name;
+		c->keys = keys;
+		vals = realloc(c->vals, cap * sizeof(*vals));
+		if (!vals)
+			return name;
+		c->vals = vals;
+		c->cap = cap;
+	}
+	d = demangle(name);
+	if (hashmap__insert(&c->index, h, c->n)) {
+		free(d);
+		return name;
+	}
+	c->keys[c->n] = name;
+	c->vals[c->n++] = d;
+	return d ? d : name;
+}
+
+static void demangle_cache__free(struct demangle_cache *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->vals[i]);
+	free(c->keys);
+	free(c->vals);
+	hashmap__clear(&c->index);
+}
+
+static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
+			   const struct stack *s, struct stack_names *sn, size_t *nr)
 {
 	size_t n = 0;
 
@@ -202,8 +263,12 @@ static int stack_locations(struct mapping_table *mt, const struct stack *s, stru
 			if (!l->mapping)
 				return -ENOMEM;
 			l->file = object__path(f->obj);
-			l->function = object__lookup(f->obj, f->addr, NULL);
-			if (!l->function) {
+			l->system_name = object__lookup(f->obj, f->addr, NULL);
+			if (l->system_name) {
+				l->function = object__is_kernel(f->obj)
+						  ? l->system_name
+						  : demangled(dc, l->system_name);
+			} else {
 				/* never a neighbour's name: the object and the address in it */
 				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64,
 					 object__name(f->obj), f->addr);
@@ -240,6 +305,7 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	struct collector_status st;
 	struct merge_table mt = {};
 	struct mapping_table maps = {};
+	struct demangle_cache dc = {};
 	struct stack_names *sn = NULL;
 	struct pprof_builder *b = NULL;
 	char comments[5][160], t0[32], t1[32], dur[32];
@@ -296,26 +362,33 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		goto out;
 	for (size_t i = 0; i < mt.n; i++) {
 		const struct merged *m = &mt.v[i];
-		char pid[16], tid[16];
-		struct pprof_label labels[5] = {
+		const struct task *tk = m->task;
+		char pid[16], tid[16], ns_pid[16];
+		struct pprof_label labels[7] = {
 		    {"pid", pid},
 		    {"tid", tid},
-		    {"comm", m->task->comm},
-		    {"thread", m->task->thread},
-		    {"tailprofd", "self"},
+		    {"comm", tk->comm},
+		    {"thread", tk->thread},
+		    {"process", tk->process[0] ? tk->process : tk->comm},
 		};
+		size_t nr_labels = 5;
 		int64_t values[2];
 		size_t nr;
 
-		snprintf(pid, sizeof(pid), "%u", m->task->pid);
-		snprintf(tid, sizeof(tid), "%u", m->task->tid);
-		err = stack_locations(&maps, m->stack, sn, &nr);
+		snprintf(pid, sizeof(pid), "%u", tk->pid);
+		snprintf(tid, sizeof(tid), "%u", tk->tid);
+		if (tk->ns_pid) {
+			snprintf(ns_pid, sizeof(ns_pid), "%u", tk->ns_pid);
+			labels[nr_labels++] = (struct pprof_label){"ns_pid", ns_pid};
+		}
+		if (tk->flags & TASK_SELF)
+			labels[nr_labels++] = (struct pprof_label){"tailprofd", "self"};
+		err = stack_locations(&maps, &dc, m->stack, sn, &nr);
 		if (err)
 			goto out;
 		values[0] = (int64_t)m->count;
 		values[1] = (int64_t)(m->count * period);
-		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels,
-						(m->task->flags & TASK_SELF) ? 5 : 4);
+		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels, nr_labels);
 		if (err)
 			goto out;
 		sum->samples += m->count;
@@ -330,6 +403,7 @@ out:
 	free(mt.v);
 	hashmap__clear(&mt.index);
 	mapping_table__free(&maps);
+	demangle_cache__free(&dc);
 	return err;
 }
 

@@ -7,12 +7,14 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <sys/sysmacros.h>
+#include <zlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "elf_object.h"
 #include "kallsyms.h"
 #include "log.h"
+#include "perf_map.h"
 #include "proc_maps.h"
 
 #define MAPS_MAX_BYTES (256u << 20)
@@ -20,6 +22,13 @@
 /* An address in no cached mapping rereads the maps at most this often per process. */
 #define RESCAN_INTERVAL_NS (100ull * 1000 * 1000)
 #define PROC_BUCKETS_MIN   256
+/* A JIT's perf map is checked for growth at most this often per process. */
+#define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
+/* Largest vDSO image read from a process, and largest MiniDebugInfo decompressed. */
+#define VDSO_MAX_BYTES		(1u << 20)
+#define MINIDEBUGINFO_MAX_BYTES (256u << 20)
+#define DEFAULT_MAX_PROCESSES	8192
+#define DEFAULT_MAX_OBJECTS	4096
 
 /* The object of one mapping, opened when an address first falls into it. */
 struct mapping_obj {
@@ -29,8 +38,19 @@ struct mapping_obj {
 
 struct process {
 	struct process *hnext;
+	struct process *lru_prev, *lru_next; /* most recently used first */
 	uint32_t pid;
 	uint64_t start_ns;
+	/* identity beyond the pid, read with the first maps */
+	bool info_read;
+	struct process_info info;
+	uint32_t uid, euid;
+	/* JIT symbols from the process's perf map: an object of absolute addresses, replaced
+	 * (windows keep the old one) when the file grows */
+	struct object *jit;
+	uint64_t jit_size;
+	int64_t jit_mtime_ns;
+	uint64_t jit_checked_ns;
 	bool readable;	       /* maps read and the process verified */
 	int err;	       /* why not, when !readable */
 	uint64_t last_read_ns; /* CLOCK_MONOTONIC of the last maps read attempt */
@@ -49,6 +69,10 @@ struct fork_link {
 
 struct symbolizer {
 	char *proc_root;
+	char **debug_dirs;
+	size_t nr_debug_dirs;
+	uint32_t max_processes, max_objects;
+	struct process *lru_head, *lru_tail;
 	uint64_t ns_per_tick;
 	struct object *kernel;
 	struct object_cache objects;
@@ -60,6 +84,7 @@ struct symbolizer {
 	 * are released at the start of the next call (frames are borrowed until then). */
 	struct proc_maps stale_maps;
 	struct mapping_obj *stale_mobjs;
+	struct object *stale_jit;
 	struct symbolizer_stats stats;
 	struct fork_link forks[FORK_LINKS];
 };
@@ -84,9 +109,43 @@ static void release_stale(struct symbolizer *s)
 {
 	release_mappings(&s->stale_maps, s->stale_mobjs);
 	s->stale_mobjs = NULL;
+	object__put(s->stale_jit);
+	s->stale_jit = NULL;
 }
 
 /* --- processes --- */
+
+static void lru_unlink(struct symbolizer *s, struct process *p)
+{
+	if (p->lru_prev)
+		p->lru_prev->lru_next = p->lru_next;
+	else
+		s->lru_head = p->lru_next;
+	if (p->lru_next)
+		p->lru_next->lru_prev = p->lru_prev;
+	else
+		s->lru_tail = p->lru_prev;
+	p->lru_prev = p->lru_next = NULL;
+}
+
+static void lru_push(struct symbolizer *s, struct process *p)
+{
+	p->lru_prev = NULL;
+	p->lru_next = s->lru_head;
+	if (s->lru_head)
+		s->lru_head->lru_prev = p;
+	s->lru_head = p;
+	if (!s->lru_tail)
+		s->lru_tail = p;
+}
+
+static void lru_touch(struct symbolizer *s, struct process *p)
+{
+	if (s->lru_head != p) {
+		lru_unlink(s, p);
+		lru_push(s, p);
+	}
+}
 
 static size_t pid_bucket(const struct symbolizer *s, uint32_t pid)
 {
@@ -144,6 +203,7 @@ static struct process *proc_new(struct symbolizer *s, uint32_t pid, uint64_t sta
 	p->hnext = s->procs[b];
 	s->procs[b] = p;
 	s->nr_procs++;
+	lru_push(s, p);
 	return p;
 }
 
@@ -157,8 +217,23 @@ static void proc_drop(struct symbolizer *s, struct process *p)
 	s->nr_procs--;
 	if (p->readable)
 		s->nr_readable--;
+	lru_unlink(s, p);
 	release_mappings(&p->maps, p->mobjs);
+	object__put(p->jit);
 	free(p);
+}
+
+/* Drops least recently used processes while a cap is exceeded. Called at the start of a resolve,
+ * when no frame of the symbolizer's is borrowed any more. */
+static void enforce_caps(struct symbolizer *s)
+{
+	while (s->lru_tail && (s->nr_procs > s->max_processes || s->objects.nr > s->max_objects)) {
+		size_t before = s->objects.nr;
+
+		proc_drop(s, s->lru_tail);
+		s->stats.evicted_processes++;
+		s->stats.evicted_objects += before - s->objects.nr;
+	}
 }
 
 /* 0 when /proc/PID/stat shows the process that started at start_ns (boot-time ns), else -ESRCH
@@ -224,6 +299,68 @@ static void carry_objects(struct proc_maps *old, struct mapping_obj *old_mobjs,
 	}
 }
 
+/* The value of the first line of /proc/PID/status that starts with key ("NSpid:"), or NULL. */
+static const char *status_field(const char *status, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (const char *l = status; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (!strncmp(l, key, klen))
+			return l + klen;
+	return NULL;
+}
+
+/* Reads the process's name (executable, else argv[0]), PID-namespace pid and uids. What cannot
+ * be read stays empty: these are labels, never a reason to drop a sample. */
+static void read_info(struct symbolizer *s, struct process *p)
+{
+	char path[PATH_MAX], target[PATH_MAX], *buf;
+	const char *base = NULL, *f;
+	size_t len;
+	ssize_t n;
+
+	p->info_read = true;
+	snprintf(path, sizeof(path), "%s/%u/status", s->proc_root, p->pid);
+	if (!proc_read_file(path, STAT_MAX_BYTES, &buf, &len)) {
+		f = status_field(buf, "Uid:");
+		if (f)
+			sscanf(f, "%u %u", &p->uid, &p->euid);
+		f = status_field(buf, "NSpid:");
+		if (f) {
+			/* the outermost namespace first, the process's own last */
+			const char *last = NULL;
+
+			for (const char *t = f; *t && *t != '\n'; t++)
+				if ((*t == ' ' || *t == '\t') && t[1] >= '0' && t[1] <= '9')
+					last = t + 1;
+			if (last && last != f + 1)
+				p->info.ns_pid = strtoul(last, NULL, 10);
+			if (p->info.ns_pid == p->pid)
+				p->info.ns_pid = 0;
+		}
+		free(buf);
+	}
+	snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, p->pid);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = 0;
+		if (n > 10 && !strcmp(target + n - 10, " (deleted)"))
+			target[n - 10] = 0;
+		base = strrchr(target, '/');
+		base = base ? base + 1 : target;
+	} else {
+		snprintf(path, sizeof(path), "%s/%u/cmdline", s->proc_root, p->pid);
+		if (!proc_read_file(path, 4096, &buf, &len)) {
+			snprintf(target, sizeof(target), "%s", buf);
+			free(buf);
+			base = strrchr(target, '/');
+			base = base ? base + 1 : target;
+		}
+	}
+	if (base)
+		snprintf(p->info.name, sizeof(p->info.name), "%.*s", PROCESS_NAME_LEN - 1, base);
+}
+
 /* (Re)reads the maps of p, verifying before and after that the pid still is that process, so a
  * process that exits or is replaced mid-read leaves nothing half-read. On failure the cached maps
  * (if any) stay. Returns 0 or a negative errno. */
@@ -275,6 +412,8 @@ static int read_process(struct symbolizer *s, struct process *p)
 		s->nr_readable++;
 	p->readable = true;
 	p->err = 0;
+	if (!p->info_read)
+		read_info(s, p);
 	return 0;
 fail:
 	proc_maps__clear(&maps);
@@ -315,6 +454,7 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 		return *err ? NULL : p;
 	}
 	*err = 0;
+	lru_touch(s, p);
 	return p;
 }
 
@@ -351,8 +491,18 @@ static int open_mapping_file(struct symbolizer *s, uint32_t pid, const struct pr
 		if (fd >= 0)
 			return fd;
 	}
-	if (m->deleted)
+	if (m->deleted) {
+		/* The running executable, when it is the deleted file (map_files needs
+		 * CAP_SYS_ADMIN; /proc/PID/exe only ptrace access). */
+		n = snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, pid);
+		fd = n > 0 && n < (int)sizeof(path) ? open_regular(path, st) : -ENAMETOOLONG;
+		if (fd >= 0 && st->st_ino == m->inode &&
+		    st->st_dev == makedev(m->dev_major, m->dev_minor))
+			return fd;
+		if (fd >= 0)
+			close(fd);
 		return -ENOENT;
+	}
 	n = snprintf(path, sizeof(path), "%s/%u/root%s", s->proc_root, pid, m->path);
 	if (n > 0 && n < (int)sizeof(path)) {
 		fd = open_regular(path, st);
@@ -378,16 +528,111 @@ static void set_file_range(struct object *obj, const struct proc_mapping *m)
 	obj->range_offset = m->pgoff;
 }
 
+/* zlib's CRC-32 of the whole file in fd (what .gnu_debuglink holds). Returns 0 or -errno. */
+static int file_crc32(int fd, uint32_t *crc)
+{
+	unsigned char buf[65536];
+	uLong c = crc32(0, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		off += n;
+	}
+	if (n < 0)
+		return -errno;
+	*crc = (uint32_t)c;
+	return 0;
+}
+
+/* A separate debug file for ef (the object, whose file is obj_st) at path: opened into *out with
+ * its fd in *fdp when it is not the object itself and belongs to it (same build ID when both
+ * have one, else the debuglink CRC when want_crc). Returns 0 or a negative errno. */
+static int try_debug_file(const char *path, const struct elf_file *ef, const struct stat *obj_st,
+			  const uint32_t *want_crc, struct elf_file *out, int *fdp)
+{
+	struct stat st;
+	uint32_t crc;
+	int fd = open_regular(path, &st), err;
+
+	if (fd < 0)
+		return fd;
+	err = -ESTALE;
+	if (st.st_dev == obj_st->st_dev && st.st_ino == obj_st->st_ino)
+		goto fail;
+	err = elf_file__open(out, fd);
+	if (err)
+		goto fail;
+	err = -ESTALE;
+	if (!out->has_symtab)
+		goto fail_elf;
+	if (ef->build_id[0] && out->build_id[0]) {
+		if (strcmp(ef->build_id, out->build_id))
+			goto fail_elf;
+	} else if (!want_crc || file_crc32(fd, &crc) || crc != *want_crc) {
+		goto fail_elf;
+	}
+	*fdp = fd;
+	return 0;
+fail_elf:
+	elf_file__close(out);
+fail:
+	close(fd);
+	return err;
+}
+
+/* Finds the separate debug file of the object ef of mapping m of pid (see struct
+ * symbolizer_opts for the order). Returns 0 with *out open and *fdp its fd, or -ENOENT. */
+static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc_mapping *m,
+			   const struct elf_file *ef, const struct stat *obj_st,
+			   struct elf_file *out, int *fdp)
+{
+	char path[2 * PATH_MAX], name[NAME_MAX + 1], dir[PATH_MAX];
+	const char *slash;
+	uint32_t crc;
+
+	if (ef->build_id[0] && strlen(ef->build_id) > 2) {
+		for (size_t i = 0; i < s->nr_debug_dirs; i++) {
+			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->debug_dirs[i],
+				 ef->build_id, ef->build_id + 2);
+			if (!try_debug_file(path, ef, obj_st, NULL, out, fdp))
+				return 0;
+		}
+	}
+	if (elf_file__debuglink((struct elf_file *)ef, name, sizeof(name), &crc))
+		return -ENOENT;
+	slash = strrchr(m->path, '/');
+	if (!slash)
+		return -ENOENT;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - m->path), m->path);
+	/* beside the object and in .debug/ there, as the process sees them */
+	snprintf(path, sizeof(path), "%s/%u/root%s/%s", s->proc_root, pid, dir, name);
+	if (!try_debug_file(path, ef, obj_st, &crc, out, fdp))
+		return 0;
+	snprintf(path, sizeof(path), "%s/%u/root%s/.debug/%s", s->proc_root, pid, dir, name);
+	if (!try_debug_file(path, ef, obj_st, &crc, out, fdp))
+		return 0;
+	for (size_t i = 0; i < s->nr_debug_dirs; i++) {
+		snprintf(path, sizeof(path), "%s%s/%s", s->debug_dirs[i], dir, name);
+		if (!try_debug_file(path, ef, obj_st, &crc, out, fdp))
+			return 0;
+	}
+	return -ENOENT;
+}
+
 /* The object of file mapping m of pid, with a reference: from the cache by (dev, inode) (same
- * mtime and size), else by build ID, else read now. Never NULL: an unreadable file gives an
- * object without symbols. */
+ * mtime and size), else by build ID, else read now, with the symbols of its separate debug file
+ * or MiniDebugInfo when it has no .symtab. Never NULL: an unreadable file gives an object without
+ * symbols. */
 static struct object *open_object(struct symbolizer *s, uint32_t pid, const struct proc_mapping *m)
 {
 	uint64_t dev = makedev(m->dev_major, m->dev_minor);
-	struct elf_file ef = {};
+	struct elf_file ef = {}, dbg = {}, mini = {};
+	struct elf_file *extra[2] = {};
 	struct object *obj;
+	int fd, dbg_fd = -1, err;
 	struct stat st;
-	int fd, err;
 
 	fd = open_mapping_file(s, pid, m, &st);
 	if (fd < 0) {
@@ -414,6 +659,12 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 		obj = object_cache__find_build_id(&s->objects, ef.build_id);
 		if (obj)
 			goto found;
+		if (!ef.has_symtab) {
+			if (!find_debug_file(s, pid, m, &ef, &st, &dbg, &dbg_fd))
+				extra[0] = &dbg;
+			else if (!elf_file__minidebuginfo(&ef, &mini, MINIDEBUGINFO_MAX_BYTES))
+				extra[1] = &mini;
+		}
 	}
 	obj = object__new(m->path);
 	obj->dev = dev;
@@ -421,8 +672,12 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 	obj->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	obj->size_bytes = st.st_size;
 	if (!err)
-		err = elf_file__load(&ef, obj);
+		err = elf_file__load(&ef, extra, 2, obj);
 	elf_file__close(&ef);
+	elf_file__close(&dbg);
+	elf_file__close(&mini);
+	if (dbg_fd >= 0)
+		close(dbg_fd);
 	close(fd);
 	if (err) {
 		symtab__clear(&obj->symtab);
@@ -430,6 +685,10 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 		s->stats.elf_failed++;
 		pr_debug("cannot read elf symbols of %s: %s", m->path,
 			 err == -ENOEXEC ? "malformed elf" : strerror(-err));
+	} else if (extra[0]) {
+		s->stats.debug_files++;
+	} else if (extra[1]) {
+		s->stats.minidebuginfo++;
 	}
 	if (obj->range_limit <= obj->range_start && !obj->nr_segs)
 		set_file_range(obj, m);
@@ -442,6 +701,109 @@ found:
 	return object__get(obj);
 }
 
+/* The vDSO of pid, read from its memory at mapping m: cached by build ID (every process of one
+ * kernel and ABI has the same image). NULL when it cannot be read. */
+static struct object *open_vdso(struct symbolizer *s, uint32_t pid, const struct proc_mapping *m)
+{
+	struct elf_file ef;
+	struct object *obj;
+	char path[PATH_MAX];
+	size_t size = m->end - m->start;
+	void *buf;
+	int fd, err;
+
+	if (size > VDSO_MAX_BYTES || m->start > INT64_MAX)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%u/mem", s->proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(size);
+	if (!buf || pread(fd, buf, size, (off_t)m->start) != (ssize_t)size) {
+		free(buf);
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	if (elf_file__open_mem(&ef, buf, size, true))
+		return NULL;
+	obj = object_cache__find_build_id(&s->objects, ef.build_id);
+	if (obj) {
+		elf_file__close(&ef);
+		return object__get(obj);
+	}
+	obj = object__new("[vdso]");
+	err = elf_file__load(&ef, NULL, 0, obj);
+	elf_file__close(&ef);
+	if (err) {
+		object__put(obj);
+		return NULL;
+	}
+	object_cache__add(&s->objects, obj, obj->build_id[0] != 0);
+	return obj;
+}
+
+/* The JIT symbols of p from its perf map (/tmp/perf-NSPID.map inside its root), re-read when the
+ * file grew or changed; checked at most every PERF_MAP_CHECK_NS. NULL when there is none. The
+ * replaced object is released at the next call (frames of this call may use it). */
+static struct object *jit_object(struct symbolizer *s, struct process *p)
+{
+	uint64_t now = monotonic_ns();
+	char root[PATH_MAX], name[64], *buf;
+	struct object *obj;
+	struct stat st;
+	size_t len;
+	int fd, err;
+
+	if (p->jit_checked_ns && now - p->jit_checked_ns < PERF_MAP_CHECK_NS)
+		return p->jit;
+	p->jit_checked_ns = now;
+	snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
+	fd = perf_map__open(root, p->info.ns_pid ? p->info.ns_pid : p->pid, p->uid, p->euid, &st);
+	if (fd < 0) {
+		if (fd == -EPERM || fd == -EFBIG) {
+			s->stats.perf_map_rejected++;
+			pr_debug("perf map of process %u refused: %s", p->pid,
+				 fd == -EPERM ? "not a regular file of the process's user"
+					      : "too large");
+		}
+		return p->jit;
+	}
+	if (p->jit && (uint64_t)st.st_size == p->jit_size &&
+	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == p->jit_mtime_ns) {
+		close(fd);
+		return p->jit;
+	}
+	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
+	err = proc_read_file(root, PERF_MAP_MAX_BYTES, &buf, &len);
+	close(fd);
+	if (err)
+		return p->jit;
+	snprintf(name, sizeof(name), "/tmp/perf-%u.map", p->info.ns_pid ? p->info.ns_pid : p->pid);
+	obj = object__new(name);
+	err = perf_map__parse(buf, len, &obj->symtab, NULL);
+	free(buf);
+	if (err < 0) {
+		object__put(obj);
+		return p->jit;
+	}
+	if (obj->symtab.nr_spans) {
+		const struct sym_span *last = &obj->symtab.spans[obj->symtab.nr_spans - 1];
+
+		obj->range_start = obj->symtab.spans[0].start;
+		obj->range_limit = last->start + last->len;
+	}
+	obj->size_bytes = st.st_size;
+	object_cache__add(&s->objects, obj, false);
+	s->stats.perf_map_reads++;
+	object__put(s->stale_jit);
+	s->stale_jit = p->jit;
+	p->jit = obj;
+	p->jit_size = st.st_size;
+	p->jit_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	return obj;
+}
+
 /* Resolves addr in the cached mappings of p. Returns false when no mapping holds it. */
 static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, struct frame *f)
 {
@@ -452,13 +814,27 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 		return false;
 	f->obj = NULL;
 	f->addr = addr;
-	if (!proc_mapping__is_file(m))
-		return true;
 	mo = &p->mobjs[m - p->maps.v];
-	if (!mo->opened) {
-		mo->obj = open_object(s, p->pid, m);
-		mo->opened = true;
+	if (proc_mapping__is_file(m)) {
+		if (!mo->opened) {
+			mo->obj = open_object(s, p->pid, m);
+			mo->opened = true;
+		}
+	} else if (!strcmp(m->path, "[vdso]")) {
+		if (!mo->opened) {
+			mo->obj = open_vdso(s, p->pid, m);
+			mo->opened = true;
+		}
+	} else if (!m->path[0] || !strncmp(m->path, "[anon:", 6)) {
+		/* anonymous executable memory: JIT code, named by the process's perf map */
+		struct object *jit = jit_object(s, p);
+
+		if (jit && symtab__find(&jit->symtab, addr))
+			f->obj = jit;
+		return true;
 	}
+	if (!mo->obj)
+		return true;
 	f->obj = mo->obj;
 	f->addr = object__file_to_vaddr(mo->obj, addr - m->start + m->pgoff);
 	return true;
@@ -482,6 +858,13 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s = sym_xcalloc(1, sizeof(*s));
 	s->ns_per_tick = 1000000000ull / hz;
 	s->proc_root = sym_xstrdup(opts->proc_root ? opts->proc_root : "/proc");
+	s->nr_debug_dirs = opts->nr_debug_dirs ? opts->nr_debug_dirs : 1;
+	s->debug_dirs = sym_xcalloc(s->nr_debug_dirs, sizeof(*s->debug_dirs));
+	for (size_t i = 0; i < s->nr_debug_dirs; i++)
+		s->debug_dirs[i] =
+		    sym_xstrdup(opts->nr_debug_dirs ? opts->debug_dirs[i] : "/usr/lib/debug");
+	s->max_processes = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
+	s->max_objects = opts->max_objects ? opts->max_objects : DEFAULT_MAX_OBJECTS;
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
 	s->kernel = kallsyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms",
@@ -501,6 +884,9 @@ void symbolizer__free(struct symbolizer *s)
 	object__put(s->kernel);
 	object_cache__detach_all(&s->objects);
 	free(s->procs);
+	for (size_t i = 0; i < s->nr_debug_dirs; i++)
+		free(s->debug_dirs[i]);
+	free(s->debug_dirs);
 	free(s->proc_root);
 	free(s);
 }
@@ -514,6 +900,7 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 	int err;
 
 	release_stale(s);
+	enforce_caps(s);
 	for (uint32_t i = 0; i < n; i++)
 		out[i] = (struct frame){.obj = NULL, .addr = addrs[i]};
 	if (!n)
@@ -557,6 +944,17 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
 	release_stale(s);
 	for (uint32_t i = 0; i < n; i++)
 		out[i] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
+}
+
+int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			     struct process_info *info)
+{
+	struct process *p = proc_find(s, pid);
+
+	if (!p || p->start_ns != start_ns || !p->info_read)
+		return -ESRCH;
+	*info = p->info;
+	return 0;
 }
 
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)

@@ -62,6 +62,28 @@ struct symbolizer_opts {
 	const char *proc_root;	  /* default "/proc" */
 	const char *kallsyms;	  /* default "/proc/kallsyms" */
 	const char *kernel_notes; /* kernel build ID; default "/sys/kernel/notes" */
+	/* Where separate debug files live, searched in order (copied); NULL/0: "/usr/lib/debug".
+	 * For an object without .symtab: DIR/.build-id/NN/REST.debug for its build ID, then its
+	 * .gnu_debuglink name next to the object, in .debug/ beside it, and under DIR + the
+	 * object's directory (GDB's and Debian's layout); then its MiniDebugInfo. */
+	const char *const *debug_dirs;
+	size_t nr_debug_dirs;
+	/* Caps (0: default). Processes whose maps are cached (default 8192): past it the least
+	 * recently used process is dropped (its maps are read again if it is sampled again).
+	 * Objects (default 4096): past it least recently used processes are dropped until objects
+	 * that only they kept are freed; objects that windows reference are never evicted. */
+	uint32_t max_processes;
+	uint32_t max_objects;
+};
+
+/* What the symbolizer knows of a process beyond its pid, from /proc when its maps were first
+ * read. */
+#define PROCESS_NAME_LEN 64
+struct process_info {
+	char name[PROCESS_NAME_LEN]; /* the executable's file name (/proc/PID/exe, cut to 63 bytes),
+				      * else argv[0]'s last component; "" when unknown */
+	uint32_t ns_pid;	     /* the pid in the process's own PID namespace, 0 when that is
+				      * the daemon's namespace or unknown */
 };
 
 struct symbolizer_stats {
@@ -72,6 +94,13 @@ struct symbolizer_stats {
 	uint64_t elf_failed;	 /* objects whose ELF could not be read (named by path+offset) */
 	uint64_t unresolved;	 /* user frames in no known mapping */
 	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
+	uint64_t debug_files;	 /* objects whose symbols came from a separate debug file */
+	uint64_t minidebuginfo;	 /* objects whose symbols came from MiniDebugInfo */
+	uint64_t perf_map_reads; /* JIT perf maps read (first read and each growth) */
+	uint64_t perf_map_rejected; /* perf maps refused: link, wrong owner, not a file, too big */
+	uint64_t evicted_processes; /* cached processes dropped for the caps */
+	uint64_t evicted_objects;   /* objects freed because an evicted process held the last
+				     * reference */
 };
 
 /* Returns a symbolizer (kallsyms read now) or NULL with errno set. opts may be NULL. */
@@ -97,6 +126,10 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
  * cannot be read (a child that lived a millisecond). Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   uint32_t parent_pid, uint64_t parent_start_ns);
+/* Fills *info for process (pid, start_ns) when its maps are cached (after a resolve). Returns 0
+ * or -ESRCH. */
+int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			     struct process_info *info);
 /* True when the maps of (pid, start_ns) are cached. */
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: drop its cached maps (objects live on through references). */

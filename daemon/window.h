@@ -36,12 +36,13 @@ struct stack {
 
 /* An interned task identity: the labels a sample carries. Zero-padded strings. */
 struct task {
-	uint32_t pid; /* process id (tgid) */
+	uint32_t pid; /* process id (tgid), in the daemon's PID namespace */
 	uint32_t tid;
-	uint32_t flags; /* TASK_* */
-	uint32_t pad;
-	char comm[16];	 /* process name */
+	uint32_t flags;	 /* TASK_* */
+	uint32_t ns_pid; /* pid in the process's own PID namespace; 0: the same as pid */
+	char comm[16];	 /* the kernel's process name (at most 15 characters) */
 	char thread[16]; /* thread name */
+	char process[PROCESS_NAME_LEN]; /* the executable's name, uncut; "" when unknown */
 };
 
 /* Drop reasons counted per window (names are the JSON and Prometheus label values). */

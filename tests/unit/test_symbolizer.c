@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "elf_object.h"
+#include "perf_map.h"
 #include "proc_maps.h"
 #include "symbolizer.h"
 
@@ -243,7 +244,8 @@ static const char *span_name(const struct symtab *t, uint64_t addr, uint64_t *st
 
 	if (!sp)
 		return NULL;
-	*start = sp->sym_start;
+	if (start)
+		*start = sp->sym_start;
 	return t->names + sp->name;
 }
 
@@ -991,6 +993,348 @@ static void test_live_self(void **state)
 	symbolizer__free(s);
 }
 
+/* --- separate debug files, MiniDebugInfo --- */
+
+/* The symbolizer's name of fixture_hidden (a local function: in .symtab only) in the PIE fixture
+ * file path mapped by fake process pid, or NULL. */
+static const char *hidden_name(struct symbolizer *s, const char *path, uint32_t pid,
+			       struct object **obj)
+{
+	const char *pie = fixture("TAILPROF_FIXTURE_PIE");
+	uint64_t bias = 0x555555554000ull, value, size, addr;
+	char maps[8192] = "", link[PATH_MAX + 64];
+	struct frame f;
+
+	test_elf_symbol(pie, "fixture_hidden", &value, &size);
+	append_elf_maps(maps, sizeof(maps), path, bias);
+	fake_process(pid, pid, maps);
+	/* the process's root, as /proc/PID/root is: debuglink files are looked up through it */
+	snprintf(link, sizeof(link), "%s/%u/root", fake_root, pid);
+	unlink(link);
+	assert_int_equal(symlink("/", link), 0);
+	addr = bias + value + size / 2;
+	assert_int_equal(
+	    symbolizer__resolve_user(s, pid, (uint64_t)pid * ns_per_tick, &addr, 1, &f), 1);
+	assert_non_null(f.obj);
+	*obj = f.obj;
+	return object__lookup(f.obj, f.addr, NULL);
+}
+
+static void make_dirs(const char *path)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		mkdir(buf, 0755);
+		*p = '/';
+	}
+	mkdir(buf, 0755);
+}
+
+static void test_debug_file_build_id(void **state)
+{
+	const char *stripped = fixture("TAILPROF_FIXTURE_PIE_STRIPPED");
+	char dir[PATH_MAX + 16], sub[PATH_MAX + 64], file[2 * PATH_MAX];
+	const char *dirs[2] = {"/nonexistent-debug-dir", dir};
+	struct symbolizer_stats st;
+	struct test_elf te;
+	struct object *obj;
+	struct symbolizer *s;
+
+	(void)state;
+	/* Without the debug file the stripped executable has no name for the local function. */
+	s = fake_symbolizer();
+	assert_null(hidden_name(s, stripped, 1101, &obj));
+	symbolizer__free(s);
+
+	test_elf_read(stripped, &te);
+	assert_int_equal(strlen(te.build_id), 40);
+	snprintf(dir, sizeof(dir), "%s/debug", fake_root);
+	snprintf(sub, sizeof(sub), "%s/.build-id/%.2s", dir, te.build_id);
+	make_dirs(sub);
+	snprintf(file, sizeof(file), "%s/%s.debug", sub, te.build_id + 2);
+	assert_int_equal(symlink(fixture("TAILPROF_FIXTURE_PIE_DEBUG"), file), 0);
+	s = symbolizer__new(&(struct symbolizer_opts){
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	    .debug_dirs = dirs,
+	    .nr_debug_dirs = 2,
+	});
+	assert_non_null(s);
+	assert_string_equal(hidden_name(s, stripped, 1102, &obj), "fixture_hidden");
+	/* the object is still the executable, with its own path and build ID */
+	assert_string_equal(object__path(obj), stripped);
+	assert_string_equal(object__build_id(obj), te.build_id);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debug_files, 1);
+	symbolizer__free(s);
+}
+
+static void test_debuglink(void **state)
+{
+	const char *linked = fixture("TAILPROF_FIXTURE_PIE_DEBUGLINK");
+	char dir[PATH_MAX + 16], copy[PATH_MAX + 32], wrong[PATH_MAX + 64], cmd[3 * PATH_MAX + 256];
+	struct symbolizer_stats st;
+	struct symbolizer *s = fake_symbolizer();
+	struct object *obj;
+
+	(void)state;
+	/* fixture_pie.debug lies beside the executable, as its .gnu_debuglink says */
+	assert_string_equal(hidden_name(s, linked, 1103, &obj), "fixture_hidden");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debug_files, 1);
+	symbolizer__free(s);
+
+	/* A file of that name that belongs to another build is not used. */
+	snprintf(dir, sizeof(dir), "%s/wrongdebug", fake_root);
+	make_dirs(dir);
+	snprintf(copy, sizeof(copy), "%s/app", dir);
+	snprintf(wrong, sizeof(wrong), "%s/fixture_pie.debug", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", linked, copy,
+		 fixture("TAILPROF_FIXTURE_LIB"), wrong);
+	assert_int_equal(system(cmd), 0);
+	s = fake_symbolizer();
+	assert_null(hidden_name(s, copy, 1104, &obj));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debug_files, 0);
+	symbolizer__free(s);
+}
+
+static void test_minidebuginfo(void **state)
+{
+	struct symbolizer_stats st;
+	struct symbolizer *s = fake_symbolizer();
+	struct object *obj;
+
+	(void)state;
+	assert_string_equal(hidden_name(s, fixture("TAILPROF_FIXTURE_PIE_MINI"), 1105, &obj),
+			    "fixture_hidden");
+	assert_string_equal(hidden_name(s, fixture("TAILPROF_FIXTURE_PIE_MINI"), 1105, &obj),
+			    "fixture_hidden");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.minidebuginfo, 1);
+	assert_int_equal(st.debug_files, 0);
+	symbolizer__free(s);
+}
+
+/* --- JIT perf maps --- */
+
+static void test_perf_map_parse(void **state)
+{
+	static const char text[] = "1000 100 first\n"
+				   "0x1080 0x100 second overlaps the end of first\n"
+				   "\n"
+				   "garbage line\n"
+				   "2000 0 empty\n"
+				   "3000 40 py::<module>:/srv/app.py\r\n"
+				   "1040 10 third\n"
+				   "1000 100 first again";
+	struct symtab t;
+	size_t skipped;
+
+	(void)state;
+	assert_int_equal(perf_map__parse(text, sizeof(text) - 1, &t, &skipped), 5);
+	assert_int_equal(skipped, 2); /* the garbage line and the empty entry */
+	/* the last line wins all of 0x1000..0x10ff, second keeps what lies beyond */
+	assert_string_equal(span_name(&t, 0x1000, NULL), "first again");
+	assert_string_equal(span_name(&t, 0x1045, NULL), "first again");
+	assert_string_equal(span_name(&t, 0x10ff, NULL), "first again");
+	assert_string_equal(span_name(&t, 0x1100, NULL), "second overlaps the end of first");
+	assert_string_equal(span_name(&t, 0x117f, NULL), "second overlaps the end of first");
+	assert_null(span_name(&t, 0x1180, NULL));
+	assert_string_equal(span_name(&t, 0x3000, NULL), "py::<module>:/srv/app.py");
+	assert_null(span_name(&t, 0x2000, NULL));
+	symtab__clear(&t);
+
+	assert_int_equal(perf_map__parse("", 0, &t, &skipped), 0);
+	assert_int_equal(t.nr_spans, 0);
+	symtab__clear(&t);
+}
+
+static void test_perf_map_open(void **state)
+{
+	char root[PATH_MAX + 16], tmp[PATH_MAX + 32], path[PATH_MAX + 64], target[PATH_MAX + 64];
+	uint32_t uid = getuid();
+	struct stat st;
+	int fd;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/openroot", fake_root);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", root);
+	make_dirs(tmp);
+	assert_int_equal(perf_map__open(root, 42, uid, uid, &st), -ENOENT);
+	snprintf(path, sizeof(path), "%s/perf-42.map", tmp);
+	write_file(path, "1000 10 f\n");
+	fd = perf_map__open(root, 42, uid, uid, &st);
+	assert_true(fd >= 0);
+	close(fd);
+	/* not the process's user */
+	assert_int_equal(perf_map__open(root, 42, uid + 1, uid + 2, &st), -EPERM);
+	/* a symbolic link, here to a file of the same user */
+	snprintf(target, sizeof(target), "%s/secret", root);
+	write_file(target, "1000 10 secret\n");
+	snprintf(path, sizeof(path), "%s/perf-43.map", tmp);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(perf_map__open(root, 43, uid, uid, &st), -EPERM);
+	/* a directory on the way that is a link */
+	snprintf(path, sizeof(path), "%s/linkroot", fake_root);
+	make_dirs(path);
+	snprintf(path, sizeof(path), "%s/linkroot/tmp", fake_root);
+	assert_int_equal(symlink(tmp, path), 0);
+	snprintf(path, sizeof(path), "%s/linkroot", fake_root);
+	assert_int_equal(perf_map__open(path, 42, uid, uid, &st), -EPERM);
+	/* too large */
+	snprintf(path, sizeof(path), "%s/perf-44.map", tmp);
+	fd = open(path, O_CREAT | O_WRONLY, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, PERF_MAP_MAX_BYTES + 1), 0);
+	close(fd);
+	assert_int_equal(perf_map__open(root, 44, uid, uid, &st), -EFBIG);
+}
+
+/* A JIT process: anonymous executable memory named by its perf map, re-read as it grows. */
+static void test_jit_symbols(void **state)
+{
+	char path[PATH_MAX + 64], status[256];
+	struct symbolizer *s = fake_symbolizer();
+	struct symbolizer_stats st;
+	uint64_t addrs[3] = {0x7f0000001010ull, 0x7f0000002000ull, 0x7f0000009000ull};
+	struct frame f[3];
+	FILE *map;
+
+	(void)state;
+	fake_process(
+	    1201, 12,
+	    "7f0000000000-7f0000010000 r-xp 00000000 00:00 0 \n"
+	    "7f0000010000-7f0000020000 rwxp 00000000 00:00 0                  [anon:jit]\n");
+	snprintf(status, sizeof(status), "Name:\tnode\nUid:\t%u\t%u\t%u\t%u\nNSpid:\t1201\n",
+		 getuid(), getuid(), getuid(), getuid());
+	snprintf(path, sizeof(path), "%s/1201/status", fake_root);
+	write_file(path, status);
+	snprintf(path, sizeof(path), "%s/1201/root/tmp", fake_root);
+	make_dirs(path);
+	snprintf(path, sizeof(path), "%s/1201/root/tmp/perf-1201.map", fake_root);
+	write_file(path, "7f0000001000 100 LazyCompile:*hot /srv/app.js:10\n"
+			 "7f0000002000 80 Builtin:ArrayPush\n");
+	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 3, f), 3);
+	assert_non_null(f[0].obj);
+	assert_string_equal(object__path(f[0].obj), "/tmp/perf-1201.map");
+	assert_int_equal(f[0].addr, addrs[0]); /* JIT frames keep their absolute address */
+	assert_string_equal(object__lookup(f[0].obj, f[0].addr, NULL),
+			    "LazyCompile:*hot /srv/app.js:10");
+	assert_string_equal(object__lookup(f[1].obj, f[1].addr, NULL), "Builtin:ArrayPush");
+	assert_null(f[2].obj); /* JIT memory the map does not name */
+
+	/* The JIT moves other code to the same place: the appended line wins after a re-read. */
+	map = fopen(path, "a");
+	assert_non_null(map);
+	fputs("7f0000001000 100 LazyCompile:*reoptimized /srv/app.js:10\n", map);
+	fclose(map);
+	usleep(250 * 1000);
+	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 1, f), 1);
+	assert_string_equal(object__lookup(f[0].obj, f[0].addr, NULL),
+			    "LazyCompile:*reoptimized /srv/app.js:10");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.perf_map_reads, 2);
+	assert_int_equal(st.perf_map_rejected, 0);
+	symbolizer__free(s);
+}
+
+/* --- process names, caps --- */
+
+static void test_process_info(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	char maps[8192] = "", path[PATH_MAX + 64];
+	struct symbolizer *s = fake_symbolizer();
+	struct process_info info;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(1301, 13, maps);
+	snprintf(path, sizeof(path), "%s/1301/status", fake_root);
+	write_file(path, "Name:\tshort\nUid:\t0\t0\t0\t0\nNSpid:\t1301\t7\n");
+	snprintf(path, sizeof(path), "%s/1301/exe", fake_root);
+	assert_int_equal(symlink("/srv/bin/an-executable-name-longer-than-fifteen (deleted)", path),
+			 0);
+	assert_int_equal(symbolizer__process_info(s, 1301, 13 * ns_per_tick, &info), -ESRCH);
+	resolve_one(s, 1301, 13, alpha_addr(lib, 0x7f0000100000ull), 0);
+	assert_int_equal(symbolizer__process_info(s, 1301, 13 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "an-executable-name-longer-than-fifteen");
+	assert_int_equal(info.ns_pid, 7);
+	assert_int_equal(symbolizer__process_info(s, 1301, 14 * ns_per_tick, &info), -ESRCH);
+	symbolizer__free(s);
+}
+
+static void test_caps_evict_lru(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	const char *nopie = fixture("TAILPROF_FIXTURE_NOPIE");
+	struct symbolizer_stats st;
+	struct symbolizer *s;
+	char maps[8192];
+	struct frame kept;
+
+	(void)state;
+	s = symbolizer__new(&(struct symbolizer_opts){
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	    .max_processes = 2,
+	    .max_objects = 3,
+	});
+	assert_non_null(s);
+	for (uint32_t pid = 1401; pid <= 1403; pid++) {
+		maps[0] = 0;
+		append_elf_maps(maps, sizeof(maps), pid == 1401 ? nopie : lib, 0x7f0000100000ull);
+		fake_process(pid, pid, maps);
+	}
+	kept = resolve_one(s, 1401, 1401, alpha_addr(nopie, 0x7f0000100000ull), 0);
+	object__get(kept.obj); /* as a window would */
+	resolve_one(s, 1402, 1402, alpha_addr(lib, 0x7f0000100000ull), 0);
+	resolve_one(s, 1401, 1401, alpha_addr(nopie, 0x7f0000100000ull), 0); /* 1401 used last */
+	/* a third process: the least recently used one (1402) goes, its object with it */
+	resolve_one(s, 1403, 1403, alpha_addr(lib, 0x7f0000100000ull), 0);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.evicted_processes, 0); /* caps are applied at the next call */
+	resolve_one(s, 1401, 1401, alpha_addr(nopie, 0x7f0000100000ull), 0);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.evicted_processes, 1);
+	assert_false(symbolizer__knows(s, 1402, 1402 * ns_per_tick));
+	assert_true(symbolizer__knows(s, 1401, 1401 * ns_per_tick));
+	assert_true(symbolizer__knows(s, 1403, 1403 * ns_per_tick));
+	/* 1403 maps the same library: evicting 1402 freed no object */
+	assert_int_equal(st.evicted_objects, 0);
+	assert_int_equal(st.objects, 3);
+	/* objects over their cap: least recently used processes go until the objects only they
+	 * kept are freed; an object a window holds stays */
+	symbolizer__free(s);
+	object__put(kept.obj);
+	s = symbolizer__new(&(struct symbolizer_opts){
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	    .max_objects = 2,
+	});
+	kept = resolve_one(s, 1401, 1401, alpha_addr(nopie, 0x7f0000100000ull), 0);
+	object__get(kept.obj);
+	resolve_one(s, 1402, 1402, alpha_addr(lib, 0x7f0000100000ull), 0);
+	resolve_one(s, 1402, 1402, alpha_addr(lib, 0x7f0000100000ull), 0);
+	symbolizer__stats(s, &st);
+	/* kernel, nopie, lib: 1401 goes (nopie stays, held), then 1402 (lib is freed) */
+	assert_int_equal(st.evicted_processes, 2);
+	assert_int_equal(st.evicted_objects, 1);
+	assert_true(symbolizer__knows(s, 1402, 1402 * ns_per_tick)); /* read again */
+	symbolizer__free(s);
+	assert_string_equal(object__lookup(kept.obj, kept.addr, NULL), "fixture_alpha");
+	object__put(kept.obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1002,7 +1346,11 @@ int main(void)
 	    cmocka_unit_test(test_fork_fallback),     cmocka_unit_test(test_malformed_elf),
 	    cmocka_unit_test(test_unresolved),	      cmocka_unit_test(test_rescan),
 	    cmocka_unit_test(test_pid_reuse),	      cmocka_unit_test(test_vanished),
-	    cmocka_unit_test(test_live_self),
+	    cmocka_unit_test(test_live_self),	      cmocka_unit_test(test_debug_file_build_id),
+	    cmocka_unit_test(test_debuglink),	      cmocka_unit_test(test_minidebuginfo),
+	    cmocka_unit_test(test_perf_map_parse),    cmocka_unit_test(test_perf_map_open),
+	    cmocka_unit_test(test_jit_symbols),	      cmocka_unit_test(test_process_info),
+	    cmocka_unit_test(test_caps_evict_lru),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
