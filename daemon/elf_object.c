@@ -696,13 +696,15 @@ static int read_segments(struct elf_file *ef, struct object *obj)
 	return 0;
 }
 
-/* Ranks of symbols with the same extent: .symtab names before .dynsym ones; then (after fewer
- * leading underscores: getpid rather than __getpid) global, weak, local. */
-static uint32_t sym_rank(bool dynsym, unsigned char bind)
+/* Ranks of symbols with the same extent: .symtab names before .dynsym ones, and versioned
+ * .symtab names (clock_gettime@@GLIBC_2.17, as libc's debug file has them) after both; then
+ * (after fewer leading underscores: getpid rather than __getpid) global, weak, local. */
+static uint32_t sym_rank(bool dynsym, unsigned char bind, const char *name)
 {
 	uint32_t r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+	uint32_t class = strchr(name, '@') ? 2 : dynsym ? 1 : 0;
 
-	return (dynsym ? 1u << 8 : 0) | r;
+	return class << 8 | r;
 }
 
 static int read_symtab(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh,
@@ -733,7 +735,7 @@ static int read_symtab(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh,
 		if (!name || !*name)
 			continue;
 		err = symtab_builder__add(b, sym.st_value, sym.st_value + sym.st_size, name,
-					  sym_rank(dynsym, GELF_ST_BIND(sym.st_info)), 0);
+					  sym_rank(dynsym, GELF_ST_BIND(sym.st_info), name), 0);
 		if (err)
 			return err;
 	}

@@ -67,9 +67,9 @@ enum symtab_mode {
 
 /* Adds a symbol [start, end) (end ignored for SYMTAB_TO_NEXT; a symbol longer than 4 GiB is cut
  * there). rank chooses among symbols with the same extent, lower wins: first rank >> 8 (ELF:
- * .symtab before .dynsym), then fewer leading underscores, then rank & 0xff (ELF: global, weak,
- * local; kallsyms: T, W, t, w), then name order. tag: stored
- * after the name when finish() is asked to (kernel module index). name is borrowed until
+ * .symtab, then .dynsym, then versioned names like f@@VER), then fewer leading underscores, then
+ * rank & 0xff (ELF: global, weak, local; kallsyms: T, W, t, w), then name order. tag: stored after
+ * the name when finish() is asked to (kernel module index). name is borrowed until
  * symtab_builder__finish(). Returns 0 or -ENOMEM. */
 int symtab_builder__add(struct symtab_builder *b, uint64_t start, uint64_t end, const char *name,
 			uint32_t rank, uint16_t tag);

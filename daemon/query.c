@@ -613,6 +613,26 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	metric(&t, "tailprof_maps_read_failures_total", "counter",
 	       "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
 	put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);
+	metric(&t, "tailprof_debug_files_total", "counter",
+	       "Objects named from a separate debug file (build ID or .gnu_debuglink).");
+	put(&t, "tailprof_debug_files_total %" PRIu64 "\n", st.sym.debug_files);
+	metric(&t, "tailprof_minidebuginfo_total", "counter",
+	       "Objects named from their MiniDebugInfo (.gnu_debugdata).");
+	put(&t, "tailprof_minidebuginfo_total %" PRIu64 "\n", st.sym.minidebuginfo);
+	metric(&t, "tailprof_perf_map_reads_total", "counter",
+	       "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
+	put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);
+	metric(
+	    &t, "tailprof_perf_map_rejected_total", "counter",
+	    "JIT perf maps refused: a symbolic link, not the process's user, not a regular file, "
+	    "or too large.");
+	put(&t, "tailprof_perf_map_rejected_total %" PRIu64 "\n", st.sym.perf_map_rejected);
+	metric(&t, "tailprof_symbol_cache_evictions_total", "counter",
+	       "Entries dropped from the symbolizer's caches for their caps, by cache.");
+	put(&t, "tailprof_symbol_cache_evictions_total{cache=\"processes\"} %" PRIu64 "\n",
+	    st.sym.evicted_processes);
+	put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
+	    st.sym.evicted_objects);
 	metric(&t, "tailprof_window_bytes", "gauge", "Heap bytes of the windows' sample tables.");
 	put(&t, "tailprof_window_bytes %" PRIu64 "\n", st.window_bytes);
 	metric(&t, "tailprof_interned_bytes", "gauge", "Heap bytes of interned stacks and tasks.");

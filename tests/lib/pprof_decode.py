@@ -120,14 +120,18 @@ class Profile:
         self.comments = [st[i] for i in raw["comment"]]
         self.mappings = {m["id"]: dict(m, filename=st[m["filename"]], build_id=st[m["build_id"]])
                          for m in raw["mapping"]}
-        self.functions = {f["id"]: dict(f, name=st[f["name"]], filename=st[f["filename"]])
+        self.functions = {f["id"]: dict(f, name=st[f["name"]], system_name=st[f["system_name"]],
+                                        filename=st[f["filename"]])
                           for f in raw["function"]}
         self.locations = {}
         for loc in raw["location"]:
-            fn = self.functions[loc["line"][0]["function_id"]]["name"] if loc["line"] else None
+            f = self.functions[loc["line"][0]["function_id"]] if loc["line"] else None
             m = self.mappings.get(loc["mapping_id"])
-            self.locations[loc["id"]] = {"function": fn, "address": loc["address"],
+            self.locations[loc["id"]] = {"function": f["name"] if f else None,
+                                         "system_name": f["system_name"] if f else None,
+                                         "address": loc["address"],
                                          "mapping": m["filename"] if m else None,
+                                         "build_id": m["build_id"] if m else None,
                                          "mapping_id": loc["mapping_id"]}
         self.samples = []
         for s in raw["sample"]:

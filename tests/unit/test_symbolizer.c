@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "demangle.h"
 #include "elf_object.h"
 #include "perf_map.h"
 #include "proc_maps.h"
@@ -1335,6 +1336,48 @@ static void test_caps_evict_lru(void **state)
 	object__put(kept.obj);
 }
 
+/* --- demangling --- */
+
+static void test_demangle(void **state)
+{
+	static const char *const want[] = {
+	    "(anonymous namespace)::f(int)",
+	    "ns::Box<long>::churn(long)",
+	    "mycrate::scheme::legacy::function",
+	    "mycrate::scheme::v0::function",
+	};
+	int fd = open(fixture("TAILPROF_FIXTURE_NAMES_LIB"), O_RDONLY);
+	struct object *obj = object__new("libfixture_names.so");
+	bool found[4] = {};
+	struct elf_file ef;
+	char *d;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(elf_file__open(&ef, fd), 0);
+	assert_int_equal(elf_file__load(&ef, NULL, 0, obj), 0);
+	elf_file__close(&ef);
+	close(fd);
+	for (size_t i = 0; i < obj->symtab.nr_spans; i++) {
+		const char *name = obj->symtab.names + obj->symtab.spans[i].name;
+
+		d = demangle(name);
+		for (size_t j = 0; d && j < 4; j++)
+			found[j] |= !strcmp(d, want[j]);
+		free(d);
+	}
+	for (size_t j = 0; j < 4; j++)
+		if (!found[j])
+			fail_msg("no symbol demangles to %s", want[j]);
+	object__put(obj);
+	/* C names and garbage are not demangled */
+	assert_null(demangle("fixture_names_run"));
+	assert_null(demangle("_Zgarbage"));
+	assert_null(demangle("_R"));
+	assert_null(demangle(""));
+	assert_null(demangle(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1350,7 +1393,7 @@ int main(void)
 	    cmocka_unit_test(test_debuglink),	      cmocka_unit_test(test_minidebuginfo),
 	    cmocka_unit_test(test_perf_map_parse),    cmocka_unit_test(test_perf_map_open),
 	    cmocka_unit_test(test_jit_symbols),	      cmocka_unit_test(test_process_info),
-	    cmocka_unit_test(test_caps_evict_lru),
+	    cmocka_unit_test(test_caps_evict_lru),    cmocka_unit_test(test_demangle),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
