@@ -228,14 +228,16 @@ def test_go_tool_pprof_accepts_stored_profile(d):
 def test_totals_equal_window_counters(d):
     # Keep every CPU busy: on an idle CPU the kernel defers the cpu-clock timer (perf sees the
     # same), so only busy CPUs must deliver frequency x time samples.
-    spinners = [start_workload("tp_hotcold", 4)[0] for _ in range(os.cpu_count())]
-    time.sleep(4.5)
-    for p in spinners:
-        p.wait()
+    # The windows asked for lie wholly inside the time the spinners run (an idle tail would
+    # defer the timer), and closed at least a second ago: they no longer change.
+    spinners = [start_workload("tp_hotcold", 7)[0] for _ in range(os.cpu_count())]
+    time.sleep(6)
     now = time.time()
-    frm, to = int(now) - 4, int(now) - 1  # closed windows only: they no longer change
+    frm, to = int(now) - 5, int(now) - 2
     w = d.json("/api/v1/windows?from=%d&to=%d" % (frm, to))["windows"]
     prof, headers = d.profile("from=%d&to=%d" % (frm, to))
+    for p in spinners:
+        p.wait()
     assert w and not any(x["current"] for x in w)
     assert prof.total() == sum(x["samples"] for x in w), (prof.total(), sum(x["samples"] for x in w))
     assert int(headers["X-Tailprof-Windows"]) == len(w)
