@@ -223,16 +223,43 @@ static void proc_drop(struct symbolizer *s, struct process *p)
 	free(p);
 }
 
-/* Drops least recently used processes while a cap is exceeded. Called at the start of a resolve,
- * when no frame of the symbolizer's is borrowed any more. */
+/* True when dropping p would free an object: one only p references. */
+static bool frees_objects(const struct process *p)
+{
+	for (size_t i = 0; p->mobjs && i < p->maps.nr; i++)
+		if (p->mobjs[i].obj && p->mobjs[i].obj->refcnt == 1)
+			return true;
+	return p->jit && p->jit->refcnt == 1;
+}
+
+static void evict(struct symbolizer *s, struct process *p)
+{
+	size_t before = s->objects.nr;
+
+	proc_drop(s, p);
+	s->stats.evicted_processes++;
+	s->stats.evicted_objects += before - s->objects.nr;
+}
+
+/* Applies the caps, least recently used processes first: past max_processes any process goes;
+ * past max_objects only processes whose going frees an object (one that no window and no other
+ * process references), looking at most EVICT_SCAN of them per call so that a cache full of
+ * objects the windows hold costs little. Called at the start of a resolve, when no frame of the
+ * symbolizer's is borrowed any more. */
+#define EVICT_SCAN 256
 static void enforce_caps(struct symbolizer *s)
 {
-	while (s->lru_tail && (s->nr_procs > s->max_processes || s->objects.nr > s->max_objects)) {
-		size_t before = s->objects.nr;
+	struct process *p;
 
-		proc_drop(s, s->lru_tail);
-		s->stats.evicted_processes++;
-		s->stats.evicted_objects += before - s->objects.nr;
+	while (s->lru_tail && s->nr_procs > s->max_processes)
+		evict(s, s->lru_tail);
+	p = s->lru_tail;
+	for (int n = 0; p && s->objects.nr > s->max_objects && n < EVICT_SCAN; n++) {
+		struct process *prev = p->lru_prev;
+
+		if (frees_objects(p))
+			evict(s, p);
+		p = prev;
 	}
 }
 

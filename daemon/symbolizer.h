@@ -70,8 +70,8 @@ struct symbolizer_opts {
 	size_t nr_debug_dirs;
 	/* Caps (0: default). Processes whose maps are cached (default 8192): past it the least
 	 * recently used process is dropped (its maps are read again if it is sampled again).
-	 * Objects (default 4096): past it least recently used processes are dropped until objects
-	 * that only they kept are freed; objects that windows reference are never evicted. */
+	 * Objects (default 4096): past it the least recently used processes that alone keep an
+	 * object are dropped, freeing it; objects that windows reference are never evicted. */
 	uint32_t max_processes;
 	uint32_t max_objects;
 };
