@@ -322,11 +322,9 @@ static void take_period(struct collector *c, uint64_t p, struct window *w)
 static void drain_counters(struct collector *c, uint64_t now)
 {
 	uint64_t slot_ns = c->opts.drain_ns, cur = now / slot_ns;
-	uint64_t mid = c->last_tick_ns + (now - c->last_tick_ns) / 2;
 	/* the period that just ended, and the one before again: an event stamped just before its
 	 * end may have been counted after we took it (a straggler lands in the right window) */
 	uint64_t p = c->next_period ? c->next_period - 1 : cur;
-	struct window *w;
 
 	if (cur >= TP_COUNTER_SLOTS && p < cur - TP_COUNTER_SLOTS + 1)
 		p = cur - TP_COUNTER_SLOTS +
@@ -335,9 +333,9 @@ static void drain_counters(struct collector *c, uint64_t now)
 		take_period(c, p, window_ring__window_at(c->ring, p * slot_ns + slot_ns / 2));
 	c->next_period = cur;
 
-	w = window_ring__window_at(c->ring, mid);
-	if (!w)
-		w = window_ring__current(c->ring);
+	/* The time each CPU was sampled since the last tick, split over the windows it spans (a
+	 * drain delayed by a long query must not put seconds of it into one window). */
+	window_ring__window_at(c->ring, now - 1);
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
 		uint64_t from;
 
@@ -345,9 +343,18 @@ static void drain_counters(struct collector *c, uint64_t now)
 			continue;
 		from = c->sampled_since[cpu] > c->last_tick_ns ? c->sampled_since[cpu]
 							       : c->last_tick_ns;
-		if (now > from) {
-			w->cpu_sampled_ns[cpu] += now - from;
-			c->cpu_sampled_ns_total[cpu] += now - from;
+		if (now <= from)
+			continue;
+		c->cpu_sampled_ns_total[cpu] += now - from;
+		for (size_t i = window_ring__count(c->ring); i-- > 0;) {
+			struct window *w = window_ring__get(c->ring, i);
+			uint64_t a = w->start_ns > from ? w->start_ns : from;
+			uint64_t b = w->end_ns < now ? w->end_ns : now;
+
+			if (w->end_ns <= from)
+				break;
+			if (b > a)
+				w->cpu_sampled_ns[cpu] += b - a;
 		}
 	}
 }

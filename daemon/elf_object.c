@@ -201,14 +201,14 @@ int symtab_builder__finish(struct symtab_builder *b, enum symtab_mode mode, uint
 		goto out;
 	nr_spans = flatten(syms, nr, stack, spans);
 
-	/* Copy only the names that own a span, once each. */
+	/* Copy only the names that own a span, once each, cut at SYMBOL_NAME_MAX bytes. */
 	for (size_t i = 0; i < nr_spans; i++) {
 		struct raw_sym *s = &syms[spans[i].name];
 
 		if (s->out == NAME_WANTED)
 			continue;
 		s->out = NAME_WANTED;
-		names_bytes += strlen(s->name) + 1 + tag_bytes;
+		names_bytes += strnlen(s->name, SYMBOL_NAME_MAX) + 1 + tag_bytes;
 		if (names_bytes >= NAME_WANTED)
 			goto out;
 	}
@@ -220,9 +220,12 @@ int symtab_builder__finish(struct symtab_builder *b, enum symtab_mode mode, uint
 		struct raw_sym *s = &syms[spans[i].name];
 
 		if (s->out == NAME_WANTED) {
-			size_t len = strlen(s->name) + 1;
+			size_t len = strnlen(s->name, SYMBOL_NAME_MAX);
 
 			memcpy(names + names_bytes, s->name, len);
+			if (len == SYMBOL_NAME_MAX)
+				memcpy(names + names_bytes + len - 3, "...", 3);
+			names[names_bytes + len++] = 0;
 			if (with_tags)
 				memcpy(names + names_bytes + len, &s->tag, tag_bytes);
 			s->out = names_bytes;

@@ -52,6 +52,10 @@ struct symtab {
 	size_t names_bytes;
 };
 
+/* Longest symbol name kept, in bytes: longer ones (a JIT's perf map, generated code) are cut to
+ * this and end in "...". */
+#define SYMBOL_NAME_MAX 4096
+
 /* Collects symbols before they become a symtab. Names are borrowed until finish(). */
 struct symtab_builder {
 	struct raw_sym *syms;

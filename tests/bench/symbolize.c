@@ -67,7 +67,7 @@ static struct object *load(const char *path, bool *with_debug)
 
 int main(int argc, char **argv)
 {
-	printf("%-58s %8s %9s %10s %9s %12s\n", "object", "MB", "symbols", "cold ms", "table MB",
+	printf("%-58s %8s %9s %10s %9s %12s\n", "object", "MB", "functions", "cold ms", "table MB",
 	       "lookups/s");
 	for (int a = 1; a < argc; a++) {
 		double cold[5], t0, per_s;

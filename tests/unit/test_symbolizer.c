@@ -1155,6 +1155,23 @@ static void test_perf_map_parse(void **state)
 	assert_int_equal(perf_map__parse("", 0, &t, &skipped), 0);
 	assert_int_equal(t.nr_spans, 0);
 	symtab__clear(&t);
+
+	/* a 10 KB name is kept cut to SYMBOL_NAME_MAX bytes */
+	{
+		char *big = malloc(10100);
+		const char *name;
+
+		assert_non_null(big);
+		strcpy(big, "5000 10 ");
+		memset(big + 8, 'x', 10000);
+		strcpy(big + 10008, "\n");
+		assert_int_equal(perf_map__parse(big, strlen(big), &t, NULL), 1);
+		name = span_name(&t, 0x5000, NULL);
+		assert_int_equal(strlen(name), SYMBOL_NAME_MAX);
+		assert_string_equal(name + SYMBOL_NAME_MAX - 3, "...");
+		symtab__clear(&t);
+		free(big);
+	}
 }
 
 static void test_perf_map_open(void **state)
@@ -1372,6 +1389,30 @@ static void test_demangle(void **state)
 		if (!found[j])
 			fail_msg("no symbol demangles to %s", want[j]);
 	object__put(obj);
+	/* a name that demangles into more than DEMANGLE_MAX_BYTES is cut, and quickly */
+	{
+		/* f<T>(T, T, ... 10 times) with T 30 nested 20-letter templates: 750 bytes that
+		 * demangle into about 12 KB (each T_ repeats T) */
+		static const char level[] = "20AAAAAAAAAAAAAAAAAAAAI";
+		char deep[1024] = "_Z1fI";
+		size_t n = strlen(deep);
+
+		for (int i = 0; i < 30; i++, n += sizeof(level) - 1)
+			memcpy(deep + n, level, sizeof(level) - 1);
+		deep[n++] = 'i';
+		for (int i = 0; i < 31; i++)
+			deep[n++] = 'E';
+		deep[n++] = 'v';
+		for (int i = 0; i < 10; i++, n += 2)
+			memcpy(deep + n, "T_", 2);
+		deep[n] = 0;
+		d = demangle(deep);
+		assert_non_null(d);
+		assert_int_equal(strlen(d), DEMANGLE_MAX_BYTES);
+		assert_memory_equal(d, "void f<AAAAAAAAAAAAAAAAAAAA<", 28);
+		assert_string_equal(d + DEMANGLE_MAX_BYTES - 3, "...");
+		free(d);
+	}
 	/* C names and garbage are not demangled */
 	assert_null(demangle("fixture_names_run"));
 	assert_null(demangle("_Zgarbage"));
