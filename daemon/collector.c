@@ -154,9 +154,12 @@ static void pid_set__del(struct pid_set *s, uint32_t pid)
 
 /* ---- events ---- */
 
-static void forget_process(struct collector *c, uint32_t pid)
+static void forget_process(struct collector *c, uint32_t pid, bool exited)
 {
-	symbolizer__forget_process(c->opts.symbolizer, pid);
+	if (exited)
+		symbolizer__forget_exited(c->opts.symbolizer, pid);
+	else
+		symbolizer__forget_process(c->opts.symbolizer, pid);
 	pid_set__del(&c->known, pid);
 	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
 	 * have marked the process known again: the new image's samples must wake us */
@@ -213,6 +216,10 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		memcpy(tk.process, info.name, sizeof(tk.process));
 		tk.ns_pid = info.ns_pid;
 	}
+	/* names are any bytes a process chose: labels must be UTF-8 (zero padding stays) */
+	task__sanitize_name(tk.comm);
+	task__sanitize_name(tk.thread);
+	task__sanitize_name(tk.process);
 	/* The first sample of a process woke us so that its maps were read while it lives; from
 	 * now on its samples may wait for the next drain. */
 	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
@@ -274,7 +281,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXEC:
 	case TP_EV_EXIT:
 		/* in order after the process's earlier samples, which used the old maps */
-		forget_process(c, hdr->pid);
+		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT);
 		break;
 	}
 	return 0;

@@ -386,6 +386,7 @@ static void object_cache__unlink(struct object *obj)
 	if (obj->next)
 		obj->next->prev = obj->prev;
 	c->nr--;
+	c->jit_bytes -= obj->jit_bytes;
 	obj->cache = NULL;
 	obj->hnext = obj->prev = obj->next = NULL;
 	obj->findable = false;

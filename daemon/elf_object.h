@@ -126,6 +126,7 @@ struct object {
 	uint64_t range_start, range_limit, range_offset;
 
 	struct symtab symtab;
+	size_t jit_bytes; /* JIT objects (perf maps): bytes of the table, counted in the cache */
 
 	/* Kernel only: module names. In a kernel symtab every name is followed, after its NUL, by a
 	 * 2-byte module index (0: core kernel, i: modules[i - 1]). */
@@ -181,6 +182,7 @@ struct object_cache {
 	struct object *buckets[OBJECT_CACHE_BUCKETS];
 	struct object *all;
 	size_t nr;
+	uint64_t jit_bytes; /* sum of jit_bytes of the objects in the cache */
 };
 
 /* Adds obj (not referenced by the cache) to c; findable objects can be found again by

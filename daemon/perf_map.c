@@ -147,6 +147,21 @@ int perf_map__parse(const char *text, size_t len, struct symtab *t, size_t *skip
 	memcpy(copy, text, len);
 	copy[len] = 0;
 	end = copy + len;
+	/* Only the last PERF_MAP_MAX_ENTRIES lines count: they win over earlier ones anyway,
+	 * and memory stays bounded whatever the file holds. */
+	{
+		size_t lines = 0;
+
+		for (const char *q = copy; (q = memchr(q, '\n', end - q)); q++)
+			lines++;
+		lines += len && end[-1] != '\n';
+		for (; lines > PERF_MAP_MAX_ENTRIES; lines--) {
+			const char *q = memchr(p, '\n', end - p);
+
+			bad++;
+			p = q ? q + 1 : end;
+		}
+	}
 	while (p < end) {
 		char *eol = memchr(p, '\n', end - p);
 		const char *line = p;

@@ -12,13 +12,16 @@
 
 /* Largest perf map read, in bytes: Node with --perf-basic-prof writes a few MB an hour. */
 #define PERF_MAP_MAX_BYTES (64u << 20)
+/* Entries kept from one map: its last lines (about 10 MB of table at most). */
+#define PERF_MAP_MAX_ENTRIES (256u << 10)
 
 /* Parses len bytes of perf map text into t. Each line is "START SIZE NAME" with START and SIZE in
  * hex (optionally 0x-prefixed) and NAME the rest of the line (spaces allowed), as perf's
  * tools/perf/Documentation/jit-interface.txt defines it. Where entries overlap, the later line
- * wins: a JIT that reuses code memory appends the new owner. Malformed lines and entries of size
- * 0 are skipped (counted in *skipped, may be NULL). Returns the number of entries kept, or -ENOMEM
- * (t empty). */
+ * wins: a JIT that reuses code memory appends the new owner. Only the last PERF_MAP_MAX_ENTRIES
+ * lines are read. Malformed lines, entries of size 0 and lines before the last
+ * PERF_MAP_MAX_ENTRIES are skipped (counted in *skipped, may be NULL). Returns the number of
+ * entries kept, or -ENOMEM (t empty). */
 int perf_map__parse(const char *text, size_t len, struct symtab *t, size_t *skipped);
 
 /* Opens root/tmp/perf-NSPID.map for reading, where root is a process's /proc/PID/root, resolving

@@ -204,13 +204,15 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 		ssize_t r;
 
 		if (cap - n < 4096) {
+			/* room for max_bytes and a read that shows the file is longer */
+			size_t limit = max_bytes + 4096;
 			char *nb;
 
-			if (cap >= max_bytes) {
+			if (cap >= limit) {
 				err = -EFBIG;
 				goto out;
 			}
-			cap = cap * 2 > max_bytes ? max_bytes : cap * 2;
+			cap = cap * 2 > limit ? limit : cap * 2;
 			nb = realloc(b, cap);
 			if (!nb) {
 				err = -ENOMEM;
@@ -228,6 +230,10 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 		if (r == 0)
 			break;
 		n += r;
+	}
+	if (n > max_bytes) {
+		err = -EFBIG;
+		goto out;
 	}
 	b[n] = '\0';
 	*buf = b;

@@ -24,11 +24,19 @@
 #define PROC_BUCKETS_MIN   256
 /* A JIT's perf map is checked for growth at most this often per process. */
 #define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
+/* A perf map that changed is read again at most this often per process. */
+#define PERF_MAP_REREAD_NS (1000ull * 1000 * 1000)
 /* Largest vDSO image read from a process, and largest MiniDebugInfo decompressed. */
 #define VDSO_MAX_BYTES		(1u << 20)
 #define MINIDEBUGINFO_MAX_BYTES (256u << 20)
 #define DEFAULT_MAX_PROCESSES	8192
-#define DEFAULT_MAX_OBJECTS	4096
+/* A debug file found by .gnu_debuglink, without build IDs to compare, is taken on its CRC-32
+ * only up to this size (the CRC reads it whole). */
+#define DEBUGLINK_CRC_MAX_BYTES (256ull << 20)
+/* JIT symbol tables of all processes together, the versions windows still hold included: past
+ * it a grown perf map is not read again (the version in use stays). */
+#define JIT_BUDGET_BYTES    (128u << 20)
+#define DEFAULT_MAX_OBJECTS 4096
 
 /* The object of one mapping, opened when an address first falls into it. */
 struct mapping_obj {
@@ -48,12 +56,15 @@ struct process {
 	/* JIT symbols from the process's perf map: an object of absolute addresses, replaced
 	 * (windows keep the old one) when the file grows */
 	struct object *jit;
-	uint64_t jit_size;
+	bool jit_seen;	   /* jit_size and jit_mtime_ns describe the file last looked at */
+	bool jit_refused;  /* counted once in perf_map_rejected */
+	uint64_t jit_size; /* of that file */
 	int64_t jit_mtime_ns;
-	uint64_t jit_checked_ns;
-	bool readable;	       /* maps read and the process verified */
-	int err;	       /* why not, when !readable */
-	uint64_t last_read_ns; /* CLOCK_MONOTONIC of the last maps read attempt */
+	uint64_t jit_checked_ns; /* CLOCK_MONOTONIC of the last look */
+	uint64_t jit_read_ns;	 /* of the last read */
+	bool readable;		 /* maps read and the process verified */
+	int err;		 /* why not, when !readable */
+	uint64_t last_read_ns;	 /* CLOCK_MONOTONIC of the last maps read attempt */
 	struct proc_maps maps;
 	struct mapping_obj *mobjs; /* parallel to maps.v */
 };
@@ -67,11 +78,20 @@ struct fork_link {
 /* Forks remembered, a cache indexed by child pid: a newer fork overwrites an older one. */
 #define FORK_LINKS 4096
 
+/* The identity of a process that exited, for its last samples; indexed by pid like forks. */
+struct exited {
+	uint32_t pid;
+	uint64_t start_ns;
+	struct process_info info;
+};
+#define EXITED 1024
+
 struct symbolizer {
 	char *proc_root;
 	char **debug_dirs;
 	size_t nr_debug_dirs;
 	uint32_t max_processes, max_objects;
+	size_t objects_floor; /* objects after the last scan that could not get under the cap */
 	struct process *lru_head, *lru_tail;
 	uint64_t ns_per_tick;
 	struct object *kernel;
@@ -87,6 +107,7 @@ struct symbolizer {
 	struct object *stale_jit;
 	struct symbolizer_stats stats;
 	struct fork_link forks[FORK_LINKS];
+	struct exited exited[EXITED];
 };
 
 static uint64_t monotonic_ns(void)
@@ -253,6 +274,14 @@ static void enforce_caps(struct symbolizer *s)
 
 	while (s->lru_tail && s->nr_procs > s->max_processes)
 		evict(s, s->lru_tail);
+	if (s->objects.nr <= s->max_objects) {
+		s->objects_floor = 0;
+		return;
+	}
+	/* the objects the last fruitless scan left are all held elsewhere: look again only
+	 * once there are more */
+	if (s->objects.nr <= s->objects_floor)
+		return;
 	p = s->lru_tail;
 	for (int n = 0; p && s->objects.nr > s->max_objects && n < EVICT_SCAN; n++) {
 		struct process *prev = p->lru_prev;
@@ -261,6 +290,8 @@ static void enforce_caps(struct symbolizer *s)
 			evict(s, p);
 		p = prev;
 	}
+	if (s->objects.nr > s->max_objects)
+		s->objects_floor = s->objects.nr;
 }
 
 /* 0 when /proc/PID/stat shows the process that started at start_ns (boot-time ns), else -ESRCH
@@ -490,14 +521,23 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 /* Opens path read-only if it is a regular file (never blocks on a FIFO). */
 static int open_regular(const char *path, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	char self[64];
+	int pfd, fd;
 
-	if (fd < 0)
+	/* O_PATH opens nothing: a device or FIFO that a process put on our way (a symbolic link
+	 * in its root) is looked at, never opened. The regular file is then reopened through
+	 * /proc/self/fd, which names that very inode (no race with a rename). */
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
 		return -errno;
-	if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
-		close(fd);
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode)) {
+		close(pfd);
 		return -EINVAL;
 	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	fd = fd < 0 ? -errno : fd;
+	close(pfd);
 	return fd;
 }
 
@@ -575,9 +615,11 @@ static int file_crc32(int fd, uint32_t *crc)
 
 /* A separate debug file for ef (the object, whose file is obj_st) at path: opened into *out with
  * its fd in *fdp when it is not the object itself and belongs to it (same build ID when both
- * have one, else the debuglink CRC when want_crc). Returns 0 or a negative errno. */
+ * have one, else the debuglink CRC when want_crc, for files up to DEBUGLINK_CRC_MAX_BYTES). With
+ * owned, the file must belong to root or to the object's owner (a debug file beside the object,
+ * where the process's user may have put anything). Returns 0 or a negative errno. */
 static int try_debug_file(const char *path, const struct elf_file *ef, const struct stat *obj_st,
-			  const uint32_t *want_crc, struct elf_file *out, int *fdp)
+			  const uint32_t *want_crc, bool owned, struct elf_file *out, int *fdp)
 {
 	struct stat st;
 	uint32_t crc;
@@ -588,6 +630,9 @@ static int try_debug_file(const char *path, const struct elf_file *ef, const str
 	err = -ESTALE;
 	if (st.st_dev == obj_st->st_dev && st.st_ino == obj_st->st_ino)
 		goto fail;
+	err = -EPERM;
+	if (owned && st.st_uid != 0 && st.st_uid != obj_st->st_uid)
+		goto fail;
 	err = elf_file__open(out, fd);
 	if (err)
 		goto fail;
@@ -597,7 +642,10 @@ static int try_debug_file(const char *path, const struct elf_file *ef, const str
 	if (ef->build_id[0] && out->build_id[0]) {
 		if (strcmp(ef->build_id, out->build_id))
 			goto fail_elf;
-	} else if (!want_crc || file_crc32(fd, &crc) || crc != *want_crc) {
+	} else if (!want_crc || (uint64_t)st.st_size > DEBUGLINK_CRC_MAX_BYTES ||
+		   file_crc32(fd, &crc) || crc != *want_crc) {
+		/* the CRC reads the whole file on the drain thread: a file too large for that
+		 * (a sparse one, made to stall us) is not taken on its CRC */
 		goto fail_elf;
 	}
 	*fdp = fd;
@@ -623,7 +671,7 @@ static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc
 		for (size_t i = 0; i < s->nr_debug_dirs; i++) {
 			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->debug_dirs[i],
 				 ef->build_id, ef->build_id + 2);
-			if (!try_debug_file(path, ef, obj_st, NULL, out, fdp))
+			if (!try_debug_file(path, ef, obj_st, NULL, false, out, fdp))
 				return 0;
 		}
 	}
@@ -635,14 +683,14 @@ static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - m->path), m->path);
 	/* beside the object and in .debug/ there, as the process sees them */
 	snprintf(path, sizeof(path), "%s/%u/root%s/%s", s->proc_root, pid, dir, name);
-	if (!try_debug_file(path, ef, obj_st, &crc, out, fdp))
+	if (!try_debug_file(path, ef, obj_st, &crc, true, out, fdp))
 		return 0;
 	snprintf(path, sizeof(path), "%s/%u/root%s/.debug/%s", s->proc_root, pid, dir, name);
-	if (!try_debug_file(path, ef, obj_st, &crc, out, fdp))
+	if (!try_debug_file(path, ef, obj_st, &crc, true, out, fdp))
 		return 0;
 	for (size_t i = 0; i < s->nr_debug_dirs; i++) {
 		snprintf(path, sizeof(path), "%s%s/%s", s->debug_dirs[i], dir, name);
-		if (!try_debug_file(path, ef, obj_st, &crc, out, fdp))
+		if (!try_debug_file(path, ef, obj_st, &crc, false, out, fdp))
 			return 0;
 	}
 	return -ENOENT;
@@ -770,8 +818,10 @@ static struct object *open_vdso(struct symbolizer *s, uint32_t pid, const struct
 	return obj;
 }
 
-/* The JIT symbols of p from its perf map (/tmp/perf-NSPID.map inside its root), re-read when the
- * file grew or changed; checked at most every PERF_MAP_CHECK_NS. NULL when there is none. The
+/* The JIT symbols of p from its perf map (/tmp/perf-NSPID.map inside its root), read when first
+ * seen and again when the file grew or changed: looked at most every PERF_MAP_CHECK_NS, read
+ * again at most every PERF_MAP_REREAD_NS, and not while the JIT tables of all processes (the
+ * versions windows hold included) are over JIT_BUDGET_BYTES. NULL when there is none. The
  * replaced object is released at the next call (frames of this call may use it). */
 static struct object *jit_object(struct symbolizer *s, struct process *p)
 {
@@ -779,6 +829,7 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	char root[PATH_MAX], name[64], *buf;
 	struct object *obj;
 	struct stat st;
+	int64_t mtime;
 	size_t len;
 	int fd, err;
 
@@ -788,7 +839,8 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
 	fd = perf_map__open(root, p->info.ns_pid ? p->info.ns_pid : p->pid, p->uid, p->euid, &st);
 	if (fd < 0) {
-		if (fd == -EPERM || fd == -EFBIG) {
+		if ((fd == -EPERM || fd == -EFBIG) && !p->jit_refused) {
+			p->jit_refused = true;
 			s->stats.perf_map_rejected++;
 			pr_debug("perf map of process %u refused: %s", p->pid,
 				 fd == -EPERM ? "not a regular file of the process's user"
@@ -796,16 +848,28 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 		}
 		return p->jit;
 	}
-	if (p->jit && (uint64_t)st.st_size == p->jit_size &&
-	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == p->jit_mtime_ns) {
+	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if ((p->jit_seen && (uint64_t)st.st_size == p->jit_size && mtime == p->jit_mtime_ns) ||
+	    (p->jit_read_ns && now - p->jit_read_ns < PERF_MAP_REREAD_NS) ||
+	    s->objects.jit_bytes > JIT_BUDGET_BYTES) {
 		close(fd);
 		return p->jit;
 	}
+	/* whatever comes of it, this version of the file has been looked at */
+	p->jit_seen = true;
+	p->jit_size = st.st_size;
+	p->jit_mtime_ns = mtime;
+	p->jit_read_ns = now;
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
 	err = proc_read_file(root, PERF_MAP_MAX_BYTES, &buf, &len);
 	close(fd);
-	if (err)
+	if (err) {
+		if (!p->jit_refused) {
+			p->jit_refused = true;
+			s->stats.perf_map_rejected++;
+		}
 		return p->jit;
+	}
 	snprintf(name, sizeof(name), "/tmp/perf-%u.map", p->info.ns_pid ? p->info.ns_pid : p->pid);
 	obj = object__new(name);
 	err = perf_map__parse(buf, len, &obj->symtab, NULL);
@@ -821,13 +885,13 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 		obj->range_limit = last->start + last->len;
 	}
 	obj->size_bytes = st.st_size;
+	obj->jit_bytes = obj->symtab.nr_spans * sizeof(struct sym_span) + obj->symtab.names_bytes;
 	object_cache__add(&s->objects, obj, false);
+	s->objects.jit_bytes += obj->jit_bytes;
 	s->stats.perf_map_reads++;
 	object__put(s->stale_jit);
 	s->stale_jit = p->jit;
 	p->jit = obj;
-	p->jit_size = st.st_size;
-	p->jit_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	return obj;
 }
 
@@ -977,11 +1041,17 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 			     struct process_info *info)
 {
 	struct process *p = proc_find(s, pid);
+	const struct exited *x = &s->exited[pid % EXITED];
 
-	if (!p || p->start_ns != start_ns || !p->info_read)
-		return -ESRCH;
-	*info = p->info;
-	return 0;
+	if (p && p->start_ns == start_ns && p->info_read) {
+		*info = p->info;
+		return 0;
+	}
+	if (x->pid == pid && x->start_ns == start_ns) {
+		*info = x->info;
+		return 0;
+	}
+	return -ESRCH;
 }
 
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
@@ -1015,6 +1085,15 @@ void symbolizer__forget_process(struct symbolizer *s, uint32_t pid)
 	p = proc_find(s, pid);
 	if (p)
 		proc_drop(s, p);
+}
+
+void symbolizer__forget_exited(struct symbolizer *s, uint32_t pid)
+{
+	struct process *p = proc_find(s, pid);
+
+	if (p && p->info_read)
+		s->exited[pid % EXITED] = (struct exited){pid, p->start_ns, p->info};
+	symbolizer__forget_process(s, pid);
 }
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)

@@ -134,6 +134,10 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: drop its cached maps (objects live on through references). */
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);
+/* The process exited: as symbolizer__forget_process, but its process_info stays known (recent
+ * exits only), for the samples it takes while the kernel tears it down (exit_mmap comes after
+ * the exit tracepoint). */
+void symbolizer__forget_exited(struct symbolizer *s, uint32_t pid);
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 
 #endif

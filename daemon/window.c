@@ -15,6 +15,55 @@ const char *const window_drop_names[DROP_NR] = {
     [DROP_NO_MEMORY] = "no_memory",
 };
 
+/* Length of the valid UTF-8 sequence (RFC 3629: no overlongs, surrogates or values past
+ * U+10FFFF) at s, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] < 0x80		      ? 1
+		: s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		: s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		: s[0] >= 0xf0 && s[0] < 0xf5 ? 4
+					      : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] >= 0xa0) ||
+	    (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+void task__sanitize_name(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		int n = utf8_len(p);
+
+		if (n == 1 && (*p < 0x20 || *p == 0x7f)) {
+			*p++ = '?';
+		} else if (n) {
+			p += n;
+		} else {
+			/* a lead byte whose sequence the end cut off: drop the rest */
+			size_t rest = strlen((char *)p);
+
+			if (*p >= 0xc2 && *p < 0xf5 && rest < 4) {
+				bool cut = true;
+
+				for (size_t i = 1; i < rest; i++)
+					cut &= (p[i] & 0xc0) == 0x80;
+				if (cut) {
+					memset(p, 0, rest);
+					break;
+				}
+			}
+			*p++ = '?';
+		}
+	}
+}
+
 struct window_ring {
 	struct window_ring_opts opts;
 	struct window **slots; /* circular, nr_windows */

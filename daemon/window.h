@@ -45,6 +45,12 @@ struct task {
 	char process[PROCESS_NAME_LEN]; /* the executable's name, uncut; "" when unknown */
 };
 
+/* Makes the NUL-terminated name s (a process, thread or executable name: any bytes but NUL) fit
+ * for a pprof string label, in place: valid UTF-8 is kept, control characters and bytes of no
+ * valid sequence become '?', and a sequence cut short at the end (a name cut to its buffer) is
+ * dropped. */
+void task__sanitize_name(char *s);
+
 /* Drop reasons counted per window (names are the JSON and Prometheus label values). */
 enum window_drop {
 	DROP_RINGBUF_FULL, /* "ringbuf_full": lost in the kernel, the ring buffer was full */

@@ -201,7 +201,8 @@ def test_process_and_thread_names(d):
     # (a sample of the forked child before its exec may carry the test's own names)
     ss = [s for s in of_pid(d.profile("last=1m&pid=%d" % pid)[0], pid)
           if s["labels"]["comm"] != "python3"]
-    assert {s["labels"]["process"] for s in ss} == {"tp_process_name_longer_than_15"}
+    assert {s["labels"]["process"] for s in ss} == {"tp_process_name_longer_than_15"}, \
+        {(s["labels"]["process"], s["labels"]["comm"]) for s in ss}
     assert {s["labels"]["comm"] for s in ss} == {"tp_process_name"}  # the kernel's 15 bytes
     workers = share(ss, lambda s: s["labels"]["thread"] in ("worker-one", "worker-two"))
     assert workers >= 0.95, workers

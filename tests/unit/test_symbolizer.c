@@ -1091,6 +1091,36 @@ static void test_debuglink(void **state)
 	assert_int_equal(st.debug_files, 1);
 	symbolizer__free(s);
 
+	/* A FIFO or a device in the debug file's place is never opened (a read would block, an
+	 * open can have side effects); nor is a file of another user beside the object. */
+	snprintf(dir, sizeof(dir), "%s/fifodebug", fake_root);
+	make_dirs(dir);
+	snprintf(copy, sizeof(copy), "%s/app", dir);
+	snprintf(wrong, sizeof(wrong), "%s/fifo", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "cp '%s' '%s' && mkfifo '%s' && ln -s fifo '%s/fixture_pie.debug'", linked, copy,
+		 wrong, dir);
+	assert_int_equal(system(cmd), 0);
+	s = fake_symbolizer();
+	assert_null(hidden_name(s, copy, 1106, &obj));
+	symbolizer__free(s);
+	if (geteuid() == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "rm '%s/fixture_pie.debug' && cp '%s' '%s/fixture_pie.debug' && "
+			 "chown 12345 '%s/fixture_pie.debug'",
+			 dir, fixture("TAILPROF_FIXTURE_PIE_DEBUG"), dir, dir);
+		assert_int_equal(system(cmd), 0);
+		s = fake_symbolizer();
+		assert_null(hidden_name(s, copy, 1107, &obj));
+		symbolizer__free(s);
+		/* owned by the object's owner: used */
+		snprintf(cmd, sizeof(cmd), "chown 0 '%s/fixture_pie.debug'", dir);
+		assert_int_equal(system(cmd), 0);
+		s = fake_symbolizer();
+		assert_string_equal(hidden_name(s, copy, 1108, &obj), "fixture_hidden");
+		symbolizer__free(s);
+	}
+
 	/* A file of that name that belongs to another build is not used. */
 	snprintf(dir, sizeof(dir), "%s/wrongdebug", fake_root);
 	make_dirs(dir);
@@ -1155,6 +1185,23 @@ static void test_perf_map_parse(void **state)
 	assert_int_equal(perf_map__parse("", 0, &t, &skipped), 0);
 	assert_int_equal(t.nr_spans, 0);
 	symtab__clear(&t);
+
+	/* only the last PERF_MAP_MAX_ENTRIES lines are read */
+	{
+		size_t n = PERF_MAP_MAX_ENTRIES + 10, off = 0;
+		char *text = malloc(n * 24);
+
+		assert_non_null(text);
+		for (size_t i = 0; i < n; i++)
+			off += sprintf(text + off, "%zx 1 e%zu\n", 0x100000 + i, i);
+		assert_int_equal(perf_map__parse(text, off, &t, &skipped), PERF_MAP_MAX_ENTRIES);
+		assert_int_equal(skipped, 10);
+		assert_null(span_name(&t, 0x100000 + 9, NULL));
+		assert_string_equal(span_name(&t, 0x100000 + 10, NULL), "e10");
+		assert_string_equal(span_name(&t, 0x100000 + n - 1, NULL), "e262153");
+		symtab__clear(&t);
+		free(text);
+	}
 
 	/* a 10 KB name is kept cut to SYMBOL_NAME_MAX bytes */
 	{
@@ -1253,7 +1300,7 @@ static void test_jit_symbols(void **state)
 	assert_non_null(map);
 	fputs("7f0000001000 100 LazyCompile:*reoptimized /srv/app.js:10\n", map);
 	fclose(map);
-	usleep(250 * 1000);
+	usleep(1100 * 1000); /* a changed map is read again at most once a second */
 	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 1, f), 1);
 	assert_string_equal(object__lookup(f[0].obj, f[0].addr, NULL),
 			    "LazyCompile:*reoptimized /srv/app.js:10");
@@ -1286,6 +1333,12 @@ static void test_process_info(void **state)
 	assert_string_equal(info.name, "an-executable-name-longer-than-fifteen");
 	assert_int_equal(info.ns_pid, 7);
 	assert_int_equal(symbolizer__process_info(s, 1301, 14 * ns_per_tick, &info), -ESRCH);
+	/* after its exit the name stays, for the samples of its teardown */
+	symbolizer__forget_exited(s, 1301);
+	assert_false(symbolizer__knows(s, 1301, 13 * ns_per_tick));
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(symbolizer__process_info(s, 1301, 13 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "an-executable-name-longer-than-fifteen");
 	symbolizer__free(s);
 }
 
@@ -1350,6 +1403,25 @@ static void test_caps_evict_lru(void **state)
 	assert_int_equal(st.evicted_objects, 1);
 	assert_true(symbolizer__knows(s, 1401, 1401 * ns_per_tick));
 	assert_true(symbolizer__knows(s, 1402, 1402 * ns_per_tick));
+	/* Over the cap with nothing left to free, later calls evict nothing more: no thrashing. */
+	{
+		struct frame held =
+		    resolve_one(s, 1402, 1402, alpha_addr(lib, 0x7f0000100000ull), 0);
+
+		object__get(held.obj);
+		resolve_one(s, 1401, 1401, alpha_addr(nopie, 0x7f0000100000ull), 0);
+		symbolizer__stats(s, &st);
+		for (int i = 0; i < 10; i++)
+			resolve_one(s, 1402, 1402, alpha_addr(lib, 0x7f0000100000ull), 0);
+		{
+			struct symbolizer_stats st2;
+
+			symbolizer__stats(s, &st2);
+			assert_int_equal(st2.evicted_processes, st.evicted_processes);
+			assert_int_equal(st2.maps_reads, st.maps_reads);
+		}
+		object__put(held.obj);
+	}
 	symbolizer__free(s);
 	assert_string_equal(object__lookup(kept.obj, kept.addr, NULL), "fixture_alpha");
 	object__put(kept.obj);

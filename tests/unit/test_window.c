@@ -218,9 +218,32 @@ static void test_intern_identity(void **state)
 	assert_int_equal(intern_table__count(f->stacks), 0);
 }
 
+static void test_sanitize_name(void **state)
+{
+	char a[16] = "aaa\xc3", b[32] = "nl\nname\"q\\x\xff", c[16] = "caf\xc3\xa9",
+	     d[16] = "eur\xe2\x82", e[16] = "\xed\xa0\x80s", f[16] = "\x7f\x01ok";
+
+	(void)state;
+	task__sanitize_name(a);
+	assert_string_equal(a, "aaa");
+	assert_int_equal(a[3], 0);
+	task__sanitize_name(b);
+	assert_string_equal(b, "nl?name\"q\\x?");
+	task__sanitize_name(c);
+	assert_string_equal(c, "caf\xc3\xa9");
+	task__sanitize_name(d);
+	assert_string_equal(d, "eur");
+	assert_int_equal(d[4], 0);
+	task__sanitize_name(e); /* a UTF-16 surrogate is no UTF-8 */
+	assert_string_equal(e, "???s");
+	task__sanitize_name(f);
+	assert_string_equal(f, "??ok");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_sanitize_name),
 	    cmocka_unit_test_setup_teardown(test_rotation_aligned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_gap_longer_than_retention, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_samples_by_timestamp_and_eviction_release, setup,
