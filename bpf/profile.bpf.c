@@ -43,6 +43,15 @@ struct {
 	__type(value, __u64);
 } known_procs SEC(".maps");
 
+/* stage_stacks: the stages each thread is in, written by bpf/stage.bpf.c (the loader makes this
+ * map the stage programs' own, through reuse); read here for the sample's stage label. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_stage_stack);
+} stage_stacks SEC(".maps");
+
 /* scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -81,6 +90,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	__u64 ts = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task;
+	struct tp_stage_stack *stages;
 	struct tp_sample *s;
 	__u32 zero = 0;
 	__u64 *known;
@@ -105,6 +115,14 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->flags = 0;
 	BPF_CORE_READ_STR_INTO(&s->comm, task, group_leader, comm);
 	bpf_get_current_comm(&s->thread_comm, sizeof(s->thread_comm));
+	/* the innermost stage the thread is in (untimed stages past the depth keep the deepest) */
+	s->stage = 0;
+	stages = bpf_task_storage_get(&stage_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (stages && stages->depth) {
+		__u32 d = stages->depth < TP_STAGE_DEPTH ? stages->depth : TP_STAGE_DEPTH;
+
+		s->stage = stages->frames[(d - 1) & (TP_STAGE_DEPTH - 1)].stage;
+	}
 
 	n = bpf_get_stack(ctx, s->addrs, TP_MAX_STACK_DEPTH * 8, 0);
 	if (n < 0) {

@@ -17,15 +17,19 @@
 #include "window.h"
 
 struct loader;
+struct probes;
+struct stages;
 struct symbolizer;
 
 struct collector_opts {
 	struct loader *loader;	       /* not owned */
 	struct symbolizer *symbolizer; /* not owned */
 	uint32_t frequency_hz;
-	uint64_t window_ns;  /* a multiple of drain_ns */
-	uint32_t nr_windows; /* retention / window */
-	uint64_t drain_ns;   /* <= 1 s */
+	uint64_t window_ns;    /* a multiple of drain_ns */
+	uint32_t nr_windows;   /* retention / window */
+	uint64_t drain_ns;     /* <= 1 s */
+	struct probes *probes; /* stage probes (not owned); NULL: no stages */
+	struct stages *stages; /* the stage registry (not owned); with probes */
 };
 
 struct collector_status {
@@ -56,6 +60,8 @@ int collector__run(struct collector *c, int stop_fd);
 
 /* Readers (query threads): hold the read lock while looking at windows and their stacks. */
 void collector__rdlock(struct collector *c);
+/* Writers other than the drain loop (a configuration reload changing the stage registry). */
+void collector__wrlock(struct collector *c);
 void collector__unlock(struct collector *c);
 /* Under the read lock: the ring, and the status figures. */
 struct window_ring *collector__ring(struct collector *c);

@@ -188,6 +188,14 @@ struct loader *loader__new(const struct loader_opts *opts)
 		pr_err("failed to size the counters map: %s", strerror(-err));
 		goto fail;
 	}
+	if (opts->stage_stacks_fd > 0) {
+		err = bpf_map__reuse_fd(l->skel->maps.stage_stacks, opts->stage_stacks_fd);
+		if (err) {
+			pr_err("failed to share the stage map with the sampler: %s",
+			       strerror(-err));
+			goto fail;
+		}
+	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
 		pr_err("failed to load BPF programs: %s (run with -v for the verifier log)",

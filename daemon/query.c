@@ -16,6 +16,7 @@
 #include "hashmap.h"
 #include "loader.h"
 #include "pprof.h"
+#include "stages.h"
 #include "sysinfo.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
@@ -226,6 +227,8 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 		return false;
 	if (f->comm && strcmp(f->comm, t->comm))
 		return false;
+	if (f->has_stage && (t->stage >= 64 || !((f->stage_mask >> t->stage) & 1)))
+		return false;
 	return true;
 }
 
@@ -297,15 +300,21 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	for (size_t i = 0; i < mt.n; i++) {
 		const struct merged *m = &mt.v[i];
 		char pid[16], tid[16];
-		struct pprof_label labels[5] = {
+		struct pprof_label labels[6] = {
 		    {"pid", pid},
 		    {"tid", tid},
 		    {"comm", m->task->comm},
 		    {"thread", m->task->thread},
-		    {"tailprofd", "self"},
 		};
+		const char *stage = ctx->stages ? stages__name(ctx->stages, m->task->stage) : NULL;
+		size_t nr_labels = 4;
 		int64_t values[2];
 		size_t nr;
+
+		if (stage)
+			labels[nr_labels++] = (struct pprof_label){"stage", stage};
+		if (m->task->flags & TASK_SELF)
+			labels[nr_labels++] = (struct pprof_label){"tailprofd", "self"};
 
 		snprintf(pid, sizeof(pid), "%u", m->task->pid);
 		snprintf(tid, sizeof(tid), "%u", m->task->tid);
@@ -314,8 +323,7 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 			goto out;
 		values[0] = (int64_t)m->count;
 		values[1] = (int64_t)(m->count * period);
-		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels,
-						(m->task->flags & TASK_SELF) ? 5 : 4);
+		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels, nr_labels);
 		if (err)
 			goto out;
 		sum->samples += m->count;
@@ -427,6 +435,8 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "objects", json_integer(st.sym.objects));
 	json_object_set_new(o, "processes", json_integer(st.sym.processes));
 	json_object_set_new(o, "stacks", json_integer(st.stacks));
+	if (ctx->stages)
+		json_object_set_new(o, "stages", stages__status_json(ctx->stages));
 	return dump(o);
 }
 
@@ -559,6 +569,15 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	for (size_t i = 0; i < nr_progs; i++)
 		put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n", progs[i].name,
 		    progs[i].run_cnt);
+	if (ctx->stages) {
+		char *st_text = stages__metrics_text(ctx->stages);
+
+		if (!st_text)
+			t.failed = true;
+		else
+			put(&t, "%s", st_text);
+		free(st_text);
+	}
 	if (t.failed) {
 		free(t.buf);
 		return NULL;

@@ -38,8 +38,8 @@ struct stack {
 struct task {
 	uint32_t pid; /* process id (tgid) */
 	uint32_t tid;
-	uint32_t flags; /* TASK_* */
-	uint32_t pad;
+	uint32_t flags;	 /* TASK_* */
+	uint32_t stage;	 /* innermost stage the thread was in (stages.h id), 0: none */
 	char comm[16];	 /* process name */
 	char thread[16]; /* thread name */
 };
@@ -55,6 +55,8 @@ enum window_drop {
 	DROP_NR,
 };
 extern const char *const window_drop_names[DROP_NR];
+
+struct stage_window;
 
 struct window_entry {
 	struct stack *stack;
@@ -79,6 +81,7 @@ struct window {
 	/* cached when closed: distinct stacks and processes */
 	uint32_t nr_stacks, nr_processes;
 	bool counted;
+	struct stage_window *stages; /* stage latencies and slow spans (stages.h), NULL: none */
 };
 
 struct window_ring_opts {

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Known answer for stages: requests through fetch (sleeps 2 ms), compute (3 ms of CPU; every
+ * 20th request also 30 ms in compute_slow_path), io (a small write + fsync) and serialize
+ * (about 0.3 ms of CPU). Logs each stage's exact latency, measured inside the stage function,
+ * as "REQUEST STAGE DURATION_NS" lines to LOG. Built twice: plain (uprobes time the functions)
+ * and with -DUSE_USDT (the functions mark themselves with include/tailprof/stage.h).
+ * Usage: tp_pipeline SECONDS LOG [DELAY_SECONDS] — prints its pid, waits DELAY, then serves
+ * requests for SECONDS. */
+#ifdef USE_USDT
+#define TAILPROF_STAGE_DEFINE
+#include <tailprof/stage.h>
+#define BEGIN(name, req) TAILPROF_STAGE_BEGIN(name, req)
+#define END(name, req)	 TAILPROF_STAGE_END(name, req)
+#else
+#define BEGIN(name, req)
+#define END(name, req)
+#endif
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "workload.h"
+
+static FILE *logf;
+static int io_fd = -1;
+
+static void log_stage(unsigned long req, const char *stage, uint64_t t0)
+{
+	fprintf(logf, "%lu %s %llu\n", req, stage, (unsigned long long)(now_ns() - t0));
+}
+
+__attribute__((noinline)) void fetch(unsigned long req)
+{
+	uint64_t t0 = now_ns();
+	struct timespec ts = {0, 2000000};
+
+	BEGIN("fetch", req);
+	nanosleep(&ts, NULL);
+	END("fetch", req);
+	log_stage(req, "fetch", t0);
+}
+
+__attribute__((noinline)) void compute_slow_path(void)
+{
+	BURN_NS(30000000);
+}
+
+__attribute__((noinline)) void compute(unsigned long req)
+{
+	uint64_t t0 = now_ns();
+
+	BEGIN("compute", req);
+	BURN_NS(3000000);
+	if (req % 20 == 19)
+		compute_slow_path();
+	END("compute", req);
+	log_stage(req, "compute", t0);
+}
+
+__attribute__((noinline)) void io(unsigned long req)
+{
+	uint64_t t0 = now_ns();
+	char buf[64];
+	int n;
+
+	BEGIN("io", req);
+	n = snprintf(buf, sizeof(buf), "request %lu\n", req);
+	if (write(io_fd, buf, n) != n || fsync(io_fd))
+		perror("io");
+	END("io", req);
+	log_stage(req, "io", t0);
+}
+
+__attribute__((noinline)) void serialize(unsigned long req)
+{
+	uint64_t t0 = now_ns();
+
+	BEGIN("serialize", req);
+	BURN_NS(300000);
+	END("serialize", req);
+	log_stage(req, "serialize", t0);
+}
+
+__attribute__((noinline)) void serve(double seconds)
+{
+	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+
+	for (unsigned long req = 0; now_ns() < end; req++) {
+		fetch(req);
+		compute(req);
+		io(req);
+		serialize(req);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char path[] = "/var/tmp/tp_pipeline.XXXXXX";
+	double delay = arg_seconds(argc, argv, 3, 0);
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: tp_pipeline SECONDS LOG [DELAY_SECONDS]\n");
+		return 2;
+	}
+	logf = fopen(argv[2], "w");
+	io_fd = mkstemp(path);
+	if (!logf || io_fd < 0) {
+		perror("tp_pipeline");
+		return 1;
+	}
+	unlink(path);
+	printf("%d\n", getpid());
+	fflush(stdout);
+	if (delay > 0)
+		usleep((useconds_t)(delay * 1e6));
+	serve(arg_seconds(argc, argv, 1, 3));
+	fclose(logf);
+	return 0;
+}
