@@ -57,6 +57,7 @@ struct collector {
 
 	struct pid_set known;
 	struct collector_status st;
+	struct window *stage_window; /* the current window at the last tick (stages) */
 
 	/* drain notifications for capture waiters */
 	pthread_mutex_t drain_mu;
@@ -417,14 +418,17 @@ static void drain(struct collector *c, bool tick)
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
 	if (tick) {
-		struct window *prev = window_ring__current(c->ring);
-
 		window_ring__advance(c->ring, now);
 		w = window_ring__current(c->ring);
+		/* A window is done for stages at the first tick after it: that tick took its last
+		 * period's histograms. (Samples past its end may have advanced the ring earlier.)
+		 */
 		if (c->opts.stages) {
 			stages__sync_names(c->opts.stages);
-			if (prev && prev != w && window_held(c->ring, prev))
-				stages__window_closed(c->opts.stages, prev);
+			if (c->stage_window && c->stage_window != w &&
+			    window_held(c->ring, c->stage_window))
+				stages__window_closed(c->opts.stages, c->stage_window);
+			c->stage_window = w;
 		}
 		w->wall_offset_ns = offset;
 		c->last_tick_ns = now;

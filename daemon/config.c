@@ -17,7 +17,8 @@
 struct parse {
 	struct config *c;
 	FILE *f;
-	int line; /* of the line inih handed us last */
+	int line;	  /* of the line inih handed us last */
+	int section_line; /* of the last [section] header */
 	int err_line;
 	char err[512];
 	/* the section being read */
@@ -69,12 +70,28 @@ static char *reader(char *buf, int size, void *stream)
 	struct parse *p = stream;
 	char *r = fgets(buf, size, p->f);
 
-	if (r)
+	if (r) {
 		p->line++;
+		if (buf[strspn(buf, " \t")] == '[')
+			p->section_line = p->line;
+	}
 	return r;
 }
 
+static int start_section_at(struct parse *p, const char *section);
+
+/* Errors about a section name the line of its header. */
 static int start_section(struct parse *p, const char *section)
+{
+	int line = p->line, ok;
+
+	p->line = p->section_line ? p->section_line : line;
+	ok = start_section_at(p, section);
+	p->line = line;
+	return ok;
+}
+
+static int start_section_at(struct parse *p, const char *section)
 {
 	const char *sp = strchr(section, ' ');
 	char kind[32];

@@ -56,6 +56,7 @@ static void test_full_config(void **state)
 	assert_non_null(c);
 	assert_string_equal(c->frequency.value, "199");
 	assert_int_equal(c->frequency.line, 3);
+	assert_int_equal(c->stages[0].line, 6);
 	assert_string_equal(c->window.value, "5s");
 	assert_null(c->listen.value);
 	assert_int_equal(c->nr_stages, 2);
@@ -87,19 +88,19 @@ static void test_errors_name_the_line(void **state)
 	    {"[stage a]\nbinary = /x\nfunction = f\nthreshold = fast\n", 4, "threshold: 'fast'"},
 	    {"[stage a]\nbinary = /x\nfunktion = f\n", 3, "unknown key 'funktion'"},
 	    {"[stage a]\nbinary = /x\nfunction = f\npid = -3\n", 4, "pid: '-3'"},
-	    {"[stages a]\nbinary = /x\n", 2, "unknown section [stages a]"},
-	    {"[stage]\nbinary = /x\n", 2, "give a name"},
-	    {"[stage a b]\nbinary = /x\n", 2, "give a name"},
+	    {"[stages a]\nbinary = /x\n", 1, "unknown section [stages a]"},
+	    {"[stage]\nbinary = /x\n", 1, "give a name"},
+	    {"[stage a b]\nbinary = /x\n", 1, "give a name"},
 	    {"binary = /x\n", 1, "outside any section"},
 	    {"[stage a]\nbinary = /x\nthis is not ini\n", 3, "not a [section] or key = value"},
 	    {"[stage a]\nbinary = /x\nusdt_begin = nocolon\n", 3, "not PROVIDER:NAME"},
-	    {"[stage a]\nfunction = f\n", 2, "has no binary"},
-	    {"[stage a]\nbinary = /x\n", 2, "needs function = NAME"},
-	    {"[stage a]\nbinary = /x\nfunction = f\nusdt_begin = p:b\nusdt_end = p:e\n", 2,
+	    {"[stage a]\nfunction = f\n", 1, "has no binary"},
+	    {"[stage a]\nbinary = /x\n", 1, "needs function = NAME"},
+	    {"[stage a]\nbinary = /x\nfunction = f\nusdt_begin = p:b\nusdt_end = p:e\n", 1,
 	     "both function and usdt_begin"},
 	    {"[stage a]\nbinary = /x\nbinary = /y\nfunction = f\n", 3, "given twice"},
 	    {"[daemon]\ncolor = blue\n", 2, "unknown key 'color' in [daemon]"},
-	    {"[usdt-app app]\npid = 5\n", 2, "[usdt-app app] has no binary"},
+	    {"[usdt-app app]\npid = 5\n", 1, "[usdt-app app] has no binary"},
 	};
 	char err[600], want[128];
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Known answer for stages: requests through fetch (sleeps 2 ms), compute (3 ms of CPU; every
  * 20th request also 30 ms in compute_slow_path), io (a small write + fsync) and serialize
- * (about 0.3 ms of CPU). Logs each stage's exact latency, measured inside the stage function,
- * as "REQUEST STAGE DURATION_NS" lines to LOG. Built twice: plain (uprobes time the functions)
+ * (about 0.3 ms of CPU). Logs each stage's exact latency, measured from the first to the last
+ * statement of the stage function (the logging itself outside it), as "REQUEST STAGE DURATION_NS"
+ * lines to LOG. Built twice: plain (uprobes time the functions)
  * and with -DUSE_USDT (the functions mark themselves with include/tailprof/stage.h).
  * Usage: tp_pipeline SECONDS LOG [DELAY_SECONDS] — prints its pid, waits DELAY, then serves
  * requests for SECONDS. */
@@ -28,20 +29,27 @@
 static FILE *logf;
 static int io_fd = -1;
 
-static void log_stage(unsigned long req, const char *stage, uint64_t t0)
+static uint64_t stage_ns; /* the duration of the last stage, set by the stage itself */
+
+#define STAGE_START() uint64_t t0__ = now_ns()
+#define STAGE_DONE()  (stage_ns = now_ns() - t0__)
+
+/* Calls stage(req) and logs how long it took. */
+static void timed(void (*stage)(unsigned long), const char *name, unsigned long req)
 {
-	fprintf(logf, "%lu %s %llu\n", req, stage, (unsigned long long)(now_ns() - t0));
+	stage(req);
+	fprintf(logf, "%lu %s %llu\n", req, name, (unsigned long long)stage_ns);
 }
 
 __attribute__((noinline)) void fetch(unsigned long req)
 {
-	uint64_t t0 = now_ns();
 	struct timespec ts = {0, 2000000};
+	STAGE_START();
 
 	BEGIN("fetch", req);
 	nanosleep(&ts, NULL);
 	END("fetch", req);
-	log_stage(req, "fetch", t0);
+	STAGE_DONE();
 }
 
 __attribute__((noinline)) void compute_slow_path(void)
@@ -51,38 +59,38 @@ __attribute__((noinline)) void compute_slow_path(void)
 
 __attribute__((noinline)) void compute(unsigned long req)
 {
-	uint64_t t0 = now_ns();
+	STAGE_START();
 
 	BEGIN("compute", req);
 	BURN_NS(3000000);
 	if (req % 20 == 19)
 		compute_slow_path();
 	END("compute", req);
-	log_stage(req, "compute", t0);
+	STAGE_DONE();
 }
 
 __attribute__((noinline)) void io(unsigned long req)
 {
-	uint64_t t0 = now_ns();
 	char buf[64];
 	int n;
+	STAGE_START();
 
 	BEGIN("io", req);
 	n = snprintf(buf, sizeof(buf), "request %lu\n", req);
 	if (write(io_fd, buf, n) != n || fsync(io_fd))
 		perror("io");
 	END("io", req);
-	log_stage(req, "io", t0);
+	STAGE_DONE();
 }
 
 __attribute__((noinline)) void serialize(unsigned long req)
 {
-	uint64_t t0 = now_ns();
+	STAGE_START();
 
 	BEGIN("serialize", req);
 	BURN_NS(300000);
 	END("serialize", req);
-	log_stage(req, "serialize", t0);
+	STAGE_DONE();
 }
 
 __attribute__((noinline)) void serve(double seconds)
@@ -90,10 +98,10 @@ __attribute__((noinline)) void serve(double seconds)
 	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
 
 	for (unsigned long req = 0; now_ns() < end; req++) {
-		fetch(req);
-		compute(req);
-		io(req);
-		serialize(req);
+		timed(fetch, "fetch", req);
+		timed(compute, "compute", req);
+		timed(io, "io", req);
+		timed(serialize, "serialize", req);
 	}
 }
 
