@@ -521,15 +521,21 @@ int collector__run(struct collector *c, int stop_fd)
 	}
 	drain(c, true);
 out:
-	pthread_mutex_lock(&c->drain_mu);
-	c->stopping = true;
-	pthread_cond_broadcast(&c->drain_cond);
-	pthread_mutex_unlock(&c->drain_mu);
+	if (err)
+		collector__stop(c);
 	if (ep >= 0)
 		close(ep);
 	if (tfd >= 0)
 		close(tfd);
 	return err;
+}
+
+void collector__stop(struct collector *c)
+{
+	pthread_mutex_lock(&c->drain_mu);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->drain_cond);
+	pthread_mutex_unlock(&c->drain_mu);
 }
 
 struct collector *collector__new(const struct collector_opts *opts)

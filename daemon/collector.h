@@ -54,9 +54,12 @@ struct collector *collector__new(const struct collector_opts *opts);
 /* Frees the ring, captures and interned values. NULL allowed. */
 void collector__free(struct collector *c);
 
-/* Runs the drain loop until stop_fd becomes readable (the caller reads it). Returns 0, or a
- * negative errno when the loop itself failed. Drains once more before returning. */
+/* Runs the drain loop until stop_fd becomes readable (the caller reads it; it may run the loop
+ * again, e.g. after a configuration reload). Returns 0, or a negative errno when the loop itself
+ * failed (then as collector__stop). Drains once more before returning. */
 int collector__run(struct collector *c, int stop_fd);
+/* The daemon is stopping: capture waiters return -EINTR. Any thread. */
+void collector__stop(struct collector *c);
 
 /* Readers (query threads): hold the read lock while looking at windows and their stacks. */
 void collector__rdlock(struct collector *c);

@@ -426,6 +426,8 @@ int main(int argc, char **argv)
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
 	    .stage_stacks_fd = probes__stage_stacks_fd(probes),
+	    /* tests/bench/stages.py measures what the stage label costs each sample */
+	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
 	});
 	if (!loader)
 		goto out;
@@ -477,6 +479,7 @@ int main(int argc, char **argv)
 		pr_info("%s: detaching probes and exiting", strsignal(si.ssi_signo));
 		break;
 	}
+	collector__stop(coll);
 	ret = 0;
 out:
 	/* teardown in reverse: stop serving before the data it reads goes away */

@@ -569,6 +569,22 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	for (size_t i = 0; i < nr_progs; i++)
 		put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n", progs[i].name,
 		    progs[i].run_cnt);
+	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
+		uint64_t ns, clock_ns, samples;
+
+		loader__label_cost(ctx->loader, &ns, &clock_ns, &samples);
+		metric(&t, "tailprof_bench_stage_label_ns_total", "counter",
+		       "Benchmark (TAILPROF_BENCH_LABEL_COST): ns in the sampler's stage lookup "
+		       "(part=lookup) and in the clock reads that timed it (part=clock).");
+		put(&t,
+		    "tailprof_bench_stage_label_ns_total{part=\"lookup\"} %" PRIu64 "\n"
+		    "tailprof_bench_stage_label_ns_total{part=\"clock\"} %" PRIu64 "\n",
+		    ns, clock_ns);
+		metric(
+		    &t, "tailprof_bench_stage_label_samples_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_LABEL_COST): samples whose stage lookup was timed.");
+		put(&t, "tailprof_bench_stage_label_samples_total %" PRIu64 "\n", samples);
+	}
 	if (ctx->stages) {
 		char *st_text = stages__metrics_text(ctx->stages);
 

@@ -255,6 +255,32 @@ def test_usdt_header():
         d.stop()
 
 
+def test_usdt_stage_with_semaphores_python():
+    """[stage] with usdt_begin/usdt_end on Debian's python3.11 (gc__start/gc__done, guarded by
+    semaphores): the collections of a python started after the daemon are timed."""
+    python = "/usr/bin/python3.11"
+    if not os.path.exists(python):
+        if IN_CI:
+            raise AssertionError("no %s (Debian 12's python3)" % python)
+        print("  skipped: no " + python)
+        return
+    cfg = write_config("gc.conf", "[stage gc]\nbinary = %s\nusdt_begin = python:gc__start\n"
+                       "usdt_end = python:gc__done\n" % python)
+    d = Daemon(cfg)
+    try:
+        r = run([python, "-c", "import gc\nfor _ in range(200): gc.collect()"], timeout=60)
+        assert r.returncode == 0, r
+        time.sleep(1.6)
+        s = d.total("gc")
+        print("  gc: count %d, p50 %.1f us, max %.1f us" % (s["count"], s["p50_ns"] / 1e3,
+                                                            s["max_ns"] / 1e3))
+        # 200 explicit collections, and the interpreter's own at start-up and exit
+        assert 200 <= s["count"] <= 400, s
+        assert 0 < s["p50_ns"] < 50e6, s
+    finally:
+        d.stop()
+
+
 def test_reload_adds_stage_keeps_windows():
     binary = os.path.join(WL, "tp_pipeline")
     cfg = write_config("reload.conf", stage_sections(binary, ("fetch",)))
@@ -296,6 +322,9 @@ def test_reload_adds_stage_keeps_windows():
         st = [s["stage"] for s in d.json("/api/v1/status")["stages"]]
         assert st == ["compute"], st
         assert {s["stage"]: s["count"] for s in d.stages()["stages"]}["fetch"] == totals["fetch"]
+        # a reload is not a shutdown: exact-interval profiles still work
+        status, _, body = d.get("/debug/pprof/profile?seconds=1")
+        assert status == 200, (status, body[:200])
     finally:
         d.stop()
 
@@ -345,7 +374,8 @@ def main():
              test_http_errors, test_cli_stages]
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
-    for t in tests + [test_usdt_header, test_reload_adds_stage_keeps_windows,
+    for t in tests + [test_usdt_header, test_usdt_stage_with_semaphores_python,
+                      test_reload_adds_stage_keeps_windows,
                       test_bad_config_exits_2]:
         if only and only not in t.__name__:
             continue
