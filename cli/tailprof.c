@@ -1126,6 +1126,24 @@ out:
 	return ret;
 }
 
+/* A latency with 4 significant digits and its unit: 812ns, 315.4us, 2.982ms, 1.204s. */
+static const char *f_latency(const json_t *o, const char *key, char *buf, size_t size)
+{
+	long long v;
+
+	if (!j_int(o, key, &v) || v < 0)
+		return "-";
+	if (v < 1000)
+		snprintf(buf, size, "%lldns", v);
+	else if (v < 1000000)
+		snprintf(buf, size, "%.4gus", v / 1e3);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.4gms", v / 1e6);
+	else
+		snprintf(buf, size, "%.4gs", v / 1e9);
+	return buf;
+}
+
 /* One row of `tailprof stages`: a stage object of /api/v1/stages. */
 static void stage_row(const json_t *s, const char *start)
 {
@@ -1133,7 +1151,7 @@ static void stage_row(const json_t *s, const char *start)
 	char b[6][32];
 
 	for (int i = 0; i < 5; i++)
-		f_dur(s, keys[i], b[i], 32);
+		f_latency(s, keys[i], b[i], 32);
 	printf("%-24s  %-16s %8s %10s %10s %10s %10s %10s%s\n", start, j_str(s, "stage"),
 	       f_int(s, "count", b[5], 32), b[0], b[1], b[2], b[3], b[4],
 	       json_is_true(json_object_get(s, "low_sample")) ? "  (low sample)" : "");
