@@ -195,6 +195,8 @@ static __always_inline void notify(struct task_struct *task, __u32 kind)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	/* the new image is in none of the old one's stages (their exits will never run) */
+	bpf_task_storage_delete(&stage_stacks, p);
 	notify(p, TP_EV_EXEC);
 	return 0;
 }

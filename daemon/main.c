@@ -338,9 +338,9 @@ static void reload(const struct options *o, struct config **cfg, struct collecto
 	collector__unlock(coll);
 	config__free(*cfg);
 	*cfg = n;
-	pr_info("SIGHUP: reloaded %s: %zu stage%s, %zu usdt-app%s, %d failed to attach", path,
-		n ? n->nr_stages : 0, n && n->nr_stages == 1 ? "" : "s", n ? n->nr_apps : 0,
-		n && n->nr_apps == 1 ? "" : "s", failed);
+	pr_info("SIGHUP: reloaded %s%s: %zu stage%s, %zu usdt-app%s, %d failed to attach", path,
+		n ? "" : " (no such file)", n ? n->nr_stages : 0, n && n->nr_stages == 1 ? "" : "s",
+		n ? n->nr_apps : 0, n && n->nr_apps == 1 ? "" : "s", failed);
 }
 
 int main(int argc, char **argv)

@@ -198,6 +198,22 @@ def test_dlopen_library_attached_by_path(d):
     assert 1.0e6 <= s["p50_ns"] <= 1.6e6, s
 
 
+def test_exec_inside_stage_leaves_it(d):
+    """tp_exec_a execs tp_exec_b from inside main, a stage: the new image is in no stage."""
+    p = subprocess.Popen([os.path.join(WL, "tp_exec_a"), "1", os.path.join(WL, "tp_exec_b"),
+                          "1"], stdout=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline())
+    assert p.wait() == 0
+    time.sleep(1.6)
+    prof, _ = d.profile("pid=%d&last=10m" % pid)
+    fns = lambda s: [f["function"] for f in s["frames"]]  # noqa: E731
+    before = [s for s in prof.samples if "before_exec_spin" in fns(s)]
+    after = [s for s in prof.samples if "after_exec_spin" in fns(s)]
+    print("  before exec: %d samples, after: %d" % (len(before), len(after)))
+    assert before and all(s["labels"].get("stage") == "exec_main" for s in before), before[:1]
+    assert after and not any("stage" in s["labels"] for s in after), after[:1]
+
+
 def test_errors_per_stage_not_fatal(d):
     st = {s["stage"]: s for s in d.json("/api/v1/status")["stages"]}
     assert not st["missing_symbol"]["attached"], st["missing_symbol"]
@@ -360,6 +376,7 @@ def main():
         os.path.join(WL, "tp_pipeline_nopie"), ("fetch", "compute", "io", "serialize"), "np_") +
         "[stage lib_stage]\nbinary = %s\nfunction = lib_stage\n\n" %
         os.path.join(WL, "libtp_stage.so") +
+        "[stage exec_main]\nbinary = %s\nfunction = main\n\n" % os.path.join(WL, "tp_exec_a") +
         "[stage missing_symbol]\nbinary = %s\nfunction = no_such_function\n\n" % binary +
         "[stage missing_binary]\nbinary = /nonexistent/app\nfunction = main\n\n" +
         "[stage go_program]\nbinary = %s\nfunction = compute\n" % go)
@@ -370,7 +387,8 @@ def main():
             raise
         skip(str(e))
     tests = [test_function_uprobes_pie, test_function_uprobes_non_pie,
-             test_dlopen_library_attached_by_path, test_errors_per_stage_not_fatal,
+             test_dlopen_library_attached_by_path, test_exec_inside_stage_leaves_it,
+             test_errors_per_stage_not_fatal,
              test_http_errors, test_cli_stages]
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
