@@ -587,15 +587,10 @@ static int cmp_span(const void *a, const void *b)
 	return x->duration_ns < y->duration_ns ? 1 : x->duration_ns > y->duration_ns ? -1 : 0;
 }
 
-char *stages__spans_json(struct stages *s, struct window *const *windows, size_t n, uint64_t mask)
+/* Calls fn for every kept span of the stages in mask in windows[0..n). */
+static void for_each_span(struct window *const *windows, size_t n, uint64_t mask,
+			  void (*fn)(void *arg, const struct tp_span *sp), void *arg)
 {
-	json_t *root = json_object(), *arr = json_array();
-	const struct tp_span **all;
-	const struct window **of;
-	size_t nr = 0;
-
-	all = xcalloc(n * TP_MAX_STAGES * STAGE_SPANS_KEPT, sizeof(*all));
-	of = xcalloc(n * TP_MAX_STAGES * STAGE_SPANS_KEPT, sizeof(*of));
 	for (size_t i = 0; i < n; i++) {
 		if (!windows[i]->stages)
 			continue;
@@ -605,33 +600,76 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 			if (!st || !(mask & (1ULL << id)))
 				continue;
 			for (uint32_t k = 0; k < st->nr_spans; k++)
-				all[nr++] = &st->spans[k];
+				fn(arg, &st->spans[k]);
 		}
 	}
-	qsort(all, nr, sizeof(*all), cmp_span);
+}
+
+struct span_list {
+	const struct tp_span **v;
+	size_t n;
+};
+
+static void count_span(void *arg, const struct tp_span *sp)
+{
+	((struct span_list *)arg)->n++;
+}
+
+static void list_span(void *arg, const struct tp_span *sp)
+{
+	struct span_list *l = arg;
+
+	l->v[l->n++] = sp;
+}
+
+char *stages__spans_json(struct stages *s, struct window *const *windows, size_t n, uint64_t mask)
+{
+	json_t *root = json_object(), *arr = json_array();
+	struct span_list all = {};
+	size_t nr;
+
+	/* sized by what the windows hold, which the ring bounds */
+	for_each_span(windows, n, mask, count_span, &all);
+	nr = all.n;
+	all.v = calloc(nr ? nr : 1, sizeof(*all.v));
+	if (!all.v) {
+		json_decref(root);
+		json_decref(arr);
+		return NULL;
+	}
+	all.n = 0;
+	for_each_span(windows, n, mask, list_span, &all);
+	qsort(all.v, nr, sizeof(*all.v), cmp_span);
 	for (size_t i = 0; i < nr; i++) {
-		const struct tp_span *sp = all[i];
-		const struct window *w = NULL;
+		const struct tp_span *sp = all.v[i];
+		uint64_t end = sp->start_ns + sp->duration_ns;
+		int64_t offset = windows[0]->wall_offset_ns;
 		json_t *o = json_object();
 
-		/* the wall-clock label of the window the span ended in */
-		for (size_t k = 0; k < n && !w; k++)
-			if (sp->start_ns + sp->duration_ns >= windows[k]->start_ns &&
-			    sp->start_ns + sp->duration_ns < windows[k]->end_ns)
-				w = windows[k];
+		/* the wall-clock label of the window the span ended in (windows are oldest first):
+		 * the last one starting at or before its end */
+		size_t lo = 0, hi = n;
+
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (windows[mid]->start_ns <= end)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		if (n)
+			offset = windows[lo]->wall_offset_ns;
 		json_object_set_new(o, "stage",
 				    json_string(stages__name(s, sp->stage) ?: "[unknown]"));
 		json_object_set_new(o, "pid", json_integer(sp->pid));
 		json_object_set_new(o, "tid", json_integer(sp->tid));
-		set_time(o, "start",
-			 (int64_t)sp->start_ns +
-			     (w ? w->wall_offset_ns : windows[0]->wall_offset_ns));
+		set_time(o, "start", (int64_t)sp->start_ns + offset);
 		json_object_set_new(o, "duration_ns", json_integer(sp->duration_ns));
 		json_object_set_new(o, "request_id", json_integer((json_int_t)sp->request_id));
 		json_array_append_new(arr, o);
 	}
-	free(all);
-	free(of);
+	free(all.v);
 	json_object_set_new(root, "spans", arr);
 	return dump(root);
 }

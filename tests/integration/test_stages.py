@@ -345,6 +345,20 @@ def test_reload_adds_stage_keeps_windows():
         d.stop()
 
 
+def test_flags_override_config():
+    cfg = write_config("daemon.conf", "[daemon]\nfrequency = 199\nwindow = 2s\n"
+                       "retention = 6m\nlisten = 127.0.0.1:1\n")
+    # --listen (from daemon.Daemon) and --frequency win; window and retention come from the file
+    d = daemon.Daemon(DAEMON, "--config", cfg, "--frequency", "49")
+    try:
+        st = d.json("/api/v1/status")
+        assert st["frequency_hz"] == 49, st
+        assert st["window_ns"] == 2e9 and st["retention_ns"] == 360e9, st
+        assert st["listen"] == "127.0.0.1:%d" % d.port, st
+    finally:
+        d.stop()
+
+
 def test_bad_config_exits_2():
     for text, where in (("[stage a]\nbinary = /bin/true\nfunction = main\nthreshold = soon\n",
                          ":4: threshold"),
@@ -393,7 +407,7 @@ def main():
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
     for t in tests + [test_usdt_header, test_usdt_stage_with_semaphores_python,
-                      test_reload_adds_stage_keeps_windows,
+                      test_reload_adds_stage_keeps_windows, test_flags_override_config,
                       test_bad_config_exits_2]:
         if only and only not in t.__name__:
             continue
