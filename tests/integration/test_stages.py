@@ -198,6 +198,32 @@ def test_dlopen_library_attached_by_path(d):
     assert 1.0e6 <= s["p50_ns"] <= 1.6e6, s
 
 
+def test_nested_recursion(d):
+    """A stage on a recursive function: 4 nested levels are each timed; of 10, the 8 outer
+    ones are (the stage stack's depth) and the 2 inner ones counted as too deep."""
+    def run_recurse(depth, calls):
+        p = subprocess.Popen([os.path.join(WL, "tp_recurse"), str(depth), str(calls)],
+                             stdout=subprocess.PIPE, text=True)
+        int(p.stdout.readline())
+        assert p.wait() == 0
+        time.sleep(1.6)
+        return d.total("recurse")
+
+    deep0 = d.metrics()['tailprof_stage_errors_total{reason="too_deep"}']
+    s = run_recurse(4, 50)
+    print("  depth 4 x 50: count %d, p50 %.3f ms, max %.3f ms" %
+          (s["count"], s["p50_ns"] / 1e6, s["max_ns"] / 1e6))
+    assert s["count"] == 200, s
+    assert 1.0e6 <= s["p50_ns"] and s["max_ns"] < 20e6, s
+    s = run_recurse(10, 20)
+    deep = d.metrics()['tailprof_stage_errors_total{reason="too_deep"}'] - deep0
+    print("  depth 10 x 20: count %d (+160 expected), too deep %d" % (s["count"], deep))
+    assert s["count"] == 200 + 8 * 20, s
+    assert deep == 2 * 20, deep
+    unmatched = d.metrics()['tailprof_stage_errors_total{reason="unmatched"}']
+    assert unmatched == 0, unmatched
+
+
 def test_exec_inside_stage_leaves_it(d):
     """tp_exec_a execs tp_exec_b from inside main, a stage: the new image is in no stage."""
     p = subprocess.Popen([os.path.join(WL, "tp_exec_a"), "1", os.path.join(WL, "tp_exec_b"),
@@ -391,6 +417,7 @@ def main():
         "[stage lib_stage]\nbinary = %s\nfunction = lib_stage\n\n" %
         os.path.join(WL, "libtp_stage.so") +
         "[stage exec_main]\nbinary = %s\nfunction = main\n\n" % os.path.join(WL, "tp_exec_a") +
+        "[stage recurse]\nbinary = %s\nfunction = recurse\n\n" % os.path.join(WL, "tp_recurse") +
         "[stage missing_symbol]\nbinary = %s\nfunction = no_such_function\n\n" % binary +
         "[stage missing_binary]\nbinary = /nonexistent/app\nfunction = main\n\n" +
         "[stage go_program]\nbinary = %s\nfunction = compute\n" % go)
@@ -401,7 +428,8 @@ def main():
             raise
         skip(str(e))
     tests = [test_function_uprobes_pie, test_function_uprobes_non_pie,
-             test_dlopen_library_attached_by_path, test_exec_inside_stage_leaves_it,
+             test_dlopen_library_attached_by_path, test_nested_recursion,
+             test_exec_inside_stage_leaves_it,
              test_errors_per_stage_not_fatal,
              test_http_errors, test_cli_stages]
     only = os.environ.get("TAILPROF_TEST")
