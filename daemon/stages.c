@@ -419,6 +419,8 @@ void stages__take_period(struct stages *s, uint64_t period, struct window *w)
 	struct tp_stage_hist *base = probes__hist(s->probes);
 	uint32_t slot = period % TP_STAGE_SLOTS;
 
+	/* The collector takes only the last TP_STAGE_SLOTS periods: after a longer stall, an older
+	 * period's slot holds a newer period's latencies too, and they go to the newer window. */
 	for (uint32_t id = 1; id < TP_MAX_STAGES; id++) {
 		struct tp_stage_hist *h = &base[slot * TP_MAX_STAGES + id];
 		struct stage_stats *st = NULL;
@@ -475,7 +477,7 @@ void stages__add_span(struct stages *s, const struct tp_span *span, struct windo
 
 void stages__window_closed(struct stages *s, struct window *w)
 {
-	uint64_t *acc;
+	uint64_t *acc, total;
 
 	if (!w->stages)
 		return;
@@ -491,8 +493,12 @@ void stages__window_closed(struct stages *s, struct window *w)
 		memset(acc, 0, TP_HIST_BUCKETS * sizeof(*acc));
 		accumulate(st, acc);
 		compact(st);
+		/* the buckets' own total: count was taken a moment before them */
+		total = 0;
+		for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
+			total += acc[b];
 		probes__set_slow_ns(s->probes, id,
-				    histogram__percentile(acc, st->count, st->max_ns, 950));
+				    histogram__percentile(acc, total, st->max_ns, 950));
 	}
 	free(acc);
 }
