@@ -67,18 +67,26 @@ class Daemon(daemon.Daemon):
         raise AssertionError("no stage %s in %s" % (name, self.stages(query)))
 
 
+class Durations(list):
+    def __init__(self):
+        super().__init__()
+        self.around = []
+
+
 def run_pipeline(binary, seconds, delay=0):
-    """Runs the pipeline for seconds; returns (pid, {stage: [durations in ns]})."""
+    """Runs the pipeline for seconds; returns (pid, {stage: [durations in ns]}): each duration
+    measured inside the stage function, in .around the same measured around its call."""
     log = os.path.join(TMP, "pipeline.log")
     p = subprocess.Popen([os.path.join(WL, binary), str(seconds), log, str(delay)],
                          stdout=subprocess.PIPE, text=True)
     pid = int(p.stdout.readline())
     assert p.wait() == 0
-    durations = {s: [] for s in STAGES}
+    durations = {s: Durations() for s in STAGES}
     with open(log) as f:
         for line in f:
-            _, stage, ns = line.split()
-            durations[stage].append(int(ns))
+            _, stage, inside, around = line.split()
+            durations[stage].append(int(inside))
+            durations[stage].around.append(int(around))
     time.sleep(1.6)  # two drains: every stage that ended is in a window
     return pid, durations
 
@@ -96,9 +104,16 @@ def bucket_width(v):
     return 1 << (v.bit_length() - 1 - 5)
 
 
-def agree(got, want):
-    """Within 5%, or one bucket (the bucket of the exact value, on either side)."""
-    return abs(got - want) <= max(0.05 * want, 2 * bucket_width(want))
+def agree(got, want, upper=None):
+    """Within 5%, or one bucket (the bucket of the exact value, on either side), of want; or,
+    given the same percentile measured around the calls (upper), between the two: the probes'
+    own measurement lies between, and on contended CPUs a preemption at a trap's exit can hold
+    a request up by a time slice, which only upper sees."""
+    tol = max(0.05 * want, 2 * bucket_width(want))
+    if abs(got - want) <= tol:
+        return True
+    return upper is not None and want - tol <= got <= upper + max(0.05 * upper,
+                                                                  2 * bucket_width(upper))
 
 
 def check_against_log(d, durations, names=STAGES, prefix=""):
@@ -110,8 +125,11 @@ def check_against_log(d, durations, names=STAGES, prefix=""):
         assert not got["low_sample"], got
         for key, q in (("p50_ns", 500), ("p95_ns", 950), ("p99_ns", 990)):
             exact = exact_percentile(want, q)
+            around = exact_percentile(want.around, q)
             line += "  %s %.3f/%.3f ms" % (key[:3], got[key] / 1e6, exact / 1e6)
-            assert agree(got[key], exact), (name, key, got[key], exact)
+            if not agree(got[key], exact):
+                line += " (around the call %.3f)" % (around / 1e6)
+            assert agree(got[key], exact, around), (name, key, got[key], exact, around)
         assert got["max_ns"] >= got["p99_ns"]
         print(line)
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Known answer for stages: requests through fetch (sleeps 2 ms), compute (3 ms of CPU; every
  * 20th request also 30 ms in compute_slow_path), io (a small write + fsync) and serialize
- * (about 0.3 ms of CPU). Logs each stage's exact latency, measured from the first to the last
- * statement of the stage function (the logging itself outside it), as "REQUEST STAGE DURATION_NS"
- * lines to LOG. Built twice: plain (uprobes time the functions)
+ * (about 0.3 ms of CPU). Logs each stage's exact latency twice, as "REQUEST STAGE INSIDE_NS
+ * AROUND_NS" lines to LOG: from the first to the last statement of the stage function, and around
+ * its call (the logging itself outside both). A probe's measurement lies between the two: it
+ * includes the time from its entry trap to the first statement and from the last one to its
+ * return trap (a preemption at the traps' exits included), not the traps' own work before and
+ * after. Built twice: plain (uprobes time the functions)
  * and with -DUSE_USDT (the functions mark themselves with include/tailprof/stage.h).
  * Usage: tp_pipeline SECONDS LOG [DELAY_SECONDS] — prints its pid, waits DELAY, then serves
  * requests for SECONDS. */
@@ -37,8 +40,12 @@ static uint64_t stage_ns; /* the duration of the last stage, set by the stage it
 /* Calls stage(req) and logs how long it took. */
 static void timed(void (*stage)(unsigned long), const char *name, unsigned long req)
 {
+	uint64_t t0 = now_ns(), t1;
+
 	stage(req);
-	fprintf(logf, "%lu %s %llu\n", req, name, (unsigned long long)stage_ns);
+	t1 = now_ns();
+	fprintf(logf, "%lu %s %llu %llu\n", req, name, (unsigned long long)stage_ns,
+		(unsigned long long)(t1 - t0));
 }
 
 __attribute__((noinline)) void fetch(unsigned long req)
