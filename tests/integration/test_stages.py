@@ -205,6 +205,15 @@ def test_function_uprobes_non_pie(d):
     check_stage_labels(d, pid, prefix="np_")
 
 
+def test_function_uprobes_static_and_lld(d):
+    """Offsets from the symbol for a static binary and an lld-linked PIE (whose executable
+    segment's file offset differs from its address)."""
+    for binary, prefix in (("tp_pipeline_static", "st_"), ("tp_pipeline_lld", "lld_")):
+        _, durations = run_pipeline(binary, 2)
+        print("  " + binary)
+        check_against_log(d, durations, ("fetch", "compute"), prefix=prefix)
+
+
 def test_dlopen_library_attached_by_path(d):
     """The library is loaded after the daemon attached to it by path."""
     p = subprocess.Popen([os.path.join(WL, "tp_dlopen"), os.path.join(WL, "libtp_stage.so"),
@@ -436,6 +445,8 @@ def main():
         os.path.join(WL, "tp_pipeline_nopie"), ("fetch", "compute", "io", "serialize"), "np_") +
         "[stage lib_stage]\nbinary = %s\nfunction = lib_stage\n\n" %
         os.path.join(WL, "libtp_stage.so") +
+        stage_sections(os.path.join(WL, "tp_pipeline_static"), ("fetch", "compute"), "st_") +
+        stage_sections(os.path.join(WL, "tp_pipeline_lld"), ("fetch", "compute"), "lld_") +
         "[stage exec_main]\nbinary = %s\nfunction = main\n\n" % os.path.join(WL, "tp_exec_a") +
         "[stage recurse]\nbinary = %s\nfunction = recurse\n\n" % os.path.join(WL, "tp_recurse") +
         "[stage missing_symbol]\nbinary = %s\nfunction = no_such_function\n\n" % binary +
@@ -448,6 +459,7 @@ def main():
             raise
         skip(str(e))
     tests = [test_function_uprobes_pie, test_function_uprobes_non_pie,
+             test_function_uprobes_static_and_lld,
              test_dlopen_library_attached_by_path, test_nested_recursion,
              test_exec_inside_stage_leaves_it,
              test_errors_per_stage_not_fatal,
