@@ -400,6 +400,29 @@ def test_reload_adds_stage_keeps_windows():
         d.stop()
 
 
+def test_pid_option_times_one_process():
+    binary = os.path.join(WL, "tp_pipeline")
+    logs = [os.path.join(TMP, "pid%d.log" % i) for i in range(2)]
+    # both wait 2 s before serving, time enough to attach to the first one only
+    procs = [subprocess.Popen([binary, "2", log, "2"], stdout=subprocess.PIPE, text=True)
+             for log in logs]
+    pids = [int(p.stdout.readline()) for p in procs]
+    cfg = write_config("pid.conf", "[stage fetch]\nbinary = %s\nfunction = fetch\npid = %d\n" %
+                       (binary, pids[0]))
+    d = Daemon(cfg)
+    try:
+        for p in procs:
+            assert p.wait() == 0
+        time.sleep(1.6)
+        counts = [sum(1 for line in open(log) if line.split()[1] == "fetch") for log in logs]
+        s = d.total("fetch")
+        print("  pid %d: %d fetches, pid %d: %d; timed %d" % (pids[0], counts[0], pids[1],
+                                                              counts[1], s["count"]))
+        assert s["count"] == counts[0], (s, counts)
+    finally:
+        d.stop()
+
+
 def test_flags_override_config():
     cfg = write_config("daemon.conf", "[daemon]\nfrequency = 199\nwindow = 2s\n"
                        "retention = 6m\nlisten = 127.0.0.1:1\n")
@@ -467,7 +490,8 @@ def main():
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
     for t in tests + [test_usdt_header, test_usdt_stage_with_semaphores_python,
-                      test_reload_adds_stage_keeps_windows, test_flags_override_config,
+                      test_reload_adds_stage_keeps_windows, test_pid_option_times_one_process,
+                      test_flags_override_config,
                       test_bad_config_exits_2]:
         if only and only not in t.__name__:
             continue
