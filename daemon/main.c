@@ -38,34 +38,33 @@ struct options {
 	size_t ringbuf_bytes;
 	bool verbose;
 	const char *config; /* --config, or NULL: CONFIG_DEFAULT_PATH if it exists */
-	unsigned set;	    /* bit per option given as a flag (1 << 'F', ...): flags win */
+	unsigned set;	    /* opt_bit() of each option given as a flag: flags win */
 	bool retention_set;
 };
 
-enum { OPT_RINGBUF = 256, OPT_CONFIG };
+enum { OPT_RINGBUF = 256 };
 
 static void usage(FILE *f)
 {
 	fprintf(
-	    f,
-	    "Usage: tailprofd [OPTIONS]\n"
-	    "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
-	    "time windows and serves pprof profiles over HTTP. Runs as root.\n"
-	    "\n"
-	    "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
-	    "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
-	    "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
-	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
-	    "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
-	    "                          allowed (default 8M)\n"
-	    "  -c, --config FILE       configuration: [daemon] settings, [stage NAME] and\n"
-	    "                          [usdt-app NAME] sections (default\n"
-	    "                          " CONFIG_DEFAULT_PATH " if it exists); SIGHUP reloads it\n"
-	    "  -v, --verbose           debug logging (libbpf messages included)\n"
-	    "  -V, --version           print the version and exit\n"
-	    "  -h, --help              this help\n"
-	    "\n"
-	    "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+	    f, "Usage: tailprofd [OPTIONS]\n"
+	       "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
+	       "time windows and serves pprof profiles over HTTP. Runs as root.\n"
+	       "\n"
+	       "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
+	       "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
+	       "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
+	       "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+	       "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
+	       "                          allowed (default 8M)\n"
+	       "  -c, --config FILE       [daemon] settings, [stage NAME] and [usdt-app NAME]\n"
+	       "                          sections (default /etc/tailprof/tailprofd.conf if it\n"
+	       "                          exists); SIGHUP reloads the stages\n"
+	       "  -v, --verbose           debug logging (libbpf messages included)\n"
+	       "  -V, --version           print the version and exit\n"
+	       "  -h, --help              this help\n"
+	       "\n"
+	       "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
