@@ -13,6 +13,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before load. */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much data is waiting */
 const volatile __u64 slot_ns = 500000000;    /* the drain period: one set of counters each */
+/* Benchmark only (tests/bench/stages.py): time the stage lookup of every sample into
+ * label_cost[0] (ns), two back-to-back clock reads into label_cost[1] (the clock's own cost, to
+ * subtract) and count the samples in label_cost[2]. Off: the verifier drops that code. */
+const volatile __u32 time_stage_label = 0;
+__u64 label_cost[3];
 
 /* events: samples and process notifications, in order, to the drain loop. Written by the programs
  * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
@@ -42,6 +47,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } known_procs SEC(".maps");
+
+/* stage_stacks: the stages each thread is in, written by bpf/stage.bpf.c (the loader makes this
+ * map the stage programs' own, through reuse); read here for the sample's stage label. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_stage_stack);
+} stage_stacks SEC(".maps");
 
 /* scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
@@ -81,7 +95,9 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	__u64 ts = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task;
+	struct tp_stage_stack *stages;
 	struct tp_sample *s;
+	__u64 t0 = 0;
 	__u32 zero = 0;
 	__u64 *known;
 	long n, nk = 0, nu = 0;
@@ -105,6 +121,23 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->flags = 0;
 	BPF_CORE_READ_STR_INTO(&s->comm, task, group_leader, comm);
 	bpf_get_current_comm(&s->thread_comm, sizeof(s->thread_comm));
+	/* the innermost stage the thread is in (untimed stages past the depth keep the deepest) */
+	if (time_stage_label)
+		t0 = bpf_ktime_get_ns();
+	s->stage = 0;
+	stages = bpf_task_storage_get(&stage_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (stages && stages->depth) {
+		__u32 d = stages->depth < TP_STAGE_DEPTH ? stages->depth : TP_STAGE_DEPTH;
+
+		s->stage = stages->frames[(d - 1) & (TP_STAGE_DEPTH - 1)].stage;
+	}
+	if (time_stage_label) {
+		__u64 t1 = bpf_ktime_get_ns(), t2 = bpf_ktime_get_ns();
+
+		__sync_fetch_and_add(&label_cost[0], t1 - t0);
+		__sync_fetch_and_add(&label_cost[1], bpf_ktime_get_ns() - t2);
+		__sync_fetch_and_add(&label_cost[2], 1);
+	}
 
 	n = bpf_get_stack(ctx, s->addrs, TP_MAX_STACK_DEPTH * 8, 0);
 	if (n < 0) {
@@ -162,6 +195,8 @@ static __always_inline void notify(struct task_struct *task, __u32 kind)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	/* the new image is in none of the old one's stages (their exits will never run) */
+	bpf_task_storage_delete(&stage_stacks, p);
 	notify(p, TP_EV_EXEC);
 	return 0;
 }

@@ -7,6 +7,8 @@
 #include <linux/types.h>
 #endif
 
+#include "tp_hist.h"
+
 /* Frames per stack, kernel and user each; matches the kernel's default perf_event_max_stack. */
 #define TP_MAX_STACK_DEPTH 127
 #define TP_COMM_LEN	   16
@@ -51,10 +53,12 @@ struct tp_sample {
 	__u16 nr_user;		       /* user frames at addrs[nr_kernel .. nr_kernel + nr_user) */
 	char comm[TP_COMM_LEN];	       /* the process's (group leader's) comm */
 	char thread_comm[TP_COMM_LEN]; /* the sampled thread's comm */
+	__u32 stage;		       /* innermost active stage of the thread (0: none) */
+	__u32 pad;
 	/* Leaf first. Only the used part is sent: the record is tp_sample_size(nr) bytes. */
 	__u64 addrs[2 * TP_MAX_STACK_DEPTH];
 };
-_Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 * 2 * TP_MAX_STACK_DEPTH,
+_Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 + 8 * 2 * TP_MAX_STACK_DEPTH,
 	       "tp_sample layout");
 
 #define TP_SAMPLE_HDR_SIZE (sizeof(struct tp_sample) - 8 * 2 * TP_MAX_STACK_DEPTH)
@@ -75,6 +79,68 @@ enum tp_metric {
 	TP_M_USTACK_FAILED, /* user stack read failed (sample kept, user frames lost) */
 	TP_M_EVENT_LOST,    /* exec/exit/fork notifications lost: no room */
 	TP_M_NR,
+};
+
+/* ---- stages (bpf/stage.bpf.c) ---- */
+
+/* Stage ids index per-stage maps: 0 means "no stage"; ids 1 .. TP_FIRST_DYN_STAGE - 1 are given
+ * by tailprofd to configured stages, ids TP_FIRST_DYN_STAGE .. TP_MAX_STAGES - 1 by the BPF
+ * programs to the stages that applications name through include/tailprof/stage.h. */
+#define TP_MAX_STAGES	   64
+#define TP_FIRST_DYN_STAGE 32
+#define TP_STAGE_NAME_LEN  32 /* NUL included */
+#define TP_STAGE_DEPTH	   8  /* nested stages kept per thread (a power of two) */
+#define TP_STAGE_SLOTS	   8  /* drain periods of stage histograms kept in BPF */
+
+/* One active stage of a thread. */
+struct tp_stage_frame {
+	__u64 start_ns;	  /* CLOCK_MONOTONIC at entry */
+	__u64 request_id; /* the application's request id (USDT), 0 for uprobes */
+	__u32 stage;
+	__u32 pad;
+};
+
+/* The stages a thread is in, innermost at frames[depth - 1]. depth counts past TP_STAGE_DEPTH
+ * (those frames are not timed) so that entries and exits stay balanced. */
+struct tp_stage_stack {
+	__u32 depth;
+	__u32 pad;
+	struct tp_stage_frame frames[TP_STAGE_DEPTH];
+};
+_Static_assert(sizeof(struct tp_stage_stack) == 8 + 24 * TP_STAGE_DEPTH, "tp_stage_stack layout");
+
+/* Latencies of one stage that ended in one drain period: stage_hist[slot * TP_MAX_STAGES + id],
+ * slot = (end_ts / slot_ns) % TP_STAGE_SLOTS. BPF adds atomically; tailprofd takes each ended
+ * period with atomic exchanges, as with `counters`. Buckets: tp_hist.h. */
+struct tp_stage_hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 max_ns;
+	__u32 buckets[TP_HIST_BUCKETS];
+	__u32 pad;
+};
+_Static_assert(sizeof(struct tp_stage_hist) == 24 + 4 * TP_HIST_BUCKETS + 4, "tp_stage_hist");
+
+/* A slow span (longer than its stage's threshold), through the `spans` ring buffer. */
+struct tp_span {
+	__u32 pid;
+	__u32 tid;
+	__u64 start_ns; /* CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	__u64 request_id;
+	__u32 stage;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct tp_span) == 40, "tp_span layout");
+
+/* Counters of the stage programs, in `stage_metrics` (one __u64 each, atomic adds). */
+enum tp_stage_metric {
+	TP_SM_NO_STORAGE = 0, /* the thread's stage stack could not be created */
+	TP_SM_TOO_DEEP,	      /* more than TP_STAGE_DEPTH nested stages: the inner ones untimed */
+	TP_SM_UNMATCHED,      /* an exit without its entry (attached mid-call, USDT misuse) */
+	TP_SM_SPANS_LOST,     /* slow spans lost: no room in `spans` */
+	TP_SM_NAMES_FULL,     /* application stage names beyond TP_MAX_STAGES: not timed */
+	TP_SM_NR,
 };
 
 #endif

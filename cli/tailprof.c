@@ -105,6 +105,7 @@ enum opt_id {
 	OPT_PID,
 	OPT_COMM,
 	OPT_OUTPUT,
+	OPT_STAGE,
 };
 
 struct opt {
@@ -619,6 +620,7 @@ static void usage_top(FILE *f);
 static void usage_status(FILE *f);
 static void usage_windows(FILE *f);
 static void usage_pull(FILE *f);
+static void usage_stages(FILE *f);
 
 /*
  * Handles what every subcommand's option loop shares: --help prints usage and ends with 0, a
@@ -633,6 +635,39 @@ static int opt_common(const struct opt_iter *it, int id, const char *val, void (
 	if (id == OPT_ARG)
 		return usage_err(it->cmd, "unexpected argument '%s'", val);
 	return id < 0 ? EXIT_USAGE : -1;
+}
+
+/* The stages of the status: hit rate and cost of each probe, a warning above 1% of a CPU. */
+static void print_status_stages(const json_t *stages)
+{
+	size_t n = json_array_size(stages);
+
+	if (!n)
+		return;
+	printf("  %-11s\n", "stages:");
+	for (size_t i = 0; i < n; i++) {
+		const json_t *s = json_array_get(stages, i);
+		const json_t *cpu = json_object_get(s, "cpu_percent");
+		const json_t *rate = json_object_get(s, "hits_per_second");
+		char b[2][32];
+
+		if (json_is_string(json_object_get(s, "error"))) {
+			printf("    %-12s NOT ATTACHED: %s\n", j_str(s, "stage"),
+			       j_str(s, "error"));
+			continue;
+		}
+		printf("    %-12s %s\n", j_str(s, "stage"), j_str(s, "probe"));
+		if (!json_is_number(cpu))
+			continue;
+		printf("    %-12s %.1f hits/s, %s ns per hit, %.3f%% of a CPU (%s hits)\n", "",
+		       json_number_value(rate), f_int(s, "ns_per_hit", b[0], 32),
+		       json_number_value(cpu), f_int(s, "hits", b[1], 32));
+		if (json_number_value(cpu) > 1.0)
+			printf(
+			    "    %-12s WARNING: this stage's instrumentation costs more than 1%% "
+			    "of a CPU; time a less frequent function\n",
+			    "");
+	}
 }
 
 static int cmd_status(int argc, char **argv)
@@ -680,6 +715,7 @@ static int cmd_status(int argc, char **argv)
 	       !json_is_boolean(healthy) ? "-"
 	       : json_is_true(healthy)	 ? "healthy"
 					 : "UNHEALTHY");
+	print_status_stages(json_object_get(st, "stages"));
 	json_decref(st);
 	return 0;
 }
@@ -963,11 +999,12 @@ static int cmd_pull(int argc, char **argv)
 	    {"to", 0, OPT_TO, TIME_VALUE},
 	    {"pid", 0, OPT_PID, "a process ID"},
 	    {"comm", 0, OPT_COMM, "a command name"},
+	    {"stage", 0, OPT_STAGE, "a stage name"},
 	    {"output", 'o', OPT_OUTPUT, "a file name, or - for stdout"},
 	    {},
 	};
 	struct opt_iter it = {.cmd = "pull", .opts = opts, .argc = argc, .argv = argv, .i = 1};
-	const char *val, *type = "cpu", *pid = NULL, *comm = NULL, *out = NULL;
+	const char *val, *type = "cpu", *pid = NULL, *comm = NULL, *out = NULL, *stage = NULL;
 	struct time_range range = {};
 	struct http_resp r = {};
 	char *query = NULL, *tmp = NULL;
@@ -991,6 +1028,9 @@ static int cmd_pull(int argc, char **argv)
 			break;
 		case OPT_COMM:
 			comm = val;
+			break;
+		case OPT_STAGE:
+			stage = val;
 			break;
 		case OPT_OUTPUT:
 			out = val;
@@ -1023,6 +1063,7 @@ static int cmd_pull(int argc, char **argv)
 	range_query(q, &range);
 	query_add(q, "pid", pid);
 	query_add(q, "comm", comm);
+	query_add(q, "stage", stage);
 	if (fclose(q))
 		OOM_ABORT();
 
@@ -1085,6 +1126,113 @@ out:
 	return ret;
 }
 
+/* A latency with 4 significant digits and its unit: 812ns, 315.4us, 2.982ms, 1.204s. */
+static const char *f_latency(const json_t *o, const char *key, char *buf, size_t size)
+{
+	long long v;
+
+	if (!j_int(o, key, &v) || v < 0)
+		return "-";
+	if (v < 1000)
+		snprintf(buf, size, "%lldns", v);
+	else if (v < 1000000)
+		snprintf(buf, size, "%.4gus", v / 1e3);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.4gms", v / 1e6);
+	else
+		snprintf(buf, size, "%.4gs", v / 1e9);
+	return buf;
+}
+
+/* One row of `tailprof stages`: a stage object of /api/v1/stages. */
+static void stage_row(const json_t *s, const char *start)
+{
+	static const char *const keys[] = {"p50_ns", "p90_ns", "p95_ns", "p99_ns", "max_ns"};
+	char b[6][32];
+
+	for (int i = 0; i < 5; i++)
+		f_latency(s, keys[i], b[i], 32);
+	printf("%-24s  %-16s %8s %10s %10s %10s %10s %10s%s\n", start, j_str(s, "stage"),
+	       f_int(s, "count", b[5], 32), b[0], b[1], b[2], b[3], b[4],
+	       json_is_true(json_object_get(s, "low_sample")) ? "  (low sample)" : "");
+}
+
+static int print_stages(const json_t *doc)
+{
+	const json_t *total = json_object_get(doc, "stages"),
+		     *wins = json_object_get(doc, "windows");
+
+	if (!json_is_array(total) || !json_is_array(wins)) {
+		p_err("tailprofd's answer to /api/v1/stages has no \"stages\" and \"windows\" "
+		      "arrays");
+		return 1;
+	}
+	if (!json_array_size(total)) {
+		printf("no stages (configure them with [stage NAME] sections in tailprofd's "
+		       "configuration)\n");
+		return 0;
+	}
+	printf("%-24s  %-16s %8s %10s %10s %10s %10s %10s\n", "WINDOW", "STAGE", "COUNT", "P50",
+	       "P90", "P95", "P99", "MAX");
+	for (size_t i = 0; i < json_array_size(wins); i++) {
+		const json_t *w = json_array_get(wins, i), *st = json_object_get(w, "stages");
+
+		for (size_t j = 0; j < json_array_size(st); j++)
+			stage_row(json_array_get(st, j), j ? "" : j_str(w, "start"));
+	}
+	for (size_t j = 0; j < json_array_size(total); j++)
+		stage_row(json_array_get(total, j), j ? "" : "whole range");
+	printf(
+	    "percentiles from log-linear buckets, within 1.6%%; low sample: under 20 requests\n");
+	return 0;
+}
+
+static int cmd_stages(int argc, char **argv)
+{
+	static const struct opt opts[] = {
+	    {"last", 0, OPT_LAST, DURATION_VALUE},
+	    {"from", 0, OPT_FROM, TIME_VALUE},
+	    {"to", 0, OPT_TO, TIME_VALUE},
+	    {"json", 0, OPT_JSON, NULL},
+	    {},
+	};
+	struct opt_iter it = {.cmd = "stages", .opts = opts, .argc = argc, .argv = argv, .i = 1};
+	struct time_range range = {};
+	size_t qsize = 0;
+	char *query = NULL;
+	const char *val;
+	bool json = false;
+	json_t *doc;
+	FILE *q;
+	int id, ret;
+
+	while ((id = opt_next(&it, &val)) != OPT_END) {
+		if ((ret = opt_common(&it, id, val, usage_stages)) >= 0)
+			return ret;
+		if (range_opt(&range, id, val))
+			continue;
+		if (id == OPT_JSON)
+			json = true;
+	}
+	if ((ret = range_check(it.cmd, &range)) || (ret = server_resolve(it.cmd)))
+		return ret;
+	if (!range.last && !range.from && !range.to)
+		range.last = "10m";
+	q = open_memstream(&query, &qsize);
+	if (!q)
+		OOM_ABORT();
+	range_query(q, &range);
+	if (fclose(q))
+		OOM_ABORT();
+	ret = fetch_json("/api/v1/stages", query, json, &doc);
+	free(query);
+	if (ret || json)
+		return ret;
+	ret = print_stages(doc);
+	json_decref(doc);
+	return ret;
+}
+
 static int cmd_help(int argc, char **argv);
 
 /* The subcommands, in the order usage lists them. */
@@ -1097,6 +1245,7 @@ static const struct cmd {
     {"status", cmd_status, usage_status, "show the daemon: version, sampling, health"},
     {"windows", cmd_windows, usage_windows, "list the time windows the daemon holds"},
     {"pull", cmd_pull, usage_pull, "write a pprof profile of a time range to a file"},
+    {"stages", cmd_stages, usage_stages, "show per-stage latency percentiles per window"},
     {"help", cmd_help, NULL, "show the usage of tailprof or of a subcommand"},
 };
 
@@ -1194,7 +1343,7 @@ static void usage_pull(FILE *f)
 	fprintf(
 	    f,
 	    "Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
-	    "                     [--pid PID] [--comm NAME] -o FILE\n"
+	    "                     [--pid PID] [--comm NAME] [--stage NAME] -o FILE\n"
 	    "\n"
 	    "Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
 	    "speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
@@ -1207,10 +1356,29 @@ static void usage_pull(FILE *f)
 	    "  --to TIME      up to TIME (default now)\n"
 	    "  --pid PID      only this process\n"
 	    "  --comm NAME    only processes with this name (comm)\n"
+	    "  --stage NAME   only samples taken while the thread was in stage NAME\n"
 	    "  -o, --output FILE\n"
 	    "                 where to write the profile; - for stdout\n"
 	    "%s",
 	    common_help);
+}
+
+static void usage_stages(FILE *f)
+{
+	fprintf(f,
+		"Usage: tailprof stages [--last DUR | --from TIME [--to TIME]] [--json]\n"
+		"\n"
+		"Shows each stage's request count and latency percentiles (p50, p90, p95, p99,\n"
+		"max) per window and over the whole range. Percentiles of fewer than 20\n"
+		"requests are marked low sample.\n"
+		"\n"
+		"Options:\n"
+		"  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 10m)\n"
+		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
+		"  --to TIME      up to TIME (default now)\n"
+		"  --json         print the API's JSON (GET /api/v1/stages) unchanged\n"
+		"%s",
+		common_help);
 }
 
 int main(int argc, char **argv)

@@ -17,6 +17,8 @@
 #include "hashmap.h"
 #include "loader.h"
 #include "log.h"
+#include "probes.h"
+#include "stages.h"
 #include "symbolizer.h"
 #include "sysinfo.h"
 #include "timeparse.h"
@@ -55,6 +57,7 @@ struct collector {
 
 	struct pid_set known;
 	struct collector_status st;
+	struct window *stage_window; /* the current window at the last tick (stages) */
 
 	/* drain notifications for capture waiters */
 	pthread_mutex_t drain_mu;
@@ -169,7 +172,7 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 static void add_sample(struct collector *c, const struct tp_sample *s)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
-	struct task tk = {.pid = s->hdr.pid, .tid = s->tid};
+	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
 	struct process_info info;
 	struct stack *stack;
 	struct task *task;
@@ -287,6 +290,19 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* A slow span: kept in the window it ended in. */
+static int on_span(void *ctx, void *data, size_t size)
+{
+	const struct tp_span *sp = data;
+	struct collector *c = ctx;
+
+	if (size < sizeof(*sp))
+		return 0;
+	stages__add_span(c->opts.stages, sp,
+			 window_ring__window_at(c->ring, sp->start_ns + sp->duration_ns));
+	return 0;
+}
+
 /* ---- drain ---- */
 
 /* Takes the BPF counts of drain period p of every CPU into window w (NULL: the period is older
@@ -336,8 +352,14 @@ static void drain_counters(struct collector *c, uint64_t now)
 	if (cur >= TP_COUNTER_SLOTS && p < cur - TP_COUNTER_SLOTS + 1)
 		p = cur - TP_COUNTER_SLOTS +
 		    1; /* a stall longer than the slots: they were reused */
-	for (; p < cur; p++)
-		take_period(c, p, window_ring__window_at(c->ring, p * slot_ns + slot_ns / 2));
+	for (; p < cur; p++) {
+		struct window *w = window_ring__window_at(c->ring, p * slot_ns + slot_ns / 2);
+
+		take_period(c, p, w);
+		/* stage histograms keep fewer periods: older ones were reused */
+		if (c->opts.stages && p + TP_STAGE_SLOTS > cur)
+			stages__take_period(c->opts.stages, p, w);
+	}
 	c->next_period = cur;
 
 	/* The time each CPU was sampled since the last tick, split over the windows it spans (a
@@ -384,6 +406,14 @@ static void sync_cpus(struct collector *c, uint64_t now)
 	c->st.probes_attached = loader__nr_attached(c->opts.loader);
 }
 
+static bool window_held(struct window_ring *r, const struct window *w)
+{
+	for (size_t i = window_ring__count(r); i-- > 0;)
+		if (window_ring__get(r, i) == w)
+			return true;
+	return false;
+}
+
 static void drain(struct collector *c, bool tick)
 {
 	uint64_t now;
@@ -410,6 +440,16 @@ static void drain(struct collector *c, bool tick)
 	if (tick) {
 		window_ring__advance(c->ring, now);
 		w = window_ring__current(c->ring);
+		/* A window is done for stages at the first tick after it: that tick took its last
+		 * period's histograms. (Samples past its end may have advanced the ring earlier.)
+		 */
+		if (c->opts.stages) {
+			stages__sync_names(c->opts.stages);
+			if (c->stage_window && c->stage_window != w &&
+			    window_held(c->ring, c->stage_window))
+				stages__window_closed(c->opts.stages, c->stage_window);
+			c->stage_window = w;
+		}
 		w->wall_offset_ns = offset;
 		c->last_tick_ns = now;
 		sync_cpus(c, now);
@@ -501,15 +541,21 @@ int collector__run(struct collector *c, int stop_fd)
 	}
 	drain(c, true);
 out:
-	pthread_mutex_lock(&c->drain_mu);
-	c->stopping = true;
-	pthread_cond_broadcast(&c->drain_cond);
-	pthread_mutex_unlock(&c->drain_mu);
+	if (err)
+		collector__stop(c);
 	if (ep >= 0)
 		close(ep);
 	if (tfd >= 0)
 		close(tfd);
 	return err;
+}
+
+void collector__stop(struct collector *c)
+{
+	pthread_mutex_lock(&c->drain_mu);
+	c->stopping = true;
+	pthread_cond_broadcast(&c->drain_cond);
+	pthread_mutex_unlock(&c->drain_mu);
 }
 
 struct collector *collector__new(const struct collector_opts *opts)
@@ -561,6 +607,10 @@ struct collector *collector__new(const struct collector_opts *opts)
 		pr_err("failed to open the events ring buffer: %s", strerror(errno));
 		goto fail;
 	}
+	if (opts->probes && ring_buffer__add(c->rb, probes__spans_fd(opts->probes), on_span, c)) {
+		pr_err("failed to open the spans ring buffer: %s", strerror(errno));
+		goto fail;
+	}
 	c->st.started_unix_ns = sysinfo__real_ns();
 	c->st.started_mono_ns = c->last_tick_ns = sysinfo__mono_ns();
 	c->wall_offset_ns = c->st.started_unix_ns - (int64_t)c->st.started_mono_ns;
@@ -604,6 +654,11 @@ void collector__free(struct collector *c)
 void collector__rdlock(struct collector *c)
 {
 	pthread_rwlock_rdlock(&c->lock);
+}
+
+void collector__wrlock(struct collector *c)
+{
+	pthread_rwlock_wrlock(&c->lock);
 }
 
 void collector__unlock(struct collector *c)

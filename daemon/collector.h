@@ -17,15 +17,19 @@
 #include "window.h"
 
 struct loader;
+struct probes;
+struct stages;
 struct symbolizer;
 
 struct collector_opts {
 	struct loader *loader;	       /* not owned */
 	struct symbolizer *symbolizer; /* not owned */
 	uint32_t frequency_hz;
-	uint64_t window_ns;  /* a multiple of drain_ns */
-	uint32_t nr_windows; /* retention / window */
-	uint64_t drain_ns;   /* <= 1 s */
+	uint64_t window_ns;    /* a multiple of drain_ns */
+	uint32_t nr_windows;   /* retention / window */
+	uint64_t drain_ns;     /* <= 1 s */
+	struct probes *probes; /* stage probes (not owned); NULL: no stages */
+	struct stages *stages; /* the stage registry (not owned); with probes */
 };
 
 struct collector_status {
@@ -50,12 +54,17 @@ struct collector *collector__new(const struct collector_opts *opts);
 /* Frees the ring, captures and interned values. NULL allowed. */
 void collector__free(struct collector *c);
 
-/* Runs the drain loop until stop_fd becomes readable (the caller reads it). Returns 0, or a
- * negative errno when the loop itself failed. Drains once more before returning. */
+/* Runs the drain loop until stop_fd becomes readable (the caller reads it; it may run the loop
+ * again, e.g. after a configuration reload). Returns 0, or a negative errno when the loop itself
+ * failed (then as collector__stop). Drains once more before returning. */
 int collector__run(struct collector *c, int stop_fd);
+/* The daemon is stopping: capture waiters return -EINTR. Any thread. */
+void collector__stop(struct collector *c);
 
 /* Readers (query threads): hold the read lock while looking at windows and their stacks. */
 void collector__rdlock(struct collector *c);
+/* Writers other than the drain loop (a configuration reload changing the stage registry). */
+void collector__wrlock(struct collector *c);
 void collector__unlock(struct collector *c);
 /* Under the read lock: the ring, and the status figures. */
 struct window_ring *collector__ring(struct collector *c);

@@ -23,6 +23,7 @@
 #include "collector.h"
 #include "log.h"
 #include "query.h"
+#include "stages.h"
 #include "sysinfo.h"
 #include "tailprof.h"
 #include "timeparse.h"
@@ -295,6 +296,29 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
 	return 0;
 }
 
+/* Resolves stage=NAME into f (under the read lock: the registry changes on reload). Returns 0,
+ * or -1 after writing the error into err. */
+static int parse_stage(const struct params *p, const struct query_ctx *ctx,
+		       struct profile_filter *f, char *err, size_t len)
+{
+	const char *stage = param(p, "stage");
+	char v[ECHO_MAX * 4 + 8], known[512];
+
+	if (!stage)
+		return 0;
+	f->has_stage = true;
+	f->stage_mask = ctx->stages ? stages__mask(ctx->stages, stage) : 0;
+	if (f->stage_mask)
+		return 0;
+	if (ctx->stages)
+		stages__names_list(ctx->stages, known, sizeof(known));
+	else
+		snprintf(known, sizeof(known), "(none)");
+	snprintf(err, len, "stage: '%s' is not a known stage; known: %s",
+		 printable(stage, v, sizeof(v), ECHO_MAX), known);
+	return -1;
+}
+
 /* ---- handlers ---- */
 
 struct http_api {
@@ -382,7 +406,8 @@ static struct window **select_windows(const struct query_ctx *ctx, const struct 
 
 static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_api *h)
 {
-	static const char *const allowed[] = {"type", "last", "from", "to", "pid", "comm", NULL};
+	static const char *const allowed[] = {"type", "last", "from",  "to",
+					      "pid",  "comm", "stage", NULL};
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	struct query_range range;
@@ -403,6 +428,11 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_a
 		return send_error(conn, 400, "%s", err);
 	encoder_enter(h);
 	collector__rdlock(h->ctx->collector);
+	if (parse_stage(&p, h->ctx, &filter, err, sizeof(err))) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		return send_error(conn, 400, "%s", err);
+	}
 	ws = select_windows(h->ctx, &range, &n);
 	if (!ws) {
 		collector__unlock(h->ctx->collector);
@@ -433,7 +463,7 @@ static bool client_connected(void *arg)
 
 static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct http_api *h)
 {
-	static const char *const allowed[] = {"seconds", "pid", "comm", NULL};
+	static const char *const allowed[] = {"seconds", "pid", "comm", "stage", NULL};
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	const char *seconds;
@@ -453,6 +483,11 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct 
 				  "to %d",
 				  printable(seconds, v, sizeof(v), ECHO_MAX), MAX_PROFILE_SECONDS);
 	if (parse_filter(&p, &filter, err, sizeof(err)))
+		return send_error(conn, 400, "%s", err);
+	collector__rdlock(h->ctx->collector);
+	rc = parse_stage(&p, h->ctx, &filter, err, sizeof(err));
+	collector__unlock(h->ctx->collector);
+	if (rc)
 		return send_error(conn, 400, "%s", err);
 	pthread_mutex_lock(&h->mu);
 	busy = h->captures >= MAX_CAPTURES;
@@ -510,6 +545,39 @@ static enum MHD_Result handle_windows(struct MHD_Connection *conn, struct http_a
 	return send_json(conn, 200, body);
 }
 
+/* GET /api/v1/stages and /api/v1/spans. */
+static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_api *h, bool spans)
+{
+	static const char *const allowed_stages[] = {"last", "from", "to", NULL};
+	static const char *const allowed_spans[] = {"last", "from", "to", "stage", NULL};
+	struct params p = {.allowed = spans ? allowed_spans : allowed_stages};
+	struct profile_filter filter = {};
+	struct query_range range;
+	struct window **ws;
+	char err[1024], *body = NULL;
+	size_t n = 0;
+
+	if (get_params(conn, &p))
+		return send_error(conn, 400, "%s", p.err);
+	if (parse_range(&p, &range, err, sizeof(err)))
+		return send_error(conn, 400, "%s", err);
+	collector__rdlock(h->ctx->collector);
+	if (spans && parse_stage(&p, h->ctx, &filter, err, sizeof(err))) {
+		collector__unlock(h->ctx->collector);
+		return send_error(conn, 400, "%s", err);
+	}
+	ws = select_windows(h->ctx, &range, &n);
+	if (ws && h->ctx->stages)
+		body = spans ? stages__spans_json(h->ctx->stages, ws, n,
+						  filter.has_stage ? filter.stage_mask : ~0ULL)
+			     : stages__stages_json(h->ctx->stages, ws, n);
+	else if (ws)
+		body = strdup(spans ? "{\"spans\":[]}" : "{\"stages\":[],\"windows\":[]}");
+	collector__unlock(h->ctx->collector);
+	free(ws);
+	return send_json(conn, 200, body);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_size, void **con_cls)
@@ -528,6 +596,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return handle_windows(conn, h);
 	if (!strcmp(url, "/api/v1/profile"))
 		return handle_profile(conn, h);
+	if (!strcmp(url, "/api/v1/stages"))
+		return handle_stages(conn, h, false);
+	if (!strcmp(url, "/api/v1/spans"))
+		return handle_stages(conn, h, true);
 	if (!strcmp(url, "/debug/pprof/profile"))
 		return handle_debug_profile(conn, h);
 	if (!strcmp(url, "/healthz")) {
@@ -555,7 +627,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	return send_error(conn, 404,
 			  "%s: no such path; see /api/v1/status, /api/v1/windows, "
-			  "/api/v1/profile, /debug/pprof/profile, /metrics, /healthz",
+			  "/api/v1/profile, /api/v1/stages, /api/v1/spans, /debug/pprof/profile, "
+			  "/metrics, /healthz",
 			  printable(url, u, sizeof(u), ECHO_MAX));
 }
 

@@ -181,12 +181,21 @@ struct loader *loader__new(const struct loader_opts *opts)
 		goto fail;
 	}
 	l->skel->rodata->slot_ns = opts->slot_ns;
+	l->skel->rodata->time_stage_label = opts->time_stage_label;
 	l->counters_bytes = (size_t)n * TP_COUNTER_SLOTS * TP_M_NR * sizeof(uint64_t);
 	err = bpf_map__set_max_entries(l->skel->maps.counters,
 				       (uint32_t)n * TP_COUNTER_SLOTS * TP_M_NR);
 	if (err) {
 		pr_err("failed to size the counters map: %s", strerror(-err));
 		goto fail;
+	}
+	if (opts->stage_stacks_fd > 0) {
+		err = bpf_map__reuse_fd(l->skel->maps.stage_stacks, opts->stage_stacks_fd);
+		if (err) {
+			pr_err("failed to share the stage map with the sampler: %s",
+			       strerror(-err));
+			goto fail;
+		}
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
@@ -278,6 +287,13 @@ int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns)
 void loader__forget(struct loader *l, uint32_t pid)
 {
 	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.known_procs), &pid);
+}
+
+void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns, uint64_t *samples)
+{
+	*ns = __atomic_load_n(&l->skel->bss->label_cost[0], __ATOMIC_RELAXED);
+	*clock_ns = __atomic_load_n(&l->skel->bss->label_cost[1], __ATOMIC_RELAXED);
+	*samples = __atomic_load_n(&l->skel->bss->label_cost[2], __ATOMIC_RELAXED);
 }
 
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max)

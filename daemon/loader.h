@@ -5,6 +5,7 @@
 #ifndef TAILPROF_LOADER_H
 #define TAILPROF_LOADER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,9 @@ struct loader_opts {
 	uint32_t frequency_hz; /* cpu-clock sampling frequency, 1..10000 */
 	size_t ringbuf_bytes;  /* size of the events ring buffer: power of two, >= 4096 */
 	uint64_t slot_ns;      /* the drain period: BPF counts events per period (tailprof.h) */
+	int stage_stacks_fd;   /* > 0: the stage programs' stage_stacks map (probes.h), read by
+				  the sampler for the stage label; 0: a map of its own (none) */
+	bool time_stage_label; /* benchmark: time the sampler's stage lookup (loader__label_cost) */
 };
 
 struct loader_prog_stats {
@@ -49,6 +53,10 @@ uint64_t *loader__counters(const struct loader *l);
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);
 /* Forgets a process on the BPF side (it is no longer known). */
 void loader__forget(struct loader *l, uint32_t pid);
+/* With time_stage_label: ns spent in the sampler's stage lookup, ns of the clock reads that
+ * measured it (to subtract), and samples measured, since load. All 0 otherwise. */
+void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns,
+			uint64_t *samples);
 /* Run time of each program; returns the number filled (<= max). */
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
 

@@ -18,10 +18,13 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "config.h"
 #include "http_api.h"
 #include "loader.h"
 #include "log.h"
+#include "probes.h"
 #include "query.h"
+#include "stages.h"
 #include "symbolizer.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
@@ -39,7 +42,12 @@ struct options {
 	const char *debug_dirs[MAX_DEBUG_DIRS];
 	size_t nr_debug_dirs;
 	bool verbose;
+	const char *config; /* --config, or NULL: CONFIG_DEFAULT_PATH if it exists */
+	unsigned set;	    /* opt_bit() of each option given as a flag: flags win */
+	bool retention_set;
 };
+
+enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR };
 
 static void usage(FILE *f)
 {
@@ -58,6 +66,9 @@ static void usage(FILE *f)
 	    "      --debug-dir DIR     where separate debug files live (.build-id/NN/REST.debug,\n"
 	    "                          .gnu_debuglink names); repeatable, searched in order\n"
 	    "                          (default /usr/lib/debug)\n"
+	    "  -c, --config FILE       [daemon] settings, [stage NAME] and [usdt-app NAME]\n"
+	    "                          sections (default /etc/tailprof/tailprofd.conf if it\n"
+	    "                          exists); SIGHUP reloads the stages\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -97,9 +108,78 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+/* Checks and sets one setting (a flag's or the config's). Returns 0, or -1 after writing what
+ * is wrong and what is allowed into msg ("'VALUE': give ..."). */
+static int set_option(struct options *o, int c, const char *val, char *msg, size_t len)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'F':
+		if (tp_parse_uint(val, 1, 10000, &v)) {
+			snprintf(
+			    msg, len,
+			    "'%s': give samples per second per CPU, an integer from 1 to 10000",
+			    val);
+			return -1;
+		}
+		o->frequency_hz = v;
+		return 0;
+	case 'w':
+		if (tp_parse_duration(val, &o->window_ns) || o->window_ns < 100 * NSEC_PER_MSEC ||
+		    o->window_ns % (100 * NSEC_PER_MSEC)) {
+			snprintf(msg, len,
+				 "'%s': give a duration that is a multiple of 100ms, e.g. 1s, 10s, "
+				 "1m",
+				 val);
+			return -1;
+		}
+		return 0;
+	case 'r':
+		o->retention_set = true;
+		if (tp_parse_duration(val, &o->retention_ns) || !o->retention_ns) {
+			snprintf(msg, len, "'%s': give a duration, e.g. 10m, 1h", val);
+			return -1;
+		}
+		return 0;
+	case 'l':
+		o->listen = val;
+		return 0;
+	case OPT_RINGBUF:
+		if (parse_size(val, &o->ringbuf_bytes) || o->ringbuf_bytes < (64 << 10) ||
+		    o->ringbuf_bytes > (1u << 30) || (o->ringbuf_bytes & (o->ringbuf_bytes - 1))) {
+			snprintf(msg, len, "'%s': give a power of two from 64K to 1024M, e.g. 8M",
+				 val);
+			return -1;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+static unsigned opt_bit(int c)
+{
+	return c == 'F' ? 1 : c == 'w' ? 2 : c == 'r' ? 4 : c == 'l' ? 8 : 16;
+}
+
+static const char *flag_name(int c)
+{
+	switch (c) {
+	case 'F':
+		return "--frequency";
+	case 'w':
+		return "--window";
+	case 'r':
+		return "--retention";
+	case 'l':
+		return "--listen";
+	default:
+		return "--ringbuf-size";
+	}
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR };
 	static const struct option longopts[] = {
 	    {"frequency", required_argument, NULL, 'F'},
 	    {"window", required_argument, NULL, 'w'},
@@ -107,12 +187,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"listen", required_argument, NULL, 'l'},
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
-	bool retention_set = false;
+	char msg[256];
 	int c;
 
 	*o = (struct options){
@@ -123,44 +204,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .ringbuf_bytes = 8 << 20,
 	};
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":F:w:r:l:vVh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":F:w:r:l:c:vVh", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'F': {
-			uint64_t v;
-
-			if (tp_parse_uint(optarg, 1, 10000, &v))
-				return usage_error("--frequency '%s': give samples per second per "
-						   "CPU, an integer from 1 to 10000",
-						   optarg);
-			o->frequency_hz = v;
-			break;
-		}
+		case 'F':
 		case 'w':
-			if (tp_parse_duration(optarg, &o->window_ns) ||
-			    o->window_ns < 100 * NSEC_PER_MSEC ||
-			    o->window_ns % (100 * NSEC_PER_MSEC))
-				return usage_error(
-				    "--window '%s': give a duration that is a multiple "
-				    "of 100ms, e.g. 1s, 10s, 1m",
-				    optarg);
-			break;
 		case 'r':
-			retention_set = true;
-			if (tp_parse_duration(optarg, &o->retention_ns) || !o->retention_ns)
-				return usage_error(
-				    "--retention '%s': give a duration, e.g. 10m, 1h", optarg);
-			break;
 		case 'l':
-			o->listen = optarg;
-			break;
 		case OPT_RINGBUF:
-			if (parse_size(optarg, &o->ringbuf_bytes) ||
-			    o->ringbuf_bytes < (64 << 10) || o->ringbuf_bytes > (1u << 30) ||
-			    (o->ringbuf_bytes & (o->ringbuf_bytes - 1)))
-				return usage_error(
-				    "--ringbuf-size '%s': give a power of two from 64K "
-				    "to 1024M, e.g. 8M",
-				    optarg);
+			if (set_option(o, c, optarg, msg, sizeof(msg)))
+				return usage_error("%s %s", flag_name(c), msg);
+			o->set |= opt_bit(c);
+			break;
+		case 'c':
+			o->config = optarg;
 			break;
 		case OPT_DEBUG_DIR: {
 			struct stat st;
@@ -194,10 +250,59 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+/* Reads the configuration file (--config, or the default one if it exists): NULL when there
+ * is none. Start-up errors return 2 through *rc after one line naming file:line. */
+static struct config *read_config(const struct options *o, int *rc)
+{
+	char err[600];
+	struct config *cfg;
+
+	*rc = 0;
+	if (!o->config && access(CONFIG_DEFAULT_PATH, F_OK))
+		return NULL;
+	cfg = config__load(o->config ? o->config : CONFIG_DEFAULT_PATH, err, sizeof(err));
+	if (!cfg)
+		*rc = usage_error("%s", err);
+	return cfg;
+}
+
+/* [daemon] settings the flags did not give. Returns 0, or 2 after naming file:line. */
+static int apply_config_settings(struct options *o, const struct config *cfg)
+{
+	const struct {
+		int opt;
+		const char *key;
+		const struct config_setting *s;
+	} keys[] = {
+	    {'F', "frequency", &cfg->frequency},
+	    {'w', "window", &cfg->window},
+	    {'r', "retention", &cfg->retention},
+	    {'l', "listen", &cfg->listen},
+	    {OPT_RINGBUF, "ringbuf_size", &cfg->ringbuf_size},
+	};
+	char msg[256];
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int c = keys[i].opt;
+
+		if (!keys[i].s->value || (o->set & (opt_bit(c))))
+			continue;
+		if (set_option(o, c, keys[i].s->value, msg, sizeof(msg)))
+			return usage_error("%s:%d: %s %s", cfg->path, keys[i].s->line, keys[i].key,
+					   msg);
+	}
+	return 0;
+}
+
+static int check_options(const struct options *o)
+{
 	if (o->retention_ns < o->window_ns)
 		return usage_error("--retention (%llu s%s) must be at least --window (%llu ms)",
 				   (unsigned long long)(o->retention_ns / NSEC_PER_SEC),
-				   retention_set ? "" : ", the default",
+				   o->retention_set ? "" : ", the default",
 				   (unsigned long long)(o->window_ns / NSEC_PER_MSEC));
 	if ((o->retention_ns + o->window_ns - 1) / o->window_ns > MAX_WINDOWS)
 		return usage_error("--retention / --window is over %d windows; use longer windows",
@@ -235,12 +340,42 @@ static uint64_t drain_period(uint64_t window_ns)
 	return 100 * NSEC_PER_MSEC;
 }
 
+/* SIGHUP: reads the configuration again and applies its stages (the [daemon] settings need a
+ * restart). A file that does not parse is reported and the running configuration kept. */
+static void reload(const struct options *o, struct config **cfg, struct collector *coll,
+		   struct stages *stages)
+{
+	const char *path = o->config ? o->config : CONFIG_DEFAULT_PATH;
+	struct config *n = NULL;
+	char err[600];
+	int failed;
+
+	if (o->config || !access(CONFIG_DEFAULT_PATH, F_OK)) {
+		n = config__load(path, err, sizeof(err));
+		if (!n) {
+			pr_err("SIGHUP: %s; keeping the running configuration", err);
+			return;
+		}
+	}
+	collector__wrlock(coll);
+	failed = stages__apply_config(stages, n);
+	collector__unlock(coll);
+	config__free(*cfg);
+	*cfg = n;
+	pr_info("SIGHUP: reloaded %s%s: %zu stage%s, %zu usdt-app%s, %d failed to attach", path,
+		n ? "" : " (no such file)", n ? n->nr_stages : 0, n && n->nr_stages == 1 ? "" : "s",
+		n ? n->nr_apps : 0, n && n->nr_apps == 1 ? "" : "s", failed);
+}
+
 int main(int argc, char **argv)
 {
 	struct symbolizer *sym = NULL;
 	struct loader *loader = NULL;
 	struct collector *coll = NULL;
 	struct http_api *http = NULL;
+	struct probes *probes = NULL;
+	struct stages *stages = NULL;
+	struct config *cfg = NULL;
 	struct options o;
 	struct query_ctx qctx;
 	unsigned long long nr_windows;
@@ -255,6 +390,18 @@ int main(int argc, char **argv)
 	rc = parse_options(argc, argv, &o);
 	if (rc)
 		return rc;
+	cfg = read_config(&o, &rc);
+	if (rc)
+		return rc;
+	if (cfg && (rc = apply_config_settings(&o, cfg))) {
+		config__free(cfg);
+		return rc;
+	}
+	rc = check_options(&o);
+	if (rc) {
+		config__free(cfg);
+		return rc;
+	}
 	if (o.verbose)
 		log_set_level(LOG_DEBUG);
 	if (!has_privileges()) {
@@ -296,10 +443,18 @@ int main(int argc, char **argv)
 		pr_err("failed to start the symbolizer: %s", strerror(errno));
 		goto out;
 	}
+	/* the stage maps first: the sampler reads the stage of each thread from one of them */
+	probes = probes__new(&(struct probes_opts){.slot_ns = drain_period(o.window_ns)});
+	if (!probes)
+		goto out;
+	stages = stages__new(probes);
 	loader = loader__new(&(struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
+	    .stage_stacks_fd = probes__stage_stacks_fd(probes),
+	    /* tests/bench/stages.py measures what the stage label costs each sample */
+	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
 	});
 	if (!loader)
 		goto out;
@@ -310,15 +465,20 @@ int main(int argc, char **argv)
 	    .window_ns = o.window_ns,
 	    .nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns,
 	    .drain_ns = drain_period(o.window_ns),
+	    .probes = probes,
+	    .stages = stages,
 	});
 	if (!coll)
 		goto out;
+	/* attach failures are per stage: logged and shown in the status, not fatal */
+	stages__apply_config(stages, cfg);
 	qctx = (struct query_ctx){
 	    .collector = coll,
 	    .loader = loader,
 	    .listen = o.listen,
 	    .frequency_hz = o.frequency_hz,
 	    .retention_ns = o.retention_ns,
+	    .stages = stages,
 	};
 	http = http_api__start(lfd, &qctx);
 	if (!http) {
@@ -340,18 +500,22 @@ int main(int argc, char **argv)
 		if (read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		if (si.ssi_signo == SIGHUP) {
-			pr_info("SIGHUP: no configuration to reload yet");
+			reload(&o, &cfg, coll, stages);
 			continue;
 		}
 		pr_info("%s: detaching probes and exiting", strsignal(si.ssi_signo));
 		break;
 	}
+	collector__stop(coll);
 	ret = 0;
 out:
 	/* teardown in reverse: stop serving before the data it reads goes away */
 	http_api__stop(http);
 	collector__free(coll);
+	stages__free(stages);
 	loader__free(loader);
+	probes__free(probes);
+	config__free(cfg);
 	symbolizer__free(sym);
 	if (lfd >= 0)
 		close(lfd);

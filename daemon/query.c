@@ -17,6 +17,7 @@
 #include "hashmap.h"
 #include "loader.h"
 #include "pprof.h"
+#include "stages.h"
 #include "sysinfo.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
@@ -291,6 +292,8 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 		return false;
 	if (f->comm && strcmp(f->comm, t->comm))
 		return false;
+	if (f->has_stage && (t->stage >= 64 || !((f->stage_mask >> t->stage) & 1)))
+		return false;
 	return true;
 }
 
@@ -364,13 +367,14 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		const struct merged *m = &mt.v[i];
 		const struct task *tk = m->task;
 		char pid[16], tid[16], ns_pid[16];
-		struct pprof_label labels[7] = {
+		struct pprof_label labels[8] = {
 		    {"pid", pid},
 		    {"tid", tid},
 		    {"comm", tk->comm},
 		    {"thread", tk->thread},
 		    {"process", tk->process[0] ? tk->process : tk->comm},
 		};
+		const char *stage = ctx->stages ? stages__name(ctx->stages, tk->stage) : NULL;
 		size_t nr_labels = 5;
 		int64_t values[2];
 		size_t nr;
@@ -381,6 +385,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 			snprintf(ns_pid, sizeof(ns_pid), "%u", tk->ns_pid);
 			labels[nr_labels++] = (struct pprof_label){"ns_pid", ns_pid};
 		}
+		if (stage)
+			labels[nr_labels++] = (struct pprof_label){"stage", stage};
 		if (tk->flags & TASK_SELF)
 			labels[nr_labels++] = (struct pprof_label){"tailprofd", "self"};
 		err = stack_locations(&maps, &dc, m->stack, sn, &nr);
@@ -501,6 +507,8 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "objects", json_integer(st.sym.objects));
 	json_object_set_new(o, "processes", json_integer(st.sym.processes));
 	json_object_set_new(o, "stacks", json_integer(st.stacks));
+	if (ctx->stages)
+		json_object_set_new(o, "stages", stages__status_json(ctx->stages));
 	return dump(o);
 }
 
@@ -653,6 +661,31 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	for (size_t i = 0; i < nr_progs; i++)
 		put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n", progs[i].name,
 		    progs[i].run_cnt);
+	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
+		uint64_t ns, clock_ns, samples;
+
+		loader__label_cost(ctx->loader, &ns, &clock_ns, &samples);
+		metric(&t, "tailprof_bench_stage_label_ns_total", "counter",
+		       "Benchmark (TAILPROF_BENCH_LABEL_COST): ns in the sampler's stage lookup "
+		       "(part=lookup) and in the clock reads that timed it (part=clock).");
+		put(&t,
+		    "tailprof_bench_stage_label_ns_total{part=\"lookup\"} %" PRIu64 "\n"
+		    "tailprof_bench_stage_label_ns_total{part=\"clock\"} %" PRIu64 "\n",
+		    ns, clock_ns);
+		metric(
+		    &t, "tailprof_bench_stage_label_samples_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_LABEL_COST): samples whose stage lookup was timed.");
+		put(&t, "tailprof_bench_stage_label_samples_total %" PRIu64 "\n", samples);
+	}
+	if (ctx->stages) {
+		char *st_text = stages__metrics_text(ctx->stages);
+
+		if (!st_text)
+			t.failed = true;
+		else
+			put(&t, "%s", st_text);
+		free(st_text);
+	}
 	if (t.failed) {
 		free(t.buf);
 		return NULL;

@@ -12,6 +12,7 @@
 
 struct collector;
 struct loader;
+struct stages;
 
 /* A time range as the API takes it: last=DURATION, or from=/to= (Unix ns; either may be open). */
 struct query_range {
@@ -24,6 +25,8 @@ struct profile_filter {
 	bool has_pid;
 	uint32_t pid;
 	const char *comm; /* exact process name, NULL for any */
+	bool has_stage;
+	uint64_t stage_mask; /* bit i: stage id i (stages__mask) */
 };
 
 struct profile_summary {
@@ -39,6 +42,7 @@ struct query_ctx {
 	const char *listen;
 	uint32_t frequency_hz;
 	uint64_t retention_ns;
+	struct stages *stages; /* stage names, status and metrics; may be NULL */
 };
 
 /* Selects the windows of range, oldest first, into out[0..max). now_mono_ns bounds last=;

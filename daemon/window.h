@@ -39,9 +39,11 @@ struct task {
 	uint32_t pid; /* process id (tgid), in the daemon's PID namespace */
 	uint32_t tid;
 	uint32_t flags;	 /* TASK_* */
+	uint32_t stage;	 /* innermost stage the thread was in (stages.h id), 0: none */
 	uint32_t ns_pid; /* pid in the process's own PID namespace; 0: the same as pid */
-	char comm[16];	 /* the kernel's process name (at most 15 characters) */
-	char thread[16]; /* thread name */
+	uint32_t pad;
+	char comm[16];			/* the kernel's process name (at most 15 characters) */
+	char thread[16];		/* thread name */
 	char process[PROCESS_NAME_LEN]; /* the executable's name, uncut; "" when unknown */
 };
 
@@ -62,6 +64,8 @@ enum window_drop {
 	DROP_NR,
 };
 extern const char *const window_drop_names[DROP_NR];
+
+struct stage_window;
 
 struct window_entry {
 	struct stack *stack;
@@ -86,6 +90,7 @@ struct window {
 	/* cached when closed: distinct stacks and processes */
 	uint32_t nr_stacks, nr_processes;
 	bool counted;
+	struct stage_window *stages; /* stage latencies and slow spans (stages.h), NULL: none */
 };
 
 struct window_ring_opts {

@@ -11,11 +11,14 @@ BUILD=${TAILPROF_BUILD_DIR:-build}
 
 # Build dependencies, and what the tests use (go tool pprof judges our profiles, lld links a
 # fixture, perf is the benchmark's reference, setpriv runs the non-root start-up test, libc6-dbg
-# is the debug file that names libc's local functions, xz-utils packs the MiniDebugInfo fixture).
+# is the debug file that names libc's local functions, xz-utils packs the MiniDebugInfo fixture;
+# inih parses the configuration, sys/sdt.h builds the USDT stage workload, libbpf-tools'
+# funclatency is the stage benchmark's reference).
 DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
- libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3"
-TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg"
+ libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3 libinih-dev
+ systemtap-sdt-dev"
+TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools"
 
 install_missing() {
 	missing=""

@@ -35,6 +35,21 @@ WINDOWS = {"windows": [
      "current": True, "samples": 4242, "idle_samples": 1, "expected_samples": 4300,
      "drops": {"total": 0}, "processes": 3},
 ]}
+STAGE = {"stage": "compute", "count": 400, "p50_ns": 2981888, "p90_ns": 3047424,
+         "p95_ns": 4161536, "p99_ns": 33030144, "max_ns": 33100000, "sum_ns": 1, "low_sample": False}
+STAGES = {"stages": [STAGE, dict(STAGE, stage="io", count=7, low_sample=True)],
+          "windows": [{"start": "2026-11-29T21:00:00.000Z", "end": "2026-11-29T21:00:10.000Z",
+                       "current": False, "stages": [STAGE]}]}
+STAGES_BODY = json.dumps(STAGES, indent=2).encode()
+STATUS_STAGES = dict(STATUS, stages=[
+    {"stage": "compute", "probe": "function compute in /srv/app", "attached": True, "hits": 900,
+     "hits_per_second": 90.0, "ns_per_hit": 1700, "bpf_run_time_ns": 1530000,
+     "cpu_percent": 0.015},
+    {"stage": "hot", "probe": "function hot in /srv/app", "attached": True, "hits": 9000000,
+     "hits_per_second": 900000.0, "ns_per_hit": 330, "bpf_run_time_ns": 2970000000,
+     "cpu_percent": 29.7},
+    {"stage": "gone", "probe": "function gone in /srv/app", "attached": False,
+     "error": "cannot read /srv/app: No such file or directory", "count": 0}])
 # Pretty-printed on purpose, without a final newline: --json must not reformat a byte.
 STATUS_BODY = json.dumps(STATUS, indent=3).encode()
 WINDOWS_BODY = json.dumps(WINDOWS, indent=1, sort_keys=True).encode()
@@ -49,6 +64,7 @@ PROFILE_HEADERS = {
 
 class FakeDaemon(http.server.BaseHTTPRequestHandler):
     requests = []
+    with_stages = False
 
     def log_message(self, *args):
         pass
@@ -66,8 +82,12 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
         FakeDaemon.requests.append(self.path)
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
-        if url.path == "/api/v1/status":
+        if url.path == "/api/v1/status" and FakeDaemon.with_stages:
+            self.reply(200, json.dumps(STATUS_STAGES).encode())
+        elif url.path == "/api/v1/status":
             self.reply(200, STATUS_BODY)
+        elif url.path == "/api/v1/stages":
+            self.reply(200, STAGES_BODY)
         elif url.path == "/api/v1/windows":
             self.reply(200, WINDOWS_BODY)
         elif url.path == "/api/v1/profile":
@@ -273,6 +293,45 @@ def main():
         rc, out, _ = t.run("pull", "--help")
         check(b"-o, --output FILE" in out and b"--server URL" in out, out)
 
+    def stages_table():
+        rc, out, err = t.run("--server", url, "stages", "--last", "1h")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        text = out.decode()
+        check(FakeDaemon.requests == ["/api/v1/stages?last=1h"], FakeDaemon.requests)
+        check("STAGE" in text and "P95" in text and "whole range" in text, text)
+        check("compute" in text and "4.162ms" in text and "33.03ms" in text, text)
+        check("(low sample)" in text.splitlines()[-2], text)
+        rc, out, err = t.run("--server", url, "stages")
+        check(FakeDaemon.requests == ["/api/v1/stages?last=10m"], FakeDaemon.requests)
+        rc, out, err = t.run("--server", url, "stages", "--json")
+        check(rc == 0 and out == STAGES_BODY, "stdout differs from the body")
+        rc, out, err = t.run("--server", url, "stages", "--last", "soon")
+        check(rc == 2 and "--last" in err, err)
+
+    def status_stages():
+        FakeDaemon.with_stages = True
+        try:
+            rc, out, err = t.run("--server", url, "status")
+        finally:
+            FakeDaemon.with_stages = False
+        text = out.decode()
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check("90.0 hits/s, 1700 ns per hit" in text, text)
+        check("NOT ATTACHED: cannot read /srv/app" in text, text)
+        warn = [l for l in text.splitlines() if "WARNING" in l]
+        check(len(warn) == 1 and "more than 1% of a CPU" in warn[0], text)
+
+    def pull_stage():
+        out = os.path.join(tmp, "stage.pb.gz")
+        rc, _, err = t.run("--server", url, "pull", "--stage", "compute", "-o", out)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/profile?type=cpu&last=5m&stage=compute"],
+              FakeDaemon.requests)
+        os.unlink(out)
+
+    t.case("stages prints per-window and whole-range rows; --json; bad --last", stages_table)
+    t.case("status shows stage hit rates, failures and the 1% warning", status_stages)
+    t.case("pull --stage sends stage=", pull_stage)
     t.case("status prints readable text", status_text)
     t.case("status --json prints the body byte for byte (--server after)", status_json)
     t.case("windows prints a table, current marked, missing as -", windows_text)

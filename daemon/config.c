@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The configuration file: inih does the INI syntax, this file the sections, keys and values. */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+#include "timeparse.h"
+
+struct parse {
+	struct config *c;
+	FILE *f;
+	int line;	  /* of the line inih handed us last */
+	int section_line; /* of the last [section] header */
+	int err_line;
+	char err[512];
+	/* the section being read */
+	enum { SEC_NONE, SEC_DAEMON, SEC_STAGE, SEC_APP, SEC_BAD } kind;
+	char section[128];
+	struct config_stage *stage;
+	struct config_app *app;
+};
+
+static void *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		abort(); /* config values are short (inih bounds lines): abort on failure */
+	return p;
+}
+
+int config__valid_stage_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= TP_STAGE_NAME_LEN)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
+			return 0;
+	return 1;
+}
+
+static int __attribute__((format(printf, 2, 3))) fail(struct parse *p, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (p->err_line)
+		return 0; /* keep the first error */
+	p->err_line = p->line;
+	n = snprintf(p->err, sizeof(p->err), "%s:%d: ", p->c->path, p->line);
+	va_start(ap, fmt);
+	vsnprintf(p->err + n, sizeof(p->err) - n, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* inih reads lines through this, so we know the line of each callback. */
+static char *reader(char *buf, int size, void *stream)
+{
+	struct parse *p = stream;
+	char *r = fgets(buf, size, p->f);
+
+	if (r) {
+		p->line++;
+		if (buf[strspn(buf, " \t")] == '[')
+			p->section_line = p->line;
+	}
+	return r;
+}
+
+static int start_section_at(struct parse *p, const char *section);
+
+/* Errors about a section name the line of its header. */
+static int start_section(struct parse *p, const char *section)
+{
+	int line = p->line, ok;
+
+	p->line = p->section_line ? p->section_line : line;
+	ok = start_section_at(p, section);
+	p->line = line;
+	return ok;
+}
+
+static int start_section_at(struct parse *p, const char *section)
+{
+	const char *sp = strchr(section, ' ');
+	char kind[32];
+	size_t klen = sp ? (size_t)(sp - section) : strlen(section);
+	const char *name = sp ? sp + 1 : "";
+
+	snprintf(p->section, sizeof(p->section), "%s", section);
+	p->kind = SEC_BAD;
+	p->stage = NULL;
+	p->app = NULL;
+	snprintf(kind, sizeof(kind), "%.*s", (int)(klen < sizeof(kind) ? klen : sizeof(kind) - 1),
+		 section);
+	while (*name == ' ')
+		name++;
+	if (!strcmp(section, "daemon")) {
+		p->kind = SEC_DAEMON;
+		return 1;
+	}
+	if (strcmp(kind, "stage") && strcmp(kind, "usdt-app"))
+		return fail(
+		    p, "unknown section [%s]; allowed: [daemon], [stage NAME], [usdt-app NAME]",
+		    section);
+	if (!config__valid_stage_name(name))
+		return fail(p,
+			    "[%s]: give a name of 1 to %d letters, digits, '_', '.' or '-' after "
+			    "'%s '",
+			    section, TP_STAGE_NAME_LEN - 1, kind);
+	if (!strcmp(kind, "stage")) {
+		for (size_t i = 0; i < p->c->nr_stages; i++)
+			if (!strcmp(p->c->stages[i].name, name))
+				return fail(p, "[stage %s] is defined twice (first at line %d)",
+					    name, p->c->stages[i].line);
+		if (p->c->nr_stages == CONFIG_MAX_STAGES)
+			return fail(p, "too many [stage] sections; at most %d", CONFIG_MAX_STAGES);
+		p->stage = &p->c->stages[p->c->nr_stages++];
+		snprintf(p->stage->name, sizeof(p->stage->name), "%s", name);
+		p->stage->pid = -1;
+		p->stage->line = p->line;
+		p->kind = SEC_STAGE;
+	} else {
+		for (size_t i = 0; i < p->c->nr_apps; i++)
+			if (!strcmp(p->c->apps[i].name, name))
+				return fail(p, "[usdt-app %s] is defined twice (first at line %d)",
+					    name, p->c->apps[i].line);
+		if (p->c->nr_apps == CONFIG_MAX_APPS)
+			return fail(p, "too many [usdt-app] sections; at most %d", CONFIG_MAX_APPS);
+		p->app = &p->c->apps[p->c->nr_apps++];
+		snprintf(p->app->name, sizeof(p->app->name), "%s", name);
+		p->app->pid = -1;
+		p->app->line = p->line;
+		p->kind = SEC_APP;
+	}
+	return 1;
+}
+
+static int set_string(struct parse *p, char **dst, const char *key, const char *value)
+{
+	if (*dst)
+		return fail(p, "%s: given twice in [%s]; give it once", key, p->section);
+	if (!*value)
+		return fail(p, "%s: empty value in [%s]", key, p->section);
+	*dst = xstrdup(value);
+	return 1;
+}
+
+static int set_pid(struct parse *p, int32_t *dst, const char *value)
+{
+	uint64_t v;
+
+	if (tp_parse_uint(value, 1, INT32_MAX, &v))
+		return fail(p, "pid: '%s' is not a process id (a positive integer)", value);
+	*dst = (int32_t)v;
+	return 1;
+}
+
+static int check_usdt_name(struct parse *p, const char *key, const char *value)
+{
+	const char *colon = strchr(value, ':');
+
+	if (!colon || colon == value || !colon[1] || strchr(colon + 1, ':'))
+		return fail(p, "%s: '%s' is not PROVIDER:NAME (e.g. myapp:compute__begin)", key,
+			    value);
+	return 1;
+}
+
+static int set_daemon(struct parse *p, const char *key, const char *value)
+{
+	static const char *const keys[] = {"frequency", "window", "retention", "listen",
+					   "ringbuf_size"};
+	struct config_setting *s[] = {&p->c->frequency, &p->c->window, &p->c->retention,
+				      &p->c->listen, &p->c->ringbuf_size};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(key, keys[i]))
+			continue;
+		if (s[i]->value)
+			return fail(p, "%s: given twice in [daemon] (first at line %d)", key,
+				    s[i]->line);
+		s[i]->value = xstrdup(value);
+		s[i]->line = p->line;
+		return 1;
+	}
+	return fail(p,
+		    "unknown key '%s' in [daemon]; allowed: frequency, window, retention, listen, "
+		    "ringbuf_size",
+		    key);
+}
+
+static int handler(void *user, const char *section, const char *key, const char *value)
+{
+	struct parse *p = user;
+
+	if (!key) /* a new section (inih's INI_CALL_HANDLER_ON_NEW_SECTION) */
+		return start_section(p, section);
+	if (strcmp(section, p->section) && !start_section(p, section))
+		return 0;
+	switch (p->kind) {
+	case SEC_NONE:
+		return fail(p, "'%s' outside any section; put it under [daemon] or [stage NAME]",
+			    key);
+	case SEC_BAD:
+		return 0;
+	case SEC_DAEMON:
+		return set_daemon(p, key, value);
+	case SEC_APP:
+		if (!strcmp(key, "binary"))
+			return set_string(p, &p->app->binary, key, value);
+		if (!strcmp(key, "pid"))
+			return set_pid(p, &p->app->pid, value);
+		return fail(p, "unknown key '%s' in [%s]; allowed: binary, pid", key, p->section);
+	case SEC_STAGE:
+		if (!strcmp(key, "binary"))
+			return set_string(p, &p->stage->binary, key, value);
+		if (!strcmp(key, "function"))
+			return set_string(p, &p->stage->function, key, value);
+		if (!strcmp(key, "usdt_begin"))
+			return check_usdt_name(p, key, value) &&
+			       set_string(p, &p->stage->usdt_begin, key, value);
+		if (!strcmp(key, "usdt_end"))
+			return check_usdt_name(p, key, value) &&
+			       set_string(p, &p->stage->usdt_end, key, value);
+		if (!strcmp(key, "pid"))
+			return set_pid(p, &p->stage->pid, value);
+		if (!strcmp(key, "threshold")) {
+			if (tp_parse_duration(value, &p->stage->threshold_ns) ||
+			    !p->stage->threshold_ns)
+				return fail(p,
+					    "threshold: '%s' is not a positive duration; use e.g. "
+					    "500us, 25ms, 2s",
+					    value);
+			return 1;
+		}
+		return fail(p,
+			    "unknown key '%s' in [%s]; allowed: binary, function, usdt_begin, "
+			    "usdt_end, threshold, pid",
+			    key, p->section);
+	}
+	return 0;
+}
+
+/* What a section lacks once it is read: checked at the end, with the section's line. */
+static int check_sections(struct parse *p)
+{
+	for (size_t i = 0; i < p->c->nr_stages; i++) {
+		struct config_stage *s = &p->c->stages[i];
+
+		p->line = s->line;
+		if (!s->binary)
+			return fail(p, "[stage %s] has no binary = PATH", s->name);
+		if (s->function && (s->usdt_begin || s->usdt_end))
+			return fail(p,
+				    "[stage %s] has both function and usdt_begin/usdt_end; give "
+				    "one of them",
+				    s->name);
+		if (!s->function && !(s->usdt_begin && s->usdt_end))
+			return fail(p,
+				    "[stage %s] needs function = NAME, or both usdt_begin and "
+				    "usdt_end = PROVIDER:NAME",
+				    s->name);
+	}
+	for (size_t i = 0; i < p->c->nr_apps; i++) {
+		p->line = p->c->apps[i].line;
+		if (!p->c->apps[i].binary)
+			return fail(p, "[usdt-app %s] has no binary = PATH", p->c->apps[i].name);
+	}
+	return 1;
+}
+
+struct config *config__load(const char *path, char *err, size_t errlen)
+{
+	struct parse p = {.kind = SEC_NONE};
+	int rc, e;
+
+	p.f = fopen(path, "re");
+	if (!p.f) {
+		e = errno;
+		snprintf(err, errlen, "cannot read the configuration file %s: %s", path,
+			 strerror(e));
+		errno = e;
+		return NULL;
+	}
+	p.c = calloc(1, sizeof(*p.c));
+	if (!p.c)
+		abort();
+	p.c->path = xstrdup(path);
+	rc = ini_parse_stream(reader, &p, handler, &p);
+	fclose(p.f);
+	if (rc > 0 && !p.err_line) {
+		p.line = rc;
+		fail(&p, "not a [section] or key = value line");
+	} else if (rc < 0 && !p.err_line) {
+		p.line = 0;
+		fail(&p, "cannot parse the file (out of memory)");
+	}
+	if (!p.err_line)
+		check_sections(&p);
+	if (p.err_line) {
+		snprintf(err, errlen, "%s", p.err);
+		config__free(p.c);
+		errno = EINVAL;
+		return NULL;
+	}
+	return p.c;
+}
+
+void config__free(struct config *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nr_stages; i++) {
+		free(c->stages[i].binary);
+		free(c->stages[i].function);
+		free(c->stages[i].usdt_begin);
+		free(c->stages[i].usdt_end);
+	}
+	for (size_t i = 0; i < c->nr_apps; i++)
+		free(c->apps[i].binary);
+	free(c->frequency.value);
+	free(c->window.value);
+	free(c->retention.value);
+	free(c->listen.value);
+	free(c->ringbuf_size.value);
+	free(c->path);
+	free(c);
+}

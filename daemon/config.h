@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The configuration file (INI, parsed with inih): [daemon] settings that flags override,
+ * [stage NAME] sections (a function's entry and return, or a USDT begin/end pair) and
+ * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h).
+ *
+ * Only syntax and values are checked here; whether binaries and symbols exist is the probes'
+ * business, per stage, at attach time. */
+#ifndef TAILPROF_CONFIG_H
+#define TAILPROF_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailprof.h"
+
+#define CONFIG_DEFAULT_PATH "/etc/tailprof/tailprofd.conf"
+#define CONFIG_MAX_STAGES   (TP_FIRST_DYN_STAGE - 1)
+#define CONFIG_MAX_APPS	    16
+
+struct config_stage {
+	char name[TP_STAGE_NAME_LEN];
+	char *binary;	  /* executable or shared library */
+	char *function;	  /* entry uprobe + uretprobe; or NULL and the two below */
+	char *usdt_begin; /* "provider:name" */
+	char *usdt_end;
+	uint64_t threshold_ns; /* 0: none (an absolute p95 limit for spike detection) */
+	int32_t pid;	       /* -1: every process */
+	int line;	       /* of the section header */
+};
+
+struct config_app {
+	char name[TP_STAGE_NAME_LEN];
+	char *binary;
+	int32_t pid; /* -1: every process */
+	int line;
+};
+
+/* A [daemon] setting as written (checked by whoever applies it); value NULL when absent. */
+struct config_setting {
+	char *value;
+	int line;
+};
+
+struct config {
+	char *path;
+	struct config_stage stages[CONFIG_MAX_STAGES];
+	size_t nr_stages;
+	struct config_app apps[CONFIG_MAX_APPS];
+	size_t nr_apps;
+	struct config_setting frequency, window, retention, listen, ringbuf_size;
+};
+
+/* Reads and checks the file at path. Returns a config to free with config__free, or NULL with
+ * errno set: ENOENT/EACCES when the file cannot be opened, EINVAL when it is malformed; in both
+ * cases err (errlen bytes) receives one sentence for people, "PATH:LINE: what is wrong; what is
+ * allowed" for the latter. */
+struct config *config__load(const char *path, char *err, size_t errlen);
+/* NULL allowed. */
+void config__free(struct config *c);
+
+/* Whether s is a valid stage name: 1 to TP_STAGE_NAME_LEN - 1 characters of [A-Za-z0-9_.-]. */
+int config__valid_stage_name(const char *s);
+
+#endif

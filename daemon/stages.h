@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Stages: the registry of stages (configured ones and those applications name), their probes,
+ * and what each window keeps of them (a latency histogram and the slowest spans per stage),
+ * with the JSON and Prometheus views.
+ *
+ * Stage ids are never reused while the daemon runs: a stage removed by a reload keeps its id
+ * and its name, so windows that hold its data still name it; configured again, it gets the same
+ * id back. Memory per window: a pointer table, plus per active stage its histogram (dense, 5 KB,
+ * while the window is open; sparse, 8 bytes per used bucket, once it is closed) and at most
+ * STAGE_SPANS_KEPT spans.
+ *
+ * Not thread-safe: the collector's lock serializes the drain thread (writer) and queries. */
+#ifndef TAILPROF_STAGES_H
+#define TAILPROF_STAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tailprof.h"
+
+struct config;
+struct probes;
+struct window;
+
+#define STAGE_SPANS_KEPT 10 /* slowest spans kept per window and stage */
+
+struct hist_cell {
+	uint32_t bucket;
+	uint32_t count;
+};
+
+/* One stage in one window. */
+struct stage_stats {
+	uint64_t count, sum_ns, max_ns;
+	uint32_t *dense;	 /* TP_HIST_BUCKETS counts while the window is open, else NULL */
+	struct hist_cell *cells; /* the used buckets once the window is closed */
+	uint32_t nr_cells;
+	uint32_t nr_spans;
+	struct tp_span spans[STAGE_SPANS_KEPT]; /* the slowest, unordered */
+};
+
+/* What a window keeps of stages: by stage id, NULL for stages without data there. */
+struct stage_window {
+	struct stage_stats *by_id[TP_MAX_STAGES];
+};
+
+/* Frees a window's stage data. NULL allowed. */
+void stage_window__free(struct stage_window *sw);
+
+/* Returns an empty registry over probes (not owned), or NULL with errno set. */
+struct stages *stages__new(struct probes *probes);
+/* Detaches every probe. NULL allowed. */
+void stages__free(struct stages *s);
+
+/* Makes the configured stages and applications those of cfg (NULL: none): keeps those that did
+ * not change, detaches those removed (their data stays in the windows), attaches new ones. An
+ * attach failure is logged and shown in the status; it does not stop the others. Returns the
+ * number of stages and applications that failed to attach. */
+int stages__apply_config(struct stages *s, const struct config *cfg);
+/* Learns the stage names applications gave since the last call (BPF name table). */
+void stages__sync_names(struct stages *s);
+
+/* The name of stage id, or NULL when no stage has that id. */
+const char *stages__name(const struct stages *s, uint32_t id);
+/* Bit i set for every stage id i named name (0: no such stage). */
+uint64_t stages__mask(const struct stages *s, const char *name);
+/* Comma-separated known stage names into buf (for error messages). */
+const char *stages__names_list(const struct stages *s, char *buf, size_t len);
+
+/* Takes the BPF histograms of drain period `period` (its slot) into window w (NULL: too old,
+ * only the totals count them), with atomic exchanges. */
+void stages__take_period(struct stages *s, uint64_t period, struct window *w);
+/* Keeps a slow span in w if it is among its stage's STAGE_SPANS_KEPT slowest there. */
+void stages__add_span(struct stages *s, const struct tp_span *span, struct window *w);
+/* w was just closed: compacts its histograms and makes its p95 of each stage the stage's
+ * slow-span threshold for the next window (stages with no data there keep theirs). */
+void stages__window_closed(struct stages *s, struct window *w);
+
+/* JSON (malloc'd, NUL-terminated; NULL on ENOMEM): GET /api/v1/stages over windows[0..n) (see
+ * README for the keys), GET /api/v1/spans (mask: stages to list, ~0 for all), and the "stages"
+ * array of the status. */
+char *stages__stages_json(struct stages *s, struct window *const *windows, size_t n);
+char *stages__spans_json(struct stages *s, struct window *const *windows, size_t n, uint64_t mask);
+void *stages__status_json(struct stages *s); /* a json_t * array, new reference */
+/* Prometheus text of the stage metrics (malloc'd; NULL on ENOMEM). */
+char *stages__metrics_text(struct stages *s);
+
+#endif

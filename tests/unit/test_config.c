@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of configuration parsing: sections, keys, values, and file:line errors. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static char path[64];
+
+/* Writes text to a temporary file and loads it; err receives the error. */
+static struct config *load(const char *text, char *err, size_t len)
+{
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/tp_test_config.XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	err[0] = 0;
+	struct config *c = config__load(path, err, len);
+	unlink(path);
+	return c;
+}
+
+static void test_full_config(void **state)
+{
+	char err[600];
+	struct config *c = load("; tailprofd configuration\n"
+				"[daemon]\n"
+				"frequency = 199\n"
+				"window = 5s\n"
+				"\n"
+				"[stage compute]\n"
+				"binary = /srv/app/bin/server     ; executable\n"
+				"function = compute_features\n"
+				"threshold = 25ms\n"
+				"pid = 1234\n"
+				"[stage fetch]\n"
+				"binary = /srv/app/bin/server\n"
+				"usdt_begin = myapp:fetch__begin\n"
+				"usdt_end = myapp:fetch__end\n"
+				"[usdt-app pipeline]\n"
+				"binary = /srv/app/bin/pipeline\n",
+				err, sizeof(err));
+
+	assert_non_null(c);
+	assert_string_equal(c->frequency.value, "199");
+	assert_int_equal(c->frequency.line, 3);
+	assert_int_equal(c->stages[0].line, 6);
+	assert_string_equal(c->window.value, "5s");
+	assert_null(c->listen.value);
+	assert_int_equal(c->nr_stages, 2);
+	assert_string_equal(c->stages[0].name, "compute");
+	assert_string_equal(c->stages[0].binary, "/srv/app/bin/server");
+	assert_string_equal(c->stages[0].function, "compute_features");
+	assert_int_equal(c->stages[0].threshold_ns, 25000000);
+	assert_int_equal(c->stages[0].pid, 1234);
+	assert_string_equal(c->stages[1].name, "fetch");
+	assert_null(c->stages[1].function);
+	assert_string_equal(c->stages[1].usdt_begin, "myapp:fetch__begin");
+	assert_string_equal(c->stages[1].usdt_end, "myapp:fetch__end");
+	assert_int_equal(c->stages[1].pid, -1);
+	assert_int_equal(c->stages[1].threshold_ns, 0);
+	assert_int_equal(c->nr_apps, 1);
+	assert_string_equal(c->apps[0].name, "pipeline");
+	assert_string_equal(c->apps[0].binary, "/srv/app/bin/pipeline");
+	config__free(c);
+}
+
+/* Each bad file fails with "PATH:LINE: ..." naming the line and the problem. */
+static void test_errors_name_the_line(void **state)
+{
+	static const struct {
+		const char *text;
+		int line;
+		const char *says;
+	} cases[] = {
+	    {"[stage a]\nbinary = /x\nfunction = f\nthreshold = fast\n", 4, "threshold: 'fast'"},
+	    {"[stage a]\nbinary = /x\nfunktion = f\n", 3, "unknown key 'funktion'"},
+	    {"[stage a]\nbinary = /x\nfunction = f\npid = -3\n", 4, "pid: '-3'"},
+	    {"[stages a]\nbinary = /x\n", 1, "unknown section [stages a]"},
+	    {"[stage]\nbinary = /x\n", 1, "give a name"},
+	    {"[stage a b]\nbinary = /x\n", 1, "give a name"},
+	    {"binary = /x\n", 1, "outside any section"},
+	    {"[stage a]\nbinary = /x\nthis is not ini\n", 3, "not a [section] or key = value"},
+	    {"[stage a]\nbinary = /x\nusdt_begin = nocolon\n", 3, "not PROVIDER:NAME"},
+	    {"[stage a]\nfunction = f\n", 1, "has no binary"},
+	    {"[stage a]\nbinary = /x\n", 1, "needs function = NAME"},
+	    {"[stage a]\nbinary = /x\nfunction = f\nusdt_begin = p:b\nusdt_end = p:e\n", 1,
+	     "both function and usdt_begin"},
+	    {"[stage a]\nbinary = /x\nbinary = /y\nfunction = f\n", 3, "given twice"},
+	    {"[daemon]\ncolor = blue\n", 2, "unknown key 'color' in [daemon]"},
+	    {"[usdt-app app]\npid = 5\n", 1, "[usdt-app app] has no binary"},
+	};
+	char err[600], want[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config *c = load(cases[i].text, err, sizeof(err));
+
+		if (c)
+			fail_msg("case %zu loaded: %s", i, cases[i].text);
+		assert_int_equal(errno, EINVAL);
+		snprintf(want, sizeof(want), "%s:%d: ", path, cases[i].line);
+		if (strncmp(err, want, strlen(want)) || !strstr(err, cases[i].says))
+			fail_msg("case %zu: got '%s', want '%s...%s'", i, err, want, cases[i].says);
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	char err[600];
+
+	assert_null(config__load("/nonexistent/tailprofd.conf", err, sizeof(err)));
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/tailprofd.conf"));
+}
+
+static void test_stage_names(void **state)
+{
+	assert_true(config__valid_stage_name("compute"));
+	assert_true(config__valid_stage_name("feature-store.io_2"));
+	assert_false(config__valid_stage_name(""));
+	assert_false(config__valid_stage_name("a b"));
+	assert_false(config__valid_stage_name("a\"b"));
+	assert_false(config__valid_stage_name("0123456789012345678901234567890123"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_full_config),
+	    cmocka_unit_test(test_errors_name_the_line),
+	    cmocka_unit_test(test_missing_file),
+	    cmocka_unit_test(test_stage_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

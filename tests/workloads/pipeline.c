@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Known answer for stages: requests through fetch (sleeps 2 ms), compute (3 ms of CPU; every
+ * 20th request also 30 ms in compute_slow_path), io (a small write + fsync) and serialize
+ * (about 0.3 ms of CPU). Logs each stage's exact latency twice, as "REQUEST STAGE INSIDE_NS
+ * AROUND_NS" lines to LOG: from the first to the last statement of the stage function, and around
+ * its call (the logging itself outside both). A probe's measurement lies between the two: it
+ * includes the time from its entry trap to the first statement and from the last one to its
+ * return trap (a preemption at the traps' exits included), not the traps' own work before and
+ * after. Built twice: plain (uprobes time the functions)
+ * and with -DUSE_USDT (the functions mark themselves with include/tailprof/stage.h).
+ * Usage: tp_pipeline SECONDS LOG [DELAY_SECONDS] — prints its pid, waits DELAY, then serves
+ * requests for SECONDS. */
+#ifdef USE_USDT
+#define TAILPROF_STAGE_DEFINE
+#include <tailprof/stage.h>
+#define BEGIN(name, req) TAILPROF_STAGE_BEGIN(name, req)
+#define END(name, req)	 TAILPROF_STAGE_END(name, req)
+#else
+#define BEGIN(name, req)
+#define END(name, req)
+#endif
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "workload.h"
+
+static FILE *logf;
+static int io_fd = -1;
+
+static uint64_t stage_ns; /* the duration of the last stage, set by the stage itself */
+
+#define STAGE_START() uint64_t t0__ = now_ns()
+#define STAGE_DONE()  (stage_ns = now_ns() - t0__)
+
+/* Calls stage(req) and logs how long it took. */
+static void timed(void (*stage)(unsigned long), const char *name, unsigned long req)
+{
+	uint64_t t0 = now_ns(), t1;
+
+	stage(req);
+	t1 = now_ns();
+	fprintf(logf, "%lu %s %llu %llu\n", req, name, (unsigned long long)stage_ns,
+		(unsigned long long)(t1 - t0));
+}
+
+__attribute__((noinline)) void fetch(unsigned long req)
+{
+	struct timespec ts = {0, 2000000};
+	STAGE_START();
+
+	BEGIN("fetch", req);
+	nanosleep(&ts, NULL);
+	END("fetch", req);
+	STAGE_DONE();
+}
+
+__attribute__((noinline)) void compute_slow_path(void)
+{
+	BURN_NS(30000000);
+}
+
+__attribute__((noinline)) void compute(unsigned long req)
+{
+	STAGE_START();
+
+	BEGIN("compute", req);
+	BURN_NS(3000000);
+	if (req % 20 == 19)
+		compute_slow_path();
+	END("compute", req);
+	STAGE_DONE();
+}
+
+__attribute__((noinline)) void io(unsigned long req)
+{
+	char buf[64];
+	int n;
+	STAGE_START();
+
+	BEGIN("io", req);
+	n = snprintf(buf, sizeof(buf), "request %lu\n", req);
+	if (write(io_fd, buf, n) != n || fsync(io_fd))
+		perror("io");
+	END("io", req);
+	STAGE_DONE();
+}
+
+__attribute__((noinline)) void serialize(unsigned long req)
+{
+	STAGE_START();
+
+	BEGIN("serialize", req);
+	BURN_NS(300000);
+	END("serialize", req);
+	STAGE_DONE();
+}
+
+__attribute__((noinline)) void serve(double seconds)
+{
+	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+
+	for (unsigned long req = 0; now_ns() < end; req++) {
+		timed(fetch, "fetch", req);
+		timed(compute, "compute", req);
+		timed(io, "io", req);
+		timed(serialize, "serialize", req);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char path[] = "/var/tmp/tp_pipeline.XXXXXX";
+	double delay = arg_seconds(argc, argv, 3, 0);
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: tp_pipeline SECONDS LOG [DELAY_SECONDS]\n");
+		return 2;
+	}
+	logf = fopen(argv[2], "w");
+	io_fd = mkstemp(path);
+	if (!logf || io_fd < 0) {
+		perror("tp_pipeline");
+		return 1;
+	}
+	unlink(path);
+	printf("%d\n", getpid());
+	fflush(stdout);
+	if (delay > 0)
+		usleep((useconds_t)(delay * 1e6));
+	serve(arg_seconds(argc, argv, 1, 3));
+	fclose(logf);
+	return 0;
+}
