@@ -16,6 +16,7 @@
 #include "symbolizer.h"
 #include "window.h"
 
+struct gc;
 struct loader;
 struct symbolizer;
 
@@ -26,6 +27,8 @@ struct collector_opts {
 	uint64_t window_ns;  /* a multiple of drain_ns */
 	uint32_t nr_windows; /* retention / window */
 	uint64_t drain_ns;   /* <= 1 s */
+	struct gc *gc;	     /* GC tracking (not owned); NULL: --gc=off */
+	int gc_events_fd;    /* with gc: the GC programs' ring buffer (gc_probes.h) */
 };
 
 struct collector_status {

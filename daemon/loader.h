@@ -14,6 +14,8 @@ struct loader_opts {
 	uint32_t frequency_hz; /* cpu-clock sampling frequency, 1..10000 */
 	size_t ringbuf_bytes;  /* size of the events ring buffer: power of two, >= 4096 */
 	uint64_t slot_ns;      /* the drain period: BPF counts events per period (tailprof.h) */
+	int gc_pausing_fd;     /* > 0: the GC programs' gc_pausing map (gc_probes.h), read by the
+				  sampler for the gc=1 label; 0: a map of its own (stays empty) */
 };
 
 struct loader_prog_stats {

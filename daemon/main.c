@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "gc.h"
+#include "gc_probes.h"
 #include "http_api.h"
 #include "loader.h"
 #include "log.h"
@@ -39,6 +41,7 @@ struct options {
 	const char *debug_dirs[MAX_DEBUG_DIRS];
 	size_t nr_debug_dirs;
 	bool verbose;
+	struct gc_opts gc;
 };
 
 static void usage(FILE *f)
@@ -58,6 +61,8 @@ static void usage(FILE *f)
 	    "      --debug-dir DIR     where separate debug files live (.build-id/NN/REST.debug,\n"
 	    "                          .gnu_debuglink names); repeatable, searched in order\n"
 	    "                          (default /usr/lib/debug)\n"
+	    "      --gc MODE           GC pauses of JVM, CPython and Go processes: auto (find\n"
+	    "                          them and attach, the default) or off\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -99,7 +104,7 @@ static int parse_size(const char *s, size_t *out)
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR };
+	enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR, OPT_GC };
 	static const struct option longopts[] = {
 	    {"frequency", required_argument, NULL, 'F'},
 	    {"window", required_argument, NULL, 'w'},
@@ -107,6 +112,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"listen", required_argument, NULL, 'l'},
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	    {"gc", required_argument, NULL, OPT_GC},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
@@ -121,6 +127,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .retention_ns = 3600 * NSEC_PER_SEC,
 	    .listen = "127.0.0.1:7077",
 	    .ringbuf_bytes = 8 << 20,
+	    .gc = GC_OPTS_DEFAULT,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:vVh", longopts, NULL)) != -1) {
@@ -177,6 +184,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->debug_dirs[o->nr_debug_dirs++] = optarg;
 			break;
 		}
+		case OPT_GC:
+			if (gc_opts__parse_mode(optarg, &o->gc))
+				return usage_error("--gc '%s': give auto or off", optarg);
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -239,6 +250,8 @@ int main(int argc, char **argv)
 {
 	struct symbolizer *sym = NULL;
 	struct loader *loader = NULL;
+	struct gc_probes *gc_probes = NULL;
+	struct gc *gc = NULL;
 	struct collector *coll = NULL;
 	struct http_api *http = NULL;
 	struct options o;
@@ -296,10 +309,18 @@ int main(int argc, char **argv)
 		pr_err("failed to start the symbolizer: %s", strerror(errno));
 		goto out;
 	}
+	/* GC probes first: the sampler shares their map of processes in a pause */
+	if (o.gc.enabled) {
+		gc_probes = gc_probes__new();
+		if (!gc_probes)
+			goto out;
+		gc = gc__new(&o.gc, gc_probes);
+	}
 	loader = loader__new(&(struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
+	    .gc_pausing_fd = gc_probes ? gc_probes__pausing_fd(gc_probes) : 0,
 	});
 	if (!loader)
 		goto out;
@@ -310,6 +331,8 @@ int main(int argc, char **argv)
 	    .window_ns = o.window_ns,
 	    .nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns,
 	    .drain_ns = drain_period(o.window_ns),
+	    .gc = gc,
+	    .gc_events_fd = gc_probes ? gc_probes__events_fd(gc_probes) : -1,
 	});
 	if (!coll)
 		goto out;
@@ -319,6 +342,8 @@ int main(int argc, char **argv)
 	    .listen = o.listen,
 	    .frequency_hz = o.frequency_hz,
 	    .retention_ns = o.retention_ns,
+	    .gc = gc,
+	    .gc_probes = gc_probes,
 	};
 	http = http_api__start(lfd, &qctx);
 	if (!http) {
@@ -352,6 +377,8 @@ out:
 	http_api__stop(http);
 	collector__free(coll);
 	loader__free(loader);
+	gc__free(gc);
+	gc_probes__free(gc_probes);
 	symbolizer__free(sym);
 	if (lfd >= 0)
 		close(lfd);

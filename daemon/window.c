@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc.h"
+
 const char *const window_drop_names[DROP_NR] = {
     [DROP_RINGBUF_FULL] = "ringbuf_full",
     [DROP_KERNEL_STACK] = "kernel_stack",
@@ -53,6 +55,7 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
 	hashmap__clear(&w->index);
 	free(w->cpu_received);
 	free(w->cpu_sampled_ns);
+	gc_window__free(w->gc);
 	free(w);
 }
 

@@ -15,7 +15,8 @@ BUILD=${TAILPROF_BUILD_DIR:-build}
 DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
  libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3"
-TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg"
+TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg
+ systemtap-sdt-dev python3.11 openjdk-17-jdk-headless"
 
 install_missing() {
 	missing=""
