@@ -35,9 +35,10 @@ struct {
 
 /* gc_pausing: tgid -> number of GC pauses open in the process (0 or 1 in practice). Written
  * here; read by perf_sample in profile.bpf.c (the same map, through reuse) for the gc=1 label;
- * tailprofd deletes exited processes. 4096 processes pausing at once. */
+ * tailprofd deletes the processes it tracks when they exit. LRU: a process we never tracked
+ * that dies inside a pause cannot fill it. 4096 processes pausing at once. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u32);
@@ -118,7 +119,8 @@ static __always_inline void emit(__u32 pid, const struct tp_gc_open *o, __u64 no
 	    .arg2 = arg2,
 	};
 
-	if (bpf_ringbuf_output(&gc_events, &ev, sizeof(ev), 0))
+	/* drained at the next drain period: no wakeup per event */
+	if (bpf_ringbuf_output(&gc_events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 		bump(TP_GCM_EVENTS_LOST);
 }
 

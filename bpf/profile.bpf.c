@@ -46,7 +46,7 @@ struct {
 /* gc_pausing: tgid -> GC pauses open in the process, written by bpf/gc.bpf.c (the loader makes
  * this map the GC programs' own, through reuse); read here for the gc=1 label. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u32);

@@ -217,9 +217,15 @@ def test_jvm_matches_xlog_gc(d):
     javac(out)
     log = os.path.join(out, "gc.log")
     p = subprocess.Popen([os.path.join(JDK, "bin", "java"), "-Xlog:gc:file=" + log, "-cp", out,
-                          "GcLoop", "20"], stdout=subprocess.PIPE, text=True)
+                          "GcLoop", "20", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
     pid = int(p.stdout.readline())
-    assert p.wait(timeout=120) == 0
+    # libjvm.so is mapped by the launcher's dlopen, after exec: found then (not by exec)
+    libjvm = os.path.realpath(os.path.join(JDK, "lib", "server", "libjvm.so"))
+    o = wait_attached(d, libjvm)
+    assert o["runtime"] == "jvm" and o["probes"] == 4, o
+    p.communicate("go\n", timeout=120)
+    assert p.returncode == 0
     wait_drained()
     logged = []
     with open(log) as f:
@@ -246,7 +252,6 @@ def test_jvm_matches_xlog_gc(d):
         assert any(s["start_unix_ns"] <= e["start_unix_ns"] and
                    s["start_unix_ns"] + s["duration_ns"] >= e["start_unix_ns"] + e["duration_ns"]
                    for s in safepoints), e
-    libjvm = os.path.realpath(os.path.join(JDK, "lib", "server", "libjvm.so"))
     o = wait_for("libjvm detach", lambda: (lambda o: o if o and o["state"] == "detached" and
                                            not o["processes"] else None)(gc_object(d, libjvm)),
                  timeout=5)
