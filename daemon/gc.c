@@ -346,10 +346,11 @@ static void read_comm(uint32_t pid, char *out, size_t len)
 	free(buf);
 }
 
-/* Whether pid has exited (a zombie has): the exit tracepoint's "last thread" test can fire
- * while other threads of the process still run (threads exiting at once), so an exit notice is
- * checked before the process's objects are released. A process that is really gone and missed
- * here is released by the next full scan. */
+/* Whether pid has exited (a zombie has). An exit notice is checked before the process's
+ * objects are released: threads exiting at once can each pass the exit tracepoint's "last
+ * thread" test (one notice per thread), and a notice can be read before /proc shows the
+ * process gone; a process still there is checked again later (GC_EXIT_CHECKS), and one that is
+ * really gone but missed is released by the next full scan. */
 static bool process_gone(uint32_t pid)
 {
 	char path[64], *buf, *p;
@@ -537,7 +538,7 @@ void gc__tick(struct gc *g, uint64_t now)
 		} else if (process_gone(n->pid)) {
 			proc_release(g, n->pid);
 		} else if (--n->tries) {
-			/* still there: exiting, or a thread's exit that looked like the last */
+			/* still there: still exiting, or not the last thread after all */
 			n->due_ns = now + GC_RESCAN_NS;
 			g->later[keep++] = *n;
 		}
