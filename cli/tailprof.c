@@ -846,6 +846,22 @@ static int cmd_windows(int argc, char **argv)
 	return ret;
 }
 
+/* A pause's length, to the microsecond: 850us, 1.500ms, 2.250s; "-" when missing. */
+static const char *f_pause(const json_t *o, const char *key, char *buf, size_t size)
+{
+	long long v;
+
+	if (!j_int(o, key, &v) || v < 0)
+		return "-";
+	if (v < 1000000)
+		snprintf(buf, size, "%lldus", v / 1000);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.3fms", v / 1e6);
+	else
+		snprintf(buf, size, "%.3fs", v / 1e9);
+	return buf;
+}
+
 /* One line per GC event, oldest first, then the totals. */
 static int print_gc(const json_t *doc)
 {
@@ -880,12 +896,12 @@ static int print_gc(const json_t *doc)
 			snprintf(b[1], sizeof(b[1]), "%s", cause);
 		printf("%-24s  %7s  %-15s  %-6s  %-10s  %12s  %s\n", j_str(e, "start"),
 		       f_int(e, "pid", b[0], sizeof(b[0])), j_str(e, "comm"), j_str(e, "runtime"),
-		       j_str(e, "kind"), f_dur(e, "duration_ns", b[2], sizeof(b[2])), b[1]);
+		       j_str(e, "kind"), f_pause(e, "duration_ns", b[2], sizeof(b[2])), b[1]);
 	}
 	tot = json_object_get(doc, "totals");
 	printf("%s pauses, %s in all, longest %s\n", f_int(tot, "pauses", b[0], sizeof(b[0])),
-	       f_dur(tot, "pause_ns", b[1], sizeof(b[1])),
-	       f_dur(tot, "max_pause_ns", b[2], sizeof(b[2])));
+	       f_pause(tot, "pause_ns", b[1], sizeof(b[1])),
+	       f_pause(tot, "max_pause_ns", b[2], sizeof(b[2])));
 	return 0;
 }
 
