@@ -311,10 +311,12 @@ int main(int argc, char **argv)
 	}
 	/* GC probes first: the sampler shares their map of processes in a pause */
 	if (o.gc.enabled) {
+		/* CPU profiling does not need them: without GC probes, go on without GC pauses */
 		gc_probes = gc_probes__new();
-		if (!gc_probes)
-			goto out;
-		gc = gc__new(&o.gc, gc_probes);
+		if (gc_probes)
+			gc = gc__new(&o.gc, gc_probes);
+		else
+			pr_warn("GC pauses are not tracked (the GC programs did not load)");
 	}
 	loader = loader__new(&(struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
