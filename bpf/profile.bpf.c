@@ -57,6 +57,15 @@ struct {
 	__type(value, struct tp_stage_stack);
 } stage_stacks SEC(".maps");
 
+/* gc_pausing: tgid -> GC pauses open in the process, written by bpf/gc.bpf.c (the loader makes
+ * this map the GC programs' own, through reuse); read here for the gc=1 label. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} gc_pausing SEC(".maps");
+
 /* scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -100,6 +109,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	__u64 t0 = 0;
 	__u32 zero = 0;
 	__u64 *known;
+	__u32 *pausing;
 	long n, nk = 0, nu = 0;
 
 	count(ts, TP_M_SAMPLES);
@@ -119,6 +129,9 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->tid = (__u32)pid_tgid;
 	s->cpu = bpf_get_smp_processor_id();
 	s->flags = 0;
+	pausing = bpf_map_lookup_elem(&gc_pausing, &s->hdr.pid);
+	if (pausing && *pausing)
+		s->flags |= TP_SAMPLE_IN_GC;
 	BPF_CORE_READ_STR_INTO(&s->comm, task, group_leader, comm);
 	bpf_get_current_comm(&s->thread_comm, sizeof(s->thread_comm));
 	/* the innermost stage the thread is in (untimed stages past the depth keep the deepest) */

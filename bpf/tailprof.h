@@ -25,6 +25,7 @@ enum tp_event_kind {
 #define TP_SAMPLE_KSTACK_FAILED (1u << 0) /* bpf_get_stack on the kernel stack failed */
 #define TP_SAMPLE_USTACK_FAILED (1u << 1) /* bpf_get_stack on the user stack failed */
 #define TP_SAMPLE_KERNEL_THREAD (1u << 2) /* the task has no user address space */
+#define TP_SAMPLE_IN_GC		(1u << 3) /* the process was in a GC pause (gc_pausing) */
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -141,6 +142,84 @@ enum tp_stage_metric {
 	TP_SM_SPANS_LOST,     /* slow spans lost: no room in `spans` */
 	TP_SM_NAMES_FULL,     /* application stage names beyond TP_MAX_STAGES: not timed */
 	TP_SM_NR,
+};
+
+/* ---- GC pauses (bpf/gc.bpf.c) ---- */
+
+enum tp_gc_runtime {
+	TP_GC_JVM = 1,	  /* HotSpot: USDT hotspot:gc__begin/gc__end, hs_private:safepoint__* */
+	TP_GC_PYTHON = 2, /* CPython: USDT python:gc__start/gc__done */
+	TP_GC_GO = 3,	  /* Go: entry uprobes on runtime functions */
+	TP_GC_RUNTIME_NR,
+};
+
+enum tp_gc_kind {
+	TP_GC_PAUSE = 1,      /* the mutator stopped for GC (JVM GC, CPython GC, Go STW) */
+	TP_GC_COLLECTION = 2, /* a whole (concurrent) Go GC cycle, its pauses included */
+	TP_GC_SAFEPOINT = 3,  /* a HotSpot safepoint, for any reason */
+	TP_GC_KIND_NR,
+};
+
+/* tp_gc_event.arg for Go pauses: which stop-the-world it was. */
+enum tp_gc_go_cause {
+	TP_GC_GO_OTHER = 0,	 /* not a GC phase (ReadMemStats, GOMAXPROCS, a restarted mark
+				    termination) */
+	TP_GC_GO_SWEEP_TERM = 1, /* the cycle's first pause */
+	TP_GC_GO_MARK_TERM = 2,	 /* the cycle's last pause */
+};
+
+/* Records of the gc_events ring buffer. */
+enum tp_gc_record {
+	TP_GC_REC_EVENT = 1,  /* a finished GC event */
+	TP_GC_REC_DLOPEN = 2, /* the process returned from dlopen: its maps may hold a runtime */
+};
+
+struct tp_gc_event {
+	__u32 record;	   /* enum tp_gc_record */
+	__u32 pid;	   /* tgid */
+	__u32 tid;	   /* the thread that ran the GC (or stopped the world) */
+	__u16 runtime;	   /* enum tp_gc_runtime */
+	__u16 kind;	   /* enum tp_gc_kind */
+	__u64 start_ns;	   /* CLOCK_MONOTONIC */
+	__u64 duration_ns; /* 0 for TP_GC_REC_DLOPEN */
+	__s64 arg;  /* CPython: generation; JVM pause: 1 full, 0 not; Go pause: tp_gc_go_cause */
+	__s64 arg2; /* CPython: objects collected (gc__done); else 0 */
+};
+_Static_assert(sizeof(struct tp_gc_event) == 48, "tp_gc_event layout");
+
+/* Open GC phases in gc_open, one per process and slot. */
+enum tp_gc_slot {
+	TP_GC_SLOT_JVM_GC = 0,
+	TP_GC_SLOT_JVM_SAFEPOINT,
+	TP_GC_SLOT_PYTHON,
+	TP_GC_SLOT_GO_STW,
+	TP_GC_SLOT_GO_CYCLE,
+	TP_GC_SLOT_NR,
+};
+
+struct tp_gc_open_key {
+	__u32 pid;
+	__u32 slot; /* enum tp_gc_slot */
+};
+
+struct tp_gc_open {
+	__u64 start_ns;
+	__s64 arg;
+	__u32 tid;
+	__u32 flags; /* TP_GC_OPEN_* */
+};
+_Static_assert(sizeof(struct tp_gc_open) == 24, "tp_gc_open layout");
+
+#define TP_GC_OPEN_PAUSING   (1u << 0) /* counted in gc_pausing */
+#define TP_GC_OPEN_MARK_TERM (1u << 1) /* Go: gcMarkTermination ran inside this stop */
+
+/* Counters of the GC programs, in gc_metrics (one __u64 each, atomic adds). */
+enum tp_gc_metric {
+	TP_GCM_HITS = 0,    /* probe hits, every program */
+	TP_GCM_EVENTS_LOST, /* gc_events full: events or dlopen notices lost */
+	TP_GCM_UNMATCHED,   /* an end without its begin (attached mid-pause) */
+	TP_GCM_OPEN_FULL,   /* gc_open or gc_pausing full: the phase is not timed */
+	TP_GCM_NR,
 };
 
 #endif

@@ -620,6 +620,7 @@ static void usage_top(FILE *f);
 static void usage_status(FILE *f);
 static void usage_windows(FILE *f);
 static void usage_pull(FILE *f);
+static void usage_gc(FILE *f);
 static void usage_stages(FILE *f);
 
 /*
@@ -670,6 +671,30 @@ static void print_status_stages(const json_t *stages)
 	}
 }
 
+/* The GC lines of the status: on or off, runtimes seen, and each unsupported object's reason. */
+static void print_gc_status(const json_t *gc)
+{
+	const json_t *objs = json_object_get(gc, "objects"), *o;
+	char b[32];
+	size_t i;
+
+	if (!json_is_object(gc))
+		return;
+	if (!json_is_true(json_object_get(gc, "enabled"))) {
+		printf("  %-11s off\n", "gc:");
+		return;
+	}
+	printf("  %-11s %s probes attached\n", "gc:", f_int(gc, "probes_attached", b, sizeof(b)));
+	json_array_foreach(objs, i, o)
+	{
+		const char *reason = json_string_value(json_object_get(o, "reason"));
+
+		printf("  %-11s %-6s %-11s %s processes  %s%s%s\n", "", j_str(o, "runtime"),
+		       j_str(o, "state"), f_int(o, "processes", b, sizeof(b)), j_str(o, "path"),
+		       reason ? ": " : "", reason ? reason : "");
+	}
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	static const struct opt opts[] = {
@@ -710,6 +735,7 @@ static int cmd_status(int argc, char **argv)
 	printf("  %-11s %s\n", "drops:", f_int(st, "drops", b[0], 32));
 	printf("  %-11s %s\n", "objects:", f_int(st, "objects", b[0], 32));
 	printf("  %-11s %s\n", "processes:", f_int(st, "processes", b[0], 32));
+	print_gc_status(json_object_get(st, "gc"));
 	healthy = json_object_get(st, "healthy");
 	printf("  %-11s %s\n", "health:",
 	       !json_is_boolean(healthy) ? "-"
@@ -852,6 +878,109 @@ static int cmd_windows(int argc, char **argv)
 	if (ret || json)
 		return ret;
 	ret = print_windows(doc);
+	json_decref(doc);
+	return ret;
+}
+
+/* A pause's length, to the microsecond: 850us, 1.500ms, 2.250s; "-" when missing. */
+static const char *f_pause(const json_t *o, const char *key, char *buf, size_t size)
+{
+	long long v;
+
+	if (!j_int(o, key, &v) || v < 0)
+		return "-";
+	if (v < 1000000)
+		snprintf(buf, size, "%lldus", v / 1000);
+	else if (v < 1000000000)
+		snprintf(buf, size, "%.3fms", v / 1e6);
+	else
+		snprintf(buf, size, "%.3fs", v / 1e9);
+	return buf;
+}
+
+/* One line per GC event, oldest first, then the totals. */
+static int print_gc(const json_t *doc)
+{
+	const json_t *events = json_object_get(doc, "events"), *e, *tot;
+	char b[4][40];
+	size_t i;
+
+	if (!json_is_array(events)) {
+		p_err("tailprofd's answer to /api/v1/gc has no \"events\" array");
+		return 1;
+	}
+	if (json_is_false(json_object_get(doc, "enabled")))
+		printf("GC tracking is off (tailprofd --gc=off)\n");
+	if (!json_array_size(events)) {
+		printf("no GC events in this range\n");
+		return 0;
+	}
+	printf("%-24s  %7s  %-15s  %-6s  %-10s  %12s  %s\n", "START", "PID", "COMM", "RUNTIME",
+	       "KIND", "DURATION", "DETAIL");
+	json_array_foreach(events, i, e)
+	{
+		const json_t *gen = json_object_get(e, "generation"),
+			     *full = json_object_get(e, "full");
+		const char *cause = json_string_value(json_object_get(e, "cause"));
+
+		b[1][0] = 0;
+		if (json_is_integer(gen))
+			snprintf(b[1], sizeof(b[1]), "generation %lld", json_integer_value(gen));
+		else if (json_is_boolean(full))
+			snprintf(b[1], sizeof(b[1]), "%s", json_is_true(full) ? "full" : "young");
+		else if (cause)
+			snprintf(b[1], sizeof(b[1]), "%s", cause);
+		printf("%-24s  %7s  %-15s  %-6s  %-10s  %12s  %s\n", j_str(e, "start"),
+		       f_int(e, "pid", b[0], sizeof(b[0])), j_str(e, "comm"), j_str(e, "runtime"),
+		       j_str(e, "kind"), f_pause(e, "duration_ns", b[2], sizeof(b[2])), b[1]);
+	}
+	tot = json_object_get(doc, "totals");
+	printf("%s pauses, %s in all, longest %s\n", f_int(tot, "pauses", b[0], sizeof(b[0])),
+	       f_pause(tot, "pause_ns", b[1], sizeof(b[1])),
+	       f_pause(tot, "max_pause_ns", b[2], sizeof(b[2])));
+	return 0;
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+	static const struct opt opts[] = {
+	    {"last", 0, OPT_LAST, DURATION_VALUE},
+	    {"from", 0, OPT_FROM, TIME_VALUE},
+	    {"to", 0, OPT_TO, TIME_VALUE},
+	    {"json", 0, OPT_JSON, NULL},
+	    {},
+	};
+	struct opt_iter it = {.cmd = "gc", .opts = opts, .argc = argc, .argv = argv, .i = 1};
+	struct time_range range = {};
+	size_t qsize = 0;
+	char *query = NULL;
+	const char *val;
+	bool json = false;
+	json_t *doc;
+	FILE *q;
+	int id, ret;
+
+	while ((id = opt_next(&it, &val)) != OPT_END) {
+		if ((ret = opt_common(&it, id, val, usage_gc)) >= 0)
+			return ret;
+		if (range_opt(&range, id, val))
+			continue;
+		if (id == OPT_JSON)
+			json = true;
+	}
+	if ((ret = range_check(it.cmd, &range)) || (ret = server_resolve(it.cmd)))
+		return ret;
+	q = open_memstream(&query, &qsize);
+	if (!q)
+		OOM_ABORT();
+	range_query(q, &range);
+	if (fclose(q))
+		OOM_ABORT();
+	ret = fetch_json("/api/v1/gc", query, json, &doc);
+	free(query);
+	if (ret || json)
+		return ret;
+	ret = print_gc(doc);
 	json_decref(doc);
 	return ret;
 }
@@ -1245,6 +1374,7 @@ static const struct cmd {
     {"status", cmd_status, usage_status, "show the daemon: version, sampling, health"},
     {"windows", cmd_windows, usage_windows, "list the time windows the daemon holds"},
     {"pull", cmd_pull, usage_pull, "write a pprof profile of a time range to a file"},
+    {"gc", cmd_gc, usage_gc, "list the GC pauses of a time range (JVM, CPython, Go)"},
     {"stages", cmd_stages, usage_stages, "show per-stage latency percentiles per window"},
     {"help", cmd_help, NULL, "show the usage of tailprof or of a subcommand"},
 };
@@ -1334,6 +1464,24 @@ static void usage_windows(FILE *f)
 		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
 		"  --to TIME      up to TIME (default now)\n"
 		"  --json         print the API's JSON (GET /api/v1/windows) unchanged\n"
+		"%s",
+		common_help);
+}
+
+static void usage_gc(FILE *f)
+{
+	fprintf(f,
+		"Usage: tailprof gc [--last DUR | --from TIME [--to TIME]] [--json]\n"
+		"\n"
+		"Lists the GC events of the JVM, CPython and Go processes in a time range (every\n"
+		"window held without one): start, process, runtime, kind (pause, collection,\n"
+		"safepoint), duration, and the generation or cause; then the pause totals.\n"
+		"\n"
+		"Options:\n"
+		"  --last DUR     the events of the last DUR: 500ms, 2s, 10m, 1h\n"
+		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
+		"  --to TIME      up to TIME (default now)\n"
+		"  --json         print the API's JSON (GET /api/v1/gc) unchanged\n"
 		"%s",
 		common_help);
 }

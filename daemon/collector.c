@@ -14,6 +14,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "gc.h"
 #include "hashmap.h"
 #include "loader.h"
 #include "log.h"
@@ -183,6 +184,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	snprintf(tk.thread, sizeof(tk.thread), "%.*s", (int)sizeof(tk.thread) - 1, s->thread_comm);
 	if (tk.pid == c->self_pid)
 		tk.flags |= TASK_SELF;
+	if (s->flags & TP_SAMPLE_IN_GC)
+		tk.flags |= TASK_IN_GC;
 
 	memset(c->key, 0, sizeof(*c->key));
 	c->key->nr_kernel = nk;
@@ -285,8 +288,38 @@ static int on_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXIT:
 		/* in order after the process's earlier samples, which used the old maps */
 		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT);
+		if (c->opts.gc && hdr->kind == TP_EV_EXEC)
+			gc__process_exec(c->opts.gc, hdr->pid);
+		else if (c->opts.gc)
+			gc__process_exit(c->opts.gc, hdr->pid);
 		break;
 	}
+	return 0;
+}
+
+/* A GC event, kept in the window it started in; or a dlopen to look at. */
+static int on_gc_event(void *ctx, void *data, size_t size)
+{
+	const struct tp_gc_event *rec = data;
+	struct collector *c = ctx;
+	struct gc_event ev;
+	struct window *w;
+
+	if (size < sizeof(*rec))
+		return 0;
+	if (rec->record == TP_GC_REC_DLOPEN) {
+		gc__note_dlopen(c->opts.gc, rec->pid);
+		return 0;
+	}
+	if (rec->record != TP_GC_REC_EVENT)
+		return 0;
+	gc__event(c->opts.gc, rec, &ev);
+	w = window_ring__window_at(c->ring, rec->start_ns);
+	if (!w) {
+		gc__count_late(c->opts.gc);
+		return 0;
+	}
+	gc_window__add(&w->gc, &ev);
 	return 0;
 }
 
@@ -460,6 +493,9 @@ static void drain(struct collector *c, bool tick)
 	}
 	pthread_rwlock_unlock(&c->lock);
 
+	/* discovery reads /proc and attaches probes: not under the lock */
+	if (c->opts.gc)
+		gc__tick(c->opts.gc, now);
 	if (tick) {
 		pthread_mutex_lock(&c->drain_mu);
 		c->drained_up_to_ns = now;
@@ -609,6 +645,10 @@ struct collector *collector__new(const struct collector_opts *opts)
 	}
 	if (opts->probes && ring_buffer__add(c->rb, probes__spans_fd(opts->probes), on_span, c)) {
 		pr_err("failed to open the spans ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	if (opts->gc && ring_buffer__add(c->rb, opts->gc_events_fd, on_gc_event, c)) {
+		pr_err("failed to open the GC events ring buffer: %s", strerror(errno));
 		goto fail;
 	}
 	c->st.started_unix_ns = sysinfo__real_ns();

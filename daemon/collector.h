@@ -16,6 +16,7 @@
 #include "symbolizer.h"
 #include "window.h"
 
+struct gc;
 struct loader;
 struct probes;
 struct stages;
@@ -30,6 +31,8 @@ struct collector_opts {
 	uint64_t drain_ns;     /* <= 1 s */
 	struct probes *probes; /* stage probes (not owned); NULL: no stages */
 	struct stages *stages; /* the stage registry (not owned); with probes */
+	struct gc *gc;	       /* GC tracking (not owned); NULL: --gc=off */
+	int gc_events_fd;      /* with gc: the GC programs' ring buffer (gc_probes.h) */
 };
 
 struct collector_status {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* HTTP endpoints: /api/v1/{status,windows,profile}, /debug/pprof/profile, /healthz, /metrics. */
+/* HTTP endpoints: /api/v1/{status,windows,profile,gc}, /debug/pprof/profile, /healthz, /metrics. */
 #include "http_api.h"
 
 #include <ctype.h>
@@ -21,6 +21,7 @@
 #include <microhttpd.h>
 
 #include "collector.h"
+#include "gc_discovery.h"
 #include "log.h"
 #include "query.h"
 #include "stages.h"
@@ -545,6 +546,49 @@ static enum MHD_Result handle_windows(struct MHD_Connection *conn, struct http_a
 	return send_json(conn, 200, body);
 }
 
+static enum MHD_Result handle_gc(struct MHD_Connection *conn, struct http_api *h)
+{
+	static const char *const allowed[] = {"last", "from", "to", "pid", "runtime", NULL};
+	struct params p = {.allowed = allowed};
+	struct gc_filter f = {0};
+	struct query_range range;
+	struct window **ws;
+	const char *pid, *rt;
+	char err[512], v[ECHO_MAX * 4 + 8], *body;
+	size_t n = 0;
+
+	if (get_params(conn, &p))
+		return send_error(conn, 400, "%s", p.err);
+	if (parse_range(&p, &range, err, sizeof(err)))
+		return send_error(conn, 400, "%s", err);
+	pid = param(&p, "pid");
+	if (pid) {
+		uint64_t x;
+
+		if (tp_parse_uint(pid, 1, INT32_MAX, &x))
+			return send_error(conn, 400,
+					  "pid: '%s' is not a process id (a positive integer)",
+					  printable(pid, v, sizeof(v), ECHO_MAX));
+		f.has_pid = true;
+		f.pid = x;
+	}
+	rt = param(&p, "runtime");
+	if (rt) {
+		for (unsigned r = 1; r < TP_GC_RUNTIME_NR; r++)
+			if (!strcmp(rt, gc_runtime_name(r)))
+				f.runtime = r;
+		if (!f.runtime)
+			return send_error(conn, 400, "runtime: '%s' is not one of jvm, python, go",
+					  printable(rt, v, sizeof(v), ECHO_MAX));
+	}
+	collector__rdlock(h->ctx->collector);
+	ws = select_windows(h->ctx, &range, &n);
+	body = ws ? query__gc_json(h->ctx, ws, n, &f) : NULL;
+	collector__unlock(h->ctx->collector);
+	free(ws);
+	return send_json(conn, 200, body);
+}
+
 /* GET /api/v1/stages and /api/v1/spans. */
 static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_api *h, bool spans)
 {
@@ -596,6 +640,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return handle_windows(conn, h);
 	if (!strcmp(url, "/api/v1/profile"))
 		return handle_profile(conn, h);
+	if (!strcmp(url, "/api/v1/gc"))
+		return handle_gc(conn, h);
 	if (!strcmp(url, "/api/v1/stages"))
 		return handle_stages(conn, h, false);
 	if (!strcmp(url, "/api/v1/spans"))
@@ -627,8 +673,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	return send_error(conn, 404,
 			  "%s: no such path; see /api/v1/status, /api/v1/windows, "
-			  "/api/v1/profile, /api/v1/stages, /api/v1/spans, /debug/pprof/profile, "
-			  "/metrics, /healthz",
+			  "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/gc, "
+			  "/debug/pprof/profile, /metrics, /healthz",
 			  printable(url, u, sizeof(u), ECHO_MAX));
 }
 

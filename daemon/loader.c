@@ -197,6 +197,14 @@ struct loader *loader__new(const struct loader_opts *opts)
 			goto fail;
 		}
 	}
+	if (opts->gc_pausing_fd > 0) {
+		err = bpf_map__reuse_fd(l->skel->maps.gc_pausing, opts->gc_pausing_fd);
+		if (err) {
+			pr_err("failed to share the GC pause map with the sampler: %s",
+			       strerror(-err));
+			goto fail;
+		}
+	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
 		pr_err("failed to load BPF programs: %s (run with -v for the verifier log)",

@@ -18,6 +18,8 @@ struct loader_opts {
 	int stage_stacks_fd;   /* > 0: the stage programs' stage_stacks map (probes.h), read by
 				  the sampler for the stage label; 0: a map of its own (none) */
 	bool time_stage_label; /* benchmark: time the sampler's stage lookup (loader__label_cost) */
+	int gc_pausing_fd;     /* > 0: the GC programs' gc_pausing map (gc_probes.h), read by the
+				  sampler for the gc=1 label; 0: a map of its own (stays empty) */
 };
 
 struct loader_prog_stats {

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "gc.h"
+#include "gc_probes.h"
 #include "config.h"
 #include "http_api.h"
 #include "loader.h"
@@ -45,9 +47,10 @@ struct options {
 	const char *config; /* --config, or NULL: CONFIG_DEFAULT_PATH if it exists */
 	unsigned set;	    /* opt_bit() of each option given as a flag: flags win */
 	bool retention_set;
+	struct gc_opts gc;
 };
 
-enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR };
+enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR, OPT_GC };
 
 static void usage(FILE *f)
 {
@@ -66,6 +69,8 @@ static void usage(FILE *f)
 	    "      --debug-dir DIR     where separate debug files live (.build-id/NN/REST.debug,\n"
 	    "                          .gnu_debuglink names); repeatable, searched in order\n"
 	    "                          (default /usr/lib/debug)\n"
+	    "      --gc MODE           GC pauses of JVM, CPython and Go processes: auto (find\n"
+	    "                          them and attach, the default) or off\n"
 	    "  -c, --config FILE       [daemon] settings, [stage NAME] and [usdt-app NAME]\n"
 	    "                          sections (default /etc/tailprof/tailprofd.conf if it\n"
 	    "                          exists); SIGHUP reloads the stages\n"
@@ -187,6 +192,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"listen", required_argument, NULL, 'l'},
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+	    {"gc", required_argument, NULL, OPT_GC},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -202,6 +208,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .retention_ns = 3600 * NSEC_PER_SEC,
 	    .listen = "127.0.0.1:7077",
 	    .ringbuf_bytes = 8 << 20,
+	    .gc = GC_OPTS_DEFAULT,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:c:vVh", longopts, NULL)) != -1) {
@@ -233,6 +240,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->debug_dirs[o->nr_debug_dirs++] = optarg;
 			break;
 		}
+		case OPT_GC:
+			if (gc_opts__parse_mode(optarg, &o->gc))
+				return usage_error("--gc '%s': give auto or off", optarg);
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -371,6 +382,8 @@ int main(int argc, char **argv)
 {
 	struct symbolizer *sym = NULL;
 	struct loader *loader = NULL;
+	struct gc_probes *gc_probes = NULL;
+	struct gc *gc = NULL;
 	struct collector *coll = NULL;
 	struct http_api *http = NULL;
 	struct probes *probes = NULL;
@@ -448,6 +461,15 @@ int main(int argc, char **argv)
 	if (!probes)
 		goto out;
 	stages = stages__new(probes);
+	/* GC probes first too: the sampler shares their map of processes in a pause */
+	if (o.gc.enabled) {
+		/* CPU profiling does not need them: without GC probes, go on without GC pauses */
+		gc_probes = gc_probes__new();
+		if (gc_probes)
+			gc = gc__new(&o.gc, gc_probes);
+		else
+			pr_warn("GC pauses are not tracked (the GC programs did not load)");
+	}
 	loader = loader__new(&(struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
@@ -455,6 +477,7 @@ int main(int argc, char **argv)
 	    .stage_stacks_fd = probes__stage_stacks_fd(probes),
 	    /* tests/bench/stages.py measures what the stage label costs each sample */
 	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
+	    .gc_pausing_fd = gc_probes ? gc_probes__pausing_fd(gc_probes) : 0,
 	});
 	if (!loader)
 		goto out;
@@ -467,6 +490,8 @@ int main(int argc, char **argv)
 	    .drain_ns = drain_period(o.window_ns),
 	    .probes = probes,
 	    .stages = stages,
+	    .gc = gc,
+	    .gc_events_fd = gc_probes ? gc_probes__events_fd(gc_probes) : -1,
 	});
 	if (!coll)
 		goto out;
@@ -479,6 +504,8 @@ int main(int argc, char **argv)
 	    .frequency_hz = o.frequency_hz,
 	    .retention_ns = o.retention_ns,
 	    .stages = stages,
+	    .gc = gc,
+	    .gc_probes = gc_probes,
 	};
 	http = http_api__start(lfd, &qctx);
 	if (!http) {
@@ -514,6 +541,8 @@ out:
 	collector__free(coll);
 	stages__free(stages);
 	loader__free(loader);
+	gc__free(gc);
+	gc_probes__free(gc_probes);
 	probes__free(probes);
 	config__free(cfg);
 	symbolizer__free(sym);

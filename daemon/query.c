@@ -14,6 +14,8 @@
 
 #include "collector.h"
 #include "demangle.h"
+#include "gc.h"
+#include "gc_probes.h"
 #include "hashmap.h"
 #include "loader.h"
 #include "pprof.h"
@@ -389,6 +391,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 			labels[nr_labels++] = (struct pprof_label){"stage", stage};
 		if (tk->flags & TASK_SELF)
 			labels[nr_labels++] = (struct pprof_label){"tailprofd", "self"};
+		if (tk->flags & TASK_IN_GC)
+			labels[nr_labels++] = (struct pprof_label){"gc", "1"};
 		err = stack_locations(&maps, &dc, m->stack, sn, &nr);
 		if (err)
 			goto out;
@@ -432,6 +436,191 @@ static char *dump(json_t *root)
 	return s;
 }
 
+/* ---- GC ---- */
+
+/* Pauses stop the mutator: JVM and CPython collections, Go stop-the-world. */
+struct gc_totals {
+	uint64_t events, pauses, pause_ns, max_pause_ns;
+	uint64_t collections, collection_ns, safepoints, safepoint_ns;
+};
+
+static void gc_totals__add(struct gc_totals *t, const struct gc_event *e)
+{
+	t->events++;
+	switch (e->kind) {
+	case TP_GC_PAUSE:
+		t->pauses++;
+		t->pause_ns += e->duration_ns;
+		if (e->duration_ns > t->max_pause_ns)
+			t->max_pause_ns = e->duration_ns;
+		break;
+	case TP_GC_COLLECTION:
+		t->collections++;
+		t->collection_ns += e->duration_ns;
+		break;
+	case TP_GC_SAFEPOINT:
+		t->safepoints++;
+		t->safepoint_ns += e->duration_ns;
+		break;
+	}
+}
+
+static void gc_totals__json(json_t *o, const struct gc_totals *t)
+{
+	json_object_set_new(o, "events", json_integer(t->events));
+	json_object_set_new(o, "pauses", json_integer(t->pauses));
+	json_object_set_new(o, "pause_ns", json_integer(t->pause_ns));
+	json_object_set_new(o, "max_pause_ns", json_integer(t->max_pause_ns));
+	json_object_set_new(o, "collections", json_integer(t->collections));
+	json_object_set_new(o, "collection_ns", json_integer(t->collection_ns));
+	json_object_set_new(o, "safepoints", json_integer(t->safepoints));
+	json_object_set_new(o, "safepoint_ns", json_integer(t->safepoint_ns));
+}
+
+static json_t *gc_window_json(const struct window *w)
+{
+	struct gc_totals t = {0};
+	json_t *o = json_object();
+
+	if (w->gc)
+		for (size_t i = 0; i < w->gc->nr; i++)
+			gc_totals__add(&t, &w->gc->v[i]);
+	gc_totals__json(o, &t);
+	json_object_set_new(o, "dropped", json_integer(w->gc ? w->gc->dropped : 0));
+	return o;
+}
+
+static bool gc_filter_match(const struct gc_filter *f, const struct gc_event *e)
+{
+	return !f ||
+	       ((!f->has_pid || f->pid == e->pid) && (!f->runtime || f->runtime == e->runtime));
+}
+
+static void gc_event_json(json_t *arr, const struct gc_event *e, int64_t offset)
+{
+	static const char *const causes[] = {[TP_GC_GO_OTHER] = "other",
+					     [TP_GC_GO_SWEEP_TERM] = "sweep_termination",
+					     [TP_GC_GO_MARK_TERM] = "mark_termination"};
+	json_t *o = json_object();
+
+	json_object_set_new(o, "pid", json_integer(e->pid));
+	json_object_set_new(o, "tid", json_integer(e->tid));
+	json_object_set_new(o, "comm", json_string(e->comm));
+	json_object_set_new(o, "runtime", json_string(gc_runtime_name(e->runtime)));
+	json_object_set_new(o, "kind", json_string(gc_kind_name(e->kind)));
+	set_time(o, "start", (int64_t)e->start_ns + offset);
+	json_object_set_new(o, "duration_ns", json_integer(e->duration_ns));
+	if (e->runtime == TP_GC_PYTHON) {
+		json_object_set_new(o, "generation", json_integer(e->arg));
+		json_object_set_new(o, "collected", json_integer(e->arg2));
+	} else if (e->runtime == TP_GC_JVM && e->kind == TP_GC_PAUSE) {
+		json_object_set_new(o, "full", json_boolean(e->arg == 1));
+	} else if (e->runtime == TP_GC_GO && e->kind == TP_GC_PAUSE && e->arg >= 0 && e->arg <= 2) {
+		json_object_set_new(o, "cause", json_string(causes[e->arg]));
+	}
+	json_array_append_new(arr, o);
+}
+
+struct gc_ref {
+	const struct gc_event *e;
+	int64_t offset;
+};
+
+static int gc_ref_cmp(const void *a, const void *b)
+{
+	const struct gc_ref *x = a, *y = b;
+
+	return x->e->start_ns < y->e->start_ns ? -1 : x->e->start_ns > y->e->start_ns;
+}
+
+struct gc_proc_totals {
+	uint32_t pid;
+	uint16_t runtime;
+	char comm[16];
+	struct gc_totals t;
+};
+
+char *query__gc_json(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		     const struct gc_filter *filter)
+{
+	json_t *root = json_object(), *events = json_array(), *wins = json_array(), *tot;
+	struct gc_totals all = {0};
+	struct collector_status st;
+	struct gc_ref *refs = NULL;
+	size_t nr = 0, cap = 0;
+	uint64_t dropped = 0;
+
+	collector__status(ctx->collector, &st);
+	for (size_t i = 0; i < n; i++) {
+		struct window *w = windows[i];
+		struct gc_proc_totals *procs = NULL;
+		size_t nr_procs = 0;
+		struct gc_totals wt = {0};
+		json_t *o = json_object(), *pa = json_array();
+
+		set_time(o, "start", window_start_unix(w, st.started_mono_ns));
+		set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
+		for (size_t k = 0; w->gc && k < w->gc->nr; k++) {
+			const struct gc_event *e = &w->gc->v[k];
+			size_t p;
+
+			if (!gc_filter_match(filter, e))
+				continue;
+			if (nr == cap) {
+				cap = cap ? cap * 2 : 256;
+				refs = realloc(refs, cap * sizeof(*refs));
+				if (!refs)
+					abort();
+			}
+			refs[nr++] = (struct gc_ref){e, w->wall_offset_ns};
+			gc_totals__add(&wt, e);
+			gc_totals__add(&all, e);
+			for (p = 0; p < nr_procs; p++)
+				if (procs[p].pid == e->pid && procs[p].runtime == e->runtime)
+					break;
+			if (p == nr_procs) {
+				procs = realloc(procs, (nr_procs + 1) * sizeof(*procs));
+				if (!procs)
+					abort();
+				procs[p] =
+				    (struct gc_proc_totals){.pid = e->pid, .runtime = e->runtime};
+				memcpy(procs[p].comm, e->comm, sizeof(procs[p].comm));
+				nr_procs++;
+			}
+			gc_totals__add(&procs[p].t, e);
+		}
+		dropped += w->gc ? w->gc->dropped : 0;
+		gc_totals__json(o, &wt);
+		json_object_set_new(o, "dropped", json_integer(w->gc ? w->gc->dropped : 0));
+		for (size_t p = 0; p < nr_procs; p++) {
+			json_t *po = json_object();
+
+			json_object_set_new(po, "pid", json_integer(procs[p].pid));
+			json_object_set_new(po, "comm", json_string(procs[p].comm));
+			json_object_set_new(po, "runtime",
+					    json_string(gc_runtime_name(procs[p].runtime)));
+			gc_totals__json(po, &procs[p].t);
+			json_array_append_new(pa, po);
+		}
+		free(procs);
+		json_object_set_new(o, "processes", pa);
+		json_array_append_new(wins, o);
+	}
+	if (nr)
+		qsort(refs, nr, sizeof(*refs), gc_ref_cmp);
+	for (size_t i = 0; i < nr; i++)
+		gc_event_json(events, refs[i].e, refs[i].offset);
+	free(refs);
+	json_object_set_new(root, "events", events);
+	json_object_set_new(root, "windows", wins);
+	tot = json_object();
+	gc_totals__json(tot, &all);
+	json_object_set_new(tot, "dropped", json_integer(dropped));
+	json_object_set_new(root, "totals", tot);
+	json_object_set_new(root, "enabled", json_boolean(ctx->gc != NULL));
+	return dump(root);
+}
+
 char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n)
 {
 	json_t *root = json_object(), *arr = json_array();
@@ -468,10 +657,76 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 					    "received_samples", (json_int_t)w->cpu_received[c]));
 		}
 		json_object_set_new(o, "cpus", cpus);
+		json_object_set_new(o, "gc", gc_window_json(w));
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "windows", arr);
 	return dump(root);
+}
+
+/* Runtimes seen: each object with its state; unsupported ones say why. */
+static json_t *gc_status_json(const struct query_ctx *ctx)
+{
+	json_t *o = json_object(), *objs = json_array(), *seen = json_array(),
+	       *unsup = json_array();
+	struct gc_object_status *v = NULL;
+	struct gc_stats gs;
+	size_t n, cap = 64;
+	bool rt_seen[TP_GC_RUNTIME_NR] = {0};
+
+	json_object_set_new(o, "enabled", json_boolean(ctx->gc != NULL));
+	if (!ctx->gc) {
+		json_decref(objs);
+		json_decref(seen);
+		json_decref(unsup);
+		return o;
+	}
+	for (;;) {
+		v = realloc(v, cap * sizeof(*v));
+		if (!v)
+			abort();
+		n = gc__objects(ctx->gc, v, cap);
+		if (n <= cap)
+			break;
+		cap = n;
+	}
+	gc__stats(ctx->gc, &gs);
+	json_object_set_new(o, "jvm", json_boolean(gc__opts(ctx->gc)->jvm));
+	json_object_set_new(o, "python", json_boolean(gc__opts(ctx->gc)->python));
+	json_object_set_new(o, "go", json_boolean(gc__opts(ctx->gc)->go));
+	json_object_set_new(o, "probes_attached", json_integer(gs.probes_attached));
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_object();
+
+		json_object_set_new(e, "runtime", json_string(gc_runtime_name(v[i].info.runtime)));
+		json_object_set_new(e, "path", json_string(v[i].path));
+		json_object_set_new(e, "dev", json_integer(v[i].dev));
+		json_object_set_new(e, "inode", json_integer(v[i].ino));
+		json_object_set_new(e, "state", json_string(gc_object_state_name(v[i].state)));
+		json_object_set_new(e, "processes", json_integer(v[i].processes));
+		json_object_set_new(e, "probes", json_integer(v[i].probes));
+		if (v[i].info.version[0])
+			json_object_set_new(e, "version", json_string(v[i].info.version));
+		if (v[i].info.reason[0])
+			json_object_set_new(e, "reason", json_string(v[i].info.reason));
+		if (v[i].info.runtime < TP_GC_RUNTIME_NR && v[i].processes &&
+		    !rt_seen[v[i].info.runtime]) {
+			rt_seen[v[i].info.runtime] = true;
+			json_array_append_new(seen,
+					      json_string(gc_runtime_name(v[i].info.runtime)));
+		}
+		if (v[i].state == GC_OBJ_UNSUPPORTED && v[i].processes)
+			json_array_append_new(unsup,
+					      json_pack("{s:s,s:s,s:s}", "runtime",
+							gc_runtime_name(v[i].info.runtime), "path",
+							v[i].path, "reason", v[i].info.reason));
+		json_array_append_new(objs, e);
+	}
+	free(v);
+	json_object_set_new(o, "runtimes", seen);
+	json_object_set_new(o, "unsupported", unsup);
+	json_object_set_new(o, "objects", objs);
+	return o;
 }
 
 char *query__status_json(const struct query_ctx *ctx)
@@ -507,6 +762,7 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "objects", json_integer(st.sym.objects));
 	json_object_set_new(o, "processes", json_integer(st.sym.processes));
 	json_object_set_new(o, "stacks", json_integer(st.stacks));
+	json_object_set_new(o, "gc", gc_status_json(ctx));
 	if (ctx->stages)
 		json_object_set_new(o, "stages", stages__status_json(ctx->stages));
 	return dump(o);
@@ -564,6 +820,74 @@ static void put_per_cpu(struct text *t, struct collector *c, const char *name, b
 		if (collector__cpu_totals(c, cpu, &r, &e))
 			put(t, "%s{cpu=\"%u\"} %" PRIu64 "\n", name, cpu, expected ? e : r);
 	}
+}
+
+/* GC totals over the windows held (per runtime), and the GC probes' own figures. */
+static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
+{
+	struct window_ring *r = collector__ring(ctx->collector);
+	struct gc_totals tot[TP_GC_RUNTIME_NR] = {0};
+	struct loader_prog_stats progs[16];
+	struct gc_stats gs;
+	size_t np;
+	static const char *const metric_names[TP_GCM_NR] = {
+	    [TP_GCM_HITS] = "hits",
+	    [TP_GCM_EVENTS_LOST] = "events_lost",
+	    [TP_GCM_UNMATCHED] = "unmatched",
+	    [TP_GCM_OPEN_FULL] = "open_full",
+	};
+
+	for (size_t i = 0; i < window_ring__count(r); i++) {
+		const struct window *w = window_ring__get(r, i);
+
+		for (size_t k = 0; w->gc && k < w->gc->nr; k++)
+			if (w->gc->v[k].runtime < TP_GC_RUNTIME_NR)
+				gc_totals__add(&tot[w->gc->v[k].runtime], &w->gc->v[k]);
+	}
+	gc__stats(ctx->gc, &gs);
+	metric(t, "tailprof_gc_pauses_total", "counter",
+	       "GC pauses (JVM and CPython collections, Go stop-the-world), by runtime.");
+	for (unsigned rt = 1; rt < TP_GC_RUNTIME_NR; rt++)
+		put(t, "tailprof_gc_pauses_total{runtime=\"%s\"} %" PRIu64 "\n",
+		    gc_runtime_name(rt), gs.pauses[rt]);
+	metric(t, "tailprof_gc_pause_seconds_total", "counter", "Time in GC pauses, by runtime.");
+	for (unsigned rt = 1; rt < TP_GC_RUNTIME_NR; rt++)
+		put(t, "tailprof_gc_pause_seconds_total{runtime=\"%s\"} %.9f\n",
+		    gc_runtime_name(rt), gs.pause_ns[rt] / 1e9);
+	metric(t, "tailprof_gc_max_pause_seconds", "gauge",
+	       "Longest GC pause in the windows held, by runtime.");
+	for (unsigned rt = 1; rt < TP_GC_RUNTIME_NR; rt++)
+		put(t, "tailprof_gc_max_pause_seconds{runtime=\"%s\"} %.9f\n", gc_runtime_name(rt),
+		    tot[rt].max_pause_ns / 1e9);
+	metric(t, "tailprof_gc_probes_attached", "gauge",
+	       "GC probes attached now (USDT and uprobes, the dlopen uretprobe included).");
+	put(t, "tailprof_gc_probes_attached %d\n", gs.probes_attached);
+	metric(t, "tailprof_gc_attaches_total", "counter", "Objects GC probes were attached to.");
+	put(t, "tailprof_gc_attaches_total %" PRIu64 "\n", gs.attaches);
+	metric(t, "tailprof_gc_detaches_total", "counter",
+	       "Objects GC probes were detached from (no process used them any more).");
+	put(t, "tailprof_gc_detaches_total %" PRIu64 "\n", gs.detaches);
+	metric(t, "tailprof_gc_scans_total", "counter", "Process maps read for GC discovery.");
+	put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
+	metric(t, "tailprof_gc_bpf_total", "counter",
+	       "GC program counters: probe hits, events lost (ring buffer full), ends without "
+	       "a begin, phases not timed (map full).");
+	for (int m = 0; m < TP_GCM_NR; m++)
+		put(t, "tailprof_gc_bpf_total{counter=\"%s\"} %" PRIu64 "\n", metric_names[m],
+		    gs.metrics[m]);
+	metric(t, "tailprof_gc_late_total", "counter",
+	       "GC events older than every window held (not kept).");
+	put(t, "tailprof_gc_late_total %" PRIu64 "\n", gs.late);
+	np = ctx->gc_probes ? gc_probes__prog_stats(ctx->gc_probes, progs, 16) : 0;
+	metric(t, "tailprof_gc_bpf_run_time_seconds_total", "counter",
+	       "Run time of each GC BPF program (BPF_ENABLE_STATS).");
+	for (size_t i = 0; i < np; i++)
+		put(t, "tailprof_gc_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n",
+		    progs[i].name, progs[i].run_time_ns / 1e9);
+	metric(t, "tailprof_gc_bpf_run_count_total", "counter", "Runs of each GC BPF program.");
+	for (size_t i = 0; i < np; i++)
+		put(t, "tailprof_gc_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n",
+		    progs[i].name, progs[i].run_cnt);
 }
 
 char *query__metrics_text(const struct query_ctx *ctx)
@@ -661,6 +985,8 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	for (size_t i = 0; i < nr_progs; i++)
 		put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n", progs[i].name,
 		    progs[i].run_cnt);
+	if (ctx->gc)
+		put_gc_metrics(&t, ctx);
 	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
 		uint64_t ns, clock_ns, samples;
 

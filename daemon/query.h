@@ -11,6 +11,8 @@
 #include "window.h"
 
 struct collector;
+struct gc;
+struct gc_probes;
 struct loader;
 struct stages;
 
@@ -42,7 +44,9 @@ struct query_ctx {
 	const char *listen;
 	uint32_t frequency_hz;
 	uint64_t retention_ns;
-	struct stages *stages; /* stage names, status and metrics; may be NULL */
+	struct stages *stages;	     /* stage names, status and metrics; may be NULL */
+	struct gc *gc;		     /* GC tracking; NULL: --gc=off */
+	struct gc_probes *gc_probes; /* with gc */
 };
 
 /* Selects the windows of range, oldest first, into out[0..max). now_mono_ns bounds last=;
@@ -57,9 +61,20 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		       const struct profile_filter *filter, const struct query_range *range,
 		       uint8_t **out, size_t *len, struct profile_summary *sum);
 
+/* Which GC events /api/v1/gc returns. */
+struct gc_filter {
+	bool has_pid;
+	uint32_t pid;
+	unsigned runtime; /* enum tp_gc_runtime, 0: any */
+};
+
 /* JSON bodies (malloc'd, NUL-terminated; NULL on ENOMEM). See README for the keys. */
 char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n);
 char *query__status_json(const struct query_ctx *ctx);
+/* The GC events of windows[0..n) that pass filter (NULL: all), by start time, and per window
+ * the count, total and longest pause of each process. */
+char *query__gc_json(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		     const struct gc_filter *filter);
 /* Prometheus text exposition format 0.0.4 (malloc'd; NULL on ENOMEM). */
 char *query__metrics_text(const struct query_ctx *ctx);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "stages.h"
+#include "gc.h"
 
 const char *const window_drop_names[DROP_NR] = {
     [DROP_RINGBUF_FULL] = "ringbuf_full",
@@ -105,6 +106,7 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
 	free(w->cpu_received);
 	free(w->cpu_sampled_ns);
 	stage_window__free(w->stages);
+	gc_window__free(w->gc);
 	free(w);
 }
 

@@ -32,7 +32,8 @@ struct stack {
 	struct frame frames[];
 };
 
-#define TASK_SELF (1u << 0) /* a thread of tailprofd itself */
+#define TASK_SELF  (1u << 0) /* a thread of tailprofd itself */
+#define TASK_IN_GC (1u << 1) /* sampled while its process was in a GC pause (label gc=1) */
 
 /* An interned task identity: the labels a sample carries. Zero-padded strings. */
 struct task {
@@ -66,6 +67,7 @@ enum window_drop {
 extern const char *const window_drop_names[DROP_NR];
 
 struct stage_window;
+struct gc_window;
 
 struct window_entry {
 	struct stack *stack;
@@ -91,6 +93,7 @@ struct window {
 	uint32_t nr_stacks, nr_processes;
 	bool counted;
 	struct stage_window *stages; /* stage latencies and slow spans (stages.h), NULL: none */
+	struct gc_window *gc;	     /* GC events that started in the window (gc.h), NULL: none */
 };
 
 struct window_ring_opts {

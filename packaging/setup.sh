@@ -18,7 +18,8 @@ DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
  libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3 libinih-dev
  systemtap-sdt-dev"
-TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools"
+TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools
+ python3.11 openjdk-17-jdk-headless"
 
 install_missing() {
 	missing=""

@@ -20,7 +20,25 @@ STATUS = {
     "max_windows": 360, "cpus_online": 2, "healthy": True, "probes_attached": 4,
     "samples": 5940, "idle_samples": 17, "expected_samples": 5950, "drops": 3,
     "objects": 41, "processes": 7, "some_future_key": {"nested": [1, 2]},
+    "gc": {"enabled": True, "probes_attached": 3, "objects": [
+        {"runtime": "python", "path": "/usr/bin/python3.11", "state": "attached",
+         "processes": 2, "probes": 2},
+        {"runtime": "go", "path": "/srv/app", "state": "unsupported", "processes": 1,
+         "probes": 0, "reason": "stripped Go binary"}]},
 }
+GC = {"events": [
+    {"pid": 41, "tid": 41, "comm": "python3.11", "runtime": "python", "kind": "pause",
+     "start": "2026-11-29T21:00:01.000Z", "start_unix_ns": 1795986001000000000,
+     "duration_ns": 1500000, "generation": 2, "collected": 9},
+    {"pid": 42, "tid": 43, "comm": "java", "runtime": "jvm", "kind": "pause",
+     "start": "2026-11-29T21:00:02.000Z", "start_unix_ns": 1795986002000000000,
+     "duration_ns": 4000000, "full": True},
+    {"pid": 44, "tid": 44, "comm": "app", "runtime": "go", "kind": "pause",
+     "start": "2026-11-29T21:00:03.000Z", "start_unix_ns": 1795986003000000000,
+     "duration_ns": 80000, "cause": "mark_termination"}],
+    "windows": [], "totals": {"pauses": 3, "pause_ns": 5580000, "max_pause_ns": 4000000},
+    "enabled": True}
+GC_BODY = json.dumps(GC, indent=2).encode()
 WINDOWS = {"windows": [
     {"start": "2026-11-29T21:00:00.000Z", "end": "2026-11-29T21:00:10.000Z",
      "start_unix_ns": 1795986000000000000, "end_unix_ns": 1795986010000000000,
@@ -90,6 +108,8 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
             self.reply(200, STAGES_BODY)
         elif url.path == "/api/v1/windows":
             self.reply(200, WINDOWS_BODY)
+        elif url.path == "/api/v1/gc":
+            self.reply(200, GC_BODY)
         elif url.path == "/api/v1/profile":
             if q.get("type") != ["cpu"]:
                 self.reply(400, b'{"error": "type: \'%s\' is not supported (allowed: cpu)"}'
@@ -151,6 +171,34 @@ def main():
         check("tailprofd 0.1.0 on h (kernel 6.1.0), pid 123, up 5m0s" in text, text)
         check("99 Hz on 2 CPUs" in text and "12 of 360 (10s each" in text, text)
         check(FakeDaemon.requests == ["/api/v1/status"], FakeDaemon.requests)
+
+    def status_gc():
+        rc, out, err = t.run("--server", url, "status")
+        text = out.decode()
+        check(rc == 0 and "gc:" in text and "3 probes attached" in text, text)
+        check("python attached" in " ".join(text.split()), text)
+        check("unsupported" in text and "/srv/app: stripped Go binary" in text, text)
+
+    def gc_text():
+        rc, out, err = t.run("gc", "--server", url, "--last", "10m")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        lines = out.decode().splitlines()
+        check(lines[0].split() == ["START", "PID", "COMM", "RUNTIME", "KIND", "DURATION",
+                                   "DETAIL"], lines[0])
+        check(lines[1].split() == ["2026-11-29T21:00:01.000Z", "41", "python3.11", "python",
+                                   "pause", "1.500ms", "generation", "2"], lines[1])
+        check(lines[2].split()[-2:] == ["4.000ms", "full"], lines[2])
+        check(lines[3].split()[-2:] == ["80us", "mark_termination"], lines[3])
+        check(lines[3].split()[-1] == "mark_termination", lines[3])
+        check(lines[4] == "3 pauses, 5.580ms in all, longest 4.000ms", lines[4])
+        check(FakeDaemon.requests == ["/api/v1/gc?last=10m"], FakeDaemon.requests)
+
+    def gc_json():
+        rc, out, err = t.run("--server", url, "gc", "--json", "--from", "1795986000")
+        check(rc == 0 and out == GC_BODY, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/gc?from=1795986000"], FakeDaemon.requests)
+        rc, _, err = t.run("--server", url, "gc", "--last", "5x")
+        check(rc == 2 and "--last" in err, f"rc {rc}, {err}")
 
     def status_json():
         rc, out, err = t.run("status", "--json", "--server", url)
@@ -334,6 +382,9 @@ def main():
     t.case("pull --stage sends stage=", pull_stage)
     t.case("status prints readable text", status_text)
     t.case("status --json prints the body byte for byte (--server after)", status_json)
+    t.case("status lists GC objects and unsupported runtimes", status_gc)
+    t.case("gc prints a table of events and the totals", gc_text)
+    t.case("gc --json prints the body; a bad --last exits 2", gc_json)
     t.case("windows prints a table, current marked, missing as -", windows_text)
     t.case("windows --json with --from/--to sends the escaped originals", windows_json_range)
     t.case("TAILPROF_SERVER is used, --server wins over it", server_from_env)

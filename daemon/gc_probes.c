@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The GC skeleton's lifecycle and its attachments (USDT, entry uprobes, the dlopen uretprobe). */
+#include "gc_probes.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "gc_discovery.h"
+#include "log.h"
+#include "gc.skel.h"
+
+#define GC_MAX_LINKS 4
+
+struct gc_probes {
+	struct gc_bpf *skel;
+	struct bpf_link *dlopen;
+};
+
+struct gc_attachment {
+	struct bpf_link *links[GC_MAX_LINKS];
+	int nr;
+};
+
+struct gc_probes *gc_probes__new(void)
+{
+	struct gc_probes *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		abort();
+	p->skel = gc_bpf__open();
+	if (!p->skel) {
+		err = -errno;
+		pr_err("failed to open the GC BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	err = gc_bpf__load(p->skel);
+	if (err) {
+		pr_err("failed to load the GC BPF programs: %s (run with -v for the verifier log)",
+		       strerror(-err));
+		goto fail;
+	}
+	return p;
+fail:
+	gc_probes__free(p);
+	errno = -err;
+	return NULL;
+}
+
+void gc_probes__free(struct gc_probes *p)
+{
+	if (!p)
+		return;
+	bpf_link__destroy(p->dlopen);
+	gc_bpf__destroy(p->skel);
+	free(p);
+}
+
+int gc_probes__events_fd(const struct gc_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.gc_events);
+}
+
+int gc_probes__pausing_fd(const struct gc_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.gc_pausing);
+}
+
+int gc_probes__attach_dlopen(struct gc_probes *p, const char *libc_path)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true);
+	uint64_t off;
+	int err;
+
+	/* libbpf finds glibc's two versions of dlopen ambiguous: look it up ourselves */
+	err = gc_discovery__func_offset(libc_path, "dlopen", &off);
+	if (!err) {
+		p->dlopen = bpf_program__attach_uprobe_opts(p->skel->progs.dlopen_return, -1,
+							    libc_path, off, &opts);
+		if (!p->dlopen)
+			err = -errno;
+	}
+	if (err) {
+
+		pr_warn("failed to attach uretprobe dlopen in %s: %s (libjvm.so loaded later is "
+			"found by the periodic scan only)",
+			libc_path, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+struct probe_def {
+	struct bpf_program *prog;
+	const char *provider; /* USDT provider, NULL: an entry uprobe on function */
+	const char *name;     /* USDT name or function */
+};
+
+struct gc_attachment *gc_probes__attach(struct gc_probes *p, unsigned runtime, bool safepoints,
+					const char *path, char *err, size_t errlen)
+{
+	struct gc_bpf *s = p->skel;
+	struct probe_def defs[GC_MAX_LINKS];
+	struct gc_attachment *a;
+	int n = 0, e;
+
+	switch (runtime) {
+	case TP_GC_JVM:
+		defs[n++] = (struct probe_def){s->progs.jvm_gc_begin, "hotspot", "gc__begin"};
+		defs[n++] = (struct probe_def){s->progs.jvm_gc_end, "hotspot", "gc__end"};
+		if (safepoints) {
+			defs[n++] = (struct probe_def){s->progs.jvm_safepoint_begin, "hs_private",
+						       "safepoint__begin"};
+			defs[n++] = (struct probe_def){s->progs.jvm_safepoint_end, "hs_private",
+						       "safepoint__end"};
+		}
+		break;
+	case TP_GC_PYTHON:
+		defs[n++] = (struct probe_def){s->progs.python_gc_start, "python", "gc__start"};
+		defs[n++] = (struct probe_def){s->progs.python_gc_done, "python", "gc__done"};
+		break;
+	case TP_GC_GO:
+		defs[n++] = (struct probe_def){s->progs.go_gc_reset, NULL, GC_GO_RESET};
+		defs[n++] = (struct probe_def){s->progs.go_stop_world, NULL, GC_GO_STOP_WORLD};
+		defs[n++] = (struct probe_def){s->progs.go_mark_termination, NULL, GC_GO_MARK_TERM};
+		defs[n++] = (struct probe_def){s->progs.go_start_world, NULL, GC_GO_START_WORLD};
+		break;
+	default:
+		snprintf(err, errlen, "unknown runtime %u", runtime);
+		errno = EINVAL;
+		return NULL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		abort();
+	for (int i = 0; i < n; i++) {
+		struct bpf_link *l;
+
+		if (defs[i].provider) {
+			l = bpf_program__attach_usdt(defs[i].prog, -1, path, defs[i].provider,
+						     defs[i].name, NULL);
+		} else {
+			/* entry only: a uretprobe would corrupt goroutine stacks Go moves */
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = defs[i].name);
+
+			l = bpf_program__attach_uprobe_opts(defs[i].prog, -1, path, 0, &opts);
+		}
+		if (!l) {
+			e = errno;
+			snprintf(err, errlen, "failed to attach %s %s%s%s in %s: %s",
+				 defs[i].provider ? "USDT" : "uprobe",
+				 defs[i].provider ? defs[i].provider : "",
+				 defs[i].provider ? ":" : "", defs[i].name, path, strerror(e));
+			gc_attachment__free(a);
+			errno = e;
+			return NULL;
+		}
+		a->links[a->nr++] = l;
+	}
+	return a;
+}
+
+int gc_attachment__nr_links(const struct gc_attachment *a)
+{
+	return a ? a->nr : 0;
+}
+
+void gc_attachment__free(struct gc_attachment *a)
+{
+	if (!a)
+		return;
+	for (int i = 0; i < a->nr; i++)
+		bpf_link__destroy(a->links[i]);
+	free(a);
+}
+
+void gc_probes__forget(struct gc_probes *p, uint32_t pid)
+{
+	int open_fd = bpf_map__fd(p->skel->maps.gc_open);
+
+	for (uint32_t slot = 0; slot < TP_GC_SLOT_NR; slot++) {
+		struct tp_gc_open_key key = {.pid = pid, .slot = slot};
+
+		bpf_map_delete_elem(open_fd, &key);
+	}
+	bpf_map_delete_elem(bpf_map__fd(p->skel->maps.gc_pausing), &pid);
+}
+
+void gc_probes__metrics(struct gc_probes *p, uint64_t out[TP_GCM_NR])
+{
+	int fd = bpf_map__fd(p->skel->maps.gc_metrics);
+
+	for (uint32_t m = 0; m < TP_GCM_NR; m++)
+		if (bpf_map_lookup_elem(fd, &m, &out[m]))
+			out[m] = 0;
+}
+
+size_t gc_probes__prog_stats(struct gc_probes *p, struct loader_prog_stats *out, size_t max)
+{
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	bpf_object__for_each_program(prog, p->skel->obj)
+	{
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		if (n == max)
+			break;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			continue;
+		out[n++] = (struct loader_prog_stats){
+		    .name = bpf_program__name(prog),
+		    .run_time_ns = info.run_time_ns,
+		    .run_cnt = info.run_cnt,
+		};
+	}
+	return n;
+}

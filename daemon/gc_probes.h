@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* GC probes: loads bpf/gc.bpf.c once, attaches a runtime's USDT probes or entry uprobes to one
+ * object for every process (pid -1: later processes too, USDT semaphores included), and the
+ * dlopen uretprobe on libc. Like the loader, the only place that touches the GC skeleton; it
+ * knows nothing of discovery or windows. */
+#ifndef TAILPROF_GC_PROBES_H
+#define TAILPROF_GC_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loader.h"
+#include "tailprof.h"
+
+/* Loads the programs and maps (nothing attached). Returns NULL with errno set after logging. */
+struct gc_probes *gc_probes__new(void);
+/* Detaches everything still attached (attachments must be freed first) and frees. NULL ok. */
+void gc_probes__free(struct gc_probes *p);
+
+/* The gc_events ring buffer (struct tp_gc_event records) and the gc_pausing map (pid -> pauses
+ * open), for ring_buffer__add and for the CPU sampler (loader_opts.gc_pausing_fd). */
+int gc_probes__events_fd(const struct gc_probes *p);
+int gc_probes__pausing_fd(const struct gc_probes *p);
+
+/* Attaches the dlopen uretprobe to the C library at path. 0 or -errno (logged). */
+int gc_probes__attach_dlopen(struct gc_probes *p, const char *libc_path);
+
+/* Attaches the probes of runtime to the ELF object at path for every process: JVM gc__begin/end
+ * (and the safepoint probes when safepoints), CPython gc__start/done, Go's four runtime entry
+ * uprobes (gc_discovery.h). All or nothing: returns the attachment, or NULL with errno set and
+ * err (errlen bytes) naming the probe and the problem. */
+struct gc_attachment *gc_probes__attach(struct gc_probes *p, unsigned runtime, bool safepoints,
+					const char *path, char *err, size_t errlen);
+/* Probes (links) an attachment holds. */
+int gc_attachment__nr_links(const struct gc_attachment *a);
+/* Detaches and frees. NULL allowed. */
+void gc_attachment__free(struct gc_attachment *a);
+
+/* Forgets the open phases and the pause count of an exited process. */
+void gc_probes__forget(struct gc_probes *p, uint32_t pid);
+/* The GC programs' counters (enum tp_gc_metric), since load. */
+void gc_probes__metrics(struct gc_probes *p, uint64_t out[TP_GCM_NR]);
+/* Run time and runs of each GC program; returns the number filled (<= max). */
+size_t gc_probes__prog_stats(struct gc_probes *p, struct loader_prog_stats *out, size_t max);
+
+#endif

@@ -1,0 +1,430 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Integration tests of GC pauses: real runtimes (CPython 3.11, OpenJDK 17, Go), each checked
+against its own account of its collections (gc.callbacks, -Xlog:gc, GODEBUG=gctrace=1).
+
+Usage: test_gc.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or a
+runtime is missing; with CI=true that is a failure."""
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import daemon  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "gc")
+DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
+CLI = os.path.join(BUILD, "cli", "tailprof")
+WL = os.path.join(BUILD, "tests", "workloads")
+FIXTURES = os.path.join(BUILD, "tests", "fixtures")
+PYTHON = "/usr/bin/python3.11"
+JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
+IN_CI = os.environ.get("CI") == "true"
+TMP = tempfile.mkdtemp(prefix="tailprof_gc_")
+
+
+def skip(why):
+    if IN_CI:
+        print("FAIL: cannot run GC integration tests in CI: " + why)
+        sys.exit(1)
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def gc_objects(d):
+    return d.json("/api/v1/status")["gc"]["objects"]
+
+
+def gc_object(d, path):
+    for o in gc_objects(d):
+        if o["path"] == path:
+            return o
+    return None
+
+
+def wait_for(what, fn, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def wait_attached(d, path, processes=1):
+    return wait_for("%s attached" % path,
+                    lambda: (lambda o: o if o and o["state"] == "attached" and
+                             o["processes"] >= processes else None)(gc_object(d, path)))
+
+
+def events(d, pid, query="last=5m"):
+    return d.json("/api/v1/gc?%s&pid=%d" % (query, pid))["events"]
+
+
+def wait_drained():
+    time.sleep(1.5)  # events are in the windows at the next drain (<= 500 ms), plus margin
+
+
+def copy_python(name):
+    """A copy of python3.11 (its own inode: an object no other process maps)."""
+    d = os.path.join(TMP, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "python3.11")
+    shutil.copy2(PYTHON, path)
+    return path
+
+
+PY_SCRIPT = r"""
+import gc, json, sys, time
+print(__import__("os").getpid(), flush=True)
+sys.stdin.readline()
+counts = {}
+counting = False
+def hook(phase, info):
+    if counting and phase == "start":
+        counts[info["generation"]] = counts.get(info["generation"], 0) + 1
+gc.callbacks.append(hook)
+time.sleep(0.2)
+mark1 = time.time_ns()
+counting = True
+for i in range(50):
+    gc.collect(i % 3)
+class Node:
+    pass
+junk = []
+for i in range(60000):          # allocation-driven collections of generations 0 and 1 (and 2)
+    a, b = Node(), Node()
+    a.other, b.other = b, a     # a cycle: only the collector frees it
+    junk.append(a)
+    if len(junk) > 500:
+        junk = []
+counting = False
+mark2 = time.time_ns()
+time.sleep(0.2)
+print(json.dumps({"mark1": mark1, "mark2": mark2, "counts": counts}), flush=True)
+if len(sys.argv) > 1:            # then spend about a second in the collector (gc=1 samples)
+    keep = [[Node() for _ in range(10)] for _ in range(30000)]
+    t0 = time.time()
+    n = 0
+    while time.time() - t0 < float(sys.argv[1]):
+        gc.collect()
+        n += 1
+    print(n, flush=True)
+"""
+
+
+# ---- tests ----
+
+def test_python_matches_gc_callbacks(d):
+    """A CPython started after the daemon: between two marks, its events per generation equal
+    what gc.callbacks saw; samples taken in gc.collect() carry gc=1."""
+    py = copy_python("py_callbacks")
+    script = os.path.join(TMP, "gc_callbacks.py")
+    with open(script, "w") as f:
+        f.write(PY_SCRIPT)
+    p = subprocess.Popen([py, script, "1.0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    pid = int(p.stdout.readline())
+    o = wait_attached(d, py)
+    assert o["runtime"] == "python" and o["probes"] == 2, o
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    account = json.loads(p.stdout.readline())
+    rounds = int(p.stdout.readline())
+    p.wait()
+    wait_drained()
+    evs = events(d, pid)
+    assert all(e["runtime"] == "python" and e["kind"] == "pause" for e in evs), evs[:3]
+    between = collections.Counter(e["generation"] for e in evs
+                                  if account["mark1"] <= e["start_unix_ns"] <= account["mark2"])
+    want = {int(k): v for k, v in account["counts"].items()}
+    print("  callbacks %s, daemon %s (%d events in all, start-up ones included)"
+          % (dict(sorted(want.items())), dict(sorted(between.items())), len(evs)))
+    assert sum(want.values()) > 50, want  # the 50 gc.collect() and allocation-driven ones
+    assert want.get(0, 0) > 17, want  # allocation-driven generation-0 collections happened
+    assert dict(between) == want, (dict(between), want)
+    # the collector's own run: samples labelled gc=1
+    prof, _ = d.profile("pid=%d&last=5m" % pid)
+    in_gc = sum(s["values"][0] for s in prof.samples if s["labels"].get("gc") == "1")
+    total = sum(s["values"][0] for s in prof.samples)
+    print("  %d of %d samples labelled gc=1 (%d full collections)" % (in_gc, total, rounds))
+    assert in_gc > 0.5 * total, (in_gc, total)
+    # the process exited: its object detaches
+    o = wait_for("detach", lambda: (lambda o: o if o["state"] == "detached" else None)(
+        gc_object(d, py)), timeout=5)
+    assert o["processes"] == 0 and o["probes"] == 0, o
+
+
+def test_no_gc_label_outside_pauses(d):
+    """A CPU-bound process that never collects has no gc=1 sample."""
+    p = subprocess.Popen([os.path.join(WL, "tp_hotcold"), "1"], stdout=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline())
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("pid=%d&last=5m" % pid)
+    assert prof.samples, "no samples"
+    assert not [s for s in prof.samples if "gc" in s["labels"]]
+
+
+def test_short_lived_pythons_leave_no_attachment(d):
+    """100 short-lived CPythons of one object: attached while they run, nothing left after."""
+    py = copy_python("py_short")
+    before = d.json("/api/v1/status")["gc"]["probes_attached"]
+    procs = []
+    for i in range(100):
+        procs.append(subprocess.Popen([py, "-c", "import gc; gc.collect()"]))
+        if len(procs) >= 8:
+            procs.pop(0).wait()
+    for p in procs:
+        p.wait()
+    o = wait_for("detach", lambda: (lambda o: o if o and o["state"] == "detached" else None)(
+        gc_object(d, py)), timeout=5)
+    assert o["processes"] == 0 and o["probes"] == 0, o
+    st = d.json("/api/v1/status")["gc"]
+    attached = sum(x["probes"] for x in st["objects"])
+    # the daemon's own count agrees with its objects (+1: the dlopen uretprobe)
+    assert st["probes_attached"] == attached + 1, st
+    m = d.metrics()
+    print("  attaches %d, detaches %d; gc probes before %d, after %d" % (
+        m["tailprof_gc_attaches_total"], m["tailprof_gc_detaches_total"], before,
+        st["probes_attached"]))
+
+
+def javac(dst):
+    r = run([os.path.join(JDK, "bin", "javac"), "-d", dst, os.path.join(SRC, "GcLoop.java")],
+            timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_jvm_matches_xlog_gc(d):
+    """A JVM started after the daemon (libjvm.so is found at its dlopen): one pause per GC in
+    -Xlog:gc, durations within 20% or 1 ms; a safepoint around each."""
+    out = os.path.join(TMP, "java")
+    os.makedirs(out, exist_ok=True)
+    javac(out)
+    log = os.path.join(out, "gc.log")
+    p = subprocess.Popen([os.path.join(JDK, "bin", "java"), "-Xlog:gc:file=" + log, "-cp", out,
+                          "GcLoop", "20", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    pid = int(p.stdout.readline())
+    # libjvm.so is mapped by the launcher's dlopen, after exec: found then (not by exec)
+    libjvm = os.path.realpath(os.path.join(JDK, "lib", "server", "libjvm.so"))
+    o = wait_attached(d, libjvm)
+    assert o["runtime"] == "jvm" and o["probes"] == 4, o
+    p.communicate("go\n", timeout=120)
+    assert p.returncode == 0
+    wait_drained()
+    logged = []
+    with open(log) as f:
+        for line in f:
+            m = re.search(r"GC\((\d+)\) Pause .* ([0-9.]+)ms$", line.strip())
+            if m:
+                logged.append(float(m.group(2)) * 1e6)
+    evs = events(d, pid)
+    pauses = [e for e in evs if e["kind"] == "pause"]
+    safepoints = [e for e in evs if e["kind"] == "safepoint"]
+    print("  -Xlog:gc %d pauses, daemon %d pauses, %d safepoints" % (
+        len(logged), len(pauses), len(safepoints)))
+    assert len(logged) >= 20, logged
+    assert len(pauses) == len(logged), (len(pauses), len(logged))
+    worst = 0
+    for e, ns in zip(pauses, logged):
+        assert e["runtime"] == "jvm" and e["full"] is True, e
+        diff = abs(e["duration_ns"] - ns)
+        worst = max(worst, diff / ns)
+        assert diff <= max(0.2 * ns, 1e6), (e["duration_ns"], ns)
+    print("  worst duration difference %.1f%%" % (100 * worst))
+    # every GC pause lies inside a safepoint
+    for e in pauses:
+        assert any(s["start_unix_ns"] <= e["start_unix_ns"] and
+                   s["start_unix_ns"] + s["duration_ns"] >= e["start_unix_ns"] + e["duration_ns"]
+                   for s in safepoints), e
+    o = wait_for("libjvm detach", lambda: (lambda o: o if o and o["state"] == "detached" and
+                                           not o["processes"] else None)(gc_object(d, libjvm)),
+                 timeout=5)
+    assert o["probes"] == 0, o
+
+
+def go_build(name, *flags):
+    out = os.path.join(TMP, name)
+    env = dict(os.environ, GOCACHE=os.path.join(BUILD, "tests", "gocache"), GO111MODULE="off",
+               CGO_ENABLED="0")
+    r = run(["go", "build", "-o", out] + list(flags) + [os.path.join(SRC, "gcloop.go")],
+            env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_go_matches_gctrace(d):
+    """A Go program started after the daemon: one collection per gctrace line, each with its
+    two stop-the-world pauses."""
+    exe = go_build("gcloop")
+    p = subprocess.Popen([exe, "20", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, GODEBUG="gctrace=1"))
+    pid = int(p.stdout.readline())
+    o = wait_attached(d, exe)
+    assert o["runtime"] == "go" and o["probes"] == 4 and o["version"].startswith("go1."), o
+    _, trace = p.communicate("go\n", timeout=60)
+    wait_drained()
+    lines = [ln for ln in trace.splitlines() if re.match(r"gc \d+ @", ln)]
+    evs = events(d, pid)
+    kinds = collections.Counter((e["kind"], e.get("cause")) for e in evs)
+    print("  gctrace %d cycles; daemon %s" % (len(lines), dict(kinds)))
+    assert len(lines) >= 20, trace[-500:]
+    assert kinds[("collection", None)] == len(lines), kinds
+    assert kinds[("pause", "sweep_termination")] == len(lines), kinds
+    assert kinds[("pause", "mark_termination")] == len(lines), kinds
+    for e in evs:
+        if e["kind"] == "collection":
+            inside = [x for x in evs if x["kind"] == "pause" and
+                      e["start_unix_ns"] <= x["start_unix_ns"] and
+                      x["start_unix_ns"] + x["duration_ns"] <=
+                      e["start_unix_ns"] + e["duration_ns"]]
+            assert len(inside) >= 2, (e, inside)
+    wait_for("go detach", lambda: (lambda o: o if o["state"] == "detached" else None)(
+        gc_object(d, exe)), timeout=5)
+
+
+def test_unsupported_runtimes(d):
+    """A stripped Go binary and a libjvm.so without USDT are reported unsupported, once."""
+    exe = go_build("gcloop_stripped", "-ldflags=-s -w")
+    jvm_dir = os.path.join(TMP, "nousdt")
+    os.makedirs(jvm_dir, exist_ok=True)
+    libjvm = os.path.join(jvm_dir, "libjvm.so")
+    shutil.copy2(os.path.join(FIXTURES, "libgc_fixture_nousdt.so"), libjvm)
+    g = subprocess.Popen([exe, "1", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    j = subprocess.Popen([os.path.join(WL, "tp_gc_dlopen"), libjvm, "3"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    g.stdout.readline()
+    j.stdout.readline()
+    try:
+        def both():
+            st = d.json("/api/v1/status")["gc"]
+            u = {x["path"]: x for x in st["unsupported"]}
+            return st if exe in u and libjvm in u else None
+        st = wait_for("unsupported entries", both)
+        u = {x["path"]: x for x in st["unsupported"]}
+        assert u[exe]["runtime"] == "go" and "stripped" in u[exe]["reason"], u[exe]
+        assert u[libjvm]["runtime"] == "jvm" and "gc__begin" in u[libjvm]["reason"], u[libjvm]
+        r = run([CLI, "--server", d.url, "status"], timeout=30)
+        assert r.returncode == 0 and "unsupported" in r.stdout, r
+        assert "stripped" in r.stdout, r.stdout
+    finally:
+        g.communicate("go\n", timeout=30)
+        j.communicate("go\n", timeout=30)
+    # said once, not in a loop (three dlopens, exec re-scan)
+    out = d.output()
+    assert out.count(exe + " ") == 1, out[-2000:]
+    assert out.count(libjvm + " ") == 1, out[-2000:]
+
+
+def test_api_cli_and_metrics(d):
+    """/api/v1/gc, /api/v1/windows's gc totals, /metrics and `tailprof gc` agree."""
+    py = copy_python("py_api")
+    p = subprocess.Popen([py, "-c", "import gc,time\ntime.sleep(0.5)\n"
+                          "for i in range(30): gc.collect()\nprint('x')"],
+                         stdout=subprocess.PIPE, text=True)
+    p.wait()
+    wait_drained()
+    g = d.json("/api/v1/gc?last=5m&runtime=python")
+    w = d.json("/api/v1/windows?last=5m")["windows"]
+    assert g["totals"]["pauses"] == sum(x["pauses"] for x in g["windows"])
+    assert sum(x["gc"]["pauses"] for x in w) >= g["totals"]["pauses"] > 0
+    per_proc = sum(pp["pauses"] for x in g["windows"] for pp in x["processes"])
+    assert per_proc == g["totals"]["pauses"] == len(g["events"]), (per_proc, g["totals"])
+    for x in g["windows"]:
+        for pp in x["processes"]:
+            assert pp["max_pause_ns"] <= pp["pause_ns"]
+    for e in g["events"]:
+        for k in ("pid", "runtime", "kind", "start_unix_ns", "duration_ns", "start",
+                  "generation"):
+            assert k in e, (k, e)
+    m = d.metrics()
+    assert m['tailprof_gc_pauses_total{runtime="python"}'] >= g["totals"]["pauses"]
+    assert m['tailprof_gc_pause_seconds_total{runtime="python"}'] > 0
+    assert 'tailprof_gc_bpf_run_count_total{program="python_gc_start"}' in m
+    r = run([CLI, "--server", d.url, "gc", "--last", "5m"], timeout=30)
+    assert r.returncode == 0 and "python" in r.stdout and "pause" in r.stdout, r
+    r = run([CLI, "--server", d.url, "gc", "--last", "5m", "--json"], timeout=30)
+    assert r.returncode == 0 and "events" in json.loads(r.stdout), r
+    r = run([CLI, "--server", d.url, "gc", "--last", "bogus"], timeout=30)
+    assert r.returncode == 2, r
+    for bad in ("pid=x", "runtime=ruby", "last=1m&last=2m", "nope=1", "last=1m&from=0"):
+        status, _, body = d.get("/api/v1/gc?" + bad)
+        assert status == 400 and "error" in json.loads(body), (bad, status, body)
+
+
+def test_gc_off():
+    """--gc=off loads no GC program and says so in the status."""
+    d = daemon.Daemon(DAEMON, "--gc=off")
+    try:
+        st = d.json("/api/v1/status")["gc"]
+        assert st == {"enabled": False}, st
+        g = d.json("/api/v1/gc?last=1m")
+        assert g["enabled"] is False and g["events"] == []
+    finally:
+        assert d.stop() == 0
+    r = run([DAEMON, "--gc=maybe"], timeout=20)
+    assert r.returncode == 2 and "--gc" in r.stderr, r
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        skip("kernel has no BTF")
+    for need in (PYTHON, os.path.join(JDK, "bin", "javac")):
+        if not os.path.exists(need):
+            skip("%s is not installed" % need)
+    if not shutil.which("go"):
+        skip("go is not installed")
+    try:
+        d = daemon.Daemon(DAEMON, "--window", "1s", "--retention", "10m")
+    except RuntimeError as e:
+        if IN_CI:
+            raise
+        skip(str(e))
+    tests = [test_python_matches_gc_callbacks, test_no_gc_label_outside_pauses,
+             test_short_lived_pythons_leave_no_attachment, test_jvm_matches_xlog_gc,
+             test_go_matches_gctrace, test_unsupported_runtimes, test_api_cli_and_metrics,
+             test_gc_off]
+    only = os.environ.get("TAILPROF_TEST")
+    passed = failed = 0
+    for t in tests:
+        if only and only not in t.__name__:
+            continue
+        try:
+            t(d) if t.__code__.co_argcount else t()
+            print("ok   %s" % t.__name__)
+            passed += 1
+        except Exception:
+            print("FAIL %s" % t.__name__)
+            traceback.print_exc()
+            failed += 1
+        sys.stdout.flush()
+    if d.proc.poll() is None:
+        d.stop()
+    if failed:
+        print("--- tailprofd output ---\n" + d.output()[-4000:])
+    shutil.rmtree(TMP, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

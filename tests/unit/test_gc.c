@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of GC tracking without BPF: options, GC windows, and discovery of fixture processes
+ * (which object, how many processes use it, unsupported ones) through exec and exit notices. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gc.h"
+#include "sysinfo.h"
+
+static const char *fixture(const char *env)
+{
+	const char *p = getenv(env);
+
+	if (!p)
+		fail_msg("%s is not set: run through meson test", env);
+	return p;
+}
+
+static void test_opts(void **state)
+{
+	struct gc_opts o = GC_OPTS_DEFAULT;
+
+	assert_true(o.enabled && o.jvm && o.python && o.go);
+	assert_int_equal(gc_opts__parse_mode("off", &o), 0);
+	assert_false(o.enabled);
+	assert_int_equal(gc_opts__parse_mode("auto", &o), 0);
+	assert_true(o.enabled);
+	assert_int_equal(gc_opts__parse_mode("on", &o), -EINVAL);
+	assert_int_equal(gc_opts__parse_mode("", &o), -EINVAL);
+}
+
+static void test_window(void **state)
+{
+	struct gc_window *gw = NULL;
+	struct gc_event ev = {.pid = 7, .runtime = TP_GC_PYTHON, .kind = TP_GC_PAUSE};
+
+	for (int i = 0; i < GC_WINDOW_MAX_EVENTS; i++) {
+		ev.start_ns = i;
+		assert_int_equal(gc_window__add(&gw, &ev), 0);
+	}
+	assert_int_equal(gc_window__add(&gw, &ev), -ENOSPC);
+	assert_int_equal(gw->nr, GC_WINDOW_MAX_EVENTS);
+	assert_int_equal(gw->dropped, 1);
+	assert_int_equal(gw->v[100].start_ns, 100);
+	gc_window__free(gw);
+	gc_window__free(NULL);
+}
+
+/* Starts a fixture that waits, and returns once it runs the fixture's image. */
+static pid_t spawn(const char *path)
+{
+	char exe[64], buf[4096];
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		execl(path, path, "wait", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	for (int i = 0; i < 500; i++) {
+		ssize_t n = readlink(exe, buf, sizeof(buf) - 1);
+
+		if (n > 0) {
+			buf[n] = 0;
+			if (strstr(buf, strrchr(path, '/')))
+				return pid;
+		}
+		usleep(2000);
+	}
+	fail_msg("%s did not start", path);
+	return -1;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* The status entry of the object whose path ends in name, or NULL. */
+static const struct gc_object_status *find(struct gc *g, const char *name,
+					   struct gc_object_status *v, size_t max)
+{
+	size_t n = gc__objects(g, v, max);
+
+	for (size_t i = 0; i < n && i < max; i++) {
+		const char *base = strrchr(v[i].path, '/');
+
+		if (base && !strcmp(base + 1, name))
+			return &v[i];
+	}
+	return NULL;
+}
+
+static void test_discovery(void **state)
+{
+	struct gc_opts opts = GC_OPTS_DEFAULT;
+	struct gc_object_status v[64];
+	const struct gc_object_status *o;
+	struct gc *g;
+	pid_t py1, py2, go;
+	uint64_t now;
+
+	g = gc__new(&opts, NULL);
+	assert_non_null(g);
+	assert_null(find(g, "gc_fixture_python", v, 64));
+	py1 = spawn(fixture("TAILPROF_FIXTURE_GC_PYTHON"));
+	py2 = spawn(fixture("TAILPROF_FIXTURE_GC_PYTHON"));
+	go = spawn(fixture("TAILPROF_FIXTURE_GC_GO_STRIPPED"));
+	gc__process_exec(g, py1);
+	gc__process_exec(g, py2);
+	gc__process_exec(g, go);
+	now = sysinfo__mono_ns();
+	gc__tick(g, now);
+
+	/* one object for both processes (same device and inode) */
+	o = find(g, "gc_fixture_python", v, 64);
+	assert_non_null(o);
+	assert_int_equal(o->info.runtime, TP_GC_PYTHON);
+	assert_true(o->info.supported);
+	assert_int_equal(o->processes, 2);
+	assert_int_equal(o->probes, 0); /* no BPF here */
+	o = find(g, "gc_fixture_go_stripped", v, 64);
+	assert_non_null(o);
+	assert_int_equal(o->state, GC_OBJ_UNSUPPORTED);
+	assert_int_equal(o->processes, 1);
+	assert_non_null(strstr(o->info.reason, "stripped"));
+
+	/* the re-scan after exec does not count a process twice */
+	gc__tick(g, now + 300 * 1000000ULL);
+	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 2);
+
+	reap(py1);
+	gc__process_exit(g, py1);
+	gc__tick(g, now + 400 * 1000000ULL);
+	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 1);
+	reap(py2);
+	reap(go);
+	gc__process_exit(g, py2);
+	gc__process_exit(g, go);
+	gc__tick(g, now + 500 * 1000000ULL);
+	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 0);
+	assert_int_equal(find(g, "gc_fixture_go_stripped", v, 64)->processes, 0);
+	gc__free(g);
+}
+
+/* A runtime turned off is seen but not probed. */
+static void test_disabled_runtime(void **state)
+{
+	struct gc_opts opts = GC_OPTS_DEFAULT;
+	struct gc_object_status v[64];
+	const struct gc_object_status *o;
+	struct gc *g;
+	pid_t py;
+
+	opts.python = false;
+	g = gc__new(&opts, NULL);
+	py = spawn(fixture("TAILPROF_FIXTURE_GC_PYTHON"));
+	gc__process_exec(g, py);
+	gc__tick(g, sysinfo__mono_ns());
+	o = find(g, "gc_fixture_python", v, 64);
+	assert_non_null(o);
+	assert_int_equal(o->state, GC_OBJ_DISABLED);
+	reap(py);
+	gc__free(g);
+}
+
+/* Processes that were running before the tracker started are found by its /proc scan; one
+ * whose exit notice was lost is dropped by the next full scan. */
+static void test_startup_scan(void **state)
+{
+	struct gc_opts opts = GC_OPTS_DEFAULT;
+	struct gc_object_status v[64];
+	struct gc *g;
+	pid_t go;
+
+	go = spawn(fixture("TAILPROF_FIXTURE_GC_GO"));
+	g = gc__new(&opts, NULL);
+	assert_int_equal(find(g, "gc_fixture_go", v, 64)->processes, 1);
+	assert_string_equal(find(g, "gc_fixture_go", v, 64)->info.version, "go1.19.8");
+	reap(go);
+	gc__scan_all(g);
+	assert_int_equal(find(g, "gc_fixture_go", v, 64)->processes, 0);
+	gc__free(g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_opts),	 cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_discovery),	 cmocka_unit_test(test_disabled_runtime),
+	    cmocka_unit_test(test_startup_scan),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
