@@ -22,7 +22,7 @@ struct parse {
 	int err_line;
 	char err[512];
 	/* the section being read */
-	enum { SEC_NONE, SEC_DAEMON, SEC_STAGE, SEC_APP, SEC_BAD } kind;
+	enum { SEC_NONE, SEC_DAEMON, SEC_STAGE, SEC_APP, SEC_GC, SEC_BAD } kind;
 	char section[128];
 	struct config_stage *stage;
 	struct config_app *app;
@@ -110,10 +110,15 @@ static int start_section_at(struct parse *p, const char *section)
 		p->kind = SEC_DAEMON;
 		return 1;
 	}
+	if (!strcmp(section, "gc")) {
+		p->kind = SEC_GC;
+		return 1;
+	}
 	if (strcmp(kind, "stage") && strcmp(kind, "usdt-app"))
-		return fail(
-		    p, "unknown section [%s]; allowed: [daemon], [stage NAME], [usdt-app NAME]",
-		    section);
+		return fail(p,
+			    "unknown section [%s]; allowed: [daemon], [gc], [stage NAME], "
+			    "[usdt-app NAME]",
+			    section);
 	if (!config__valid_stage_name(name))
 		return fail(p,
 			    "[%s]: give a name of 1 to %d letters, digits, '_', '.' or '-' after "
@@ -200,6 +205,29 @@ static int set_daemon(struct parse *p, const char *key, const char *value)
 		    key);
 }
 
+static int set_gc(struct parse *p, const char *key, const char *value)
+{
+	static const char *const keys[] = {"enabled", "jvm", "python", "go"};
+	struct config_setting *s[] = {&p->c->gc_enabled, &p->c->gc_jvm, &p->c->gc_python,
+				      &p->c->gc_go};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(key, keys[i]))
+			continue;
+		if (s[i]->value)
+			return fail(p, "%s: given twice in [gc] (first at line %d)", key,
+				    s[i]->line);
+		if (i == 0 && strcmp(value, "auto") && strcmp(value, "off"))
+			return fail(p, "enabled: '%s' is not auto or off", value);
+		if (i > 0 && strcmp(value, "on") && strcmp(value, "off"))
+			return fail(p, "%s: '%s' is not on or off", key, value);
+		s[i]->value = xstrdup(value);
+		s[i]->line = p->line;
+		return 1;
+	}
+	return fail(p, "unknown key '%s' in [gc]; allowed: enabled, jvm, python, go", key);
+}
+
 static int handler(void *user, const char *section, const char *key, const char *value)
 {
 	struct parse *p = user;
@@ -216,6 +244,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return 0;
 	case SEC_DAEMON:
 		return set_daemon(p, key, value);
+	case SEC_GC:
+		return set_gc(p, key, value);
 	case SEC_APP:
 		if (!strcmp(key, "binary"))
 			return set_string(p, &p->app->binary, key, value);
@@ -334,6 +364,10 @@ void config__free(struct config *c)
 	free(c->retention.value);
 	free(c->listen.value);
 	free(c->ringbuf_size.value);
+	free(c->gc_enabled.value);
+	free(c->gc_jvm.value);
+	free(c->gc_python.value);
+	free(c->gc_go.value);
 	free(c->path);
 	free(c);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The configuration file (INI, parsed with inih): [daemon] settings that flags override,
- * [stage NAME] sections (a function's entry and return, or a USDT begin/end pair) and
- * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h).
+ * [stage NAME] sections (a function's entry and return, or a USDT begin/end pair),
+ * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h) and a [gc]
+ * section (enabled = auto|off; jvm, python, go = on|off).
  *
  * Only syntax and values are checked here; whether binaries and symbols exist is the probes'
  * business, per stage, at attach time. */
@@ -48,6 +49,8 @@ struct config {
 	struct config_app apps[CONFIG_MAX_APPS];
 	size_t nr_apps;
 	struct config_setting frequency, window, retention, listen, ringbuf_size;
+	/* [gc]: enabled is "auto" or "off", the runtimes "on" or "off" (checked here) */
+	struct config_setting gc_enabled, gc_jvm, gc_python, gc_go;
 };
 
 /* Reads and checks the file at path. Returns a config to free with config__free, or NULL with

@@ -48,6 +48,7 @@ struct options {
 	unsigned set;	    /* opt_bit() of each option given as a flag: flags win */
 	bool retention_set;
 	struct gc_opts gc;
+	bool gc_set; /* --gc given: the config's [gc] enabled does not apply */
 };
 
 enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR, OPT_GC };
@@ -243,6 +244,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_GC:
 			if (gc_opts__parse_mode(optarg, &o->gc))
 				return usage_error("--gc '%s': give auto or off", optarg);
+			o->gc_set = true;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -305,6 +307,15 @@ static int apply_config_settings(struct options *o, const struct config *cfg)
 			return usage_error("%s:%d: %s %s", cfg->path, keys[i].s->line, keys[i].key,
 					   msg);
 	}
+	/* [gc]: values were checked when the file was read */
+	if (cfg->gc_enabled.value && !o->gc_set)
+		o->gc.enabled = !strcmp(cfg->gc_enabled.value, "auto");
+	if (cfg->gc_jvm.value)
+		o->gc.jvm = !strcmp(cfg->gc_jvm.value, "on");
+	if (cfg->gc_python.value)
+		o->gc.python = !strcmp(cfg->gc_python.value, "on");
+	if (cfg->gc_go.value)
+		o->gc.go = !strcmp(cfg->gc_go.value, "on");
 	return 0;
 }
 

@@ -101,6 +101,10 @@ static void test_errors_name_the_line(void **state)
 	    {"[stage a]\nbinary = /x\nbinary = /y\nfunction = f\n", 3, "given twice"},
 	    {"[daemon]\ncolor = blue\n", 2, "unknown key 'color' in [daemon]"},
 	    {"[usdt-app app]\npid = 5\n", 1, "[usdt-app app] has no binary"},
+	    {"[gc]\nenabled = yes\n", 2, "enabled: 'yes' is not auto or off"},
+	    {"[gc]\njvm = maybe\n", 2, "jvm: 'maybe' is not on or off"},
+	    {"[gc]\nruby = on\n", 2, "unknown key 'ruby' in [gc]"},
+	    {"[gc]\ngo = on\ngo = off\n", 3, "go: given twice in [gc]"},
 	};
 	char err[600], want[128];
 
@@ -135,13 +139,28 @@ static void test_stage_names(void **state)
 	assert_false(config__valid_stage_name("0123456789012345678901234567890123"));
 }
 
+static void test_gc_section(void **state)
+{
+	char err[600];
+	struct config *c = load("[gc]\nenabled = auto\njvm = off\npython = on\n", err, sizeof(err));
+
+	(void)state;
+	if (!c)
+		fail_msg("%s", err);
+	assert_string_equal(c->gc_enabled.value, "auto");
+	assert_string_equal(c->gc_jvm.value, "off");
+	assert_string_equal(c->gc_python.value, "on");
+	assert_null(c->gc_go.value);
+	assert_int_equal(c->gc_jvm.line, 3);
+	config__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_full_config),
-	    cmocka_unit_test(test_errors_name_the_line),
-	    cmocka_unit_test(test_missing_file),
-	    cmocka_unit_test(test_stage_names),
+	    cmocka_unit_test(test_full_config),	 cmocka_unit_test(test_errors_name_the_line),
+	    cmocka_unit_test(test_missing_file), cmocka_unit_test(test_stage_names),
+	    cmocka_unit_test(test_gc_section),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
