@@ -237,8 +237,10 @@ static __always_inline __u32 stage_id_of(const char *uname)
 	char name[TP_STAGE_NAME_LEN] = {};
 	__u32 zero = 0, *id, *next, nid;
 
-	if (bpf_probe_read_user_str(name, sizeof(name), uname) <= 1)
+	if (bpf_probe_read_user_str(name, sizeof(name), uname) <= 1) {
+		bump(TP_SM_NAME_UNREADABLE);
 		return 0;
+	}
 	id = bpf_map_lookup_elem(&stage_names, name);
 	if (id)
 		return *id;

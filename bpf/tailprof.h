@@ -136,11 +136,13 @@ _Static_assert(sizeof(struct tp_span) == 40, "tp_span layout");
 
 /* Counters of the stage programs, in `stage_metrics` (one __u64 each, atomic adds). */
 enum tp_stage_metric {
-	TP_SM_NO_STORAGE = 0, /* the thread's stage stack could not be created */
-	TP_SM_TOO_DEEP,	      /* more than TP_STAGE_DEPTH nested stages: the inner ones untimed */
-	TP_SM_UNMATCHED,      /* an exit without its entry (attached mid-call, USDT misuse) */
-	TP_SM_SPANS_LOST,     /* slow spans lost: no room in `spans` */
-	TP_SM_NAMES_FULL,     /* application stage names beyond TP_MAX_STAGES: not timed */
+	TP_SM_NO_STORAGE = 0,  /* the thread's stage stack could not be created */
+	TP_SM_TOO_DEEP,	       /* more than TP_STAGE_DEPTH nested stages: the inner ones untimed */
+	TP_SM_UNMATCHED,       /* an exit without its entry (attached mid-call, USDT misuse) */
+	TP_SM_SPANS_LOST,      /* slow spans lost: no room in `spans` */
+	TP_SM_NAMES_FULL,      /* application stage names beyond TP_MAX_STAGES: not timed */
+	TP_SM_NAME_UNREADABLE, /* an application's stage name could not be read (its page not
+				* mapped yet): that call is not timed */
 	TP_SM_NR,
 };
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -27,6 +28,28 @@ static const uint64_t prom_le_ns[] = {
 };
 #define PROM_BUCKETS (sizeof(prom_le_ns) / sizeof(prom_le_ns[0]) + 1)
 
+/* A file as uprobes see it: probes are on the inode, not the path. */
+struct file_id {
+	uint64_t dev, ino;
+};
+
+/* The file at path now ({0, 0} when there is none). */
+static struct file_id file_id_of(const char *path)
+{
+	struct stat st;
+
+	if (!path || stat(path, &st))
+		return (struct file_id){0, 0};
+	return (struct file_id){st.st_dev, st.st_ino};
+}
+
+static bool same_file(const char *path, struct file_id id)
+{
+	struct file_id now = file_id_of(path);
+
+	return now.dev == id.dev && now.ino == id.ino;
+}
+
 struct stage {
 	char name[TP_STAGE_NAME_LEN]; /* "" for unused ids */
 	bool configured;	      /* a [stage] section names it now */
@@ -36,6 +59,7 @@ struct stage {
 	struct probe *probe;
 	/* the configuration it was attached with, to tell changes on reload */
 	char *binary, *function, *usdt_begin, *usdt_end;
+	struct file_id file; /* the binary attached to: a new file at its path re-attaches */
 	int32_t pid;
 	uint64_t threshold_ns;
 	uint64_t attached_mono_ns;
@@ -47,6 +71,7 @@ struct stage {
 struct app {
 	char name[TP_STAGE_NAME_LEN];
 	char *binary;
+	struct file_id file;
 	int32_t pid;
 	char error[400];
 	struct probe *probe;
@@ -241,6 +266,7 @@ static void attach_stage(struct stages *s, uint32_t id, const struct config_stag
 	st->usdt_end = xstrdup_or_null(cs->usdt_end);
 	st->pid = cs->pid;
 	st->threshold_ns = cs->threshold_ns;
+	st->file = file_id_of(cs->binary);
 	if (cs->pid > 0)
 		snprintf(pid, sizeof(pid), ", pid %d", cs->pid);
 	if (cs->function)
@@ -268,6 +294,7 @@ static void attach_app(struct stages *s, struct app *a, const struct config_app 
 
 	snprintf(a->name, sizeof(a->name), "%s", ca->name);
 	a->binary = xstrdup_or_null(ca->binary);
+	a->file = file_id_of(ca->binary);
 	a->pid = ca->pid;
 	a->error[0] = 0;
 	a->probe = probes__attach(s->probes, &spec, a->error, sizeof(a->error));
@@ -300,7 +327,8 @@ int stages__apply_config(struct stages *s, const struct config *cfg)
 		if (cs && same_str(cs->binary, st->binary) &&
 		    same_str(cs->function, st->function) &&
 		    same_str(cs->usdt_begin, st->usdt_begin) &&
-		    same_str(cs->usdt_end, st->usdt_end) && cs->pid == st->pid && st->probe) {
+		    same_str(cs->usdt_end, st->usdt_end) && cs->pid == st->pid && st->probe &&
+		    same_file(st->binary, st->file)) {
 			st->threshold_ns = cs->threshold_ns;
 			continue;
 		}
@@ -310,6 +338,9 @@ int stages__apply_config(struct stages *s, const struct config *cfg)
 		st->error[0] = 0;
 		if (!cs)
 			pr_info("stage %s: removed from the configuration, detached", st->name);
+		else if (st->binary && !same_file(st->binary, st->file))
+			pr_info("stage %s: %s was replaced, attaching to the new file", st->name,
+				st->binary);
 	}
 	for (size_t i = 0; i < nr_stages; i++) {
 		const struct config_stage *cs = &cfg->stages[i];
@@ -337,15 +368,24 @@ int stages__apply_config(struct stages *s, const struct config *cfg)
 		bool kept = false;
 
 		for (size_t j = 0; j < nr_old; j++) {
-			if (old[j].binary && !strcmp(old[j].name, ca->name) &&
-			    !strcmp(old[j].binary, ca->binary) && old[j].pid == ca->pid &&
-			    old[j].probe) {
-				*a = old[j];
+			if (!old[j].binary || strcmp(old[j].name, ca->name) ||
+			    strcmp(old[j].binary, ca->binary) || old[j].pid != ca->pid ||
+			    !old[j].probe)
+				continue;
+			if (!same_file(old[j].binary, old[j].file)) {
+				pr_info("usdt-app %s: %s was replaced, attaching to the new file",
+					ca->name, ca->binary);
+				probe__detach(old[j].probe);
+				free(old[j].binary);
 				old[j].binary = NULL;
 				old[j].probe = NULL;
-				kept = true;
 				break;
 			}
+			*a = old[j];
+			old[j].binary = NULL;
+			old[j].probe = NULL;
+			kept = true;
+			break;
 		}
 		if (!kept) {
 			attach_app(s, a, ca);
@@ -803,7 +843,7 @@ char *stages__metrics_text(struct stages *s)
 	static const char *const sm_names[TP_SM_NR] = {
 	    [TP_SM_NO_STORAGE] = "no_storage", [TP_SM_TOO_DEEP] = "too_deep",
 	    [TP_SM_UNMATCHED] = "unmatched",   [TP_SM_SPANS_LOST] = "spans_lost",
-	    [TP_SM_NAMES_FULL] = "names_full",
+	    [TP_SM_NAMES_FULL] = "names_full", [TP_SM_NAME_UNREADABLE] = "name_unreadable",
 	};
 
 	t.buf = malloc(t.cap);

@@ -47,18 +47,34 @@ __extension__ unsigned short tailprof_stage__end_semaphore
     __attribute__((unused)) __attribute__((section(".probes")));
 #endif
 
+/* The probe reads the name from the process's memory and cannot fault a page in: the markers
+ * read the name's bytes first (only while tailprofd watches), so a string literal in a page the
+ * program never touched otherwise is there when the probe fires. */
+#define TAILPROF_STAGE_TOUCH_(n)                                                                   \
+	do {                                                                                       \
+		const volatile char *tp_p_ = (n);                                                  \
+		for (int tp_i_ = 0; tp_i_ < 31 && tp_p_[tp_i_]; tp_i_++)                           \
+			;                                                                          \
+	} while (0)
+
 #define TAILPROF_STAGE_BEGIN(name, request_id)                                                     \
 	do {                                                                                       \
-		if (__builtin_expect(tailprof_stage__begin_semaphore, 0))                          \
-			DTRACE_PROBE2(tailprof, stage__begin, (const char *)(name),                \
+		if (__builtin_expect(tailprof_stage__begin_semaphore, 0)) {                        \
+			const char *tp_name_ = (name);                                             \
+			TAILPROF_STAGE_TOUCH_(tp_name_);                                           \
+			DTRACE_PROBE2(tailprof, stage__begin, tp_name_,                            \
 				      (unsigned long long)(request_id));                           \
+		}                                                                                  \
 	} while (0)
 
 #define TAILPROF_STAGE_END(name, request_id)                                                       \
 	do {                                                                                       \
-		if (__builtin_expect(tailprof_stage__end_semaphore, 0))                            \
-			DTRACE_PROBE2(tailprof, stage__end, (const char *)(name),                  \
+		if (__builtin_expect(tailprof_stage__end_semaphore, 0)) {                          \
+			const char *tp_name_ = (name);                                             \
+			TAILPROF_STAGE_TOUCH_(tp_name_);                                           \
+			DTRACE_PROBE2(tailprof, stage__end, tp_name_,                              \
 				      (unsigned long long)(request_id));                           \
+		}                                                                                  \
 	} while (0)
 
 #endif

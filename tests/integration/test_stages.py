@@ -326,6 +326,49 @@ def test_usdt_header():
         d.stop()
 
 
+def test_usdt_name_in_an_untouched_page():
+    """An application's stage name the program never reads itself is read by the probe: the
+    marker touches it first (a uprobe cannot fault a page in)."""
+    binary = os.path.join(WL, "tp_usdt_cold_name")
+    d = Daemon(write_config("cold.conf", "[usdt-app cold]\nbinary = %s\n" % binary))
+    try:
+        r = run([binary, "300"], timeout=60)
+        assert r.returncode == 0, r
+        time.sleep(1.6)
+        s = d.total("serialize")
+        assert s["count"] == 300, s
+        assert 1e6 <= s["p50_ns"] < 20e6, s
+        m = d.metrics()
+        assert m['tailprof_stage_errors_total{reason="name_unreadable"}'] == 0
+    finally:
+        d.stop()
+
+
+def test_reload_after_binary_replaced():
+    """A deploy replaces a binary (a new inode at the same path): probes stay on the old file;
+    SIGHUP attaches the stage to the new one."""
+    app = os.path.join(TMP, "cold_app")
+    shutil.copy(os.path.join(WL, "tp_usdt_cold_name"), app)
+    d = Daemon(write_config("replace.conf", "[usdt-app app]\nbinary = %s\n" % app))
+    try:
+        assert run([app, "50"], timeout=60).returncode == 0
+        time.sleep(1.6)
+        assert d.total("serialize")["count"] == 50
+        os.unlink(app)
+        shutil.copy(os.path.join(WL, "tp_usdt_cold_name"), app)
+        assert run([app, "50"], timeout=60).returncode == 0
+        time.sleep(1.6)
+        assert d.total("serialize")["count"] == 50  # the new file is not probed yet
+        d.proc.send_signal(signal.SIGHUP)
+        time.sleep(1)
+        assert run([app, "50"], timeout=60).returncode == 0
+        time.sleep(1.6)
+        assert d.total("serialize")["count"] == 100
+        assert "was replaced" in d.output(), d.output()
+    finally:
+        d.stop()
+
+
 def test_usdt_stage_with_semaphores_python():
     """[stage] with usdt_begin/usdt_end on Debian's python3.11 (gc__start/gc__done, guarded by
     semaphores): the collections of a python started after the daemon are timed."""
@@ -489,7 +532,9 @@ def main():
              test_http_errors, test_cli_stages]
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
-    for t in tests + [test_usdt_header, test_usdt_stage_with_semaphores_python,
+    for t in tests + [test_usdt_header, test_usdt_name_in_an_untouched_page,
+                      test_reload_after_binary_replaced,
+                      test_usdt_stage_with_semaphores_python,
                       test_reload_adds_stage_keeps_windows, test_pid_option_times_one_process,
                       test_flags_override_config,
                       test_bad_config_exits_2]:
