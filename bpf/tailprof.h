@@ -23,6 +23,10 @@ enum tp_event_kind {
 #define TP_SAMPLE_KSTACK_FAILED (1u << 0) /* bpf_get_stack on the kernel stack failed */
 #define TP_SAMPLE_USTACK_FAILED (1u << 1) /* bpf_get_stack on the user stack failed */
 #define TP_SAMPLE_KERNEL_THREAD (1u << 2) /* the task has no user address space */
+/* the user stack went on past TP_MAX_STACK_DEPTH frames (frame pointers: it filled them all) */
+#define TP_SAMPLE_USTACK_TRUNCATED (1u << 3)
+/* the table unwinder met a PC in no known mapping: user space reads the process's maps again */
+#define TP_SAMPLE_UNWIND_RESCAN (1u << 4)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -74,7 +78,68 @@ enum tp_metric {
 	TP_M_KSTACK_FAILED, /* kernel stack read failed (sample kept, kernel frames lost) */
 	TP_M_USTACK_FAILED, /* user stack read failed (sample kept, user frames lost) */
 	TP_M_EVENT_LOST,    /* exec/exit/fork notifications lost: no room */
+	/* The table unwinder (bpf/lib/unwind.bpf.h): */
+	TP_M_UNWIND_STACKS,	 /* user stacks walked with unwind tables */
+	TP_M_UNWIND_FP_FRAMES,	 /* frames stepped by frame pointer (object or range without CFI) */
+	TP_M_UNWIND_UNSUPPORTED, /* walks stopped at a CFI rule that tables cannot express */
+	TP_M_UNWIND_NO_MAPPING, /* walks stopped at a PC in no known mapping (user space rescans) */
+	TP_M_UNWIND_READ_FAILED, /* walks stopped: reading the stack failed */
+	TP_M_UNWIND_BAD_FRAME,	 /* walks stopped: the CFA did not move up the stack */
 	TP_M_NR,
 };
+
+/* ---- the table unwinder: rows that user space builds from .eh_frame/.debug_frame ---- */
+
+/* How a row finds the CFA (canonical frame address: the caller's RSP after the call returns).
+ * The return address is always at CFA - 8 (x86-64). */
+enum tp_cfa_type {
+	TP_CFA_NONE = 0,   /* no CFI covers this PC: step by frame pointer */
+	TP_CFA_RSP = 1,	   /* CFA = RSP + 8 * cfa_off8 */
+	TP_CFA_RBP = 2,	   /* CFA = RBP + 8 * cfa_off8 */
+	TP_CFA_PLT = 3,	   /* PLT stub: CFA = RSP + 8 + ((PC & 15) >= cfa_off8 ? 8 : 0) */
+	TP_CFA_SIGNAL = 4, /* signal trampoline (__restore_rt): registers in the ucontext at RSP */
+	TP_CFA_END = 5,	   /* the return address is undefined: outermost frame */
+	TP_CFA_UNSUPPORTED = 6, /* a rule tables cannot express: the walk stops here, counted */
+};
+
+/* rbp_off8 value: the caller's RBP is computed by an expression the walker cannot evaluate. */
+#define TP_RBP_LOST (-128)
+
+/* One row of an object's table: it holds from pc (a link-time virtual address of the object)
+ * up to the next row's pc. Rows are sorted by pc; 8 bytes each. */
+struct tp_unwind_row {
+	__u32 pc;
+	__u8 cfa_type;	/* enum tp_cfa_type */
+	__s8 rbp_off8;	/* the caller's RBP is saved at CFA + 8 * rbp_off8; 0: RBP unchanged */
+	__u16 cfa_off8; /* see enum tp_cfa_type */
+};
+_Static_assert(sizeof(struct tp_unwind_row) == 8, "tp_unwind_row layout");
+
+/* Executable mappings per process that the walker knows; PCs in others are walked by frame
+ * pointer. */
+#define TP_MAX_PROC_MAPPINGS 128
+
+/* One executable mapping of a process: PCs in [start, end) belong to link-time address
+ * pc - bias of the object whose table is table_id. */
+struct tp_exec_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 table_id; /* index into unwind_tables; TP_NO_TABLE: walk by frame pointer */
+	__u32 nr_rows;	/* rows of that table */
+};
+_Static_assert(sizeof(struct tp_exec_mapping) == 32, "tp_exec_mapping layout");
+
+#define TP_NO_TABLE 0xffffffffu
+
+/* The value of unwind_procs: a process's executable mappings, sorted by start, disjoint. */
+struct tp_proc_mappings {
+	__u64 start_ns; /* identifies the process with its pid (tp_event_hdr.start_ns) */
+	__u32 nr;
+	__u32 pad;
+	struct tp_exec_mapping m[TP_MAX_PROC_MAPPINGS];
+};
+_Static_assert(sizeof(struct tp_proc_mappings) == 16 + 32 * TP_MAX_PROC_MAPPINGS,
+	       "tp_proc_mappings layout");
 
 #endif
