@@ -27,6 +27,8 @@ enum tp_event_kind {
 #define TP_SAMPLE_USTACK_TRUNCATED (1u << 3)
 /* the table unwinder met a PC in no known mapping: user space reads the process's maps again */
 #define TP_SAMPLE_UNWIND_RESCAN (1u << 4)
+/* the user stack was walked with unwind tables (else by frame pointers, bpf_get_stack) */
+#define TP_SAMPLE_UNWIND_TABLES (1u << 5)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -80,7 +82,7 @@ enum tp_metric {
 	TP_M_EVENT_LOST,    /* exec/exit/fork notifications lost: no room */
 	/* The table unwinder (bpf/lib/unwind.bpf.h): */
 	TP_M_UNWIND_STACKS,	 /* user stacks walked with unwind tables */
-	TP_M_UNWIND_FP_FRAMES,	 /* frames stepped by frame pointer (object or range without CFI) */
+	TP_M_UNWIND_FP_STACKS,	 /* of those, stacks with frame-pointer steps (code without CFI) */
 	TP_M_UNWIND_UNSUPPORTED, /* walks stopped at a CFI rule that tables cannot express */
 	TP_M_UNWIND_NO_MAPPING, /* walks stopped at a PC in no known mapping (user space rescans) */
 	TP_M_UNWIND_READ_FAILED, /* walks stopped: reading the stack failed */

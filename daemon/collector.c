@@ -161,6 +161,8 @@ static void forget_process(struct collector *c, uint32_t pid)
 	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
 	 * have marked the process known again: the new image's samples must wake us */
 	loader__forget(c->opts.loader, pid);
+	if (c->opts.unwinder)
+		unwinder__forget_process(c->opts.unwinder, pid);
 }
 
 static void add_sample(struct collector *c, const struct tp_sample *s)
@@ -182,7 +184,10 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	c->key->nr_user = nu;
 	if (nk == TP_MAX_STACK_DEPTH)
 		c->key->flags |= STACK_TRUNCATED_KERNEL;
-	if (nu == TP_MAX_STACK_DEPTH)
+	/* the table walker says when the stack went on; a frame-pointer walk that filled every
+	 * slot may have */
+	if ((s->flags & TP_SAMPLE_USTACK_TRUNCATED) ||
+	    (nu == TP_MAX_STACK_DEPTH && !(s->flags & TP_SAMPLE_UNWIND_TABLES)))
 		c->key->flags |= STACK_TRUNCATED_USER;
 	if (s->flags & TP_SAMPLE_KSTACK_FAILED)
 		c->key->flags |= STACK_KERNEL_FAILED;
@@ -208,11 +213,17 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 			c->st.cut_stacks++;
 		}
 	}
+	/* the table walker met a PC in no mapping it knew: the process mapped something new */
+	if ((s->flags & TP_SAMPLE_UNWIND_RESCAN) && c->opts.unwinder)
+		unwinder__rescan(c->opts.unwinder, s->hdr.pid, s->hdr.start_ns);
 	/* The first sample of a process woke us so that its maps were read while it lives; from
 	 * now on its samples may wait for the next drain. */
 	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
 		loader__mark_known(c->opts.loader, s->hdr.pid, s->hdr.start_ns);
 		pid_set__add(&c->known, s->hdr.pid, s->hdr.start_ns);
+		/* its next samples are walked with unwind tables */
+		if (c->opts.unwinder)
+			unwinder__add_process(c->opts.unwinder, s->hdr.pid, s->hdr.start_ns);
 	}
 
 	stack =
@@ -305,6 +316,8 @@ static void take_period(struct collector *c, uint64_t p, struct window *w)
 		c->st.idle_samples += d[TP_M_IDLE];
 		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
 			c->st.drops[drops[i].drop] += d[drops[i].metric];
+		for (int m = TP_M_UNWIND_STACKS; m < TP_M_NR; m++)
+			c->st.unwind_bpf[m - TP_M_UNWIND_STACKS] += d[m];
 		if (!w)
 			continue;
 		w->cpu_received[cpu] += d[TP_M_SAMPLES];
@@ -398,6 +411,8 @@ static void drain(struct collector *c, bool tick)
 		c->st.last_drain_mono_ns = now;
 		c->st.healthy = c->st.probes_attached >= 4;
 		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
+		if (c->opts.unwinder)
+			unwinder__stats(c->opts.unwinder, &c->st.unwind);
 	}
 	pthread_rwlock_unlock(&c->lock);
 

@@ -21,6 +21,7 @@
 
 struct loader {
 	struct profile_bpf *skel;
+	bool unwind_tables;
 	uint32_t nr_cpus;
 	uint32_t frequency_hz;
 	int *perf_fds;		      /* [nr_cpus], -1 when not sampled */
@@ -181,6 +182,19 @@ struct loader *loader__new(const struct loader_opts *opts)
 		goto fail;
 	}
 	l->skel->rodata->slot_ns = opts->slot_ns;
+	l->unwind_tables = opts->unwind_tables;
+	l->skel->rodata->unwind_tables_on = opts->unwind_tables;
+	/* off: the maps stay but hold one entry */
+	err = bpf_map__set_max_entries(l->skel->maps.unwind_tables,
+				       opts->unwind_tables ? opts->unwind_max_objects : 1);
+	if (!err)
+		err =
+		    bpf_map__set_max_entries(l->skel->maps.unwind_procs,
+					     opts->unwind_tables ? opts->unwind_max_processes : 1);
+	if (err) {
+		pr_err("failed to size the unwind maps: %s", strerror(-err));
+		goto fail;
+	}
 	l->counters_bytes = (size_t)n * TP_COUNTER_SLOTS * TP_M_NR * sizeof(uint64_t);
 	err = bpf_map__set_max_entries(l->skel->maps.counters,
 				       (uint32_t)n * TP_COUNTER_SLOTS * TP_M_NR);
@@ -278,6 +292,69 @@ int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns)
 void loader__forget(struct loader *l, uint32_t pid)
 {
 	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.known_procs), &pid);
+}
+
+bool loader__can_unwind_tables(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) == 1;
+}
+
+bool loader__unwind_tables(const struct loader *l)
+{
+	return l->unwind_tables;
+}
+
+int loader__unwind_set_table(struct loader *l, uint32_t id, const struct tp_unwind_row *rows,
+			     size_t nr)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
+	size_t bytes = nr * sizeof(*rows), page = sysconf(_SC_PAGESIZE);
+	void *mem;
+	int fd, err = 0;
+
+	if (!l->unwind_tables || !nr || nr > UINT32_MAX ||
+	    id >= bpf_map__max_entries(l->skel->maps.unwind_tables))
+		return -EINVAL;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tp_unwind_rows", sizeof(uint32_t), sizeof(*rows),
+			    (uint32_t)nr, &opts);
+	if (fd < 0)
+		return -errno;
+	/* one copy through a shared mapping instead of nr update syscalls */
+	mem =
+	    mmap(NULL, (bytes + page - 1) / page * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		err = -errno;
+		goto out;
+	}
+	memcpy(mem, rows, bytes);
+	munmap(mem, (bytes + page - 1) / page * page);
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.unwind_tables), &id, &fd, BPF_ANY))
+		err = -errno;
+out:
+	close(fd); /* unwind_tables holds the map now */
+	return err;
+}
+
+void loader__unwind_drop_table(struct loader *l, uint32_t id)
+{
+	if (l->unwind_tables)
+		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_tables), &id);
+}
+
+int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m)
+{
+	if (!l->unwind_tables)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid, m, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void loader__unwind_drop_process(struct loader *l, uint32_t pid)
+{
+	if (l->unwind_tables)
+		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid);
 }
 
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max)

@@ -5,6 +5,7 @@
 #ifndef TAILPROF_LOADER_H
 #define TAILPROF_LOADER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,11 @@ struct loader_opts {
 	uint32_t frequency_hz; /* cpu-clock sampling frequency, 1..10000 */
 	size_t ringbuf_bytes;  /* size of the events ring buffer: power of two, >= 4096 */
 	uint64_t slot_ns;      /* the drain period: BPF counts events per period (tailprof.h) */
+	/* The table unwinder (bpf/lib/unwind.bpf.h): off, user stacks are walked by frame
+	 * pointers only and its maps take no memory. */
+	bool unwind_tables;
+	uint32_t unwind_max_objects;   /* tables in unwind_tables, >= 1 */
+	uint32_t unwind_max_processes; /* processes in unwind_procs, >= 1 */
 };
 
 struct loader_prog_stats {
@@ -49,6 +55,23 @@ uint64_t *loader__counters(const struct loader *l);
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);
 /* Forgets a process on the BPF side (it is no longer known). */
 void loader__forget(struct loader *l, uint32_t pid);
+/* Whether the kernel can run the table unwinder (bpf_loop and bpf_task_pt_regs in perf_event
+ * programs: Linux 5.17). */
+bool loader__can_unwind_tables(void);
+/* True when the loaded programs walk user stacks with unwind tables. */
+bool loader__unwind_tables(const struct loader *l);
+/* Loads nr rows (sorted, tailprof.h) as table id (< unwind_max_objects) of unwind_tables,
+ * replacing what was there; the BPF map takes unwind_table__bpf_bytes(nr). Returns 0, -EINVAL
+ * (id out of range, nr 0), or the negative errno of map creation (-ENOMEM). */
+int loader__unwind_set_table(struct loader *l, uint32_t id, const struct tp_unwind_row *rows,
+			     size_t nr);
+/* Removes table id from unwind_tables; its memory is freed once no walk uses it. */
+void loader__unwind_drop_table(struct loader *l, uint32_t id);
+/* Sets the executable mappings of process pid in unwind_procs. 0, or -E2BIG when the map is
+ * full, or another negative errno. */
+int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m);
+/* Removes process pid from unwind_procs (its stacks are walked by frame pointers again). */
+void loader__unwind_drop_process(struct loader *l, uint32_t pid);
 /* Run time of each program; returns the number filled (<= max). */
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
 

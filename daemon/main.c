@@ -24,8 +24,12 @@
 #include "symbolizer.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
+#include "unwinder.h"
 
 #define MAX_WINDOWS 1000000
+/* Distinct objects with unwind tables at a time (table ids); BPF memory is bounded by
+ * --unwind-memory, not by this. */
+#define UNWIND_MAX_OBJECTS 4096
 
 struct options {
 	uint32_t frequency_hz;
@@ -33,27 +37,38 @@ struct options {
 	uint64_t retention_ns;
 	const char *listen;
 	size_t ringbuf_bytes;
+	bool unwind_tables;	       /* --unwind=dwarf */
+	size_t unwind_memory_bytes;    /* --unwind-memory */
+	uint32_t unwind_max_processes; /* --unwind-max-processes */
 	bool verbose;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "Usage: tailprofd [OPTIONS]\n"
-	       "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
-	       "time windows and serves pprof profiles over HTTP. Runs as root.\n"
-	       "\n"
-	       "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
-	       "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
-	       "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
-	       "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
-	       "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
-	       "                          allowed (default 8M)\n"
-	       "  -v, --verbose           debug logging (libbpf messages included)\n"
-	       "  -V, --version           print the version and exit\n"
-	       "  -h, --help              this help\n"
-	       "\n"
-	       "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+	    f,
+	    "Usage: tailprofd [OPTIONS]\n"
+	    "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
+	    "time windows and serves pprof profiles over HTTP. Runs as root.\n"
+	    "\n"
+	    "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
+	    "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
+	    "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
+	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+	    "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
+	    "                          allowed (default 8M)\n"
+	    "      --unwind=MODE       user stacks: dwarf (unwind tables from .eh_frame, frame\n"
+	    "                          pointers where an object has none) or fp (frame\n"
+	    "                          pointers only) (default dwarf)\n"
+	    "      --unwind-memory BYTES  BPF memory for unwind tables, K/M suffix allowed\n"
+	    "                          (default 64M); objects that do not fit use frame pointers\n"
+	    "      --unwind-max-processes N  processes with unwind tables, 1-65536 (default\n"
+	    "                          1024; 4 KiB of BPF memory each)\n"
+	    "  -v, --verbose           debug logging (libbpf messages included)\n"
+	    "  -V, --version           print the version and exit\n"
+	    "  -h, --help              this help\n"
+	    "\n"
+	    "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -90,13 +105,16 @@ static int parse_size(const char *s, size_t *out)
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_RINGBUF = 256 };
+	enum { OPT_RINGBUF = 256, OPT_UNWIND, OPT_UNWIND_MEMORY, OPT_UNWIND_PROCS };
 	static const struct option longopts[] = {
 	    {"frequency", required_argument, NULL, 'F'},
 	    {"window", required_argument, NULL, 'w'},
 	    {"retention", required_argument, NULL, 'r'},
 	    {"listen", required_argument, NULL, 'l'},
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
+	    {"unwind", required_argument, NULL, OPT_UNWIND},
+	    {"unwind-memory", required_argument, NULL, OPT_UNWIND_MEMORY},
+	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
@@ -111,6 +129,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .retention_ns = 3600 * NSEC_PER_SEC,
 	    .listen = "127.0.0.1:7077",
 	    .ringbuf_bytes = 8 << 20,
+	    .unwind_tables = true,
+	    .unwind_memory_bytes = 64 << 20,
+	    .unwind_max_processes = 1024,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:vVh", longopts, NULL)) != -1) {
@@ -152,6 +173,31 @@ static int parse_options(int argc, char **argv, struct options *o)
 				    "to 1024M, e.g. 8M",
 				    optarg);
 			break;
+		case OPT_UNWIND:
+			if (strcmp(optarg, "dwarf") && strcmp(optarg, "fp"))
+				return usage_error("--unwind '%s': give dwarf or fp", optarg);
+			o->unwind_tables = !strcmp(optarg, "dwarf");
+			break;
+		case OPT_UNWIND_MEMORY:
+			if (parse_size(optarg, &o->unwind_memory_bytes) ||
+			    o->unwind_memory_bytes < (1 << 20) ||
+			    o->unwind_memory_bytes > (4ull << 30))
+				return usage_error(
+				    "--unwind-memory '%s': give bytes from 1M to 4096M, "
+				    "e.g. 64M",
+				    optarg);
+			break;
+		case OPT_UNWIND_PROCS: {
+			uint64_t v;
+
+			if (tp_parse_uint(optarg, 1, 65536, &v))
+				return usage_error(
+				    "--unwind-max-processes '%s': give an integer from "
+				    "1 to 65536",
+				    optarg);
+			o->unwind_max_processes = v;
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;
@@ -179,6 +225,34 @@ static int parse_options(int argc, char **argv, struct options *o)
 				   MAX_WINDOWS);
 	return 0;
 }
+
+/* The unwinder's tables and mappings go to the loader's BPF maps. */
+static int unwind_set_table(void *ctx, uint32_t id, const struct tp_unwind_row *rows, size_t nr)
+{
+	return loader__unwind_set_table(ctx, id, rows, nr);
+}
+
+static void unwind_drop_table(void *ctx, uint32_t id)
+{
+	loader__unwind_drop_table(ctx, id);
+}
+
+static int unwind_set_process(void *ctx, uint32_t pid, const struct tp_proc_mappings *m)
+{
+	return loader__unwind_set_process(ctx, pid, m);
+}
+
+static void unwind_drop_process(void *ctx, uint32_t pid)
+{
+	loader__unwind_drop_process(ctx, pid);
+}
+
+static const struct unwinder_ops unwind_ops = {
+    .set_table = unwind_set_table,
+    .drop_table = unwind_drop_table,
+    .set_process = unwind_set_process,
+    .drop_process = unwind_drop_process,
+};
 
 /* Root, or the capabilities that loading BPF, opening perf events system-wide and reading
  * every process's maps need. */
@@ -214,6 +288,7 @@ int main(int argc, char **argv)
 {
 	struct symbolizer *sym = NULL;
 	struct loader *loader = NULL;
+	struct unwinder *unwinder = NULL;
 	struct collector *coll = NULL;
 	struct http_api *http = NULL;
 	struct options o;
@@ -268,16 +343,38 @@ int main(int argc, char **argv)
 		pr_err("failed to start the symbolizer: %s", strerror(errno));
 		goto out;
 	}
+	if (o.unwind_tables && !loader__can_unwind_tables()) {
+		pr_warn("the kernel lacks bpf_loop or bpf_task_pt_regs for perf_event programs "
+			"(Linux 5.17): user stacks are walked by frame pointers");
+		o.unwind_tables = false;
+	}
 	loader = loader__new(&(struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
+	    .unwind_tables = o.unwind_tables,
+	    .unwind_max_objects = UNWIND_MAX_OBJECTS,
+	    .unwind_max_processes = o.unwind_max_processes,
 	});
 	if (!loader)
 		goto out;
+	if (o.unwind_tables) {
+		unwinder = unwinder__new(&(struct unwinder_opts){
+		    .ops = &unwind_ops,
+		    .ops_ctx = loader,
+		    .max_table_bytes = o.unwind_memory_bytes,
+		    .max_objects = UNWIND_MAX_OBJECTS,
+		    .max_processes = o.unwind_max_processes,
+		});
+		if (!unwinder) {
+			pr_err("failed to start the unwinder: %s", strerror(errno));
+			goto out;
+		}
+	}
 	coll = collector__new(&(struct collector_opts){
 	    .loader = loader,
 	    .symbolizer = sym,
+	    .unwinder = unwinder,
 	    .frequency_hz = o.frequency_hz,
 	    .window_ns = o.window_ns,
 	    .nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns,
@@ -323,6 +420,7 @@ out:
 	/* teardown in reverse: stop serving before the data it reads goes away */
 	http_api__stop(http);
 	collector__free(coll);
+	unwinder__free(unwinder);
 	loader__free(loader);
 	symbolizer__free(sym);
 	if (lfd >= 0)

@@ -431,6 +431,26 @@ static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *shdr)
 	return NULL;
 }
 
+static void read_segments(Elf *elf, struct unwind_table *out)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum))
+		return;
+	for (size_t i = 0; i < phnum && out->nr_segs < UNWIND_MAX_SEGMENTS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		out->segs[out->nr_segs++] = (struct unwind_segment){
+		    .vaddr = ph.p_vaddr,
+		    .offset = ph.p_offset,
+		    .filesz = ph.p_filesz,
+		    .exec = !!(ph.p_flags & PF_X),
+		};
+	}
+}
+
 static int build(Elf *elf, struct unwind_table *out)
 {
 	struct builder b = {0};
@@ -447,6 +467,7 @@ static int build(Elf *elf, struct unwind_table *out)
 
 	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64)
 		return -ENOEXEC;
+	read_segments(elf, out);
 	scn = find_section(elf, ".eh_frame", &shdr);
 	if (scn && shdr.sh_size > 4) {
 		cfi = dwarf_getcfi_elf(elf);
@@ -551,6 +572,23 @@ const struct tp_unwind_row *unwind_table__find(const struct unwind_table *t, uin
 			hi = mid;
 	}
 	return lo ? &t->rows[lo - 1] : NULL;
+}
+
+int unwind_table__bias(const struct unwind_table *t, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	for (int want_exec = 1; want_exec >= 0; want_exec--) {
+		for (size_t i = 0; i < t->nr_segs; i++) {
+			const struct unwind_segment *g = &t->segs[i];
+			uint64_t first = g->offset & ~(uint64_t)4095;
+
+			if (g->exec != want_exec || pgoff < first || pgoff >= g->offset + g->filesz)
+				continue;
+			/* p_vaddr - p_offset is the same for every byte of the segment */
+			*bias = start - (g->vaddr + pgoff - g->offset);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 uint64_t unwind_table__bpf_bytes(size_t nr_rows)

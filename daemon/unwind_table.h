@@ -17,12 +17,24 @@
 
 #include "tailprof.h"
 
+#define UNWIND_MAX_SEGMENTS 16
+
+/* A PT_LOAD segment, to turn a mapping's file offset into link-time addresses. */
+struct unwind_segment {
+	uint64_t vaddr;
+	uint64_t offset;
+	uint64_t filesz;
+	int exec;
+};
+
 struct unwind_table {
 	struct tp_unwind_row *rows; /* sorted by pc; malloc'ed, owned */
 	size_t nr_rows;
 	size_t nr_fdes;	       /* FDEs read */
 	size_t nr_unsupported; /* rows marked TP_CFA_UNSUPPORTED */
 	int from_debug_frame;  /* 1: the rows come from .debug_frame (no .eh_frame) */
+	struct unwind_segment segs[UNWIND_MAX_SEGMENTS]; /* the first PT_LOAD segments */
+	size_t nr_segs;
 };
 
 /* Builds the table of the ELF file open in fd (not taken over). On success *out owns its rows
@@ -38,6 +50,12 @@ void unwind_table__clear(struct unwind_table *t);
 /* The row in effect at link-time address pc (the last row whose pc <= pc), or NULL when pc lies
  * below the first row. The same search the BPF walker does. */
 const struct tp_unwind_row *unwind_table__find(const struct unwind_table *t, uint64_t pc);
+
+/* The load bias of a mapping of t's object at address start with file offset pgoff (both from
+ * /proc/PID/maps): link-time address = address - bias. Uses the PT_LOAD segment holding pgoff,
+ * executable ones first. Returns 0, or -ENOENT when no segment holds pgoff. */
+int unwind_table__bias(const struct unwind_table *t, uint64_t start, uint64_t pgoff,
+		       uint64_t *bias);
 
 /* Bytes of BPF map memory a table of nr_rows rows takes (values plus the kernel's array
  * overhead, approximated). */
