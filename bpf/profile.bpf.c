@@ -14,7 +14,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before load. */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much data is waiting */
 const volatile __u64 slot_ns = 500000000;    /* the drain period: one set of counters each */
-const volatile __u32 unwind_tables_on = 0;   /* 1: walk user stacks with unwind_tables */
+const volatile __u32 unwind_tables_on = 0;   /* 1: walk user stacks with unwind_rows */
 
 /* events: samples and process notifications, in order, to the drain loop. Written by the programs
  * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
@@ -99,7 +99,6 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 		count(ts, TP_M_UNWIND_UNSUPPORTED);
 		break;
 	case TP_UNWIND_NO_MAPPING:
-	case TP_UNWIND_NO_TABLE_LOOKUP:
 		count(ts, TP_M_UNWIND_NO_MAPPING);
 		break;
 	case TP_UNWIND_READ_FAILED:
@@ -193,7 +192,10 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, n, wakeup_flags(!known || *known != s->hdr.start_ns)))
+	/* new processes, and new mappings the unwinder needs, are read at once */
+	if (bpf_ringbuf_output(&events, s, n,
+			       wakeup_flags(!known || *known != s->hdr.start_ns ||
+					    (s->flags & TP_SAMPLE_UNWIND_RESCAN))))
 		count(ts, TP_M_RINGBUF_FULL);
 	return 0;
 }

@@ -86,7 +86,8 @@ enum tp_metric {
 	TP_M_UNWIND_UNSUPPORTED, /* walks stopped at a CFI rule that tables cannot express */
 	TP_M_UNWIND_NO_MAPPING, /* walks stopped at a PC in no known mapping (user space rescans) */
 	TP_M_UNWIND_READ_FAILED, /* walks stopped: reading the stack failed */
-	TP_M_UNWIND_BAD_FRAME,	 /* walks stopped: the CFA did not move up the stack */
+	TP_M_UNWIND_BAD_FRAME,	 /* walks stopped: the CFA did not move up, or a frame-pointer
+				    step led out of every mapping */
 	TP_M_NR,
 };
 
@@ -122,17 +123,15 @@ _Static_assert(sizeof(struct tp_unwind_row) == 8, "tp_unwind_row layout");
 #define TP_MAX_PROC_MAPPINGS 128
 
 /* One executable mapping of a process: PCs in [start, end) belong to link-time address
- * pc - bias of the object whose table is table_id. */
+ * pc - bias of the object whose table is unwind_rows[row_start .. row_start + nr_rows). */
 struct tp_exec_mapping {
 	__u64 start;
 	__u64 end;
 	__u64 bias;
-	__u32 table_id; /* index into unwind_tables; TP_NO_TABLE: walk by frame pointer */
-	__u32 nr_rows;	/* rows of that table */
+	__u32 row_start; /* first row of the object's table in unwind_rows */
+	__u32 nr_rows;	 /* 0: the object has no table: walk by frame pointer */
 };
 _Static_assert(sizeof(struct tp_exec_mapping) == 32, "tp_exec_mapping layout");
-
-#define TP_NO_TABLE 0xffffffffu
 
 /* The value of unwind_procs: a process's executable mappings, sorted by start, disjoint. */
 struct tp_proc_mappings {

@@ -34,6 +34,14 @@ struct pid_set {
 	size_t mask, count;
 };
 
+enum unwind_op { UNWIND_ADD, UNWIND_RESCAN, UNWIND_FORGET };
+
+struct unwind_req {
+	enum unwind_op op;
+	uint32_t pid;
+	uint64_t start_ns;
+};
+
 struct collector {
 	struct collector_opts opts;
 	pthread_rwlock_t lock;
@@ -61,6 +69,10 @@ struct collector {
 	pthread_cond_t drain_cond;
 	uint64_t drained_up_to_ns;
 	bool stopping;
+
+	/* unwinder work of the current drain (unwind_queue) */
+	struct unwind_req *unwind_ops;
+	size_t nr_unwind_ops, cap_unwind_ops;
 
 	/* scratch for one stack key */
 	struct stack *key;
@@ -152,6 +164,49 @@ static void pid_set__del(struct pid_set *s, uint32_t pid)
 	}
 }
 
+/* ---- unwinder work: queued under the lock, done after it ---- */
+
+/* Building unwind tables takes milliseconds per object: the drain queues what the unwinder must
+ * do, in event order, and does it once the store lock is released, so queries do not wait. */
+static void unwind_queue(struct collector *c, enum unwind_op op, uint32_t pid, uint64_t start_ns)
+{
+	if (!c->opts.unwinder)
+		return;
+	if (c->nr_unwind_ops == c->cap_unwind_ops) {
+		size_t n = c->cap_unwind_ops ? 2 * c->cap_unwind_ops : 64;
+		struct unwind_req *v = realloc(c->unwind_ops, n * sizeof(*v));
+
+		if (!v) {
+			c->st.unwind_queue_full++;
+			return;
+		}
+		c->unwind_ops = v;
+		c->cap_unwind_ops = n;
+	}
+	c->unwind_ops[c->nr_unwind_ops++] =
+	    (struct unwind_req){.op = op, .pid = pid, .start_ns = start_ns};
+}
+
+static void unwind_run_queue(struct collector *c)
+{
+	for (size_t i = 0; i < c->nr_unwind_ops; i++) {
+		const struct unwind_req *r = &c->unwind_ops[i];
+
+		switch (r->op) {
+		case UNWIND_ADD:
+			unwinder__add_process(c->opts.unwinder, r->pid, r->start_ns);
+			break;
+		case UNWIND_RESCAN:
+			unwinder__rescan(c->opts.unwinder, r->pid, r->start_ns);
+			break;
+		case UNWIND_FORGET:
+			unwinder__forget_process(c->opts.unwinder, r->pid);
+			break;
+		}
+	}
+	c->nr_unwind_ops = 0;
+}
+
 /* ---- events ---- */
 
 static void forget_process(struct collector *c, uint32_t pid)
@@ -161,8 +216,7 @@ static void forget_process(struct collector *c, uint32_t pid)
 	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
 	 * have marked the process known again: the new image's samples must wake us */
 	loader__forget(c->opts.loader, pid);
-	if (c->opts.unwinder)
-		unwinder__forget_process(c->opts.unwinder, pid);
+	unwind_queue(c, UNWIND_FORGET, pid, 0);
 }
 
 static void add_sample(struct collector *c, const struct tp_sample *s)
@@ -214,16 +268,15 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		}
 	}
 	/* the table walker met a PC in no mapping it knew: the process mapped something new */
-	if ((s->flags & TP_SAMPLE_UNWIND_RESCAN) && c->opts.unwinder)
-		unwinder__rescan(c->opts.unwinder, s->hdr.pid, s->hdr.start_ns);
+	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
+		unwind_queue(c, UNWIND_RESCAN, s->hdr.pid, s->hdr.start_ns);
 	/* The first sample of a process woke us so that its maps were read while it lives; from
 	 * now on its samples may wait for the next drain. */
 	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
 		loader__mark_known(c->opts.loader, s->hdr.pid, s->hdr.start_ns);
 		pid_set__add(&c->known, s->hdr.pid, s->hdr.start_ns);
 		/* its next samples are walked with unwind tables */
-		if (c->opts.unwinder)
-			unwinder__add_process(c->opts.unwinder, s->hdr.pid, s->hdr.start_ns);
+		unwind_queue(c, UNWIND_ADD, s->hdr.pid, s->hdr.start_ns);
 	}
 
 	stack =
@@ -411,10 +464,16 @@ static void drain(struct collector *c, bool tick)
 		c->st.last_drain_mono_ns = now;
 		c->st.healthy = c->st.probes_attached >= 4;
 		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
-		if (c->opts.unwinder)
-			unwinder__stats(c->opts.unwinder, &c->st.unwind);
 	}
 	pthread_rwlock_unlock(&c->lock);
+	if (c->opts.unwinder) {
+		unwind_run_queue(c);
+		if (tick) {
+			pthread_rwlock_wrlock(&c->lock);
+			unwinder__stats(c->opts.unwinder, &c->st.unwind);
+			pthread_rwlock_unlock(&c->lock);
+		}
+	}
 
 	if (tick) {
 		pthread_mutex_lock(&c->drain_mu);
@@ -592,6 +651,7 @@ void collector__free(struct collector *c)
 	free(c->cpu_received_total);
 	free(c->cpu_sampled_ns_total);
 	free(c->key);
+	free(c->unwind_ops);
 	free(c->known.pids);
 	free(c->known.starts);
 	free(c);

@@ -45,6 +45,7 @@ struct collector_status {
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
 	uint64_t cut_stacks;	      /* user stacks ended at an address in no executable mapping */
+	uint64_t unwind_queue_full;   /* unwinder requests lost: no memory */
 	struct symbolizer_stats sym;  /* as of the last drain */
 	struct unwinder_stats unwind; /* as of the last drain (zero without an unwinder) */
 	/* BPF counts of the table unwinder since start, indexed by enum tp_metric from

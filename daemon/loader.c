@@ -29,6 +29,8 @@ struct loader {
 	int stats_fd;
 	uint64_t *counters; /* mmap of the counters map */
 	size_t counters_bytes;
+	struct tp_unwind_row *rows; /* mmap of unwind_rows */
+	size_t rows_bytes;
 };
 
 int loader__probe_kernel(void)
@@ -185,8 +187,8 @@ struct loader *loader__new(const struct loader_opts *opts)
 	l->unwind_tables = opts->unwind_tables;
 	l->skel->rodata->unwind_tables_on = opts->unwind_tables;
 	/* off: the maps stay but hold one entry */
-	err = bpf_map__set_max_entries(l->skel->maps.unwind_tables,
-				       opts->unwind_tables ? opts->unwind_max_objects : 1);
+	err = bpf_map__set_max_entries(l->skel->maps.unwind_rows,
+				       opts->unwind_tables ? opts->unwind_rows : 1);
 	if (!err)
 		err =
 		    bpf_map__set_max_entries(l->skel->maps.unwind_procs,
@@ -215,6 +217,21 @@ struct loader *loader__new(const struct loader_opts *opts)
 		err = -errno;
 		pr_err("failed to map the BPF counters: %s", strerror(-err));
 		goto fail;
+	}
+	if (opts->unwind_tables) {
+		size_t page = sysconf(_SC_PAGESIZE);
+
+		l->rows_bytes =
+		    ((size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) + page - 1) / page *
+		    page;
+		l->rows = mmap(NULL, l->rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       bpf_map__fd(l->skel->maps.unwind_rows), 0);
+		if (l->rows == MAP_FAILED) {
+			l->rows = NULL;
+			err = -errno;
+			pr_err("failed to map the unwind tables: %s", strerror(-err));
+			goto fail;
+		}
 	}
 	err = profile_bpf__attach(l->skel);
 	if (err) {
@@ -250,6 +267,8 @@ void loader__free(struct loader *l)
 	}
 	if (l->counters)
 		munmap(l->counters, l->counters_bytes);
+	if (l->rows)
+		munmap(l->rows, l->rows_bytes);
 	profile_bpf__destroy(l->skel);
 	if (l->stats_fd >= 0)
 		close(l->stats_fd);
@@ -305,41 +324,10 @@ bool loader__unwind_tables(const struct loader *l)
 	return l->unwind_tables;
 }
 
-int loader__unwind_set_table(struct loader *l, uint32_t id, const struct tp_unwind_row *rows,
-			     size_t nr)
+struct tp_unwind_row *loader__unwind_rows(struct loader *l, uint32_t *nr_rows)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP | BPF_F_MMAPABLE);
-	size_t bytes = nr * sizeof(*rows), page = sysconf(_SC_PAGESIZE);
-	void *mem;
-	int fd, err = 0;
-
-	if (!l->unwind_tables || !nr || nr > UINT32_MAX ||
-	    id >= bpf_map__max_entries(l->skel->maps.unwind_tables))
-		return -EINVAL;
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "tp_unwind_rows", sizeof(uint32_t), sizeof(*rows),
-			    (uint32_t)nr, &opts);
-	if (fd < 0)
-		return -errno;
-	/* one copy through a shared mapping instead of nr update syscalls */
-	mem =
-	    mmap(NULL, (bytes + page - 1) / page * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		err = -errno;
-		goto out;
-	}
-	memcpy(mem, rows, bytes);
-	munmap(mem, (bytes + page - 1) / page * page);
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.unwind_tables), &id, &fd, BPF_ANY))
-		err = -errno;
-out:
-	close(fd); /* unwind_tables holds the map now */
-	return err;
-}
-
-void loader__unwind_drop_table(struct loader *l, uint32_t id)
-{
-	if (l->unwind_tables)
-		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_tables), &id);
+	*nr_rows = l->rows ? bpf_map__max_entries(l->skel->maps.unwind_rows) : 0;
+	return l->rows;
 }
 
 int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m)

@@ -18,7 +18,7 @@ struct loader_opts {
 	/* The table unwinder (bpf/lib/unwind.bpf.h): off, user stacks are walked by frame
 	 * pointers only and its maps take no memory. */
 	bool unwind_tables;
-	uint32_t unwind_max_objects;   /* tables in unwind_tables, >= 1 */
+	uint32_t unwind_rows;	       /* rows of unwind_rows (8 bytes each), >= 1 */
 	uint32_t unwind_max_processes; /* processes in unwind_procs, >= 1 */
 };
 
@@ -60,13 +60,9 @@ void loader__forget(struct loader *l, uint32_t pid);
 bool loader__can_unwind_tables(void);
 /* True when the loaded programs walk user stacks with unwind tables. */
 bool loader__unwind_tables(const struct loader *l);
-/* Loads nr rows (sorted, tailprof.h) as table id (< unwind_max_objects) of unwind_tables,
- * replacing what was there; the BPF map takes unwind_table__bpf_bytes(nr). Returns 0, -EINVAL
- * (id out of range, nr 0), or the negative errno of map creation (-ENOMEM). */
-int loader__unwind_set_table(struct loader *l, uint32_t id, const struct tp_unwind_row *rows,
-			     size_t nr);
-/* Removes table id from unwind_tables; its memory is freed once no walk uses it. */
-void loader__unwind_drop_table(struct loader *l, uint32_t id);
+/* The unwind_rows array, mapped into this process (writable; BPF reads it concurrently), and
+ * its size in rows, or NULL when the table unwinder is off. Valid until loader__free(). */
+struct tp_unwind_row *loader__unwind_rows(struct loader *l, uint32_t *nr_rows);
 /* Sets the executable mappings of process pid in unwind_procs. 0, or -E2BIG when the map is
  * full, or another negative errno. */
 int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m);

@@ -27,9 +27,6 @@
 #include "unwinder.h"
 
 #define MAX_WINDOWS 1000000
-/* Distinct objects with unwind tables at a time (table ids); BPF memory is bounded by
- * --unwind-memory, not by this. */
-#define UNWIND_MAX_OBJECTS 4096
 
 struct options {
 	uint32_t frequency_hz;
@@ -226,17 +223,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-/* The unwinder's tables and mappings go to the loader's BPF maps. */
-static int unwind_set_table(void *ctx, uint32_t id, const struct tp_unwind_row *rows, size_t nr)
-{
-	return loader__unwind_set_table(ctx, id, rows, nr);
-}
-
-static void unwind_drop_table(void *ctx, uint32_t id)
-{
-	loader__unwind_drop_table(ctx, id);
-}
-
+/* The unwinder's mappings go to the loader's BPF maps. */
 static int unwind_set_process(void *ctx, uint32_t pid, const struct tp_proc_mappings *m)
 {
 	return loader__unwind_set_process(ctx, pid, m);
@@ -248,8 +235,6 @@ static void unwind_drop_process(void *ctx, uint32_t pid)
 }
 
 static const struct unwinder_ops unwind_ops = {
-    .set_table = unwind_set_table,
-    .drop_table = unwind_drop_table,
     .set_process = unwind_set_process,
     .drop_process = unwind_drop_process,
 };
@@ -353,17 +338,20 @@ int main(int argc, char **argv)
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
 	    .unwind_tables = o.unwind_tables,
-	    .unwind_max_objects = UNWIND_MAX_OBJECTS,
+	    .unwind_rows = o.unwind_memory_bytes / sizeof(struct tp_unwind_row),
 	    .unwind_max_processes = o.unwind_max_processes,
 	});
 	if (!loader)
 		goto out;
 	if (o.unwind_tables) {
+		uint32_t nr_rows;
+		struct tp_unwind_row *rows = loader__unwind_rows(loader, &nr_rows);
+
 		unwinder = unwinder__new(&(struct unwinder_opts){
 		    .ops = &unwind_ops,
 		    .ops_ctx = loader,
-		    .max_table_bytes = o.unwind_memory_bytes,
-		    .max_objects = UNWIND_MAX_OBJECTS,
+		    .rows = rows,
+		    .nr_rows = nr_rows,
 		    .max_processes = o.unwind_max_processes,
 		});
 		if (!unwinder) {

@@ -524,8 +524,14 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	put(t, "tailprof_unwind_tables %" PRIu64 "\n", u->tables);
 	metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of those tables.");
 	put(t, "tailprof_unwind_table_rows %" PRIu64 "\n", u->table_rows);
-	metric(t, "tailprof_unwind_table_bytes", "gauge", "BPF memory of those tables.");
-	put(t, "tailprof_unwind_table_bytes %" PRIu64 "\n", u->table_bytes);
+	metric(t, "tailprof_unwind_table_bytes", "gauge",
+	       "BPF memory those rows use (8 bytes a row).");
+	put(t, "tailprof_unwind_table_bytes %" PRIu64 "\n",
+	    u->table_rows * sizeof(struct tp_unwind_row));
+	metric(t, "tailprof_unwind_capacity_bytes", "gauge",
+	       "BPF memory reserved for unwind tables (--unwind-memory).");
+	put(t, "tailprof_unwind_capacity_bytes %" PRIu64 "\n",
+	    u->capacity_rows * sizeof(struct tp_unwind_row));
 	metric(t, "tailprof_unwind_objects_without_table_total", "counter",
 	       "Objects walked by frame pointers instead, by reason.");
 	put(t, "tailprof_unwind_objects_without_table_total{reason=\"over_budget\"} %" PRIu64 "\n",

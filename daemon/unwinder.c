@@ -31,14 +31,18 @@ struct uw_object {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
 	bool vdso;
-	int refcnt;	   /* mappings of known processes that use it */
-	int status;	   /* 0: table loaded; else why not (-ENOENT no CFI, -ENOSPC budget...) */
-	uint32_t table_id; /* TP_NO_TABLE unless status == 0 */
+	int refcnt;	    /* mappings of known processes that use it */
+	int status;	    /* 0: table loaded; else why not (-ENOENT no CFI, -ENOSPC no room...) */
+	uint32_t row_start; /* its run of rows, when status == 0 */
 	uint32_t nr_rows;
-	uint64_t bpf_bytes;
 	struct unwind_segment segs[UNWIND_MAX_SEGMENTS];
 	size_t nr_segs;
 	struct uw_object *next; /* hash chain */
+};
+
+/* A run of rows of unwind_rows. */
+struct extent {
+	uint32_t start, len;
 };
 
 struct uw_proc {
@@ -54,8 +58,8 @@ struct unwinder {
 	struct unwinder_opts opts;
 	struct uw_object *objects[OBJECT_BUCKETS];
 	struct uw_proc *procs[PROC_BUCKETS];
-	uint32_t *free_ids; /* stack of unused table ids */
-	uint32_t nr_free_ids;
+	struct extent *free; /* free runs of rows, sorted by start, coalesced */
+	size_t nr_free, cap_free;
 	struct unwinder_stats st;
 	struct tp_proc_mappings scratch;
 };
@@ -82,6 +86,61 @@ static uint64_t now_ns(const struct unwinder *u)
 	return u->opts.clock_ns ? u->opts.clock_ns() : mono_ns();
 }
 
+/* ---- runs of rows: first fit over a sorted free list ---- */
+
+/* A run of n rows, or -ENOSPC. */
+static int64_t rows_alloc(struct unwinder *u, uint32_t n)
+{
+	for (size_t i = 0; i < u->nr_free; i++) {
+		struct extent *e = &u->free[i];
+		uint32_t start = e->start;
+
+		if (e->len < n)
+			continue;
+		e->start += n;
+		e->len -= n;
+		if (!e->len) {
+			memmove(e, e + 1, (u->nr_free - i - 1) * sizeof(*e));
+			u->nr_free--;
+		}
+		return start;
+	}
+	return -ENOSPC;
+}
+
+static void rows_free(struct unwinder *u, uint32_t start, uint32_t n)
+{
+	size_t i = 0;
+
+	while (i < u->nr_free && u->free[i].start < start)
+		i++;
+	/* merge with the run before and/or after */
+	if (i > 0 && u->free[i - 1].start + u->free[i - 1].len == start) {
+		u->free[i - 1].len += n;
+		if (i < u->nr_free && start + n == u->free[i].start) {
+			u->free[i - 1].len += u->free[i].len;
+			memmove(&u->free[i], &u->free[i + 1],
+				(u->nr_free - i - 1) * sizeof(u->free[0]));
+			u->nr_free--;
+		}
+		return;
+	}
+	if (i < u->nr_free && start + n == u->free[i].start) {
+		u->free[i].start = start;
+		u->free[i].len += n;
+		return;
+	}
+	if (u->nr_free == u->cap_free) {
+		u->cap_free = u->cap_free ? 2 * u->cap_free : 64;
+		u->free = realloc(u->free, u->cap_free * sizeof(*u->free));
+		if (!u->free)
+			abort(); /* at most one run per object: small */
+	}
+	memmove(&u->free[i + 1], &u->free[i], (u->nr_free - i) * sizeof(u->free[0]));
+	u->free[i] = (struct extent){.start = start, .len = n};
+	u->nr_free++;
+}
+
 /* ---- objects ---- */
 
 static size_t object_bucket(uint64_t dev, uint64_t ino)
@@ -102,24 +161,23 @@ static void object_release(struct unwinder *u, struct uw_object *o)
 		}
 	}
 	if (o->status == 0) {
-		u->opts.ops->drop_table(u->opts.ops_ctx, o->table_id);
-		u->free_ids[u->nr_free_ids++] = o->table_id;
+		/* no mapping in BPF points at these rows any more */
+		rows_free(u, o->row_start, o->nr_rows);
 		u->st.tables--;
 		u->st.table_rows -= o->nr_rows;
-		u->st.table_bytes -= o->bpf_bytes;
 	}
 	u->st.objects--;
 	free(o);
 }
 
-/* Builds o's table from fd and loads it into BPF if it fits. Sets o->status. */
+/* Builds o's table from fd and copies it into BPF's rows if it fits. Sets o->status. */
 static void object_load(struct unwinder *u, struct uw_object *o, int fd, const char *what)
 {
 	struct unwind_table t;
-	uint64_t t0 = mono_ns(), bytes;
+	uint64_t t0 = mono_ns();
+	int64_t start;
 	int err;
 
-	o->table_id = TP_NO_TABLE;
 	err = unwind_table__build_fd(fd, &t);
 	u->st.build_ns += mono_ns() - t0;
 	if (err) {
@@ -133,33 +191,22 @@ static void object_load(struct unwinder *u, struct uw_object *o, int fd, const c
 	}
 	memcpy(o->segs, t.segs, sizeof(o->segs));
 	o->nr_segs = t.nr_segs;
-	bytes = unwind_table__bpf_bytes(t.nr_rows);
-	if (!u->nr_free_ids || u->st.table_bytes + bytes > u->opts.max_table_bytes) {
+	start = t.nr_rows <= UINT32_MAX ? rows_alloc(u, t.nr_rows) : -ENOSPC;
+	if (start < 0) {
 		o->status = -ENOSPC;
 		u->st.over_budget++;
 		pr_debug("no room for the unwind table of %s (%zu rows): frame pointers there",
 			 what, t.nr_rows);
-		unwind_table__clear(&t);
-		return;
-	}
-	o->table_id = u->free_ids[--u->nr_free_ids];
-	err = u->opts.ops->set_table(u->opts.ops_ctx, o->table_id, t.rows, t.nr_rows);
-	if (err) {
-		u->free_ids[u->nr_free_ids++] = o->table_id;
-		o->table_id = TP_NO_TABLE;
-		o->status = err;
-		u->st.over_budget++;
-		pr_debug("failed to load the unwind table of %s (%zu rows): %s", what, t.nr_rows,
-			 strerror(-err));
 	} else {
+		/* rows no mapping uses yet: BPF does not read them until set_process */
+		memcpy(&u->opts.rows[start], t.rows, t.nr_rows * sizeof(*t.rows));
 		o->status = 0;
+		o->row_start = start;
 		o->nr_rows = t.nr_rows;
-		o->bpf_bytes = bytes;
 		u->st.tables++;
 		u->st.table_rows += t.nr_rows;
-		u->st.table_bytes += bytes;
 	}
-	/* BPF has its copy: user space keeps only what bias needs */
+	/* BPF has its copy: user space keeps only what the bias needs */
 	unwind_table__clear(&t);
 }
 
@@ -320,7 +367,6 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 		*e = (struct tp_exec_mapping){
 		    .start = m->start,
 		    .end = m->end,
-		    .table_id = TP_NO_TABLE,
 		};
 		if (o && o->status == 0) {
 			struct unwind_table t = {.nr_segs = o->nr_segs};
@@ -329,7 +375,7 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 			memcpy(t.segs, o->segs, sizeof(t.segs));
 			if (!unwind_table__bias(&t, m->start, m->pgoff, &bias)) {
 				e->bias = bias;
-				e->table_id = o->table_id;
+				e->row_start = o->row_start;
 				e->nr_rows = o->nr_rows;
 			}
 		}
@@ -429,8 +475,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 {
 	struct unwinder *u;
 
-	if (!opts || !opts->ops || !opts->max_objects || !opts->max_processes ||
-	    !opts->max_table_bytes) {
+	if (!opts || !opts->ops || !opts->rows || !opts->nr_rows || !opts->max_processes) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -439,12 +484,9 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 	if (!u->opts.proc_root)
 		u->opts.proc_root = "/proc";
 	if (!u->opts.rescan_min_ns)
-		u->opts.rescan_min_ns = 1000000000ull;
-	u->free_ids = xcalloc(opts->max_objects, sizeof(*u->free_ids));
-	/* ids handed out from 0 up */
-	for (uint32_t i = 0; i < opts->max_objects; i++)
-		u->free_ids[i] = opts->max_objects - 1 - i;
-	u->nr_free_ids = opts->max_objects;
+		u->opts.rescan_min_ns = 250000000ull;
+	u->st.capacity_rows = opts->nr_rows;
+	rows_free(u, 0, opts->nr_rows);
 	return u;
 }
 
@@ -455,6 +497,6 @@ void unwinder__free(struct unwinder *u)
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
 		while (u->procs[b])
 			proc_free(u, &u->procs[b], true);
-	free(u->free_ids);
+	free(u->free);
 	free(u);
 }

@@ -3,9 +3,9 @@
  * about it reads /proc/PID/maps, builds (or finds cached) the table of every executable object
  * mapped (unwind_table), hands new tables to BPF, and hands BPF the process's sorted list of
  * executable mappings (start, end, load bias, table). Tables are per object, not per process:
- * one table serves every process that maps the object, and it is released when the last such
- * process is forgotten. Memory is bounded: tables that do not fit in the budget are not loaded
- * and their objects are walked by frame pointers (counted).
+ * one table serves every process that maps the object, and its rows are reused once the last
+ * such process is forgotten. Memory is bounded by the rows array: tables that do not fit are not
+ * loaded and their objects are walked by frame pointers (counted).
  *
  * It knows nothing of BPF itself: it calls the ops it is given (the loader's unwind functions in
  * the daemon, fakes in tests). Threading: one thread (the drain loop). */
@@ -17,11 +17,9 @@
 
 #include "tailprof.h"
 
-/* Where tables and mappings go (the loader's loader__unwind_* functions, or test fakes). Each
+/* Where mappings go (the loader's loader__unwind_* functions, or test fakes). set_process
  * returns 0 or a negative errno. */
 struct unwinder_ops {
-	int (*set_table)(void *ctx, uint32_t id, const struct tp_unwind_row *rows, size_t nr);
-	void (*drop_table)(void *ctx, uint32_t id);
 	int (*set_process)(void *ctx, uint32_t pid, const struct tp_proc_mappings *m);
 	void (*drop_process)(void *ctx, uint32_t pid);
 };
@@ -29,11 +27,13 @@ struct unwinder_ops {
 struct unwinder_opts {
 	const struct unwinder_ops *ops;
 	void *ops_ctx;
+	/* Where tables go: the BPF unwind_rows array as mapped by the loader (BPF reads it
+	 * concurrently), nr_rows long. The unwinder gives each object's table a run of it. */
+	struct tp_unwind_row *rows;
+	uint32_t nr_rows;
 	const char *proc_root;	    /* default "/proc" */
-	uint64_t max_table_bytes;   /* BPF memory for all tables (unwind_table__bpf_bytes each) */
-	uint32_t max_objects;	    /* table ids: 0 .. max_objects - 1 */
 	uint32_t max_processes;	    /* processes with mappings in BPF */
-	uint64_t rescan_min_ns;	    /* at most one rescan per process per this; default 1 s */
+	uint64_t rescan_min_ns;	    /* at most one rescan per process per this; default 250 ms */
 	uint64_t (*clock_ns)(void); /* monotonic clock; default CLOCK_MONOTONIC (tests fake it) */
 };
 
@@ -41,8 +41,8 @@ struct unwinder_stats {
 	uint64_t processes;	   /* processes whose mappings BPF has now */
 	uint64_t objects;	   /* objects referenced now (with or without a table) */
 	uint64_t tables;	   /* tables loaded in BPF now */
-	uint64_t table_rows;	   /* their rows */
-	uint64_t table_bytes;	   /* their BPF memory, bytes */
+	uint64_t table_rows;	   /* their rows (8 bytes each) */
+	uint64_t capacity_rows;	   /* rows unwind_rows holds (--unwind-memory) */
 	uint64_t over_budget;	   /* objects not given a table: the budget was spent (total) */
 	uint64_t no_cfi;	   /* objects without unwind information (total) */
 	uint64_t failed;	   /* objects that could not be opened or read (total) */
@@ -52,8 +52,8 @@ struct unwinder_stats {
 	uint64_t build_ns;	   /* time spent building tables (total) */
 };
 
-/* Returns an unwinder with nothing loaded, or NULL with errno set (EINVAL: no ops, zero
- * limits). */
+/* Returns an unwinder with nothing loaded, or NULL with errno set (EINVAL: no ops or rows,
+ * zero limits). */
 struct unwinder *unwinder__new(const struct unwinder_opts *opts);
 /* Drops every process and table through the ops, then frees. NULL allowed. */
 void unwinder__free(struct unwinder *u);

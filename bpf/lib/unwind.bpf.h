@@ -17,37 +17,28 @@ enum tp_unwind_reason {
 	TP_UNWIND_NO_MAPPING,  /* a PC in no mapping of unwind_procs: user space rescans */
 	TP_UNWIND_READ_FAILED, /* bpf_probe_read_user failed */
 	TP_UNWIND_BAD_FRAME,   /* the CFA did not move up the stack */
-	TP_UNWIND_NO_TABLE_LOOKUP, /* the table of a mapping was not in unwind_tables */
 };
 
-/* The rows of one object: an inner array map, sized by user space to the table
- * (BPF_F_INNER_MAP lets each inner map have its own max_entries). */
-struct tp_unwind_rows_map {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_INNER_MAP | BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
-	/* sizes, not types: clang 14 writes the value type of a map inside a map as a BTF
-	 * forward declaration, which libbpf cannot size */
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(struct tp_unwind_row));
-};
-
-/* unwind_tables: table id -> the rows of one ELF object (struct tp_unwind_row, sorted by pc).
- * Written by tailprofd (the unwinder module, through the loader) when the first process that
- * maps the object is seen, deleted when the last one is gone; read by tp_unwind_user(). One
- * table per object, shared by every process. max_entries set by the loader to
- * --unwind-max-objects; the rows' memory is bounded by --unwind-memory. */
+/* unwind_rows: the unwind tables of every object, each a run of rows sorted by pc
+ * (struct tp_unwind_row), one run per object shared by every process that maps it. Written by
+ * tailprofd (the unwinder module, through the loader's mmap of this array) when the first
+ * process that maps an object is seen; a run is reused once the last such process is gone.
+ * Read by tp_unwind_user(). max_entries set by the loader from --unwind-memory (8 bytes a
+ * row). One array rather than a map per object: updating a map in a map waits for an RCU
+ * grace period, per table. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 4096);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__array(values, struct tp_unwind_rows_map);
-} unwind_tables SEC(".maps");
+	__type(value, struct tp_unwind_row);
+} unwind_rows SEC(".maps");
 
 /* unwind_procs: tgid -> its executable mappings (struct tp_proc_mappings: start, end, bias,
- * table id). Written by tailprofd when a process is first sampled and when its maps changed (a
- * PC in no known mapping asks for a rescan); deleted at exec and exit. Read here. A process
- * not in it is walked by frame pointers (bpf_get_stack). max_entries set by the loader to
+ * the run of unwind_rows of the object mapped). Written by tailprofd when a process is first
+ * sampled and when its maps changed (a PC in no known mapping asks for a rescan); deleted at exec
+ * and exit. Read here. A process not in it is walked by frame pointers (bpf_get_stack). max_entries
+ * set by the loader to
  * --unwind-max-processes; 4 KiB each. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -73,14 +64,16 @@ struct tp_unwind_state {
 	/* a flag, not a count: a count would be a new verifier state in every iteration */
 	__u32 used_fp;
 	__u32 exact_pc; /* pc is not a return address: frame 0, or interrupted by a signal */
+	__u32 after_fp; /* pc came from a frame-pointer step */
 	__u32 done;
 };
 
 /* Binary searches run in bpf_loop callbacks: unrolled, the verifier would follow every path
  * through them for every frame. */
 struct tp_unwind_search {
-	void *base; /* struct tp_proc_mappings, or an inner map of unwind_tables */
+	struct tp_proc_mappings *procs; /* the mappings searched, or NULL: rows */
 	__u64 key;
+	__u32 base; /* rows: the first row of the table in unwind_rows */
 	__u32 lo, hi;
 	__u32 failed;
 };
@@ -89,7 +82,7 @@ struct tp_unwind_search {
 static long tp_unwind_mapping_step(__u32 index, void *ctx)
 {
 	struct tp_unwind_search *s = ctx;
-	struct tp_proc_mappings *p = s->base;
+	struct tp_proc_mappings *p = s->procs;
 	__u32 mid;
 
 	if (s->lo >= s->hi)
@@ -111,12 +104,13 @@ static long tp_unwind_row_step(__u32 index, void *ctx)
 {
 	struct tp_unwind_search *s = ctx;
 	struct tp_unwind_row *r;
-	__u32 mid;
+	__u32 mid, idx;
 
 	if (s->lo >= s->hi)
 		return 1;
 	mid = (s->lo + s->hi) / 2;
-	r = bpf_map_lookup_elem(s->base, &mid);
+	idx = s->base + mid;
+	r = bpf_map_lookup_elem(&unwind_rows, &idx);
 	if (!r) {
 		s->failed = 1;
 		return 1;
@@ -132,7 +126,7 @@ static long tp_unwind_row_step(__u32 index, void *ctx)
 static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_proc_mappings *p,
 								      __u64 pc)
 {
-	struct tp_unwind_search s = {.base = p, .key = pc, .hi = p->nr};
+	struct tp_unwind_search s = {.procs = p, .key = pc, .hi = p->nr};
 	__u32 i;
 
 	if (s.hi > TP_MAX_PROC_MAPPINGS)
@@ -146,18 +140,18 @@ static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_
 	return &p->m[i];
 }
 
-/* The row in effect at rel (the last row whose pc <= rel) of a table of nr rows, or NULL.
- * 24 halvings: tables of up to 16M rows. */
-static __always_inline struct tp_unwind_row *tp_unwind_find_row(void *rows, __u32 nr, __u32 rel)
+/* The row in effect at rel (the last row whose pc <= rel) of the table of nr rows from row
+ * base of unwind_rows, or NULL. 24 halvings: tables of up to 16M rows. */
+static __always_inline struct tp_unwind_row *tp_unwind_find_row(__u32 base, __u32 nr, __u32 rel)
 {
-	struct tp_unwind_search s = {.base = rows, .key = rel, .hi = nr};
+	struct tp_unwind_search s = {.key = rel, .base = base, .hi = nr};
 	__u32 i;
 
 	bpf_loop(24, tp_unwind_row_step, &s, 0);
 	if (s.failed || s.lo == 0)
 		return NULL;
-	i = s.lo - 1;
-	return bpf_map_lookup_elem(rows, &i);
+	i = base + s.lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &i);
 }
 
 static __always_inline int tp_unwind_stop(struct tp_unwind_state *st, __u32 reason)
@@ -174,8 +168,6 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	struct tp_exec_mapping *m;
 	struct tp_unwind_row *rp, row, *r = &row;
 	__u64 lookup, cfa, ra = 0, bp = st->bp;
-	__u32 table;
-	void *rows;
 
 	/* the frame number is bpf_loop's index, not a count kept in st: the verifier then sees
 	 * one state for every iteration instead of one per value of the count */
@@ -187,15 +179,15 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	/* a return address points after the call, which may be the next function */
 	lookup = st->exact_pc ? st->pc : st->pc - 1;
 	m = tp_unwind_find_mapping(st->procs, lookup);
+	/* a PC that a table step (or the registers) gave is real: the process mapped something
+	 * new; one that a frame-pointer step gave is as likely a stack word of code without frame
+	 * pointers */
 	if (!m)
-		return tp_unwind_stop(st, TP_UNWIND_NO_MAPPING);
-	table = m->table_id;
-	if (table == TP_NO_TABLE)
+		return tp_unwind_stop(st,
+				      st->after_fp ? TP_UNWIND_BAD_FRAME : TP_UNWIND_NO_MAPPING);
+	if (!m->nr_rows)
 		goto frame_pointer;
-	rows = bpf_map_lookup_elem(&unwind_tables, &table);
-	if (!rows)
-		return tp_unwind_stop(st, TP_UNWIND_NO_TABLE_LOOKUP);
-	rp = tp_unwind_find_row(rows, m->nr_rows, (__u32)(lookup - m->bias));
+	rp = tp_unwind_find_row(m->row_start, m->nr_rows, (__u32)(lookup - m->bias));
 	if (!rp)
 		goto frame_pointer;
 	row = *rp;
@@ -223,6 +215,7 @@ static long tp_unwind_step(__u32 index, void *ctx)
 		st->sp = regs[5];
 		st->pc = regs[6];
 		st->exact_pc = 1;
+		st->after_fp = 0;
 		if (!st->pc)
 			return tp_unwind_stop(st, TP_UNWIND_END);
 		return 0;
@@ -241,6 +234,7 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	else if (r->rbp_off8 &&
 		 bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + ((__s64)r->rbp_off8 << 3))))
 		return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+	st->after_fp = 0;
 	goto next;
 
 frame_pointer:
@@ -257,6 +251,7 @@ frame_pointer:
 		ra = fr[1];
 		cfa = st->bp + 16;
 	}
+	st->after_fp = 1;
 next:
 	if (cfa <= st->sp)
 		return tp_unwind_stop(st, TP_UNWIND_BAD_FRAME);
