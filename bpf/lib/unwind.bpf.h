@@ -59,6 +59,7 @@ struct tp_unwind_state {
 	__u64 pc, sp, bp;
 	__u64 *out; /* TP_MAX_STACK_DEPTH slots */
 	struct tp_proc_mappings *procs;
+	struct tp_exec_mapping *last_m; /* the mapping of the previous frame, or NULL */
 	__u32 n;
 	__u32 reason;
 	/* a flag, not a count: a count would be a new verifier state in every iteration */
@@ -78,47 +79,56 @@ struct tp_unwind_search {
 	__u32 failed;
 };
 
-/* One halving over the mappings of a process: lo ends one past the last start <= key. */
+/* Halvings per bpf_loop iteration: fewer callbacks, and still few paths for the verifier. */
+#define TP_UNWIND_HALVINGS 2
+
+/* Up to TP_UNWIND_HALVINGS halvings over the mappings of a process: lo ends one past the last
+ * start <= key. */
 static long tp_unwind_mapping_step(__u32 index, void *ctx)
 {
 	struct tp_unwind_search *s = ctx;
 	struct tp_proc_mappings *p = s->procs;
 	__u32 mid;
 
-	if (s->lo >= s->hi)
-		return 1;
-	mid = (s->lo + s->hi) / 2;
-	if (mid >= TP_MAX_PROC_MAPPINGS) {
-		s->failed = 1;
-		return 1;
+	for (int k = 0; k < TP_UNWIND_HALVINGS; k++) {
+		if (s->lo >= s->hi)
+			return 1;
+		mid = (s->lo + s->hi) / 2;
+		if (mid >= TP_MAX_PROC_MAPPINGS) {
+			s->failed = 1;
+			return 1;
+		}
+		if (p->m[mid].start <= s->key)
+			s->lo = mid + 1;
+		else
+			s->hi = mid;
 	}
-	if (p->m[mid].start <= s->key)
-		s->lo = mid + 1;
-	else
-		s->hi = mid;
 	return 0;
 }
 
-/* One halving over the rows of a table: lo ends one past the last row whose pc <= key. */
+/* Up to TP_UNWIND_HALVINGS halvings over the rows of a table: lo ends one past the last row
+ * whose pc <= key. */
 static long tp_unwind_row_step(__u32 index, void *ctx)
 {
 	struct tp_unwind_search *s = ctx;
 	struct tp_unwind_row *r;
 	__u32 mid, idx;
 
-	if (s->lo >= s->hi)
-		return 1;
-	mid = (s->lo + s->hi) / 2;
-	idx = s->base + mid;
-	r = bpf_map_lookup_elem(&unwind_rows, &idx);
-	if (!r) {
-		s->failed = 1;
-		return 1;
+	for (int k = 0; k < TP_UNWIND_HALVINGS; k++) {
+		if (s->lo >= s->hi)
+			return 1;
+		mid = (s->lo + s->hi) / 2;
+		idx = s->base + mid;
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!r) {
+			s->failed = 1;
+			return 1;
+		}
+		if (r->pc <= s->key)
+			s->lo = mid + 1;
+		else
+			s->hi = mid;
 	}
-	if (r->pc <= s->key)
-		s->lo = mid + 1;
-	else
-		s->hi = mid;
 	return 0;
 }
 
@@ -131,7 +141,7 @@ static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_
 
 	if (s.hi > TP_MAX_PROC_MAPPINGS)
 		s.hi = TP_MAX_PROC_MAPPINGS;
-	bpf_loop(8, tp_unwind_mapping_step, &s, 0);
+	bpf_loop(8 / TP_UNWIND_HALVINGS, tp_unwind_mapping_step, &s, 0);
 	if (s.failed || s.lo == 0)
 		return NULL;
 	i = s.lo - 1;
@@ -147,7 +157,7 @@ static __always_inline struct tp_unwind_row *tp_unwind_find_row(__u32 base, __u3
 	struct tp_unwind_search s = {.key = rel, .base = base, .hi = nr};
 	__u32 i;
 
-	bpf_loop(24, tp_unwind_row_step, &s, 0);
+	bpf_loop(24 / TP_UNWIND_HALVINGS, tp_unwind_row_step, &s, 0);
 	if (s.failed || s.lo == 0)
 		return NULL;
 	i = base + s.lo - 1;
@@ -178,7 +188,12 @@ static long tp_unwind_step(__u32 index, void *ctx)
 
 	/* a return address points after the call, which may be the next function */
 	lookup = st->exact_pc ? st->pc : st->pc - 1;
-	m = tp_unwind_find_mapping(st->procs, lookup);
+	/* consecutive frames are mostly in one object: try the last mapping first */
+	m = st->last_m;
+	if (!m || lookup < m->start || lookup >= m->end) {
+		m = tp_unwind_find_mapping(st->procs, lookup);
+		st->last_m = m;
+	}
 	/* a PC that a table step (or the registers) gave is real: the process mapped something
 	 * new; one that a frame-pointer step gave is as likely a stack word of code without frame
 	 * pointers */
