@@ -242,13 +242,24 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	default:
 		return tp_unwind_stop(st, TP_UNWIND_UNSUPPORTED);
 	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
-		return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
-	if (r->rbp_off8 == TP_RBP_LOST)
-		bp = 0;
-	else if (r->rbp_off8 &&
-		 bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + ((__s64)r->rbp_off8 << 3))))
-		return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+	if (r->rbp_off8 == -2) {
+		/* RBP pushed right after the call (frame-pointer code): one read for both */
+		__u64 fr[2];
+
+		if (bpf_probe_read_user(fr, sizeof(fr), (void *)(cfa - 16)))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		bp = fr[0];
+		ra = fr[1];
+	} else {
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		if (r->rbp_off8 == TP_RBP_LOST)
+			bp = 0;
+		else if (r->rbp_off8 &&
+			 bpf_probe_read_user(&bp, sizeof(bp),
+					     (void *)(cfa + ((__s64)r->rbp_off8 << 3))))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+	}
 	st->after_fp = 0;
 	goto next;
 
