@@ -468,6 +468,9 @@ static void drain(struct collector *c, bool tick)
 	pthread_rwlock_unlock(&c->lock);
 	if (c->opts.unwinder) {
 		unwind_run_queue(c);
+		/* every 20 drain periods (10 s by default): processes whose exit was lost */
+		if (tick && c->st.drains % 20 == 0)
+			unwinder__prune(c->opts.unwinder);
 		if (tick) {
 			pthread_rwlock_wrlock(&c->lock);
 			unwinder__stats(c->opts.unwinder, &c->st.unwind);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -464,6 +465,35 @@ void unwinder__forget_process(struct unwinder *u, uint32_t pid)
 
 	if (*pp)
 		proc_free(u, pp, true);
+}
+
+static bool proc_gone(const struct unwinder *u, uint32_t pid)
+{
+	char path[PATH_MAX];
+
+	if (!strcmp(u->opts.proc_root, "/proc"))
+		return kill((pid_t)pid, 0) && errno == ESRCH;
+	snprintf(path, sizeof(path), "%s/%u", u->opts.proc_root, pid);
+	return access(path, F_OK) != 0;
+}
+
+int unwinder__prune(struct unwinder *u)
+{
+	int n = 0;
+
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		struct uw_proc **pp = &u->procs[b];
+
+		while (*pp) {
+			if (proc_gone(u, (*pp)->pid)) {
+				proc_free(u, pp, true);
+				n++;
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+	}
+	return n;
 }
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st)

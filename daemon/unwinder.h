@@ -69,6 +69,9 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
 int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: drop it from BPF and release its objects' tables. */
 void unwinder__forget_process(struct unwinder *u, uint32_t pid);
+/* Forgets processes that no longer exist (their exit notification was lost): kill(pid, 0)
+ * fails with ESRCH, or, with a fake proc_root, PROC_ROOT/PID is gone. Returns how many. */
+int unwinder__prune(struct unwinder *u);
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st);
 
 #endif

@@ -271,6 +271,7 @@ static void test_budget_and_limits(void **state)
 	struct unwinder *u = new_unwinder(8192, 1);
 	const struct tp_exec_mapping *libc;
 	struct unwinder_stats st;
+	char gone[PATH_MAX + 16];
 
 	fake_process(1001);
 	fake_process(1002);
@@ -285,8 +286,16 @@ static void test_budget_and_limits(void **state)
 	assert_int_equal(unwinder__add_process(u, 1002, 1), -E2BIG);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.procs_dropped, 1);
+	/* a process whose exit we did not hear of is pruned once it is gone */
+	assert_int_equal(unwinder__prune(u), 0);
+	snprintf(gone, sizeof(gone), "rm -rf %s/1001", proc_root);
+	assert_int_equal(system(gone), 0);
+	assert_int_equal(unwinder__prune(u), 1);
+	assert_int_equal(fake.proc_drops, 1);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.processes, 0);
+	assert_int_equal(st.tables, 0);
 	/* a process that is gone */
-	unwinder__forget_process(u, 1001);
 	assert_true(unwinder__add_process(u, 999999, 1) < 0);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 0);
