@@ -278,6 +278,7 @@ int main(int argc, char **argv)
 	struct http_api *http = NULL;
 	struct options o;
 	struct query_ctx qctx;
+	struct loader_opts lopts;
 	unsigned long long nr_windows;
 	char err[512];
 	sigset_t mask;
@@ -333,14 +334,22 @@ int main(int argc, char **argv)
 			"(Linux 5.17): user stacks are walked by frame pointers");
 		o.unwind_tables = false;
 	}
-	loader = loader__new(&(struct loader_opts){
+	lopts = (struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
 	    .unwind_tables = o.unwind_tables,
 	    .unwind_rows = o.unwind_memory_bytes / sizeof(struct tp_unwind_row),
 	    .unwind_max_processes = o.unwind_max_processes,
-	});
+	};
+	loader = loader__new(&lopts);
+	if (!loader && lopts.unwind_tables) {
+		/* a kernel whose verifier rejects the walker still gets CPU profiles */
+		pr_warn("the table unwinder did not load: user stacks are walked by frame pointers "
+			"(--unwind=fp says so without this retry)");
+		lopts.unwind_tables = o.unwind_tables = false;
+		loader = loader__new(&lopts);
+	}
 	if (!loader)
 		goto out;
 	if (o.unwind_tables) {

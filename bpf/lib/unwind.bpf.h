@@ -141,7 +141,7 @@ static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_
 
 	if (s.hi > TP_MAX_PROC_MAPPINGS)
 		s.hi = TP_MAX_PROC_MAPPINGS;
-	bpf_loop(8 / TP_UNWIND_HALVINGS, tp_unwind_mapping_step, &s, 0);
+	bpf_loop((8 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_mapping_step, &s, 0);
 	if (s.failed || s.lo == 0)
 		return NULL;
 	i = s.lo - 1;
@@ -157,7 +157,7 @@ static __always_inline struct tp_unwind_row *tp_unwind_find_row(__u32 base, __u3
 	struct tp_unwind_search s = {.key = rel, .base = base, .hi = nr};
 	__u32 i;
 
-	bpf_loop(24 / TP_UNWIND_HALVINGS, tp_unwind_row_step, &s, 0);
+	bpf_loop((24 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_row_step, &s, 0);
 	if (s.failed || s.lo == 0)
 		return NULL;
 	i = base + s.lo - 1;

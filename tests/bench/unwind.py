@@ -54,7 +54,8 @@ def cost(mode, name, *args):
 
 
 def bench_cost():
-    for name, args in (("tp_hotcold", (100000,)), ("tp_qsort", (100000,))):
+    names = os.environ.get("TAILPROF_BENCH_WORKLOADS", "tp_hotcold,tp_qsort").split(",")
+    for name, args in [(n, (100000,)) for n in names]:
         fp, dw = [], []
         for _ in range(3):  # alternate, so that drifting load hits both alike
             fp.append(cost("fp", name, *args))

@@ -195,6 +195,23 @@ def test_deep_stacks_truncated_explicitly(d):
         fp.stop()
 
 
+def test_signal_frame(d):
+    """A signal handler's stack continues through libc's __restore_rt and the kernel's signal
+    frame into the interrupted code."""
+    prof = run_workload(d, "tp_signal", 3)
+    spin = [s for s in prof.samples if names(user_frames(s))[:1] == ["handler_spin"]]
+    total = sum(s["values"][0] for s in spin)
+    good = sum(s["values"][0] for s in spin
+               if in_order(names(user_frames(s)), ["handler_spin", "on_signal", "interrupted",
+                                                   "main"]))
+    print("  %d of %d samples in handler_spin carry on_signal <- [signal frame] <- interrupted "
+          "<- main" % (good, total))
+    if good < 0.9 * total:
+        show_misses(prof, lambda s: "interrupted" in names(user_frames(s)))
+    assert total > 0.5 * FREQ * 3 * 0.5, ("too few samples", total)
+    assert good >= 0.9 * total, (good, total)
+
+
 def test_dlopen_picked_up(d):
     """A library dlopen'ed after the process was first seen: a PC in no known mapping makes
     user space rescan the maps, and the library's frames unwind within a drain period."""
@@ -255,7 +272,7 @@ def main():
         skip(str(e))
     time.sleep(2)  # tables of the processes already running are built at the first drains
     tests = [test_qsort_comparator_chain_through_libc, test_python_native_stack,
-             test_deep_stacks_truncated_explicitly, test_dlopen_picked_up,
+             test_deep_stacks_truncated_explicitly, test_signal_frame, test_dlopen_picked_up,
              test_fp_flag_and_metrics]
     only = os.environ.get("TAILPROF_TEST")
     passed = failed = 0
