@@ -123,15 +123,29 @@ _Static_assert(sizeof(struct tp_unwind_row) == 8, "tp_unwind_row layout");
 #define TP_MAX_PROC_MAPPINGS 128
 
 /* One executable mapping of a process: PCs in [start, end) belong to link-time address
- * pc - bias of the object whose table is unwind_rows[row_start .. row_start + nr_rows). */
+ * pc - bias of the object whose table is unwind_rows[row_start .. row_start + nr_rows). Its page
+ * index, unwind_pages[pages_start .. pages_start + nr_pages), has a struct tp_unwind_page for
+ * each TP_UNWIND_PAGE_BYTES of PCs from the first row's. */
 struct tp_exec_mapping {
 	__u64 start;
 	__u64 end;
 	__u64 bias;
 	__u32 row_start; /* first row of the object's table in unwind_rows */
 	__u32 nr_rows;	 /* 0: the object has no table: walk by frame pointer */
+	__u32 pages_start;
+	__u32 nr_pages; /* 0: no page index: search every row */
 };
-_Static_assert(sizeof(struct tp_exec_mapping) == 32, "tp_exec_mapping layout");
+_Static_assert(sizeof(struct tp_exec_mapping) == 40, "tp_exec_mapping layout");
+
+#define TP_UNWIND_PAGE_BYTES 4096
+
+/* One entry of a page index: the rows, within the table, that a search for a PC of this page
+ * needs: [first, end). (8 bytes: BPF arrays lay values out 8 bytes apart.) */
+struct tp_unwind_page {
+	__u32 first; /* the row in effect at the page's start */
+	__u32 end;   /* one past the row in effect at the next page's start */
+};
+_Static_assert(sizeof(struct tp_unwind_page) == 8, "tp_unwind_page layout");
 
 /* The value of unwind_procs: a process's executable mappings, sorted by start, disjoint. */
 struct tp_proc_mappings {
@@ -140,7 +154,7 @@ struct tp_proc_mappings {
 	__u32 pad;
 	struct tp_exec_mapping m[TP_MAX_PROC_MAPPINGS];
 };
-_Static_assert(sizeof(struct tp_proc_mappings) == 16 + 32 * TP_MAX_PROC_MAPPINGS,
+_Static_assert(sizeof(struct tp_proc_mappings) == 16 + 40 * TP_MAX_PROC_MAPPINGS,
 	       "tp_proc_mappings layout");
 
 #endif

@@ -31,6 +31,8 @@ struct loader {
 	size_t counters_bytes;
 	struct tp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_bytes;
+	struct tp_unwind_page *pages; /* mmap of unwind_pages */
+	size_t pages_bytes;
 };
 
 int loader__probe_kernel(void)
@@ -144,6 +146,12 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/* Entries of unwind_pages: one per 16 rows (a page of code has some 80 rows in libc). */
+static uint32_t unwind_pages_for(const struct loader_opts *opts)
+{
+	return opts->unwind_rows / 16 ? opts->unwind_rows / 16 : 1;
+}
+
 struct loader *loader__new(const struct loader_opts *opts)
 {
 	struct loader *l;
@@ -190,6 +198,9 @@ struct loader *loader__new(const struct loader_opts *opts)
 	err = bpf_map__set_max_entries(l->skel->maps.unwind_rows,
 				       opts->unwind_tables ? opts->unwind_rows : 1);
 	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.unwind_pages,
+					       opts->unwind_tables ? unwind_pages_for(opts) : 1);
+	if (!err)
 		err =
 		    bpf_map__set_max_entries(l->skel->maps.unwind_procs,
 					     opts->unwind_tables ? opts->unwind_max_processes : 1);
@@ -232,6 +243,17 @@ struct loader *loader__new(const struct loader_opts *opts)
 			pr_err("failed to map the unwind tables: %s", strerror(-err));
 			goto fail;
 		}
+		l->pages_bytes =
+		    ((size_t)unwind_pages_for(opts) * sizeof(struct tp_unwind_page) + page - 1) /
+		    page * page;
+		l->pages = mmap(NULL, l->pages_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+				bpf_map__fd(l->skel->maps.unwind_pages), 0);
+		if (l->pages == MAP_FAILED) {
+			l->pages = NULL;
+			err = -errno;
+			pr_err("failed to map the unwind page indexes: %s", strerror(-err));
+			goto fail;
+		}
 	}
 	err = profile_bpf__attach(l->skel);
 	if (err) {
@@ -269,6 +291,8 @@ void loader__free(struct loader *l)
 		munmap(l->counters, l->counters_bytes);
 	if (l->rows)
 		munmap(l->rows, l->rows_bytes);
+	if (l->pages)
+		munmap(l->pages, l->pages_bytes);
 	profile_bpf__destroy(l->skel);
 	if (l->stats_fd >= 0)
 		close(l->stats_fd);
@@ -328,6 +352,12 @@ struct tp_unwind_row *loader__unwind_rows(struct loader *l, uint32_t *nr_rows)
 {
 	*nr_rows = l->rows ? bpf_map__max_entries(l->skel->maps.unwind_rows) : 0;
 	return l->rows;
+}
+
+struct tp_unwind_page *loader__unwind_pages(struct loader *l, uint32_t *nr_pages)
+{
+	*nr_pages = l->pages ? bpf_map__max_entries(l->skel->maps.unwind_pages) : 0;
+	return l->pages;
 }
 
 int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m)

@@ -63,6 +63,9 @@ bool loader__unwind_tables(const struct loader *l);
 /* The unwind_rows array, mapped into this process (writable; BPF reads it concurrently), and
  * its size in rows, or NULL when the table unwinder is off. Valid until loader__free(). */
 struct tp_unwind_row *loader__unwind_rows(struct loader *l, uint32_t *nr_rows);
+/* The unwind_pages array (page indexes of the tables, a sixteenth of the rows' entries), mapped
+ * likewise, and its size, or NULL when the table unwinder is off. */
+struct tp_unwind_page *loader__unwind_pages(struct loader *l, uint32_t *nr_pages);
 /* Sets the executable mappings of process pid in unwind_procs. 0, or -E2BIG when the map is
  * full, or another negative errno. */
 int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m);

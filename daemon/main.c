@@ -353,14 +353,17 @@ int main(int argc, char **argv)
 	if (!loader)
 		goto out;
 	if (o.unwind_tables) {
-		uint32_t nr_rows;
+		uint32_t nr_rows, nr_pages;
 		struct tp_unwind_row *rows = loader__unwind_rows(loader, &nr_rows);
+		struct tp_unwind_page *pages = loader__unwind_pages(loader, &nr_pages);
 
 		unwinder = unwinder__new(&(struct unwinder_opts){
 		    .ops = &unwind_ops,
 		    .ops_ctx = loader,
 		    .rows = rows,
 		    .nr_rows = nr_rows,
+		    .pages = pages,
+		    .nr_pages = nr_pages,
 		    .max_processes = o.unwind_max_processes,
 		});
 		if (!unwinder) {

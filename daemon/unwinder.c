@@ -36,14 +36,22 @@ struct uw_object {
 	int status;	    /* 0: table loaded; else why not (-ENOENT no CFI, -ENOSPC no room...) */
 	uint32_t row_start; /* its run of rows, when status == 0 */
 	uint32_t nr_rows;
+	uint32_t pages_start; /* its page index (0 pages: none) */
+	uint32_t nr_pages;
 	struct unwind_segment segs[UNWIND_MAX_SEGMENTS];
 	size_t nr_segs;
 	struct uw_object *next; /* hash chain */
 };
 
-/* A run of rows of unwind_rows. */
+/* A run of entries of unwind_rows or unwind_pages. */
 struct extent {
 	uint32_t start, len;
+};
+
+/* Free runs of one array, sorted by start, coalesced. */
+struct extents {
+	struct extent *v;
+	size_t nr, cap;
 };
 
 struct uw_proc {
@@ -59,8 +67,8 @@ struct unwinder {
 	struct unwinder_opts opts;
 	struct uw_object *objects[OBJECT_BUCKETS];
 	struct uw_proc *procs[PROC_BUCKETS];
-	struct extent *free; /* free runs of rows, sorted by start, coalesced */
-	size_t nr_free, cap_free;
+	struct extents rows_free;  /* of opts.rows */
+	struct extents pages_free; /* of opts.pages */
 	struct unwinder_stats st;
 	struct tp_proc_mappings scratch;
 };
@@ -87,13 +95,13 @@ static uint64_t now_ns(const struct unwinder *u)
 	return u->opts.clock_ns ? u->opts.clock_ns() : mono_ns();
 }
 
-/* ---- runs of rows: first fit over a sorted free list ---- */
+/* ---- runs of rows and pages: first fit over a sorted free list ---- */
 
-/* A run of n rows, or -ENOSPC. */
-static int64_t rows_alloc(struct unwinder *u, uint32_t n)
+/* A run of n entries, or -ENOSPC. */
+static int64_t extent_alloc(struct extents *x, uint32_t n)
 {
-	for (size_t i = 0; i < u->nr_free; i++) {
-		struct extent *e = &u->free[i];
+	for (size_t i = 0; i < x->nr; i++) {
+		struct extent *e = &x->v[i];
 		uint32_t start = e->start;
 
 		if (e->len < n)
@@ -101,45 +109,46 @@ static int64_t rows_alloc(struct unwinder *u, uint32_t n)
 		e->start += n;
 		e->len -= n;
 		if (!e->len) {
-			memmove(e, e + 1, (u->nr_free - i - 1) * sizeof(*e));
-			u->nr_free--;
+			memmove(e, e + 1, (x->nr - i - 1) * sizeof(*e));
+			x->nr--;
 		}
 		return start;
 	}
 	return -ENOSPC;
 }
 
-static void rows_free(struct unwinder *u, uint32_t start, uint32_t n)
+static void extent_free(struct extents *x, uint32_t start, uint32_t n)
 {
 	size_t i = 0;
 
-	while (i < u->nr_free && u->free[i].start < start)
+	if (!n)
+		return;
+	while (i < x->nr && x->v[i].start < start)
 		i++;
 	/* merge with the run before and/or after */
-	if (i > 0 && u->free[i - 1].start + u->free[i - 1].len == start) {
-		u->free[i - 1].len += n;
-		if (i < u->nr_free && start + n == u->free[i].start) {
-			u->free[i - 1].len += u->free[i].len;
-			memmove(&u->free[i], &u->free[i + 1],
-				(u->nr_free - i - 1) * sizeof(u->free[0]));
-			u->nr_free--;
+	if (i > 0 && x->v[i - 1].start + x->v[i - 1].len == start) {
+		x->v[i - 1].len += n;
+		if (i < x->nr && start + n == x->v[i].start) {
+			x->v[i - 1].len += x->v[i].len;
+			memmove(&x->v[i], &x->v[i + 1], (x->nr - i - 1) * sizeof(x->v[0]));
+			x->nr--;
 		}
 		return;
 	}
-	if (i < u->nr_free && start + n == u->free[i].start) {
-		u->free[i].start = start;
-		u->free[i].len += n;
+	if (i < x->nr && start + n == x->v[i].start) {
+		x->v[i].start = start;
+		x->v[i].len += n;
 		return;
 	}
-	if (u->nr_free == u->cap_free) {
-		u->cap_free = u->cap_free ? 2 * u->cap_free : 64;
-		u->free = realloc(u->free, u->cap_free * sizeof(*u->free));
-		if (!u->free)
+	if (x->nr == x->cap) {
+		x->cap = x->cap ? 2 * x->cap : 64;
+		x->v = realloc(x->v, x->cap * sizeof(*x->v));
+		if (!x->v)
 			abort(); /* at most one run per object: small */
 	}
-	memmove(&u->free[i + 1], &u->free[i], (u->nr_free - i) * sizeof(u->free[0]));
-	u->free[i] = (struct extent){.start = start, .len = n};
-	u->nr_free++;
+	memmove(&x->v[i + 1], &x->v[i], (x->nr - i) * sizeof(x->v[0]));
+	x->v[i] = (struct extent){.start = start, .len = n};
+	x->nr++;
 }
 
 /* ---- objects ---- */
@@ -163,12 +172,43 @@ static void object_release(struct unwinder *u, struct uw_object *o)
 	}
 	if (o->status == 0) {
 		/* no mapping in BPF points at these rows any more */
-		rows_free(u, o->row_start, o->nr_rows);
+		extent_free(&u->rows_free, o->row_start, o->nr_rows);
+		extent_free(&u->pages_free, o->pages_start, o->nr_pages);
+		u->st.pages -= o->nr_pages;
 		u->st.tables--;
 		u->st.table_rows -= o->nr_rows;
 	}
 	u->st.objects--;
 	free(o);
+}
+
+/* The page index of o's rows: for each TP_UNWIND_PAGE_BYTES of PCs from the first row's, the
+ * row in effect at its start, so that the walker's search spans one page's rows. No index
+ * (nr_pages 0) when there is no room: the walker then searches all rows. */
+static void index_pages(struct unwinder *u, struct uw_object *o, const struct tp_unwind_row *rows)
+{
+	uint64_t span = rows[o->nr_rows - 1].pc - rows[0].pc;
+	uint32_t n = span / TP_UNWIND_PAGE_BYTES + 1, j = 0;
+	int64_t start;
+
+	if (!u->opts.pages || o->nr_rows < 16)
+		return;
+	start = extent_alloc(&u->pages_free, n);
+	if (start < 0)
+		return;
+	for (uint32_t p = 0; p < n; p++) {
+		uint64_t pc = rows[0].pc + (uint64_t)p * TP_UNWIND_PAGE_BYTES;
+
+		while (j + 1 < o->nr_rows && rows[j + 1].pc <= pc)
+			j++;
+		u->opts.pages[start + p].first = j;
+		if (p)
+			u->opts.pages[start + p - 1].end = j + 1;
+	}
+	u->opts.pages[start + n - 1].end = o->nr_rows;
+	o->pages_start = start;
+	o->nr_pages = n;
+	u->st.pages += n;
 }
 
 /* Builds o's table from fd and copies it into BPF's rows if it fits. Sets o->status. */
@@ -192,7 +232,7 @@ static void object_load(struct unwinder *u, struct uw_object *o, int fd, const c
 	}
 	memcpy(o->segs, t.segs, sizeof(o->segs));
 	o->nr_segs = t.nr_segs;
-	start = t.nr_rows <= UINT32_MAX ? rows_alloc(u, t.nr_rows) : -ENOSPC;
+	start = t.nr_rows <= UINT32_MAX ? extent_alloc(&u->rows_free, t.nr_rows) : -ENOSPC;
 	if (start < 0) {
 		o->status = -ENOSPC;
 		u->st.over_budget++;
@@ -206,6 +246,7 @@ static void object_load(struct unwinder *u, struct uw_object *o, int fd, const c
 		o->nr_rows = t.nr_rows;
 		u->st.tables++;
 		u->st.table_rows += t.nr_rows;
+		index_pages(u, o, t.rows);
 	}
 	/* BPF has its copy: user space keeps only what the bias needs */
 	unwind_table__clear(&t);
@@ -378,6 +419,8 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 				e->bias = bias;
 				e->row_start = o->row_start;
 				e->nr_rows = o->nr_rows;
+				e->pages_start = o->pages_start;
+				e->nr_pages = o->nr_pages;
 			}
 		}
 		p->objs[p->nr++] = o;
@@ -516,7 +559,9 @@ struct unwinder *unwinder__new(const struct unwinder_opts *opts)
 	if (!u->opts.rescan_min_ns)
 		u->opts.rescan_min_ns = 250000000ull;
 	u->st.capacity_rows = opts->nr_rows;
-	rows_free(u, 0, opts->nr_rows);
+	extent_free(&u->rows_free, 0, opts->nr_rows);
+	if (opts->pages)
+		extent_free(&u->pages_free, 0, opts->nr_pages);
 	return u;
 }
 
@@ -527,6 +572,7 @@ void unwinder__free(struct unwinder *u)
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
 		while (u->procs[b])
 			proc_free(u, &u->procs[b], true);
-	free(u->free);
+	free(u->rows_free.v);
+	free(u->pages_free.v);
 	free(u);
 }

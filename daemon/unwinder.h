@@ -31,6 +31,9 @@ struct unwinder_opts {
 	 * concurrently), nr_rows long. The unwinder gives each object's table a run of it. */
 	struct tp_unwind_row *rows;
 	uint32_t nr_rows;
+	/* The BPF unwind_pages array (page indexes of the tables), nr_pages long; NULL: none. */
+	struct tp_unwind_page *pages;
+	uint32_t nr_pages;
 	const char *proc_root;	    /* default "/proc" */
 	uint32_t max_processes;	    /* processes with mappings in BPF */
 	uint64_t rescan_min_ns;	    /* at most one rescan per process per this; default 250 ms */
@@ -43,6 +46,7 @@ struct unwinder_stats {
 	uint64_t tables;	   /* tables loaded in BPF now */
 	uint64_t table_rows;	   /* their rows (8 bytes each) */
 	uint64_t capacity_rows;	   /* rows unwind_rows holds (--unwind-memory) */
+	uint64_t pages;		   /* page index entries in use (8 bytes each) */
 	uint64_t over_budget;	   /* objects not given a table: the budget was spent (total) */
 	uint64_t no_cfi;	   /* objects without unwind information (total) */
 	uint64_t failed;	   /* objects that could not be opened or read (total) */

@@ -34,6 +34,18 @@ struct {
 	__type(value, struct tp_unwind_row);
 } unwind_rows SEC(".maps");
 
+/* unwind_pages: the page indexes of the tables (struct tp_exec_mapping says how to read them):
+ * they narrow a search to the rows of one TP_UNWIND_PAGE_BYTES of code. Written by tailprofd
+ * with the rows, through its mmap; read here. max_entries set by the loader to a sixteenth of
+ * unwind_rows' (objects that find no room are searched whole). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_unwind_page);
+} unwind_pages SEC(".maps");
+
 /* unwind_procs: tgid -> its executable mappings (struct tp_proc_mappings: start, end, bias,
  * the run of unwind_rows of the object mapped). Written by tailprofd when a process is first
  * sampled and when its maps changed (a PC in no known mapping asks for a rescan); deleted at exec
@@ -150,17 +162,32 @@ static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_
 	return &p->m[i];
 }
 
-/* The row in effect at rel (the last row whose pc <= rel) of the table of nr rows from row
- * base of unwind_rows, or NULL. 24 halvings: tables of up to 16M rows. */
-static __always_inline struct tp_unwind_row *tp_unwind_find_row(__u32 base, __u32 nr, __u32 rel)
+/* The row in effect at rel (the last row whose pc <= rel) of mapping m's table, or NULL. The
+ * page index narrows the search to one page's rows; 24 halvings cover 16M rows. */
+static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_exec_mapping *m,
+								__u32 rel)
 {
-	struct tp_unwind_search s = {.key = rel, .base = base, .hi = nr};
-	__u32 i;
+	struct tp_unwind_search s = {.key = rel, .base = m->row_start, .hi = m->nr_rows};
+	struct tp_unwind_row *first;
+	struct tp_unwind_page *pg;
+	__u32 i = m->row_start, page;
 
+	first = bpf_map_lookup_elem(&unwind_rows, &i);
+	if (!first || rel < first->pc)
+		return NULL;
+	page = (rel - first->pc) / TP_UNWIND_PAGE_BYTES;
+	if (page < m->nr_pages) {
+		i = m->pages_start + page;
+		pg = bpf_map_lookup_elem(&unwind_pages, &i);
+		if (pg && pg->first < pg->end && pg->end <= s.hi) {
+			s.lo = pg->first;
+			s.hi = pg->end;
+		}
+	}
 	bpf_loop((24 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_row_step, &s, 0);
 	if (s.failed || s.lo == 0)
 		return NULL;
-	i = base + s.lo - 1;
+	i = m->row_start + s.lo - 1;
 	return bpf_map_lookup_elem(&unwind_rows, &i);
 }
 
@@ -202,7 +229,7 @@ static long tp_unwind_step(__u32 index, void *ctx)
 				      st->after_fp ? TP_UNWIND_BAD_FRAME : TP_UNWIND_NO_MAPPING);
 	if (!m->nr_rows)
 		goto frame_pointer;
-	rp = tp_unwind_find_row(m->row_start, m->nr_rows, (__u32)(lookup - m->bias));
+	rp = tp_unwind_find_row(m, (__u32)(lookup - m->bias));
 	if (!rp)
 		goto frame_pointer;
 	row = *rp;

@@ -34,7 +34,8 @@ struct fake {
 };
 
 static struct fake fake;
-static struct tp_unwind_row *rows; /* the fake unwind_rows */
+static struct tp_unwind_row *rows;   /* the fake unwind_rows */
+static struct tp_unwind_page *pages; /* the fake unwind_pages */
 
 static int fake_set_process(void *ctx, uint32_t pid, const struct tp_proc_mappings *m)
 {
@@ -96,7 +97,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	free(rows);
+	free(pages);
 	rows = NULL;
+	pages = NULL;
 	memset(&fake, 0, sizeof(fake));
 	return 0;
 }
@@ -106,11 +109,15 @@ static struct unwinder *new_unwinder(uint32_t nr_rows, uint32_t max_procs)
 	struct unwinder *u;
 
 	rows = calloc(nr_rows, sizeof(*rows));
+	pages = calloc(nr_rows / 16, sizeof(*pages));
 	assert_non_null(rows);
+	assert_non_null(pages);
 	u = unwinder__new(&(struct unwinder_opts){
 	    .ops = &fake_ops,
 	    .rows = rows,
 	    .nr_rows = nr_rows,
+	    .pages = pages,
+	    .nr_pages = nr_rows / 16,
 	    .proc_root = proc_root,
 	    .max_processes = max_procs,
 	    .clock_ns = fake_clock,
@@ -190,6 +197,21 @@ static void check_bias(const struct tp_proc_mappings *m, uint64_t addr, const ch
 	r = unwind_table__find(&t, addr - e->bias);
 	assert_non_null(r);
 	assert_true(r->cfa_type == TP_CFA_RSP || r->cfa_type == TP_CFA_RBP);
+	/* the page index: the row in effect at each page's start, as the walker reads it */
+	assert_true(e->nr_pages > 0);
+	for (uint32_t p = 0; p < e->nr_pages; p++) {
+		uint64_t pc = t.rows[0].pc + (uint64_t)p * TP_UNWIND_PAGE_BYTES;
+		const struct tp_unwind_page *pg = &pages[e->pages_start + p];
+
+		assert_ptr_equal(&t.rows[pg->first], unwind_table__find(&t, pc));
+		assert_true(pg->first < pg->end && pg->end <= e->nr_rows);
+		/* every PC of the page finds its row within [first, end) */
+		assert_true(pg->end == e->nr_rows ||
+			    t.rows[pg->end].pc > pc + TP_UNWIND_PAGE_BYTES - 1);
+	}
+	assert_int_equal(t.rows[0].pc + (uint64_t)(e->nr_pages - 1) * TP_UNWIND_PAGE_BYTES <=
+			     t.rows[e->nr_rows - 1].pc,
+			 1);
 }
 
 static void test_own_process(void **state)
