@@ -43,29 +43,28 @@ struct options {
 static void usage(FILE *f)
 {
 	fprintf(
-	    f,
-	    "Usage: tailprofd [OPTIONS]\n"
-	    "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
-	    "time windows and serves pprof profiles over HTTP. Runs as root.\n"
-	    "\n"
-	    "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
-	    "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
-	    "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
-	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
-	    "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
-	    "                          allowed (default 8M)\n"
-	    "      --unwind=MODE       user stacks: dwarf (unwind tables from .eh_frame, frame\n"
-	    "                          pointers where an object has none) or fp (frame\n"
-	    "                          pointers only) (default dwarf)\n"
-	    "      --unwind-memory BYTES  BPF memory for unwind tables, K/M suffix allowed\n"
-	    "                          (default 64M); objects that do not fit use frame pointers\n"
-	    "      --unwind-max-processes N  processes with unwind tables, 1-65536 (default\n"
-	    "                          1024; 4 KiB of BPF memory each)\n"
-	    "  -v, --verbose           debug logging (libbpf messages included)\n"
-	    "  -V, --version           print the version and exit\n"
-	    "  -h, --help              this help\n"
-	    "\n"
-	    "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+	    f, "Usage: tailprofd [OPTIONS]\n"
+	       "Always-on, system-wide CPU profiler: samples every CPU with eBPF, keeps a ring of\n"
+	       "time windows and serves pprof profiles over HTTP. Runs as root.\n"
+	       "\n"
+	       "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
+	       "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
+	       "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
+	       "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+	       "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
+	       "                          allowed (default 8M)\n");
+	fprintf(f, "      --unwind=MODE       user stacks: dwarf (.eh_frame unwind tables, and\n"
+		   "                          frame pointers where there are none) or fp\n"
+		   "                          (frame pointers only) (default dwarf)\n"
+		   "      --unwind-memory BYTES  BPF memory for unwind tables, 1M-4096M; K/M\n"
+		   "                          suffix allowed (default 64M)\n"
+		   "      --unwind-max-processes N  processes with unwind tables, 1-65536\n"
+		   "                          (default 1024; 5 KiB of BPF memory each)\n");
+	fprintf(f, "  -v, --verbose           debug logging (libbpf messages included)\n"
+		   "  -V, --version           print the version and exit\n"
+		   "  -h, --help              this help\n"
+		   "\n"
+		   "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

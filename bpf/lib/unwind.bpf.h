@@ -51,7 +51,7 @@ struct {
  * sampled and when its maps changed (a PC in no known mapping asks for a rescan); deleted at exec
  * and exit. Read here. A process not in it is walked by frame pointers (bpf_get_stack). max_entries
  * set by the loader to
- * --unwind-max-processes; 4 KiB each. */
+ * --unwind-max-processes; 5 KiB each. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
