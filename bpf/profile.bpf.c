@@ -7,12 +7,14 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "tailprof.h"
+#include "lib/unwind.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load. */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much data is waiting */
 const volatile __u64 slot_ns = 500000000;    /* the drain period: one set of counters each */
+const volatile __u32 unwind_tables_on = 0;   /* 1: walk user stacks with unwind_rows */
 /* Benchmark only (tests/bench/stages.py): time the stage lookup of every sample into
  * label_cost[0] (ns), two back-to-back clock reads into label_cost[1] (the clock's own cost, to
  * subtract) and count the samples in label_cost[2]. Off: the verifier drops that code. */
@@ -84,6 +86,52 @@ static __always_inline void count(__u64 ts, __u32 metric)
 
 	if (v)
 		__sync_fetch_and_add(v, 1);
+}
+
+/* Walks the user stack of the current task with its process's unwind tables into s->addrs[nk ..].
+ * Returns the number of frames, or -1 when the process has no tables (yet): frame pointers then. */
+static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u64 ts)
+{
+	struct tp_unwind_result res = {};
+	struct tp_proc_mappings *procs;
+	struct pt_regs *regs;
+
+	if (!unwind_tables_on)
+		return -1;
+	procs = bpf_map_lookup_elem(&unwind_procs, &s->hdr.pid);
+	if (!procs || procs->start_ns != s->hdr.start_ns)
+		return -1;
+	/* the user registers, also when the sample interrupted the kernel */
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	if (!regs)
+		return -1;
+	if (nk < 0 || nk > TP_MAX_STACK_DEPTH)
+		return -1;
+	tp_unwind_user(procs, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
+		       BPF_CORE_READ(regs, bp), &s->addrs[nk], &res);
+	s->flags |= TP_SAMPLE_UNWIND_TABLES;
+	count(ts, TP_M_UNWIND_STACKS);
+	if (res.used_fp)
+		count(ts, TP_M_UNWIND_FP_STACKS);
+	if (res.reason == TP_UNWIND_TRUNCATED)
+		s->flags |= TP_SAMPLE_USTACK_TRUNCATED;
+	if (res.reason == TP_UNWIND_NO_MAPPING)
+		s->flags |= TP_SAMPLE_UNWIND_RESCAN;
+	switch (res.reason) {
+	case TP_UNWIND_UNSUPPORTED:
+		count(ts, TP_M_UNWIND_UNSUPPORTED);
+		break;
+	case TP_UNWIND_NO_MAPPING:
+		count(ts, TP_M_UNWIND_NO_MAPPING);
+		break;
+	case TP_UNWIND_READ_FAILED:
+		count(ts, TP_M_UNWIND_READ_FAILED);
+		break;
+	case TP_UNWIND_BAD_FRAME:
+		count(ts, TP_M_UNWIND_BAD_FRAME);
+		break;
+	}
+	return res.nr;
 }
 
 static __always_inline __u64 process_start_ns(struct task_struct *task)
@@ -165,12 +213,20 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	if (!BPF_CORE_READ(task, mm)) {
 		s->flags |= TP_SAMPLE_KERNEL_THREAD;
 	} else {
-		n = bpf_get_stack(ctx, &s->addrs[nk], TP_MAX_STACK_DEPTH * 8, BPF_F_USER_STACK);
-		if (n < 0) {
-			s->flags |= TP_SAMPLE_USTACK_FAILED;
-			count(ts, TP_M_USTACK_FAILED);
-		} else {
-			nu = n / 8;
+		nu = user_stack_tables(s, nk, ts);
+		if (nu < 0) {
+			nu = 0;
+			n = bpf_get_stack(ctx, &s->addrs[nk], TP_MAX_STACK_DEPTH * 8,
+					  BPF_F_USER_STACK);
+			if (n < 0) {
+				s->flags |= TP_SAMPLE_USTACK_FAILED;
+				count(ts, TP_M_USTACK_FAILED);
+			} else {
+				nu = n / 8;
+			}
+			/* a frame-pointer walk that filled every slot may go on */
+			if (nu >= TP_MAX_STACK_DEPTH)
+				s->flags |= TP_SAMPLE_USTACK_TRUNCATED;
 		}
 		if (nu > TP_MAX_STACK_DEPTH)
 			nu = TP_MAX_STACK_DEPTH;
@@ -182,7 +238,10 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, n, wakeup_flags(!known || *known != s->hdr.start_ns)))
+	/* new processes, and new mappings the unwinder needs, are read at once */
+	if (bpf_ringbuf_output(&events, s, n,
+			       wakeup_flags(!known || *known != s->hdr.start_ns ||
+					    (s->flags & TP_SAMPLE_UNWIND_RESCAN))))
 		count(ts, TP_M_RINGBUF_FULL);
 	return 0;
 }
@@ -201,6 +260,9 @@ static __always_inline void notify(struct task_struct *task, __u32 kind)
 	 * it may be marking the process known from a sample taken before the exec, and must
 	 * forget it again before the new image's samples arrive. */
 	bpf_map_delete_elem(&known_procs, &ev.pid);
+	/* the old image's mappings must not walk the new one's stacks (same pid and start) */
+	if (unwind_tables_on)
+		bpf_map_delete_elem(&unwind_procs, &ev.pid);
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(kind == TP_EV_EXEC)))
 		count(ev.ts_ns, TP_M_EVENT_LOST);
 }

@@ -26,6 +26,12 @@ enum tp_event_kind {
 #define TP_SAMPLE_USTACK_FAILED (1u << 1) /* bpf_get_stack on the user stack failed */
 #define TP_SAMPLE_KERNEL_THREAD (1u << 2) /* the task has no user address space */
 #define TP_SAMPLE_IN_GC		(1u << 3) /* the process was in a GC pause (gc_pausing) */
+/* the user stack went on past TP_MAX_STACK_DEPTH frames (frame pointers: it filled them all) */
+#define TP_SAMPLE_USTACK_TRUNCATED (1u << 4)
+/* the table unwinder met a PC in no known mapping: user space reads the process's maps again */
+#define TP_SAMPLE_UNWIND_RESCAN (1u << 5)
+/* the user stack was walked with unwind tables (else by frame pointers, bpf_get_stack) */
+#define TP_SAMPLE_UNWIND_TABLES (1u << 6)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -79,6 +85,14 @@ enum tp_metric {
 	TP_M_KSTACK_FAILED, /* kernel stack read failed (sample kept, kernel frames lost) */
 	TP_M_USTACK_FAILED, /* user stack read failed (sample kept, user frames lost) */
 	TP_M_EVENT_LOST,    /* exec/exit/fork notifications lost: no room */
+	/* The table unwinder (bpf/lib/unwind.bpf.h): */
+	TP_M_UNWIND_STACKS,	 /* user stacks walked with unwind tables */
+	TP_M_UNWIND_FP_STACKS,	 /* of those, stacks with frame-pointer steps (code without CFI) */
+	TP_M_UNWIND_UNSUPPORTED, /* walks stopped at a CFI rule that tables cannot express */
+	TP_M_UNWIND_NO_MAPPING, /* walks stopped at a PC in no known mapping (user space rescans) */
+	TP_M_UNWIND_READ_FAILED, /* walks stopped: reading the stack failed */
+	TP_M_UNWIND_BAD_FRAME,	 /* walks stopped: the CFA did not move up, or a frame-pointer
+				    step led out of every mapping */
 	TP_M_NR,
 };
 
@@ -223,5 +237,71 @@ enum tp_gc_metric {
 	TP_GCM_OPEN_FULL,   /* gc_open or gc_pausing full: the phase is not timed */
 	TP_GCM_NR,
 };
+
+/* ---- the table unwinder: rows that user space builds from .eh_frame/.debug_frame ---- */
+
+/* How a row finds the CFA (canonical frame address: the caller's RSP after the call returns).
+ * The return address is always at CFA - 8 (x86-64). */
+enum tp_cfa_type {
+	TP_CFA_NONE = 0,   /* no CFI covers this PC: step by frame pointer */
+	TP_CFA_RSP = 1,	   /* CFA = RSP + 8 * cfa_off8 */
+	TP_CFA_RBP = 2,	   /* CFA = RBP + 8 * cfa_off8 */
+	TP_CFA_PLT = 3,	   /* PLT stub: CFA = RSP + 8 + ((PC & 15) >= cfa_off8 ? 8 : 0) */
+	TP_CFA_SIGNAL = 4, /* signal trampoline (__restore_rt): registers in the ucontext at RSP */
+	TP_CFA_END = 5,	   /* the return address is undefined: outermost frame */
+	TP_CFA_UNSUPPORTED = 6, /* a rule tables cannot express: the walk stops here, counted */
+};
+
+/* rbp_off8 value: the caller's RBP is computed by an expression the walker cannot evaluate. */
+#define TP_RBP_LOST (-128)
+
+/* One row of an object's table: it holds from pc (a link-time virtual address of the object)
+ * up to the next row's pc. Rows are sorted by pc; 8 bytes each. */
+struct tp_unwind_row {
+	__u32 pc;
+	__u8 cfa_type;	/* enum tp_cfa_type */
+	__s8 rbp_off8;	/* the caller's RBP is saved at CFA + 8 * rbp_off8; 0: RBP unchanged */
+	__u16 cfa_off8; /* see enum tp_cfa_type */
+};
+_Static_assert(sizeof(struct tp_unwind_row) == 8, "tp_unwind_row layout");
+
+/* Executable mappings per process that the walker knows; PCs in others are walked by frame
+ * pointer. */
+#define TP_MAX_PROC_MAPPINGS 128
+
+/* One executable mapping of a process: PCs in [start, end) belong to link-time address
+ * pc - bias of the object whose table is unwind_rows[row_start .. row_start + nr_rows). Its page
+ * index, unwind_pages[pages_start .. pages_start + nr_pages), has a struct tp_unwind_page for
+ * each TP_UNWIND_PAGE_BYTES of PCs from the first row's. */
+struct tp_exec_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 row_start; /* first row of the object's table in unwind_rows */
+	__u32 nr_rows;	 /* 0: the object has no table: walk by frame pointer */
+	__u32 pages_start;
+	__u32 nr_pages; /* 0: no page index: search every row */
+};
+_Static_assert(sizeof(struct tp_exec_mapping) == 40, "tp_exec_mapping layout");
+
+#define TP_UNWIND_PAGE_BYTES 4096
+
+/* One entry of a page index: the rows, within the table, that a search for a PC of this page
+ * needs: [first, end). (8 bytes: BPF arrays lay values out 8 bytes apart.) */
+struct tp_unwind_page {
+	__u32 first; /* the row in effect at the page's start */
+	__u32 end;   /* one past the row in effect at the next page's start */
+};
+_Static_assert(sizeof(struct tp_unwind_page) == 8, "tp_unwind_page layout");
+
+/* The value of unwind_procs: a process's executable mappings, sorted by start, disjoint. */
+struct tp_proc_mappings {
+	__u64 start_ns; /* identifies the process with its pid (tp_event_hdr.start_ns) */
+	__u32 nr;
+	__u32 pad;
+	struct tp_exec_mapping m[TP_MAX_PROC_MAPPINGS];
+};
+_Static_assert(sizeof(struct tp_proc_mappings) == 16 + 40 * TP_MAX_PROC_MAPPINGS,
+	       "tp_proc_mappings layout");
 
 #endif

@@ -37,6 +37,14 @@ struct pid_set {
 	size_t mask, count;
 };
 
+enum unwind_op { UNWIND_ADD, UNWIND_RESCAN, UNWIND_FORGET };
+
+struct unwind_req {
+	enum unwind_op op;
+	uint32_t pid;
+	uint64_t start_ns;
+};
+
 struct collector {
 	struct collector_opts opts;
 	pthread_rwlock_t lock;
@@ -65,6 +73,10 @@ struct collector {
 	pthread_cond_t drain_cond;
 	uint64_t drained_up_to_ns;
 	bool stopping;
+
+	/* unwinder work of the current drain (unwind_queue) */
+	struct unwind_req *unwind_ops;
+	size_t nr_unwind_ops, cap_unwind_ops;
 
 	/* scratch for one stack key */
 	struct stack *key;
@@ -156,6 +168,49 @@ static void pid_set__del(struct pid_set *s, uint32_t pid)
 	}
 }
 
+/* ---- unwinder work: queued under the lock, done after it ---- */
+
+/* Building unwind tables takes milliseconds per object: the drain queues what the unwinder must
+ * do, in event order, and does it once the store lock is released, so queries do not wait. */
+static void unwind_queue(struct collector *c, enum unwind_op op, uint32_t pid, uint64_t start_ns)
+{
+	if (!c->opts.unwinder)
+		return;
+	if (c->nr_unwind_ops == c->cap_unwind_ops) {
+		size_t n = c->cap_unwind_ops ? 2 * c->cap_unwind_ops : 64;
+		struct unwind_req *v = realloc(c->unwind_ops, n * sizeof(*v));
+
+		if (!v) {
+			c->st.unwind_queue_full++;
+			return;
+		}
+		c->unwind_ops = v;
+		c->cap_unwind_ops = n;
+	}
+	c->unwind_ops[c->nr_unwind_ops++] =
+	    (struct unwind_req){.op = op, .pid = pid, .start_ns = start_ns};
+}
+
+static void unwind_run_queue(struct collector *c)
+{
+	for (size_t i = 0; i < c->nr_unwind_ops; i++) {
+		const struct unwind_req *r = &c->unwind_ops[i];
+
+		switch (r->op) {
+		case UNWIND_ADD:
+			unwinder__add_process(c->opts.unwinder, r->pid, r->start_ns);
+			break;
+		case UNWIND_RESCAN:
+			unwinder__rescan(c->opts.unwinder, r->pid, r->start_ns);
+			break;
+		case UNWIND_FORGET:
+			unwinder__forget_process(c->opts.unwinder, r->pid);
+			break;
+		}
+	}
+	c->nr_unwind_ops = 0;
+}
+
 /* ---- events ---- */
 
 static void forget_process(struct collector *c, uint32_t pid, bool exited)
@@ -168,6 +223,7 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
 	 * have marked the process known again: the new image's samples must wake us */
 	loader__forget(c->opts.loader, pid);
+	unwind_queue(c, UNWIND_FORGET, pid, 0);
 }
 
 static void add_sample(struct collector *c, const struct tp_sample *s)
@@ -192,7 +248,10 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	c->key->nr_user = nu;
 	if (nk == TP_MAX_STACK_DEPTH)
 		c->key->flags |= STACK_TRUNCATED_KERNEL;
-	if (nu == TP_MAX_STACK_DEPTH)
+	/* the table walker says when the stack went on; a frame-pointer walk that filled every
+	 * slot may have */
+	if ((s->flags & TP_SAMPLE_USTACK_TRUNCATED) ||
+	    (nu == TP_MAX_STACK_DEPTH && !(s->flags & TP_SAMPLE_UNWIND_TABLES)))
 		c->key->flags |= STACK_TRUNCATED_USER;
 	if (s->flags & TP_SAMPLE_KSTACK_FAILED)
 		c->key->flags |= STACK_KERNEL_FAILED;
@@ -226,11 +285,16 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 	task__sanitize_name(tk.comm);
 	task__sanitize_name(tk.thread);
 	task__sanitize_name(tk.process);
+	/* the table walker met a PC in no mapping it knew: the process mapped something new */
+	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
+		unwind_queue(c, UNWIND_RESCAN, s->hdr.pid, s->hdr.start_ns);
 	/* The first sample of a process woke us so that its maps were read while it lives; from
 	 * now on its samples may wait for the next drain. */
 	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
 		loader__mark_known(c->opts.loader, s->hdr.pid, s->hdr.start_ns);
 		pid_set__add(&c->known, s->hdr.pid, s->hdr.start_ns);
+		/* its next samples are walked with unwind tables */
+		unwind_queue(c, UNWIND_ADD, s->hdr.pid, s->hdr.start_ns);
 	}
 
 	stack =
@@ -366,6 +430,8 @@ static void take_period(struct collector *c, uint64_t p, struct window *w)
 		c->st.idle_samples += d[TP_M_IDLE];
 		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
 			c->st.drops[drops[i].drop] += d[drops[i].metric];
+		for (int m = TP_M_UNWIND_STACKS; m < TP_M_NR; m++)
+			c->st.unwind_bpf[m - TP_M_UNWIND_STACKS] += d[m];
 		if (!w)
 			continue;
 		w->cpu_received[cpu] += d[TP_M_SAMPLES];
@@ -492,6 +558,17 @@ static void drain(struct collector *c, bool tick)
 		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
 	}
 	pthread_rwlock_unlock(&c->lock);
+	if (c->opts.unwinder) {
+		unwind_run_queue(c);
+		/* every 20 drain periods (10 s by default): processes whose exit was lost */
+		if (tick && c->st.drains % 20 == 0)
+			unwinder__prune(c->opts.unwinder);
+		if (tick) {
+			pthread_rwlock_wrlock(&c->lock);
+			unwinder__stats(c->opts.unwinder, &c->st.unwind);
+			pthread_rwlock_unlock(&c->lock);
+		}
+	}
 
 	/* discovery reads /proc and attaches probes: not under the lock */
 	if (c->opts.gc)
@@ -686,6 +763,7 @@ void collector__free(struct collector *c)
 	free(c->cpu_received_total);
 	free(c->cpu_sampled_ns_total);
 	free(c->key);
+	free(c->unwind_ops);
 	free(c->known.pids);
 	free(c->known.starts);
 	free(c);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "symbolizer.h"
+#include "unwinder.h"
 #include "window.h"
 
 struct gc;
@@ -21,10 +22,12 @@ struct loader;
 struct probes;
 struct stages;
 struct symbolizer;
+struct unwinder;
 
 struct collector_opts {
 	struct loader *loader;	       /* not owned */
 	struct symbolizer *symbolizer; /* not owned */
+	struct unwinder *unwinder;     /* not owned; NULL: user stacks by frame pointers only */
 	uint32_t frequency_hz;
 	uint64_t window_ns;    /* a multiple of drain_ns */
 	uint32_t nr_windows;   /* retention / window */
@@ -48,8 +51,13 @@ struct collector_status {
 	uint64_t window_bytes;
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
-	uint64_t cut_stacks;	     /* user stacks ended at an address in no executable mapping */
-	struct symbolizer_stats sym; /* as of the last drain */
+	uint64_t cut_stacks;	      /* user stacks ended at an address in no executable mapping */
+	uint64_t unwind_queue_full;   /* unwinder requests lost: no memory */
+	struct symbolizer_stats sym;  /* as of the last drain */
+	struct unwinder_stats unwind; /* as of the last drain (zero without an unwinder) */
+	/* BPF counts of the table unwinder since start, indexed by enum tp_metric from
+	 * TP_M_UNWIND_STACKS (tailprof.h) */
+	uint64_t unwind_bpf[TP_M_NR - TP_M_UNWIND_STACKS];
 };
 
 /* Returns a collector with an empty ring, or NULL with errno set. */

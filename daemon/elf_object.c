@@ -700,15 +700,17 @@ static int read_segments(struct elf_file *ef, struct object *obj)
 	return 0;
 }
 
-/* Ranks of symbols with the same extent: .symtab names before .dynsym ones, and versioned
- * .symtab names (clock_gettime@@GLIBC_2.17, as libc's debug file has them) after both; then
- * (after fewer leading underscores: getpid rather than __getpid) global, weak, local. */
+/* Ranks of symbols with the same extent: exported (global, weak) names before local ones
+ * (__libc_start_main, not the debug file's local __libc_start_main_alias_1); then .symtab names
+ * before .dynsym ones, and versioned .symtab names (clock_gettime@@GLIBC_2.17, as libc's debug
+ * file has them) after both; then (after fewer leading underscores: getpid rather than
+ * __getpid) global, weak, local. */
 static uint32_t sym_rank(bool dynsym, unsigned char bind, const char *name)
 {
 	uint32_t r = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 	uint32_t class = strchr(name, '@') ? 2 : dynsym ? 1 : 0;
 
-	return class << 8 | r;
+	return ((r == 2 ? 4 : 0) + class) << 8 | r;
 }
 
 static int read_symtab(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh,

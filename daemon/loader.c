@@ -21,6 +21,7 @@
 
 struct loader {
 	struct profile_bpf *skel;
+	bool unwind_tables;
 	uint32_t nr_cpus;
 	uint32_t frequency_hz;
 	int *perf_fds;		      /* [nr_cpus], -1 when not sampled */
@@ -28,6 +29,10 @@ struct loader {
 	int stats_fd;
 	uint64_t *counters; /* mmap of the counters map */
 	size_t counters_bytes;
+	struct tp_unwind_row *rows; /* mmap of unwind_rows */
+	size_t rows_bytes;
+	struct tp_unwind_page *pages; /* mmap of unwind_pages */
+	size_t pages_bytes;
 };
 
 int loader__probe_kernel(void)
@@ -141,6 +146,12 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/* Entries of unwind_pages: one per 16 rows (a page of code has some 80 rows in libc). */
+static uint32_t unwind_pages_for(const struct loader_opts *opts)
+{
+	return opts->unwind_rows / 16 ? opts->unwind_rows / 16 : 1;
+}
+
 struct loader *loader__new(const struct loader_opts *opts)
 {
 	struct loader *l;
@@ -181,6 +192,22 @@ struct loader *loader__new(const struct loader_opts *opts)
 		goto fail;
 	}
 	l->skel->rodata->slot_ns = opts->slot_ns;
+	l->unwind_tables = opts->unwind_tables;
+	l->skel->rodata->unwind_tables_on = opts->unwind_tables;
+	/* off: the maps stay but hold one entry */
+	err = bpf_map__set_max_entries(l->skel->maps.unwind_rows,
+				       opts->unwind_tables ? opts->unwind_rows : 1);
+	if (!err)
+		err = bpf_map__set_max_entries(l->skel->maps.unwind_pages,
+					       opts->unwind_tables ? unwind_pages_for(opts) : 1);
+	if (!err)
+		err =
+		    bpf_map__set_max_entries(l->skel->maps.unwind_procs,
+					     opts->unwind_tables ? opts->unwind_max_processes : 1);
+	if (err) {
+		pr_err("failed to size the unwind maps: %s", strerror(-err));
+		goto fail;
+	}
 	l->skel->rodata->time_stage_label = opts->time_stage_label;
 	l->counters_bytes = (size_t)n * TP_COUNTER_SLOTS * TP_M_NR * sizeof(uint64_t);
 	err = bpf_map__set_max_entries(l->skel->maps.counters,
@@ -219,6 +246,32 @@ struct loader *loader__new(const struct loader_opts *opts)
 		pr_err("failed to map the BPF counters: %s", strerror(-err));
 		goto fail;
 	}
+	if (opts->unwind_tables) {
+		size_t page = sysconf(_SC_PAGESIZE);
+
+		l->rows_bytes =
+		    ((size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) + page - 1) / page *
+		    page;
+		l->rows = mmap(NULL, l->rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       bpf_map__fd(l->skel->maps.unwind_rows), 0);
+		if (l->rows == MAP_FAILED) {
+			l->rows = NULL;
+			err = -errno;
+			pr_err("failed to map the unwind tables: %s", strerror(-err));
+			goto fail;
+		}
+		l->pages_bytes =
+		    ((size_t)unwind_pages_for(opts) * sizeof(struct tp_unwind_page) + page - 1) /
+		    page * page;
+		l->pages = mmap(NULL, l->pages_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+				bpf_map__fd(l->skel->maps.unwind_pages), 0);
+		if (l->pages == MAP_FAILED) {
+			l->pages = NULL;
+			err = -errno;
+			pr_err("failed to map the unwind page indexes: %s", strerror(-err));
+			goto fail;
+		}
+	}
 	err = profile_bpf__attach(l->skel);
 	if (err) {
 		pr_err("failed to attach sched_process_exec/exit/fork tracepoints: %s",
@@ -253,6 +306,10 @@ void loader__free(struct loader *l)
 	}
 	if (l->counters)
 		munmap(l->counters, l->counters_bytes);
+	if (l->rows)
+		munmap(l->rows, l->rows_bytes);
+	if (l->pages)
+		munmap(l->pages, l->pages_bytes);
 	profile_bpf__destroy(l->skel);
 	if (l->stats_fd >= 0)
 		close(l->stats_fd);
@@ -302,6 +359,44 @@ void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns
 	*ns = __atomic_load_n(&l->skel->bss->label_cost[0], __ATOMIC_RELAXED);
 	*clock_ns = __atomic_load_n(&l->skel->bss->label_cost[1], __ATOMIC_RELAXED);
 	*samples = __atomic_load_n(&l->skel->bss->label_cost[2], __ATOMIC_RELAXED);
+}
+
+bool loader__can_unwind_tables(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) == 1;
+}
+
+bool loader__unwind_tables(const struct loader *l)
+{
+	return l->unwind_tables;
+}
+
+struct tp_unwind_row *loader__unwind_rows(struct loader *l, uint32_t *nr_rows)
+{
+	*nr_rows = l->rows ? bpf_map__max_entries(l->skel->maps.unwind_rows) : 0;
+	return l->rows;
+}
+
+struct tp_unwind_page *loader__unwind_pages(struct loader *l, uint32_t *nr_pages)
+{
+	*nr_pages = l->pages ? bpf_map__max_entries(l->skel->maps.unwind_pages) : 0;
+	return l->pages;
+}
+
+int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m)
+{
+	if (!l->unwind_tables)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid, m, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void loader__unwind_drop_process(struct loader *l, uint32_t pid)
+{
+	if (l->unwind_tables)
+		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid);
 }
 
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max)

@@ -20,6 +20,11 @@ struct loader_opts {
 	bool time_stage_label; /* benchmark: time the sampler's stage lookup (loader__label_cost) */
 	int gc_pausing_fd;     /* > 0: the GC programs' gc_pausing map (gc_probes.h), read by the
 				  sampler for the gc=1 label; 0: a map of its own (stays empty) */
+	/* The table unwinder (bpf/lib/unwind.bpf.h): off, user stacks are walked by frame
+	 * pointers only and its maps take no memory. */
+	bool unwind_tables;
+	uint32_t unwind_rows;	       /* rows of unwind_rows (8 bytes each), >= 1 */
+	uint32_t unwind_max_processes; /* processes in unwind_procs, >= 1 */
 };
 
 struct loader_prog_stats {
@@ -59,6 +64,22 @@ void loader__forget(struct loader *l, uint32_t pid);
  * measured it (to subtract), and samples measured, since load. All 0 otherwise. */
 void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns,
 			uint64_t *samples);
+/* Whether the kernel can run the table unwinder (bpf_loop and bpf_task_pt_regs in perf_event
+ * programs: Linux 5.17). */
+bool loader__can_unwind_tables(void);
+/* True when the loaded programs walk user stacks with unwind tables. */
+bool loader__unwind_tables(const struct loader *l);
+/* The unwind_rows array, mapped into this process (writable; BPF reads it concurrently), and
+ * its size in rows, or NULL when the table unwinder is off. Valid until loader__free(). */
+struct tp_unwind_row *loader__unwind_rows(struct loader *l, uint32_t *nr_rows);
+/* The unwind_pages array (page indexes of the tables, a sixteenth of the rows' entries), mapped
+ * likewise, and its size, or NULL when the table unwinder is off. */
+struct tp_unwind_page *loader__unwind_pages(struct loader *l, uint32_t *nr_pages);
+/* Sets the executable mappings of process pid in unwind_procs. 0, or -E2BIG when the map is
+ * full, or another negative errno. */
+int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m);
+/* Removes process pid from unwind_procs (its stacks are walked by frame pointers again). */
+void loader__unwind_drop_process(struct loader *l, uint32_t pid);
 /* Run time of each program; returns the number filled (<= max). */
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
 

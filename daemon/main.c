@@ -30,6 +30,7 @@
 #include "symbolizer.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
+#include "unwinder.h"
 
 #define MAX_WINDOWS 1000000
 
@@ -48,10 +49,20 @@ struct options {
 	unsigned set;	    /* opt_bit() of each option given as a flag: flags win */
 	bool retention_set;
 	struct gc_opts gc;
-	bool gc_set; /* --gc given: the config's [gc] enabled does not apply */
+	bool gc_set;		       /* --gc given: the config's [gc] enabled does not apply */
+	bool unwind_tables;	       /* --unwind=dwarf */
+	size_t unwind_memory_bytes;    /* --unwind-memory */
+	uint32_t unwind_max_processes; /* --unwind-max-processes */
 };
 
-enum { OPT_RINGBUF = 256, OPT_DEBUG_DIR, OPT_GC };
+enum {
+	OPT_RINGBUF = 256,
+	OPT_DEBUG_DIR,
+	OPT_GC,
+	OPT_UNWIND,
+	OPT_UNWIND_MEMORY,
+	OPT_UNWIND_PROCS,
+};
 
 static void usage(FILE *f)
 {
@@ -75,6 +86,13 @@ static void usage(FILE *f)
 	    "  -c, --config FILE       [daemon] settings, [stage NAME] and [usdt-app NAME]\n"
 	    "                          sections (default /etc/tailprof/tailprofd.conf if it\n"
 	    "                          exists); SIGHUP reloads the stages\n"
+	    "      --unwind=MODE       user stacks: dwarf (.eh_frame unwind tables, and\n"
+	    "                          frame pointers where there are none) or fp\n"
+	    "                          (frame pointers only) (default dwarf)\n"
+	    "      --unwind-memory BYTES  BPF memory for unwind tables, 1M-4096M; K/M\n"
+	    "                          suffix allowed (default 64M)\n"
+	    "      --unwind-max-processes N  processes with unwind tables, 1-65536\n"
+	    "                          (default 1024; 5 KiB of BPF memory each)\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -194,6 +212,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"gc", required_argument, NULL, OPT_GC},
+	    {"unwind", required_argument, NULL, OPT_UNWIND},
+	    {"unwind-memory", required_argument, NULL, OPT_UNWIND_MEMORY},
+	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -210,6 +231,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .listen = "127.0.0.1:7077",
 	    .ringbuf_bytes = 8 << 20,
 	    .gc = GC_OPTS_DEFAULT,
+	    .unwind_tables = true,
+	    .unwind_memory_bytes = 64 << 20,
+	    .unwind_max_processes = 1024,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:c:vVh", longopts, NULL)) != -1) {
@@ -246,6 +270,31 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return usage_error("--gc '%s': give auto or off", optarg);
 			o->gc_set = true;
 			break;
+		case OPT_UNWIND:
+			if (strcmp(optarg, "dwarf") && strcmp(optarg, "fp"))
+				return usage_error("--unwind '%s': give dwarf or fp", optarg);
+			o->unwind_tables = !strcmp(optarg, "dwarf");
+			break;
+		case OPT_UNWIND_MEMORY:
+			if (parse_size(optarg, &o->unwind_memory_bytes) ||
+			    o->unwind_memory_bytes < (1 << 20) ||
+			    o->unwind_memory_bytes > (4ull << 30))
+				return usage_error(
+				    "--unwind-memory '%s': give bytes from 1M to 4096M, "
+				    "e.g. 64M",
+				    optarg);
+			break;
+		case OPT_UNWIND_PROCS: {
+			uint64_t v;
+
+			if (tp_parse_uint(optarg, 1, 65536, &v))
+				return usage_error(
+				    "--unwind-max-processes '%s': give an integer from "
+				    "1 to 65536",
+				    optarg);
+			o->unwind_max_processes = v;
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;
@@ -332,6 +381,22 @@ static int check_options(const struct options *o)
 	return 0;
 }
 
+/* The unwinder's mappings go to the loader's BPF maps. */
+static int unwind_set_process(void *ctx, uint32_t pid, const struct tp_proc_mappings *m)
+{
+	return loader__unwind_set_process(ctx, pid, m);
+}
+
+static void unwind_drop_process(void *ctx, uint32_t pid)
+{
+	loader__unwind_drop_process(ctx, pid);
+}
+
+static const struct unwinder_ops unwind_ops = {
+    .set_process = unwind_set_process,
+    .drop_process = unwind_drop_process,
+};
+
 /* Root, or the capabilities that loading BPF, opening perf events system-wide and reading
  * every process's maps need. */
 static bool has_privileges(void)
@@ -395,6 +460,8 @@ int main(int argc, char **argv)
 	struct loader *loader = NULL;
 	struct gc_probes *gc_probes = NULL;
 	struct gc *gc = NULL;
+	struct unwinder *unwinder = NULL;
+	struct loader_opts lopts;
 	struct collector *coll = NULL;
 	struct http_api *http = NULL;
 	struct probes *probes = NULL;
@@ -481,7 +548,12 @@ int main(int argc, char **argv)
 		else
 			pr_warn("GC pauses are not tracked (the GC programs did not load)");
 	}
-	loader = loader__new(&(struct loader_opts){
+	if (o.unwind_tables && !loader__can_unwind_tables()) {
+		pr_warn("the kernel lacks bpf_loop or bpf_task_pt_regs for perf_event programs "
+			"(Linux 5.17): user stacks are walked by frame pointers");
+		o.unwind_tables = false;
+	}
+	lopts = (struct loader_opts){
 	    .frequency_hz = o.frequency_hz,
 	    .ringbuf_bytes = o.ringbuf_bytes,
 	    .slot_ns = drain_period(o.window_ns),
@@ -489,9 +561,39 @@ int main(int argc, char **argv)
 	    /* tests/bench/stages.py measures what the stage label costs each sample */
 	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
 	    .gc_pausing_fd = gc_probes ? gc_probes__pausing_fd(gc_probes) : 0,
-	});
+	    .unwind_tables = o.unwind_tables,
+	    .unwind_rows = o.unwind_memory_bytes / sizeof(struct tp_unwind_row),
+	    .unwind_max_processes = o.unwind_max_processes,
+	};
+	loader = loader__new(&lopts);
+	if (!loader && lopts.unwind_tables) {
+		/* a kernel whose verifier rejects the walker still gets CPU profiles */
+		pr_warn("the table unwinder did not load: user stacks are walked by frame pointers "
+			"(--unwind=fp says so without this retry)");
+		lopts.unwind_tables = o.unwind_tables = false;
+		loader = loader__new(&lopts);
+	}
 	if (!loader)
 		goto out;
+	if (o.unwind_tables) {
+		uint32_t nr_rows, nr_pages;
+		struct tp_unwind_row *rows = loader__unwind_rows(loader, &nr_rows);
+		struct tp_unwind_page *pages = loader__unwind_pages(loader, &nr_pages);
+
+		unwinder = unwinder__new(&(struct unwinder_opts){
+		    .ops = &unwind_ops,
+		    .ops_ctx = loader,
+		    .rows = rows,
+		    .nr_rows = nr_rows,
+		    .pages = pages,
+		    .nr_pages = nr_pages,
+		    .max_processes = o.unwind_max_processes,
+		});
+		if (!unwinder) {
+			pr_err("failed to start the unwinder: %s", strerror(errno));
+			goto out;
+		}
+	}
 	coll = collector__new(&(struct collector_opts){
 	    .loader = loader,
 	    .symbolizer = sym,
@@ -503,6 +605,7 @@ int main(int argc, char **argv)
 	    .stages = stages,
 	    .gc = gc,
 	    .gc_events_fd = gc_probes ? gc_probes__events_fd(gc_probes) : -1,
+	    .unwinder = unwinder,
 	});
 	if (!coll)
 		goto out;
@@ -551,6 +654,7 @@ out:
 	http_api__stop(http);
 	collector__free(coll);
 	stages__free(stages);
+	unwinder__free(unwinder);
 	loader__free(loader);
 	gc__free(gc);
 	gc_probes__free(gc_probes);

@@ -890,6 +890,73 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 		    progs[i].name, progs[i].run_cnt);
 }
 
+/* The table unwinder: what BPF counted, and what user space holds. */
+static void put_unwind_metrics(struct text *t, const struct collector_status *st)
+{
+	static const struct {
+		enum tp_metric m;
+		const char *name, *help;
+	} bpf[] = {
+	    {TP_M_UNWIND_STACKS, "tailprof_unwind_stacks_total",
+	     "User stacks walked with unwind tables."},
+	    {TP_M_UNWIND_FP_STACKS, "tailprof_unwind_fp_stacks_total",
+	     "Of those, stacks with frame-pointer steps (code without unwind information)."},
+	};
+	static const struct {
+		enum tp_metric m;
+		const char *reason;
+	} stops[] = {
+	    {TP_M_UNWIND_UNSUPPORTED, "unsupported_rule"},
+	    {TP_M_UNWIND_NO_MAPPING, "no_mapping"},
+	    {TP_M_UNWIND_READ_FAILED, "read_failed"},
+	    {TP_M_UNWIND_BAD_FRAME, "bad_frame"},
+	};
+	const struct unwinder_stats *u = &st->unwind;
+
+	for (size_t i = 0; i < sizeof(bpf) / sizeof(bpf[0]); i++) {
+		metric(t, bpf[i].name, "counter", bpf[i].help);
+		put(t, "%s %" PRIu64 "\n", bpf[i].name,
+		    st->unwind_bpf[bpf[i].m - TP_M_UNWIND_STACKS]);
+	}
+	metric(t, "tailprof_unwind_stops_total", "counter",
+	       "Table walks that ended early, by reason (the rest reached the outermost frame or "
+	       "were truncated).");
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		put(t, "tailprof_unwind_stops_total{reason=\"%s\"} %" PRIu64 "\n", stops[i].reason,
+		    st->unwind_bpf[stops[i].m - TP_M_UNWIND_STACKS]);
+	metric(t, "tailprof_unwind_processes", "gauge", "Processes with unwind mappings in BPF.");
+	put(t, "tailprof_unwind_processes %" PRIu64 "\n", u->processes);
+	metric(t, "tailprof_unwind_tables", "gauge", "Unwind tables (one per object) in BPF.");
+	put(t, "tailprof_unwind_tables %" PRIu64 "\n", u->tables);
+	metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of those tables.");
+	put(t, "tailprof_unwind_table_rows %" PRIu64 "\n", u->table_rows);
+	metric(t, "tailprof_unwind_table_bytes", "gauge",
+	       "BPF memory those rows use (8 bytes a row).");
+	put(t, "tailprof_unwind_table_bytes %" PRIu64 "\n",
+	    u->table_rows * sizeof(struct tp_unwind_row));
+	metric(t, "tailprof_unwind_capacity_bytes", "gauge",
+	       "BPF memory reserved for unwind tables (--unwind-memory).");
+	put(t, "tailprof_unwind_capacity_bytes %" PRIu64 "\n",
+	    u->capacity_rows * sizeof(struct tp_unwind_row));
+	metric(t, "tailprof_unwind_objects_without_table_total", "counter",
+	       "Objects walked by frame pointers instead, by reason.");
+	put(t, "tailprof_unwind_objects_without_table_total{reason=\"over_budget\"} %" PRIu64 "\n",
+	    u->over_budget);
+	put(t, "tailprof_unwind_objects_without_table_total{reason=\"no_cfi\"} %" PRIu64 "\n",
+	    u->no_cfi);
+	put(t, "tailprof_unwind_objects_without_table_total{reason=\"unreadable\"} %" PRIu64 "\n",
+	    u->failed);
+	metric(t, "tailprof_unwind_rescans_total", "counter",
+	       "Maps re-read because BPF met a PC in no known mapping (dlopen, JIT).");
+	put(t, "tailprof_unwind_rescans_total %" PRIu64 "\n", u->rescans);
+	metric(t, "tailprof_unwind_processes_dropped_total", "counter",
+	       "Processes left to frame pointers: --unwind-max-processes reached.");
+	put(t, "tailprof_unwind_processes_dropped_total %" PRIu64 "\n", u->procs_dropped);
+	metric(t, "tailprof_unwind_build_seconds_total", "counter",
+	       "Time spent building unwind tables.");
+	put(t, "tailprof_unwind_build_seconds_total %.6f\n", u->build_ns / 1e9);
+}
+
 char *query__metrics_text(const struct query_ctx *ctx)
 {
 	struct text t = {.cap = 8192};
@@ -945,6 +1012,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	metric(&t, "tailprof_maps_read_failures_total", "counter",
 	       "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
 	put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);
+	put_unwind_metrics(&t, &st);
 	metric(&t, "tailprof_debug_files_total", "counter",
 	       "Objects named from a separate debug file (build ID or .gnu_debuglink).");
 	put(&t, "tailprof_debug_files_total %" PRIu64 "\n", st.sym.debug_files);

@@ -36,7 +36,7 @@ class Daemon:
             try:
                 if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
                     return
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
         raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())

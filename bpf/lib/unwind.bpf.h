@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The user-stack walker: unwind tables built by tailprofd from .eh_frame (tailprof.h, rows),
+ * frame pointers where an object has none. One function, tp_unwind_user(), for every program
+ * that takes user stacks (CPU samples now; off-CPU and stage samples later).
+ *
+ * Include after vmlinux.h, the libbpf helpers and tailprof.h. The maps below are defined in
+ * every BPF object that includes this header; the loader shares one set between objects
+ * (bpf_map__reuse_fd), so tables are loaded once. */
+#ifndef TAILPROF_UNWIND_BPF_H
+#define TAILPROF_UNWIND_BPF_H
+
+/* Why a walk ended (tp_unwind_result.reason). */
+enum tp_unwind_reason {
+	TP_UNWIND_END = 0,     /* the outermost frame: RA 0 or undefined, RBP 0 by frame pointer */
+	TP_UNWIND_TRUNCATED,   /* TP_MAX_STACK_DEPTH frames taken, the stack goes on */
+	TP_UNWIND_UNSUPPORTED, /* a row the walker cannot follow (TP_CFA_UNSUPPORTED) */
+	TP_UNWIND_NO_MAPPING,  /* a PC in no mapping of unwind_procs: user space rescans */
+	TP_UNWIND_READ_FAILED, /* bpf_probe_read_user failed */
+	TP_UNWIND_BAD_FRAME,   /* the CFA did not move up the stack */
+};
+
+/* unwind_rows: the unwind tables of every object, each a run of rows sorted by pc
+ * (struct tp_unwind_row), one run per object shared by every process that maps it. Written by
+ * tailprofd (the unwinder module, through the loader's mmap of this array) when the first
+ * process that maps an object is seen; a run is reused once the last such process is gone.
+ * Read by tp_unwind_user(). max_entries set by the loader from --unwind-memory (8 bytes a
+ * row). One array rather than a map per object: updating a map in a map waits for an RCU
+ * grace period, per table. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_unwind_row);
+} unwind_rows SEC(".maps");
+
+/* unwind_pages: the page indexes of the tables (struct tp_exec_mapping says how to read them):
+ * they narrow a search to the rows of one TP_UNWIND_PAGE_BYTES of code. Written by tailprofd
+ * with the rows, through its mmap; read here. max_entries set by the loader to a sixteenth of
+ * unwind_rows' (objects that find no room are searched whole). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_unwind_page);
+} unwind_pages SEC(".maps");
+
+/* unwind_procs: tgid -> its executable mappings (struct tp_proc_mappings: start, end, bias,
+ * the run of unwind_rows of the object mapped). Written by tailprofd when a process is first
+ * sampled and when its maps changed (a PC in no known mapping asks for a rescan); deleted at exec
+ * and exit. Read here. A process not in it is walked by frame pointers (bpf_get_stack). max_entries
+ * set by the loader to
+ * --unwind-max-processes; 5 KiB each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct tp_proc_mappings);
+} unwind_procs SEC(".maps");
+
+struct tp_unwind_result {
+	__u32 nr;      /* frames written */
+	__u32 reason;  /* enum tp_unwind_reason */
+	__u32 used_fp; /* 1: at least one frame was stepped by frame pointer */
+	__u32 pad;
+};
+
+/* State of one walk, on the caller's stack, shared with the bpf_loop callback. */
+struct tp_unwind_state {
+	__u64 pc, sp, bp;
+	__u64 *out; /* TP_MAX_STACK_DEPTH slots */
+	struct tp_proc_mappings *procs;
+	struct tp_exec_mapping *last_m; /* the mapping of the previous frame, or NULL */
+	__u32 n;
+	__u32 reason;
+	/* a flag, not a count: a count would be a new verifier state in every iteration */
+	__u32 used_fp;
+	__u32 exact_pc; /* pc is not a return address: frame 0, or interrupted by a signal */
+	__u32 after_fp; /* pc came from a frame-pointer step */
+	__u32 done;
+};
+
+/* Binary searches run in bpf_loop callbacks: unrolled, the verifier would follow every path
+ * through them for every frame. */
+struct tp_unwind_search {
+	struct tp_proc_mappings *procs; /* the mappings searched, or NULL: rows */
+	__u64 key;
+	__u32 base; /* rows: the first row of the table in unwind_rows */
+	__u32 lo, hi;
+	__u32 failed;
+};
+
+/* Halvings per bpf_loop iteration: fewer callbacks, and still few paths for the verifier. */
+#define TP_UNWIND_HALVINGS 2
+
+/* Up to TP_UNWIND_HALVINGS halvings over the mappings of a process: lo ends one past the last
+ * start <= key. */
+static long tp_unwind_mapping_step(__u32 index, void *ctx)
+{
+	struct tp_unwind_search *s = ctx;
+	struct tp_proc_mappings *p = s->procs;
+	__u32 mid;
+
+	for (int k = 0; k < TP_UNWIND_HALVINGS; k++) {
+		if (s->lo >= s->hi)
+			return 1;
+		mid = (s->lo + s->hi) / 2;
+		if (mid >= TP_MAX_PROC_MAPPINGS) {
+			s->failed = 1;
+			return 1;
+		}
+		if (p->m[mid].start <= s->key)
+			s->lo = mid + 1;
+		else
+			s->hi = mid;
+	}
+	return 0;
+}
+
+/* Up to TP_UNWIND_HALVINGS halvings over the rows of a table: lo ends one past the last row
+ * whose pc <= key. */
+static long tp_unwind_row_step(__u32 index, void *ctx)
+{
+	struct tp_unwind_search *s = ctx;
+	struct tp_unwind_row *r;
+	__u32 mid, idx;
+
+	for (int k = 0; k < TP_UNWIND_HALVINGS; k++) {
+		if (s->lo >= s->hi)
+			return 1;
+		mid = (s->lo + s->hi) / 2;
+		idx = s->base + mid;
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!r) {
+			s->failed = 1;
+			return 1;
+		}
+		if (r->pc <= s->key)
+			s->lo = mid + 1;
+		else
+			s->hi = mid;
+	}
+	return 0;
+}
+
+/* The mapping holding pc, or NULL. 8 halvings cover TP_MAX_PROC_MAPPINGS. */
+static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_proc_mappings *p,
+								      __u64 pc)
+{
+	struct tp_unwind_search s = {.procs = p, .key = pc, .hi = p->nr};
+	__u32 i;
+
+	if (s.hi > TP_MAX_PROC_MAPPINGS)
+		s.hi = TP_MAX_PROC_MAPPINGS;
+	bpf_loop((8 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_mapping_step, &s, 0);
+	if (s.failed || s.lo == 0)
+		return NULL;
+	i = s.lo - 1;
+	if (i >= TP_MAX_PROC_MAPPINGS || pc >= p->m[i].end)
+		return NULL;
+	return &p->m[i];
+}
+
+/* The row in effect at rel (the last row whose pc <= rel) of mapping m's table, or NULL. The
+ * page index narrows the search to one page's rows; 24 halvings cover 16M rows. */
+static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_exec_mapping *m,
+								__u32 rel)
+{
+	struct tp_unwind_search s = {.key = rel, .base = m->row_start, .hi = m->nr_rows};
+	struct tp_unwind_row *first;
+	struct tp_unwind_page *pg;
+	__u32 i = m->row_start, page;
+
+	first = bpf_map_lookup_elem(&unwind_rows, &i);
+	if (!first || rel < first->pc)
+		return NULL;
+	page = (rel - first->pc) / TP_UNWIND_PAGE_BYTES;
+	if (page < m->nr_pages) {
+		i = m->pages_start + page;
+		pg = bpf_map_lookup_elem(&unwind_pages, &i);
+		if (pg && pg->first < pg->end && pg->end <= s.hi) {
+			s.lo = pg->first;
+			s.hi = pg->end;
+		}
+	}
+	bpf_loop((24 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_row_step, &s, 0);
+	if (s.failed || s.lo == 0)
+		return NULL;
+	i = m->row_start + s.lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &i);
+}
+
+static __always_inline int tp_unwind_stop(struct tp_unwind_state *st, __u32 reason)
+{
+	st->reason = reason;
+	st->done = 1;
+	return 1;
+}
+
+/* One frame: record pc, then find the caller's pc, sp and bp. Returns 1 to stop. */
+static long tp_unwind_step(__u32 index, void *ctx)
+{
+	struct tp_unwind_state *st = ctx;
+	struct tp_exec_mapping *m;
+	struct tp_unwind_row *rp, row, *r = &row;
+	__u64 lookup, cfa, ra = 0, bp = st->bp;
+
+	/* the frame number is bpf_loop's index, not a count kept in st: the verifier then sees
+	 * one state for every iteration instead of one per value of the count */
+	if (index >= TP_MAX_STACK_DEPTH)
+		return tp_unwind_stop(st, TP_UNWIND_TRUNCATED);
+	st->out[index] = st->pc;
+	st->n = index + 1;
+
+	/* a return address points after the call, which may be the next function */
+	lookup = st->exact_pc ? st->pc : st->pc - 1;
+	/* consecutive frames are mostly in one object: try the last mapping first */
+	m = st->last_m;
+	if (!m || lookup < m->start || lookup >= m->end) {
+		m = tp_unwind_find_mapping(st->procs, lookup);
+		st->last_m = m;
+	}
+	/* a PC that a table step (or the registers) gave is real: the process mapped something
+	 * new; one that a frame-pointer step gave is as likely a stack word of code without frame
+	 * pointers */
+	if (!m)
+		return tp_unwind_stop(st,
+				      st->after_fp ? TP_UNWIND_BAD_FRAME : TP_UNWIND_NO_MAPPING);
+	if (!m->nr_rows)
+		goto frame_pointer;
+	rp = tp_unwind_find_row(m, (__u32)(lookup - m->bias));
+	if (!rp)
+		goto frame_pointer;
+	row = *rp;
+
+	switch (r->cfa_type) {
+	case TP_CFA_RSP:
+		cfa = st->sp + ((__u64)r->cfa_off8 << 3);
+		break;
+	case TP_CFA_RBP:
+		if (!st->bp)
+			return tp_unwind_stop(st, TP_UNWIND_END);
+		cfa = st->bp + ((__u64)r->cfa_off8 << 3);
+		break;
+	case TP_CFA_PLT:
+		cfa = st->sp + 8 + ((st->pc & 15) >= r->cfa_off8 ? 8 : 0);
+		break;
+	case TP_CFA_SIGNAL: {
+		/* the kernel's rt_sigframe: RSP points at the ucontext; its mcontext holds the
+		 * interrupted registers (RBP at +120, RSP at +160, RIP at +168) */
+		__u64 regs[7];
+
+		if (bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + 120)))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		st->bp = regs[0];
+		st->sp = regs[5];
+		st->pc = regs[6];
+		st->exact_pc = 1;
+		st->after_fp = 0;
+		if (!st->pc)
+			return tp_unwind_stop(st, TP_UNWIND_END);
+		return 0;
+	}
+	case TP_CFA_END:
+		return tp_unwind_stop(st, TP_UNWIND_END);
+	case TP_CFA_NONE:
+		goto frame_pointer;
+	default:
+		return tp_unwind_stop(st, TP_UNWIND_UNSUPPORTED);
+	}
+	if (r->rbp_off8 == -2) {
+		/* RBP pushed right after the call (frame-pointer code): one read for both */
+		__u64 fr[2];
+
+		if (bpf_probe_read_user(fr, sizeof(fr), (void *)(cfa - 16)))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		bp = fr[0];
+		ra = fr[1];
+	} else {
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		if (r->rbp_off8 == TP_RBP_LOST)
+			bp = 0;
+		else if (r->rbp_off8 &&
+			 bpf_probe_read_user(&bp, sizeof(bp),
+					     (void *)(cfa + ((__s64)r->rbp_off8 << 3))))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+	}
+	st->after_fp = 0;
+	goto next;
+
+frame_pointer:
+	/* [RBP] = the caller's RBP, [RBP + 8] = the return address */
+	st->used_fp = 1;
+	if (!st->bp)
+		return tp_unwind_stop(st, TP_UNWIND_END);
+	{
+		__u64 fr[2];
+
+		if (bpf_probe_read_user(fr, sizeof(fr), (void *)st->bp))
+			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		bp = fr[0];
+		ra = fr[1];
+		cfa = st->bp + 16;
+	}
+	st->after_fp = 1;
+next:
+	if (cfa <= st->sp)
+		return tp_unwind_stop(st, TP_UNWIND_BAD_FRAME);
+	st->sp = cfa;
+	st->bp = bp;
+	st->pc = ra;
+	st->exact_pc = 0;
+	if (!ra)
+		return tp_unwind_stop(st, TP_UNWIND_END);
+	return 0;
+}
+
+/* Walks the user stack whose innermost frame has registers (pc, sp, bp) through the tables of
+ * procs (the process's unwind_procs entry) into out[0 .. TP_MAX_STACK_DEPTH), leaf first.
+ * Returns what it did in *res: frames written, why it ended, whether frame pointers were used.
+ * Needs bpf_loop (Linux 5.17). */
+static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64 pc, __u64 sp,
+					   __u64 bp, __u64 *out, struct tp_unwind_result *res)
+{
+	struct tp_unwind_state st = {
+	    .pc = pc,
+	    .sp = sp,
+	    .bp = bp,
+	    .out = out,
+	    .procs = procs,
+	    .exact_pc = 1,
+	};
+
+	bpf_loop(TP_MAX_STACK_DEPTH + 1, tp_unwind_step, &st, 0);
+	res->nr = st.n;
+	res->reason = st.done ? st.reason : TP_UNWIND_TRUNCATED;
+	res->used_fp = st.used_fp;
+}
+
+#endif

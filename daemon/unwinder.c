@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unwind tables per object, executable mappings per process, into BPF through ops. */
+#include "unwinder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hashmap.h"
+#include "log.h"
+#include "proc_maps.h"
+#include "unwind_table.h"
+
+#define OBJECT_BUCKETS 1024
+#define PROC_BUCKETS   1024
+#define MAPS_MAX_BYTES (64u << 20)
+
+/* One ELF object (a file, or the vDSO), shared by the processes that map it. */
+struct uw_object {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	bool vdso;
+	int refcnt;	    /* mappings of known processes that use it */
+	int status;	    /* 0: table loaded; else why not (-ENOENT no CFI, -ENOSPC no room...) */
+	uint32_t row_start; /* its run of rows, when status == 0 */
+	uint32_t nr_rows;
+	uint32_t pages_start; /* its page index (0 pages: none) */
+	uint32_t nr_pages;
+	struct unwind_segment segs[UNWIND_MAX_SEGMENTS];
+	size_t nr_segs;
+	struct uw_object *next; /* hash chain */
+};
+
+/* A run of entries of unwind_rows or unwind_pages. */
+struct extent {
+	uint32_t start, len;
+};
+
+/* Free runs of one array, sorted by start, coalesced. */
+struct extents {
+	struct extent *v;
+	size_t nr, cap;
+};
+
+struct uw_proc {
+	uint32_t pid;
+	uint64_t start_ns;
+	uint64_t last_scan_ns;
+	uint32_t nr;
+	struct uw_object *objs[TP_MAX_PROC_MAPPINGS]; /* a reference per mapping (NULL: none) */
+	struct uw_proc *next;
+};
+
+struct unwinder {
+	struct unwinder_opts opts;
+	struct uw_object *objects[OBJECT_BUCKETS];
+	struct uw_proc *procs[PROC_BUCKETS];
+	struct extents rows_free;  /* of opts.rows */
+	struct extents pages_free; /* of opts.pages */
+	struct unwinder_stats st;
+	struct tp_proc_mappings scratch;
+};
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	if (!p)
+		abort(); /* fixed-size allocations (STYLE.md) */
+	return p;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t now_ns(const struct unwinder *u)
+{
+	return u->opts.clock_ns ? u->opts.clock_ns() : mono_ns();
+}
+
+/* ---- runs of rows and pages: first fit over a sorted free list ---- */
+
+/* A run of n entries, or -ENOSPC. */
+static int64_t extent_alloc(struct extents *x, uint32_t n)
+{
+	for (size_t i = 0; i < x->nr; i++) {
+		struct extent *e = &x->v[i];
+		uint32_t start = e->start;
+
+		if (e->len < n)
+			continue;
+		e->start += n;
+		e->len -= n;
+		if (!e->len) {
+			memmove(e, e + 1, (x->nr - i - 1) * sizeof(*e));
+			x->nr--;
+		}
+		return start;
+	}
+	return -ENOSPC;
+}
+
+static void extent_free(struct extents *x, uint32_t start, uint32_t n)
+{
+	size_t i = 0;
+
+	if (!n)
+		return;
+	while (i < x->nr && x->v[i].start < start)
+		i++;
+	/* merge with the run before and/or after */
+	if (i > 0 && x->v[i - 1].start + x->v[i - 1].len == start) {
+		x->v[i - 1].len += n;
+		if (i < x->nr && start + n == x->v[i].start) {
+			x->v[i - 1].len += x->v[i].len;
+			memmove(&x->v[i], &x->v[i + 1], (x->nr - i - 1) * sizeof(x->v[0]));
+			x->nr--;
+		}
+		return;
+	}
+	if (i < x->nr && start + n == x->v[i].start) {
+		x->v[i].start = start;
+		x->v[i].len += n;
+		return;
+	}
+	if (x->nr == x->cap) {
+		x->cap = x->cap ? 2 * x->cap : 64;
+		x->v = realloc(x->v, x->cap * sizeof(*x->v));
+		if (!x->v)
+			abort(); /* at most one run per object: small */
+	}
+	memmove(&x->v[i + 1], &x->v[i], (x->nr - i) * sizeof(x->v[0]));
+	x->v[i] = (struct extent){.start = start, .len = n};
+	x->nr++;
+}
+
+/* ---- objects ---- */
+
+static size_t object_bucket(uint64_t dev, uint64_t ino)
+{
+	return hashmap__mix64(dev * 0x9e3779b97f4a7c15ull ^ ino) % OBJECT_BUCKETS;
+}
+
+static void object_release(struct unwinder *u, struct uw_object *o)
+{
+	struct uw_object **pp;
+
+	if (!o || --o->refcnt > 0)
+		return;
+	for (pp = &u->objects[object_bucket(o->dev, o->ino)]; *pp; pp = &(*pp)->next) {
+		if (*pp == o) {
+			*pp = o->next;
+			break;
+		}
+	}
+	if (o->status == 0) {
+		/* no mapping in BPF points at these rows any more */
+		extent_free(&u->rows_free, o->row_start, o->nr_rows);
+		extent_free(&u->pages_free, o->pages_start, o->nr_pages);
+		u->st.pages -= o->nr_pages;
+		u->st.tables--;
+		u->st.table_rows -= o->nr_rows;
+	}
+	u->st.objects--;
+	free(o);
+}
+
+/* The page index of o's rows: for each TP_UNWIND_PAGE_BYTES of PCs from the first row's, the
+ * row in effect at its start, so that the walker's search spans one page's rows. No index
+ * (nr_pages 0) when there is no room: the walker then searches all rows. */
+static void index_pages(struct unwinder *u, struct uw_object *o, const struct tp_unwind_row *rows)
+{
+	uint64_t span = rows[o->nr_rows - 1].pc - rows[0].pc;
+	uint32_t n = span / TP_UNWIND_PAGE_BYTES + 1, j = 0;
+	int64_t start;
+
+	if (!u->opts.pages || o->nr_rows < 16)
+		return;
+	start = extent_alloc(&u->pages_free, n);
+	if (start < 0)
+		return;
+	for (uint32_t p = 0; p < n; p++) {
+		uint64_t pc = rows[0].pc + (uint64_t)p * TP_UNWIND_PAGE_BYTES;
+
+		while (j + 1 < o->nr_rows && rows[j + 1].pc <= pc)
+			j++;
+		u->opts.pages[start + p].first = j;
+		if (p)
+			u->opts.pages[start + p - 1].end = j + 1;
+	}
+	u->opts.pages[start + n - 1].end = o->nr_rows;
+	o->pages_start = start;
+	o->nr_pages = n;
+	u->st.pages += n;
+}
+
+/* Builds o's table from fd and copies it into BPF's rows if it fits. Sets o->status. */
+static void object_load(struct unwinder *u, struct uw_object *o, int fd, const char *what)
+{
+	struct unwind_table t;
+	uint64_t t0 = mono_ns();
+	int64_t start;
+	int err;
+
+	err = unwind_table__build_fd(fd, &t);
+	u->st.build_ns += mono_ns() - t0;
+	if (err) {
+		o->status = err;
+		if (err == -ENOENT)
+			u->st.no_cfi++;
+		else
+			u->st.failed++;
+		pr_debug("no unwind table for %s: %s", what, strerror(-err));
+		return;
+	}
+	memcpy(o->segs, t.segs, sizeof(o->segs));
+	o->nr_segs = t.nr_segs;
+	start = t.nr_rows <= UINT32_MAX ? extent_alloc(&u->rows_free, t.nr_rows) : -ENOSPC;
+	if (start < 0) {
+		o->status = -ENOSPC;
+		u->st.over_budget++;
+		pr_debug("no room for the unwind table of %s (%zu rows): frame pointers there",
+			 what, t.nr_rows);
+	} else {
+		/* rows no mapping uses yet: BPF does not read them until set_process */
+		memcpy(&u->opts.rows[start], t.rows, t.nr_rows * sizeof(*t.rows));
+		o->status = 0;
+		o->row_start = start;
+		o->nr_rows = t.nr_rows;
+		u->st.tables++;
+		u->st.table_rows += t.nr_rows;
+		index_pages(u, o, t.rows);
+	}
+	/* BPF has its copy: user space keeps only what the bias needs */
+	unwind_table__clear(&t);
+}
+
+/* The object open in fd (stat st), found or built; one more reference. */
+static struct uw_object *object_get(struct unwinder *u, int fd, const struct stat *st, bool vdso,
+				    const char *what)
+{
+	uint64_t dev = vdso ? 0 : st->st_dev, ino = vdso ? 0 : st->st_ino;
+	int64_t mtime = vdso ? 0 : (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	uint64_t size = vdso ? 0 : (uint64_t)st->st_size;
+	size_t b = object_bucket(dev, ino);
+	struct uw_object *o;
+
+	for (o = u->objects[b]; o; o = o->next) {
+		if (o->dev == dev && o->ino == ino && o->mtime_ns == mtime && o->size == size &&
+		    o->vdso == vdso) {
+			o->refcnt++;
+			return o;
+		}
+	}
+	o = xcalloc(1, sizeof(*o));
+	o->dev = dev;
+	o->ino = ino;
+	o->mtime_ns = mtime;
+	o->size = size;
+	o->vdso = vdso;
+	o->refcnt = 1;
+	object_load(u, o, fd, what);
+	o->next = u->objects[b];
+	u->objects[b] = o;
+	u->st.objects++;
+	return o;
+}
+
+/* The vDSO is the same image in every process: ours, copied into a memfd once per lookup (it is
+ * a few KiB) so that libelf reads it like a file. */
+static struct uw_object *vdso_get(struct unwinder *u)
+{
+	size_t b = object_bucket(0, 0);
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	struct uw_object *o;
+	struct stat st = {0};
+	char *maps = NULL;
+	size_t len, vdso_len = 0;
+	int fd;
+
+	for (o = u->objects[b]; o; o = o->next) {
+		if (o->vdso) {
+			o->refcnt++;
+			return o;
+		}
+	}
+	if (!base || proc_read_file("/proc/self/maps", MAPS_MAX_BYTES, &maps, &len))
+		return NULL;
+	for (char *line = maps; line && *line;) {
+		unsigned long lo, hi;
+		char *nl = strchr(line, '\n');
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == base &&
+		    strstr(line, "[vdso]") && (!nl || strstr(line, "[vdso]") < nl))
+			vdso_len = hi - lo;
+		line = nl ? nl + 1 : NULL;
+	}
+	free(maps);
+	if (!vdso_len)
+		return NULL;
+	fd = memfd_create("tailprof-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (write(fd, (const void *)base, vdso_len) != (ssize_t)vdso_len) {
+		close(fd);
+		return NULL;
+	}
+	o = object_get(u, fd, &st, true, "[vdso]");
+	close(fd);
+	return o;
+}
+
+/* Opens the file of mapping m of pid: /proc/PID/map_files/START-END (the very file mapped, even
+ * when deleted or in another mount namespace), else /proc/PID/root/PATH. */
+static int open_mapping(const struct unwinder *u, uint32_t pid, const struct proc_mapping *m)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->opts.proc_root, pid,
+		 m->start, m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (snprintf(path, sizeof(path), "%s/%u/root%s", u->opts.proc_root, pid, m->path) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+/* ---- processes ---- */
+
+static struct uw_proc **proc_slot(struct unwinder *u, uint32_t pid)
+{
+	struct uw_proc **pp = &u->procs[hashmap__mix64(pid) % PROC_BUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void proc_release_objects(struct unwinder *u, struct uw_object **objs, uint32_t nr)
+{
+	for (uint32_t i = 0; i < nr; i++)
+		object_release(u, objs[i]);
+}
+
+/* Reads the maps of p and fills u->scratch and p->objs (taking references). Returns 0 or a
+ * negative errno (p then holds no references). */
+static int proc_scan(struct unwinder *u, struct uw_proc *p)
+{
+	struct tp_proc_mappings *out = &u->scratch;
+	struct proc_maps maps = {0};
+	char path[PATH_MAX], *buf = NULL;
+	size_t len;
+	int err;
+
+	p->nr = 0;
+	snprintf(path, sizeof(path), "%s/%u/maps", u->opts.proc_root, p->pid);
+	err = proc_read_file(path, MAPS_MAX_BYTES, &buf, &len);
+	if (err)
+		return err;
+	err = proc_maps__parse(buf, len, &maps);
+	free(buf);
+	if (err < 0)
+		return err;
+	memset(out, 0, offsetof(struct tp_proc_mappings, m));
+	out->start_ns = p->start_ns;
+	for (size_t i = 0; i < maps.nr; i++) {
+		const struct proc_mapping *m = &maps.v[i];
+		struct tp_exec_mapping *e;
+		struct uw_object *o = NULL;
+
+		if (p->nr == TP_MAX_PROC_MAPPINGS) {
+			u->st.mappings_dropped += maps.nr - i;
+			break;
+		}
+		if (proc_mapping__is_file(m)) {
+			int fd = open_mapping(u, p->pid, m);
+			struct stat st;
+
+			if (fd >= 0) {
+				if (!fstat(fd, &st))
+					o = object_get(u, fd, &st, false, m->path);
+				close(fd);
+			}
+		} else if (!strcmp(m->path, "[vdso]")) {
+			o = vdso_get(u);
+		}
+		e = &out->m[p->nr];
+		*e = (struct tp_exec_mapping){
+		    .start = m->start,
+		    .end = m->end,
+		};
+		if (o && o->status == 0) {
+			struct unwind_table t = {.nr_segs = o->nr_segs};
+			uint64_t bias;
+
+			memcpy(t.segs, o->segs, sizeof(t.segs));
+			if (!unwind_table__bias(&t, m->start, m->pgoff, &bias)) {
+				e->bias = bias;
+				e->row_start = o->row_start;
+				e->nr_rows = o->nr_rows;
+				e->pages_start = o->pages_start;
+				e->nr_pages = o->nr_pages;
+			}
+		}
+		p->objs[p->nr++] = o;
+	}
+	out->nr = p->nr;
+	proc_maps__clear(&maps);
+	return 0;
+}
+
+static void proc_free(struct unwinder *u, struct uw_proc **pp, bool drop_bpf)
+{
+	struct uw_proc *p = *pp;
+
+	*pp = p->next;
+	if (drop_bpf)
+		u->opts.ops->drop_process(u->opts.ops_ctx, p->pid);
+	proc_release_objects(u, p->objs, p->nr);
+	free(p);
+	u->st.processes--;
+}
+
+/* (Re)reads the maps of *pp and hands BPF the result; the old references are released after the
+ * new ones are taken, so that objects still mapped keep their tables. */
+static int proc_update(struct unwinder *u, struct uw_proc **pp)
+{
+	struct uw_proc *p = *pp;
+	struct uw_object *old[TP_MAX_PROC_MAPPINGS];
+	uint32_t old_nr = p->nr;
+	int err;
+
+	memcpy(old, p->objs, sizeof(old[0]) * old_nr);
+	p->last_scan_ns = now_ns(u);
+	err = proc_scan(u, p);
+	if (!err)
+		err = u->opts.ops->set_process(u->opts.ops_ctx, p->pid, &u->scratch);
+	proc_release_objects(u, old, old_nr);
+	if (err) {
+		if (err == -E2BIG || err == -ENOSPC)
+			u->st.procs_dropped++;
+		proc_free(u, pp, true);
+	}
+	return err;
+}
+
+int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns)
+{
+	struct uw_proc **pp = proc_slot(u, pid), *p = *pp;
+
+	if (p && p->start_ns == start_ns)
+		return 0;
+	if (p) /* pid reused, or an exec we did not hear of */
+		proc_free(u, pp, false);
+	if (u->st.processes >= u->opts.max_processes) {
+		u->st.procs_dropped++;
+		return -E2BIG;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->pid = pid;
+	p->start_ns = start_ns;
+	p->next = *pp;
+	*pp = p;
+	u->st.processes++;
+	return proc_update(u, pp);
+}
+
+int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns)
+{
+	struct uw_proc **pp = proc_slot(u, pid), *p = *pp;
+	int err;
+
+	if (!p || p->start_ns != start_ns) {
+		err = unwinder__add_process(u, pid, start_ns);
+		return err ? err : 1;
+	}
+	if (now_ns(u) - p->last_scan_ns < u->opts.rescan_min_ns)
+		return 0;
+	u->st.rescans++;
+	err = proc_update(u, pp);
+	return err ? err : 1;
+}
+
+void unwinder__forget_process(struct unwinder *u, uint32_t pid)
+{
+	struct uw_proc **pp = proc_slot(u, pid);
+
+	if (*pp)
+		proc_free(u, pp, true);
+}
+
+static bool proc_gone(const struct unwinder *u, uint32_t pid)
+{
+	char path[PATH_MAX];
+
+	if (!strcmp(u->opts.proc_root, "/proc"))
+		return kill((pid_t)pid, 0) && errno == ESRCH;
+	snprintf(path, sizeof(path), "%s/%u", u->opts.proc_root, pid);
+	return access(path, F_OK) != 0;
+}
+
+int unwinder__prune(struct unwinder *u)
+{
+	int n = 0;
+
+	for (size_t b = 0; b < PROC_BUCKETS; b++) {
+		struct uw_proc **pp = &u->procs[b];
+
+		while (*pp) {
+			if (proc_gone(u, (*pp)->pid)) {
+				proc_free(u, pp, true);
+				n++;
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+	}
+	return n;
+}
+
+void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st)
+{
+	*st = u->st;
+}
+
+struct unwinder *unwinder__new(const struct unwinder_opts *opts)
+{
+	struct unwinder *u;
+
+	if (!opts || !opts->ops || !opts->rows || !opts->nr_rows || !opts->max_processes) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = xcalloc(1, sizeof(*u));
+	u->opts = *opts;
+	if (!u->opts.proc_root)
+		u->opts.proc_root = "/proc";
+	if (!u->opts.rescan_min_ns)
+		u->opts.rescan_min_ns = 250000000ull;
+	u->st.capacity_rows = opts->nr_rows;
+	extent_free(&u->rows_free, 0, opts->nr_rows);
+	if (opts->pages)
+		extent_free(&u->pages_free, 0, opts->nr_pages);
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t b = 0; b < PROC_BUCKETS; b++)
+		while (u->procs[b])
+			proc_free(u, &u->procs[b], true);
+	free(u->rows_free.v);
+	free(u->pages_free.v);
+	free(u);
+}

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Integration tests of the table unwinder (.eh_frame in BPF): real BPF as root, workloads built
+without frame pointers, Debian's libc and python3.11.
+
+Usage: test_unwind.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
+with CI=true that is a failure. TAILPROF_TEST=name runs the tests whose name contains it."""
+import glob
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import daemon  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1])
+DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
+WL = os.path.join(BUILD, "tests", "workloads")
+FREQ = 997
+IN_CI = os.environ.get("CI") == "true"
+PYTHON = "/usr/bin/python3.11"
+LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+KERNEL = "[kernel.kallsyms]"
+
+
+def skip(why):
+    if IN_CI:
+        print("FAIL: cannot run integration tests in CI: " + why)
+        sys.exit(1)
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+class Daemon(daemon.Daemon):
+    def __init__(self, *args):
+        super().__init__(DAEMON, *args)
+
+
+def start(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    return p, int(p.stdout.readline())
+
+
+def run_workload(d, name, *args):
+    """Runs workload name to its end and returns the profile of its pid."""
+    p, pid = start([os.path.join(WL, name)] + [str(a) for a in args])
+    p.wait()
+    time.sleep(1.5)  # a sample is queryable at most 1 s after it was taken
+    return d.profile("pid=%d&last=2m" % pid)[0]
+
+
+def user_frames(sample):
+    return [f for f in sample["frames"] if f["mapping"] != KERNEL]
+
+
+def names(frames):
+    return [f["function"] for f in frames]
+
+
+def in_order(seq, wanted):
+    """True when the items of wanted appear in seq in this order (not necessarily adjacent)."""
+    i = 0
+    for x in seq:
+        if i < len(wanted) and x == wanted[i]:
+            i += 1
+    return i == len(wanted)
+
+
+def show_misses(prof, good, n=3):
+    """Prints the n heaviest stacks for which good(sample) is false, for failure reports."""
+    miss = {}
+    for s in prof.samples:
+        if not good(s):
+            k = " <- ".join(f["function"] or hex(f["address"]) for f in user_frames(s))
+            miss[k] = miss.get(k, 0) + s["values"][0]
+    for k, v in sorted(miss.items(), key=lambda kv: -kv[1])[:n]:
+        print("    miss %d: %s" % (v, k[:300]))
+
+
+def libc_symbol_range(name):
+    """[start, end) of a local libc function, read from libc's debug file (libc6-dbg), or None
+    when there is none: Debian's libc.so.6 itself has only .dynsym."""
+    notes = subprocess.run(["readelf", "-n", LIBC], stdout=subprocess.PIPE, text=True).stdout
+    bid = [ln.split()[-1] for ln in notes.splitlines() if "Build ID" in ln]
+    if not bid:
+        return None
+    path = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[0][:2], bid[0][2:])
+    if not os.path.exists(path):
+        return None
+    out = subprocess.run(["nm", "-S", path], stdout=subprocess.PIPE, text=True).stdout
+    for ln in out.splitlines():
+        parts = ln.split()
+        if len(parts) == 4 and parts[3] == name:
+            start = int(parts[0], 16)
+            return start, start + int(parts[1], 16)
+    return None
+
+
+# ---- tests ----
+
+def test_qsort_comparator_chain_through_libc(d):
+    """by_key runs inside libc's qsort; the workload and libc have no frame pointers."""
+    prof = run_workload(d, "tp_qsort", 4)
+    total = chained = 0
+    for s in prof.samples:
+        fr = user_frames(s)
+        n = names(fr)
+        if not n or n[0] != "by_key":
+            continue
+        total += s["values"][0]
+        if "sort_all" not in n:
+            continue
+        i = n.index("sort_all")
+        libc_between = any(f["mapping"] == LIBC for f in fr[1:i])
+        if libc_between and in_order(n[i:], ["sort_all", "run_rounds", "main"]):
+            chained += s["values"][0]
+    print("  %d of %d samples in by_key carry by_key <- libc <- sort_all <- run_rounds <- main"
+          % (chained, total))
+    assert total > 0.5 * FREQ * 4 * 0.5, ("too few samples in by_key", total)
+    assert chained >= 0.9 * total, (chained, total)
+
+
+def test_python_native_stack(d):
+    """A pure-Python loop in Debian's python3.11 (no frame pointers): the native stack reaches
+    Py_BytesMain and __libc_start_call_main through _PyEval_EvalFrameDefault."""
+    start_call_main = libc_symbol_range("__libc_start_call_main")
+    code = ("import os, time\nprint(os.getpid(), flush=True)\nend = time.time() + 4\nx = 0\n"
+            "while time.time() < end:\n    for i in range(1000):\n        x += i * i\n")
+    p, pid = start([PYTHON, "-c", code])
+    p.wait()
+    time.sleep(1.5)
+    prof = d.profile("pid=%d&last=2m" % pid)[0]
+
+    def is_start_call_main(f):
+        if f["function"] == "__libc_start_call_main":
+            return True
+        return (start_call_main is not None and f["mapping"] == LIBC and
+                start_call_main[0] <= f["address"] < start_call_main[1])
+
+    total = good = 0
+    for s in prof.samples:
+        fr = user_frames(s)
+        n = names(fr)
+        total += s["values"][0]
+        if "_PyEval_EvalFrameDefault" not in n or "Py_BytesMain" not in n:
+            continue
+        i = n.index("_PyEval_EvalFrameDefault")
+        j = n.index("Py_BytesMain")
+        if i < j and any(is_start_call_main(f) for f in fr[j + 1:]):
+            good += s["values"][0]
+    print("  %d of %d samples: _PyEval_EvalFrameDefault ... Py_BytesMain <- "
+          "__libc_start_call_main" % (good, total))
+    assert total > 0.5 * FREQ * 4 * 0.5, ("too few samples", total)
+    assert good >= 0.9 * total, (good, total)
+
+
+def check_truncated(prof, what):
+    deep = [s for s in prof.samples if "deep_spin" in names(user_frames(s))]
+    total = sum(s["values"][0] for s in deep)
+    cut = 0
+    for s in deep:
+        n = names(user_frames(s))
+        if n[-1] == "[truncated]" and n[0] == "deep_spin" and len(n) == 128:
+            cut += s["values"][0]
+    print("  %s: %d of %d samples in deep_spin end in [truncated] after 127 frames"
+          % (what, cut, total))
+    assert total > 0.5 * FREQ * 3 * 0.5, (what, "too few samples", total)
+    assert cut >= 0.95 * total, (what, cut, total)
+
+
+def test_deep_stacks_truncated_explicitly(d):
+    """A recursion 200 deep: both walkers end the stack in [truncated] after 127 frames; 100
+    deep, the table walker reaches main."""
+    check_truncated(run_workload(d, "tp_deep", 3, 200), "tables, no frame pointers")
+    prof = run_workload(d, "tp_deep", 3, 100)
+    deep = [s for s in prof.samples if "deep_spin" in names(user_frames(s))]
+    total = sum(s["values"][0] for s in deep)
+    full = sum(s["values"][0] for s in deep
+               if names(user_frames(s))[:1] == ["deep_spin"] and
+               names(user_frames(s)).count("recurse") == 100 and
+               "main" in names(user_frames(s)) and
+               "[truncated]" not in names(user_frames(s)))
+    print("  tables, 100 deep: %d of %d samples reach main through 100 recurse frames"
+          % (full, total))
+    if full < 0.9 * total:
+        show_misses(prof, lambda s: names(user_frames(s)).count("recurse") == 100)
+    assert full >= 0.9 * total and total > 0, (full, total)
+    fp = Daemon("--frequency", str(FREQ), "--window", "1s", "--unwind=fp")
+    try:
+        time.sleep(1)
+        check_truncated(run_workload(fp, "tp_deep_fp", 3, 200), "frame pointers")
+    finally:
+        fp.stop()
+
+
+def test_signal_frame(d):
+    """A signal handler's stack continues through libc's __restore_rt and the kernel's signal
+    frame into the interrupted code."""
+    prof = run_workload(d, "tp_signal", 3)
+    spin = [s for s in prof.samples if names(user_frames(s))[:1] == ["handler_spin"]]
+    total = sum(s["values"][0] for s in spin)
+    good = sum(s["values"][0] for s in spin
+               if in_order(names(user_frames(s)), ["handler_spin", "on_signal", "interrupted",
+                                                   "main"]))
+    print("  %d of %d samples in handler_spin carry on_signal <- [signal frame] <- interrupted "
+          "<- main" % (good, total))
+    if good < 0.99 * total:
+        show_misses(prof, lambda s: "interrupted" in names(user_frames(s)))
+    assert total > 0.5 * FREQ * 3 * 0.5, ("too few samples", total)
+    assert good >= 0.9 * total, (good, total)
+
+
+def test_dlopen_picked_up(d):
+    """A library dlopen'ed after the process was first seen: a PC in no known mapping makes
+    user space rescan the maps, and the library's frames unwind within a drain period."""
+    before = d.metrics().get("tailprof_unwind_rescans_total", 0)
+    plugin = os.path.join(WL, "libtp_plugin.so")
+    prof = run_workload(d, "tp_dlopen_late", 1, 2, plugin)
+    after = d.metrics().get("tailprof_unwind_rescans_total", 0)
+    spin = [s for s in prof.samples if names(user_frames(s))[:1] == ["plugin_spin"]]
+    total = sum(s["values"][0] for s in spin)
+    chained = sum(s["values"][0] for s in spin
+                  if in_order(names(user_frames(s)), ["plugin_spin", "run_plugin", "main"]))
+    print("  %d of %d samples in plugin_spin carry run_plugin <- main; %d rescans"
+          % (chained, total, after - before))
+    assert total > 0.5 * FREQ * 2 * 0.5, ("too few samples", total)
+    assert chained >= 0.9 * total, (chained, total)
+    assert after > before
+
+
+def test_fp_flag_and_metrics(d):
+    """--unwind=fp walks by frame pointers only (the qsort chain breaks in libc); the default
+    daemon reports its tables and walks on /metrics."""
+    m = d.metrics()
+    print("  tables %d (%d rows, %d bytes), %d stacks walked, %d with frame-pointer steps"
+          % (m["tailprof_unwind_tables"], m["tailprof_unwind_table_rows"],
+             m["tailprof_unwind_table_bytes"], m["tailprof_unwind_stacks_total"],
+             m["tailprof_unwind_fp_stacks_total"]))
+    assert m["tailprof_unwind_tables"] > 0 and m["tailprof_unwind_table_bytes"] > 0, m
+    assert m["tailprof_unwind_stacks_total"] > 0, m
+    fp = Daemon("--frequency", str(FREQ), "--window", "1s", "--unwind=fp")
+    try:
+        time.sleep(1)
+        prof = run_workload(fp, "tp_qsort", 2)
+        total = sum(s["values"][0] for s in prof.samples
+                    if names(user_frames(s))[:1] == ["by_key"])
+        chained = sum(s["values"][0] for s in prof.samples
+                      if names(user_frames(s))[:1] == ["by_key"] and
+                      "main" in names(user_frames(s)))
+        fm = fp.metrics()
+        print("  --unwind=fp: %d of %d samples in by_key reach main" % (chained, total))
+        assert fm["tailprof_unwind_stacks_total"] == 0 and fm["tailprof_unwind_tables"] == 0
+        assert total > 0 and chained < 0.5 * total, (chained, total)
+    finally:
+        fp.stop()
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        skip("kernel has no BTF")
+    if not os.path.exists(PYTHON) or not glob.glob(LIBC):
+        skip("needs Debian's %s and %s" % (PYTHON, LIBC))
+    try:
+        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
+    except RuntimeError as e:
+        if IN_CI:
+            raise
+        skip(str(e))
+    time.sleep(2)  # tables of the processes already running are built at the first drains
+    tests = [test_qsort_comparator_chain_through_libc, test_python_native_stack,
+             test_deep_stacks_truncated_explicitly, test_signal_frame, test_dlopen_picked_up,
+             test_fp_flag_and_metrics]
+    only = os.environ.get("TAILPROF_TEST")
+    passed = failed = 0
+    for t in tests:
+        if only and only not in t.__name__:
+            continue
+        try:
+            t(d)
+            print("ok   %s" % t.__name__)
+            passed += 1
+        except Exception:
+            print("FAIL %s" % t.__name__)
+            traceback.print_exc()
+            failed += 1
+        sys.stdout.flush()
+    d.stop()
+    if failed:
+        print("--- tailprofd output ---\n" + d.output()[-4000:])
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
