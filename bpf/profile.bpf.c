@@ -177,6 +177,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->tid = (__u32)pid_tgid;
 	s->cpu = bpf_get_smp_processor_id();
 	s->flags = 0;
+	s->blocked_ns = 0;
 	pausing = bpf_map_lookup_elem(&gc_pausing, &s->hdr.pid);
 	if (pausing && *pausing)
 		s->flags |= TP_SAMPLE_IN_GC;

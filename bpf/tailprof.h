@@ -19,6 +19,12 @@ enum tp_event_kind {
 	TP_EV_EXEC = 2,	  /* struct tp_event_hdr: the process replaced its image (pid kept) */
 	TP_EV_EXIT = 3,	  /* struct tp_event_hdr: the last thread of the process exited */
 	TP_EV_FORK = 4,	  /* struct tp_fork: a new process (not a thread) was forked */
+	/* struct tp_sample with blocked_ns: a thread woke (hdr.ts_ns, which places it in a window)
+	 * from a block of at least offcpu_min_ns, with the stacks it blocked with. Sent by
+	 * bpf/sched.bpf.c when the thread returns from the syscall it blocked in (the user stack
+	 * is taken there), or at wake-up when it blocked outside a syscall
+	 * (TP_SAMPLE_NO_USER_STACK). */
+	TP_EV_OFFCPU = 5,
 };
 
 /* Bits of tp_sample.flags. */
@@ -32,6 +38,7 @@ enum tp_event_kind {
 #define TP_SAMPLE_UNWIND_RESCAN (1u << 5)
 /* the user stack was walked with unwind tables (else by frame pointers, bpf_get_stack) */
 #define TP_SAMPLE_UNWIND_TABLES (1u << 6)
+#define TP_SAMPLE_NO_USER_STACK (1u << 7) /* off-CPU: blocked outside a syscall, no user stack */
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -62,10 +69,11 @@ struct tp_sample {
 	char thread_comm[TP_COMM_LEN]; /* the sampled thread's comm */
 	__u32 stage;		       /* innermost active stage of the thread (0: none) */
 	__u32 pad;
+	__u64 blocked_ns; /* TP_EV_OFFCPU: how long the thread was blocked; else 0 */
 	/* Leaf first. Only the used part is sent: the record is tp_sample_size(nr) bytes. */
 	__u64 addrs[2 * TP_MAX_STACK_DEPTH];
 };
-_Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 + 8 * 2 * TP_MAX_STACK_DEPTH,
+_Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 + 8 + 8 * 2 * TP_MAX_STACK_DEPTH,
 	       "tp_sample layout");
 
 #define TP_SAMPLE_HDR_SIZE (sizeof(struct tp_sample) - 8 * 2 * TP_MAX_STACK_DEPTH)
@@ -236,6 +244,53 @@ enum tp_gc_metric {
 	TP_GCM_UNMATCHED,   /* an end without its begin (attached mid-pause) */
 	TP_GCM_OPEN_FULL,   /* gc_open or gc_pausing full: the phase is not timed */
 	TP_GCM_NR,
+};
+
+/* ---- scheduler (bpf/sched.bpf.c) ---- */
+
+/* Run-queue latency histograms and per-process scheduler counts are kept per drain period, in
+ * TP_SCHED_SLOTS slots reused in turn; tailprofd takes each period once it has ended. */
+#define TP_SCHED_SLOTS 8
+/* runq_hist[cpu * TP_SCHED_SLOTS + slot]: run-queue latencies that ended (the task got the CPU)
+ * on that CPU in that drain period, slot = (ts / slot_ns) % TP_SCHED_SLOTS. Log-linear buckets
+ * (tp_hist.h). Written by BPF on its own CPU only, taken and zeroed by tailprofd (atomic
+ * exchanges) from the mmap'ed array once the period has ended. */
+struct tp_runq_hist {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 max_ns;
+	__u32 buckets[TP_HIST_BUCKETS];
+	__u32 pad;
+};
+_Static_assert(sizeof(struct tp_runq_hist) % 8 == 0, "tp_runq_hist layout");
+
+/* sched_procs key: a process on a CPU in a drain period. */
+struct tp_sched_key {
+	__u32 pid;
+	__u32 slot; /* the drain period number modulo 2^32 (not the slot index) */
+	__u32 cpu;
+};
+
+/* sched_procs value: what one process did in one drain period. */
+struct tp_sched_proc {
+	__u64 runq_count; /* times its threads waited for a CPU */
+	__u64 runq_ns;	  /* total wait */
+	__u64 runq_max_ns;
+	__u64 short_count; /* blocks shorter than offcpu_min_ns (no stacks) */
+	__u64 short_ns;
+};
+
+/* Counters of the scheduler programs, in `sched_metrics` (one __u64 each, atomic adds). */
+enum tp_sched_metric {
+	TP_SCH_CAPTURED = 0,	/* blocks over the threshold given stacks */
+	TP_SCH_NO_STORAGE,	/* task storage could not be created: the switch is not timed */
+	TP_SCH_PENDING_FULL,	/* no room to hold a captured block until its syscall returns:
+				 * sent with the kernel stack only */
+	TP_SCH_SYSCALL_CHANGED, /* returned from another syscall than it blocked in: no user stack
+				 */
+	TP_SCH_RINGBUF_FULL,	/* off-CPU samples lost: no room in `events` */
+	TP_SCH_PROCS_FULL,	/* per-process counts lost: `sched_procs` full */
+	TP_SCH_NR,
 };
 
 /* ---- the table unwinder: rows that user space builds from .eh_frame/.debug_frame ---- */

@@ -1488,27 +1488,27 @@ static void usage_gc(FILE *f)
 
 static void usage_pull(FILE *f)
 {
-	fprintf(
-	    f,
-	    "Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
-	    "                     [--pid PID] [--comm NAME] [--stage NAME] -o FILE\n"
-	    "\n"
-	    "Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
-	    "speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
-	    "summary line goes to stderr.\n"
-	    "\n"
-	    "Options:\n"
-	    "  --type TYPE    profile type: cpu (the default; more types come with later daemons)\n"
-	    "  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 5m)\n"
-	    "  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
-	    "  --to TIME      up to TIME (default now)\n"
-	    "  --pid PID      only this process\n"
-	    "  --comm NAME    only processes with this name (comm)\n"
-	    "  --stage NAME   only samples taken while the thread was in stage NAME\n"
-	    "  -o, --output FILE\n"
-	    "                 where to write the profile; - for stdout\n"
-	    "%s",
-	    common_help);
+	fprintf(f,
+		"Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
+		"                     [--pid PID] [--comm NAME] [--stage NAME] -o FILE\n"
+		"\n"
+		"Writes a gzip-compressed pprof profile of a time range, for go tool pprof,\n"
+		"speedscope, Pyroscope or Parca. The file is written whole or not at all; a\n"
+		"summary line goes to stderr.\n"
+		"\n"
+		"Options:\n"
+		"  --type TYPE    cpu (the default: where CPU time went), offcpu (where threads\n"
+		"                 blocked, and for how long) or wall (both, per thread)\n"
+		"  --last DUR     the last DUR: 500ms, 2s, 10m, 1h (default 5m)\n"
+		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
+		"  --to TIME      up to TIME (default now)\n"
+		"  --pid PID      only this process\n"
+		"  --comm NAME    only processes with this name (comm)\n"
+		"  --stage NAME   only samples taken while the thread was in stage NAME\n"
+		"  -o, --output FILE\n"
+		"                 where to write the profile; - for stdout\n"
+		"%s",
+		common_help);
 }
 
 static void usage_stages(FILE *f)

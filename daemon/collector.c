@@ -74,6 +74,7 @@ struct collector {
 	uint64_t drained_up_to_ns;
 	bool stopping;
 
+	uint64_t runq_buckets[TP_HIST_BUCKETS]; /* since start, for /metrics */
 	/* unwinder work of the current drain (unwind_queue) */
 	struct unwind_req *unwind_ops;
 	size_t nr_unwind_ops, cap_unwind_ops;
@@ -226,7 +227,8 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 	unwind_queue(c, UNWIND_FORGET, pid, 0);
 }
 
-static void add_sample(struct collector *c, const struct tp_sample *s)
+/* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
+static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t blocked_ns)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
 	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
@@ -257,6 +259,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		c->key->flags |= STACK_KERNEL_FAILED;
 	if (s->flags & TP_SAMPLE_USTACK_FAILED)
 		c->key->flags |= STACK_USER_FAILED;
+	if (s->flags & TP_SAMPLE_NO_USER_STACK)
+		c->key->flags |= STACK_NO_USER;
 	symbolizer__resolve_kernel(c->opts.symbolizer, (const uint64_t *)s->addrs, nk,
 				   c->key->frames);
 	if (nu) {
@@ -311,6 +315,15 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		intern_table__put(c->tasks, task);
 		return;
 	}
+	if (blocked_ns) {
+		if (!window__add_offcpu(w, stack, task, blocked_ns, c->stacks, c->tasks)) {
+			c->st.offcpu_samples++;
+			c->st.offcpu_ns += blocked_ns;
+		} else {
+			c->st.drops[DROP_NO_MEMORY]++;
+		}
+		return;
+	}
 	for (struct capture *cap = c->captures; cap; cap = cap->next) {
 		if (s->hdr.ts_ns >= cap->w->start_ns && s->hdr.ts_ns < cap->w->end_ns)
 			window__add(cap->w, intern_table__ref(stack), intern_table__ref(task), 1,
@@ -320,6 +333,14 @@ static void add_sample(struct collector *c, const struct tp_sample *s)
 		c->st.samples++;
 	else
 		c->st.drops[DROP_NO_MEMORY]++; /* window__add counted it in w */
+}
+
+/* A record of stacks is whole: its frame counts fit TP_MAX_STACK_DEPTH and the record. */
+static bool stacks_fit(const struct tp_sample *s, size_t size, size_t hdr_size)
+{
+	return size >= hdr_size && s->nr_kernel <= TP_MAX_STACK_DEPTH &&
+	       s->nr_user <= TP_MAX_STACK_DEPTH &&
+	       size >= hdr_size + 8 * ((size_t)s->nr_kernel + s->nr_user);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -333,11 +354,15 @@ static int on_event(void *ctx, void *data, size_t size)
 	case TP_EV_SAMPLE: {
 		const struct tp_sample *s = data;
 
-		if (size < TP_SAMPLE_HDR_SIZE || s->nr_kernel > TP_MAX_STACK_DEPTH ||
-		    s->nr_user > TP_MAX_STACK_DEPTH ||
-		    size < TP_SAMPLE_HDR_SIZE + 8 * ((size_t)s->nr_kernel + s->nr_user))
-			return 0;
-		add_sample(c, s);
+		if (stacks_fit(s, size, TP_SAMPLE_HDR_SIZE))
+			add_sample(c, s, 0);
+		break;
+	}
+	case TP_EV_OFFCPU: {
+		const struct tp_sample *s = data;
+
+		if (stacks_fit(s, size, TP_SAMPLE_HDR_SIZE) && s->blocked_ns)
+			add_sample(c, s, s->blocked_ns);
 		break;
 	}
 	case TP_EV_FORK: {
@@ -441,6 +466,56 @@ static void take_period(struct collector *c, uint64_t p, struct window *w)
 	}
 }
 
+/* Takes the run-queue histograms of drain period p of every CPU into window w (NULL: older than
+ * every window held; the totals still count them). */
+static void take_runq_period(struct collector *c, uint64_t p, struct window *w)
+{
+	struct tp_runq_hist *hists = loader__runq_hist(c->opts.loader);
+	uint64_t b[TP_HIST_BUCKETS];
+
+	for (uint32_t cpu = 0; hists && cpu < c->nr_cpus; cpu++) {
+		struct tp_runq_hist *h = &hists[(size_t)cpu * TP_SCHED_SLOTS + p % TP_SCHED_SLOTS];
+		uint64_t count = __atomic_exchange_n(&h->count, 0, __ATOMIC_RELAXED);
+		uint64_t sum = __atomic_exchange_n(&h->sum_ns, 0, __ATOMIC_RELAXED);
+		uint64_t max = __atomic_exchange_n(&h->max_ns, 0, __ATOMIC_RELAXED);
+
+		if (!count && !max)
+			continue;
+		for (uint32_t i = 0; i < TP_HIST_BUCKETS; i++) {
+			b[i] = __atomic_exchange_n(&h->buckets[i], 0, __ATOMIC_RELAXED);
+			c->runq_buckets[i] += b[i];
+		}
+		c->st.runq_count += count;
+		c->st.runq_sum_ns += sum;
+		if (max > c->st.runq_max_ns)
+			c->st.runq_max_ns = max;
+		if (w && window__add_runq(w, count, sum, max, b))
+			c->st.drops[DROP_NO_MEMORY]++;
+	}
+}
+
+/* One process's scheduler counts of an ended drain period, into the window of that period. */
+static void take_sched_proc(const struct tp_sched_key *k, const struct tp_sched_proc *v, void *arg)
+{
+	struct collector *c = arg;
+	uint64_t slot_ns = c->opts.drain_ns, cur = sysinfo__mono_ns() / slot_ns;
+	uint64_t p = cur - (uint32_t)((uint32_t)cur - k->slot); /* the period, unwrapped */
+	struct window *w = window_ring__window_at(c->ring, p * slot_ns + slot_ns / 2);
+	struct window_sched_proc wp = {
+	    .pid = k->pid,
+	    .runq_count = v->runq_count,
+	    .runq_ns = v->runq_ns,
+	    .runq_max_ns = v->runq_max_ns,
+	    .short_count = v->short_count,
+	    .short_ns = v->short_ns,
+	};
+
+	c->st.short_blocks += v->short_count;
+	c->st.short_blocked_ns += v->short_ns;
+	if (w && window__add_sched_proc(w, &wp))
+		c->st.drops[DROP_NO_MEMORY]++;
+}
+
 static void drain_counters(struct collector *c, uint64_t now)
 {
 	uint64_t slot_ns = c->opts.drain_ns, cur = now / slot_ns;
@@ -458,8 +533,15 @@ static void drain_counters(struct collector *c, uint64_t now)
 		/* stage histograms keep fewer periods: older ones were reused */
 		if (c->opts.stages && p + TP_STAGE_SLOTS > cur)
 			stages__take_period(c->opts.stages, p, w);
+		/* run-queue histograms too */
+		if (p + TP_SCHED_SLOTS > cur)
+			take_runq_period(c, p, w);
 	}
 	c->next_period = cur;
+	if (loader__take_sched_procs(c->opts.loader, (uint32_t)cur, take_sched_proc, c) < 0)
+		c->st.drops[DROP_NO_MEMORY]++;
+	c->st.sched = loader__has_sched(c->opts.loader);
+	loader__sched_metrics(c->opts.loader, c->st.sched_metrics);
 
 	/* The time each CPU was sampled since the last tick, split over the windows it spans (a
 	 * drain delayed by a long query must not put seconds of it into one window). */
@@ -805,6 +887,11 @@ bool collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received
 	*received = c->cpu_received_total[cpu];
 	*expected = c->cpu_sampled_ns_total[cpu] / c->period_ns;
 	return c->sampled_since[cpu] || c->cpu_sampled_ns_total[cpu] || *received;
+}
+
+const uint64_t *collector__runq_buckets(const struct collector *c)
+{
+	return c->runq_buckets;
 }
 
 int64_t collector__wall_offset_ns(struct collector *c)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "symbolizer.h"
+#include "tailprof.h"
 #include "unwinder.h"
 #include "window.h"
 
@@ -51,9 +52,16 @@ struct collector_status {
 	uint64_t window_bytes;
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
-	uint64_t cut_stacks;	      /* user stacks ended at an address in no executable mapping */
-	uint64_t unwind_queue_full;   /* unwinder requests lost: no memory */
-	struct symbolizer_stats sym;  /* as of the last drain */
+	uint64_t cut_stacks;	    /* user stacks ended at an address in no executable mapping */
+	uint64_t unwind_queue_full; /* unwinder requests lost: no memory */
+	bool sched;		    /* the scheduler programs are loaded */
+	uint64_t offcpu_samples;    /* captured blocks (with stacks) */
+	uint64_t offcpu_ns;	    /* their blocked time */
+	uint64_t short_blocks;	    /* blocks below the threshold (counted, no stacks) */
+	uint64_t short_blocked_ns;
+	uint64_t runq_count, runq_sum_ns, runq_max_ns; /* run-queue waits, since start */
+	uint64_t sched_metrics[TP_SCH_NR];	       /* the BPF side's counters */
+	struct symbolizer_stats sym;		       /* as of the last drain */
 	struct unwinder_stats unwind; /* as of the last drain (zero without an unwinder) */
 	/* BPF counts of the table unwinder since start, indexed by enum tp_metric from
 	 * TP_M_UNWIND_STACKS (tailprof.h) */
@@ -86,6 +94,9 @@ uint32_t collector__nr_cpus(const struct collector *c);
  * Returns whether the CPU is or was sampled at all. */
 bool collector__cpu_totals(struct collector *c, uint32_t cpu, uint64_t *received,
 			   uint64_t *expected);
+/* Under the read lock: the run-queue latencies since start, TP_HIST_BUCKETS counts (tp_hist.h).
+ */
+const uint64_t *collector__runq_buckets(const struct collector *c);
 /* realtime - monotonic, as measured at the last drain. Any thread. */
 int64_t collector__wall_offset_ns(struct collector *c);
 

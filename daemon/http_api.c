@@ -421,12 +421,14 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_a
 	if (get_params(conn, &p))
 		return send_error(conn, 400, "%s", p.err);
 	type = param(&p, "type");
-	if (type && strcmp(type, "cpu"))
-		return send_error(conn, 400, "type: '%s' is not available; allowed: cpu",
-				  printable(type, v, sizeof(v), ECHO_MAX));
 	if (parse_filter(&p, &filter, err, sizeof(err)) ||
 	    parse_range(&p, &range, err, sizeof(err)))
 		return send_error(conn, 400, "%s", err);
+	if (type && query__parse_type(type, &filter.type))
+		return send_error(conn, 400,
+				  "type: '%s' is not a profile type; allowed: cpu, "
+				  "offcpu, wall",
+				  printable(type, v, sizeof(v), ECHO_MAX));
 	encoder_enter(h);
 	collector__rdlock(h->ctx->collector);
 	if (parse_stage(&p, h->ctx, &filter, err, sizeof(err))) {

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "sysinfo.h"
 #include "profile.skel.h"
+#include "sched.skel.h"
 
 struct loader {
 	struct profile_bpf *skel;
@@ -29,6 +30,9 @@ struct loader {
 	int stats_fd;
 	uint64_t *counters; /* mmap of the counters map */
 	size_t counters_bytes;
+	struct sched_bpf *sched;   /* NULL when the kernel could not load it */
+	struct tp_runq_hist *runq; /* mmap of runq_hist */
+	size_t runq_bytes;
 	struct tp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_bytes;
 	struct tp_unwind_page *pages; /* mmap of unwind_pages */
@@ -144,6 +148,77 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 		buf[n - 1] = 0;
 	pr_debug("libbpf: %s", buf);
 	return 0;
+}
+
+static void free_sched(struct loader *l)
+{
+	if (l->runq)
+		munmap(l->runq, l->runq_bytes);
+	l->runq = NULL;
+	sched_bpf__destroy(l->sched);
+	l->sched = NULL;
+}
+
+/* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
+ * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
+ * go into the profile program's `events` ring buffer. */
+static void load_sched(struct loader *l, const struct loader_opts *opts)
+{
+	int err;
+
+	l->sched = sched_bpf__open();
+	if (!l->sched) {
+		err = -errno;
+		goto fail;
+	}
+	l->sched->rodata->slot_ns = opts->slot_ns;
+	l->sched->rodata->offcpu_min_ns = opts->offcpu_min_ns;
+	l->sched->rodata->wakeup_bytes = opts->ringbuf_bytes / 4;
+	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
+	err = bpf_map__reuse_fd(l->sched->maps.events, bpf_map__fd(l->skel->maps.events));
+	if (!err)
+		err = bpf_map__reuse_fd(l->sched->maps.stage_stacks,
+					bpf_map__fd(l->skel->maps.stage_stacks));
+	if (!err)
+		err = bpf_map__reuse_fd(l->sched->maps.gc_pausing,
+					bpf_map__fd(l->skel->maps.gc_pausing));
+	if (!err)
+		err = bpf_map__reuse_fd(l->sched->maps.known_procs,
+					bpf_map__fd(l->skel->maps.known_procs));
+	/* off-CPU user stacks are walked with the sampler's unwind tables */
+	l->sched->rodata->unwind_tables_on = l->unwind_tables;
+	if (!err)
+		err = bpf_map__reuse_fd(l->sched->maps.unwind_rows,
+					bpf_map__fd(l->skel->maps.unwind_rows));
+	if (!err)
+		err = bpf_map__reuse_fd(l->sched->maps.unwind_pages,
+					bpf_map__fd(l->skel->maps.unwind_pages));
+	if (!err)
+		err = bpf_map__reuse_fd(l->sched->maps.unwind_procs,
+					bpf_map__fd(l->skel->maps.unwind_procs));
+	if (!err)
+		err =
+		    bpf_map__set_max_entries(l->sched->maps.runq_hist, l->nr_cpus * TP_SCHED_SLOTS);
+	if (!err)
+		err = sched_bpf__load(l->sched);
+	if (err)
+		goto fail;
+	l->runq = mmap(NULL, l->runq_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(l->sched->maps.runq_hist), 0);
+	if (l->runq == MAP_FAILED) {
+		l->runq = NULL;
+		err = -errno;
+		goto fail;
+	}
+	err = sched_bpf__attach(l->sched);
+	if (err)
+		goto fail;
+	return;
+fail:
+	pr_warn("off-CPU and run-queue latency are off: failed to load the scheduler programs: %s "
+		"(run with -v for the verifier log)",
+		strerror(-err));
+	free_sched(l);
 }
 
 /* Entries of unwind_pages: one per 16 rows (a page of code has some 80 rows in libc). */
@@ -278,6 +353,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 		       strerror(-err));
 		goto fail;
 	}
+	load_sched(l, opts);
 	/* BPF_ENABLE_STATS: counts run time of every program while the fd is open */
 	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (l->stats_fd < 0)
@@ -306,6 +382,7 @@ void loader__free(struct loader *l)
 	}
 	if (l->counters)
 		munmap(l->counters, l->counters_bytes);
+	free_sched(l);
 	if (l->rows)
 		munmap(l->rows, l->rows_bytes);
 	if (l->pages)
@@ -334,7 +411,71 @@ int loader__nr_attached(const struct loader *l)
 
 	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
 		n += l->perf_fds[cpu] >= 0;
+	if (l->sched) /* sched_switch, sched_wakeup, sched_wakeup_new, sys_exit, thread exit
+		       */
+		n += 5;
 	return n;
+}
+
+int loader__nr_sampled_cpus(const struct loader *l)
+{
+	int n = 0;
+
+	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
+		n += l->perf_fds[cpu] >= 0;
+	return n;
+}
+
+bool loader__has_sched(const struct loader *l)
+{
+	return l->sched != NULL;
+}
+
+struct tp_runq_hist *loader__runq_hist(const struct loader *l)
+{
+	return l->runq;
+}
+
+int loader__take_sched_procs(struct loader *l, uint32_t before,
+			     void (*fn)(const struct tp_sched_key *, const struct tp_sched_proc *,
+					void *),
+			     void *ctx)
+{
+	uint32_t max = l->sched ? bpf_map__max_entries(l->sched->maps.sched_procs) : 0;
+	struct tp_sched_key cur, next, *done;
+	struct tp_sched_proc v;
+	bool first = true;
+	int fd, n = 0;
+
+	if (!l->sched)
+		return 0;
+	fd = bpf_map__fd(l->sched->maps.sched_procs);
+	done = malloc(max * sizeof(*done));
+	if (!done)
+		return -ENOMEM;
+	/* Walk first, delete after: deleting the key a walk stands on restarts it. */
+	while ((uint32_t)n < max && !bpf_map_get_next_key(fd, first ? NULL : &cur, &next)) {
+		first = false;
+		cur = next;
+		/* periods wrap at 2^32: compare as a signed distance */
+		if ((int32_t)(cur.slot - before) >= 0 || bpf_map_lookup_elem(fd, &cur, &v))
+			continue;
+		fn(&cur, &v, ctx);
+		done[n++] = cur;
+	}
+	for (int i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &done[i]);
+	free(done);
+	return n;
+}
+
+void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR])
+{
+	memset(out, 0, TP_SCH_NR * sizeof(out[0]));
+	if (!l->sched)
+		return;
+	for (uint32_t i = 0; i < TP_SCH_NR; i++)
+		bpf_map_lookup_elem(bpf_map__fd(l->sched->maps.sched_metrics), &i, &out[i]);
 }
 
 uint64_t *loader__counters(const struct loader *l)
@@ -404,20 +545,26 @@ size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_
 	struct bpf_program *prog;
 	size_t n = 0;
 
-	bpf_object__for_each_program(prog, l->skel->obj)
-	{
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
+	for (int o = 0; o < 2; o++) {
+		struct bpf_object *obj = o ? (l->sched ? l->sched->obj : NULL) : l->skel->obj;
 
-		if (n == max)
-			break;
-		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		if (!obj)
 			continue;
-		out[n++] = (struct loader_prog_stats){
-		    .name = bpf_program__name(prog),
-		    .run_time_ns = info.run_time_ns,
-		    .run_cnt = info.run_cnt,
-		};
+		bpf_object__for_each_program(prog, obj)
+		{
+			struct bpf_prog_info info = {};
+			__u32 len = sizeof(info);
+
+			if (n == max)
+				break;
+			if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+				continue;
+			out[n++] = (struct loader_prog_stats){
+			    .name = bpf_program__name(prog),
+			    .run_time_ns = info.run_time_ns,
+			    .run_cnt = info.run_cnt,
+			};
+		}
 	}
 	return n;
 }

@@ -20,6 +20,7 @@ struct loader_opts {
 	bool time_stage_label; /* benchmark: time the sampler's stage lookup (loader__label_cost) */
 	int gc_pausing_fd;     /* > 0: the GC programs' gc_pausing map (gc_probes.h), read by the
 				  sampler for the gc=1 label; 0: a map of its own (stays empty) */
+	uint64_t offcpu_min_ns; /* blocks at least this long get stacks (bpf/sched.bpf.c) */
 	/* The table unwinder (bpf/lib/unwind.bpf.h): off, user stacks are walked by frame
 	 * pointers only and its maps take no memory. */
 	bool unwind_tables;
@@ -51,6 +52,8 @@ uint32_t loader__nr_cpus(const struct loader *l);
  * that went offline. Returns the number of CPUs sampled now; online[cpu] (nr_cpus entries, may be
  * NULL) receives 1 for CPUs being sampled. */
 int loader__sync_cpus(struct loader *l, uint8_t *online);
+/* Number of CPUs sampled now. */
+int loader__nr_sampled_cpus(const struct loader *l);
 /* Number of attached probes (perf events and tracepoints). */
 int loader__nr_attached(const struct loader *l);
 /* The BPF counters, mapped into this process: nr_cpus * TP_COUNTER_SLOTS * TP_M_NR values laid
@@ -64,6 +67,20 @@ void loader__forget(struct loader *l, uint32_t pid);
  * measured it (to subtract), and samples measured, since load. All 0 otherwise. */
 void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns,
 			uint64_t *samples);
+/* The scheduler programs (bpf/sched.bpf.c), false when the kernel could not load them (a
+ * warning said why; CPU profiling works without them). */
+bool loader__has_sched(const struct loader *l);
+/* The run-queue histograms, mapped into this process: nr_cpus * TP_SCHED_SLOTS of them, laid out
+ * as tailprof.h says; NULL without the scheduler programs. Atomic operations only. */
+struct tp_runq_hist *loader__runq_hist(const struct loader *l);
+/* Takes (reads and deletes) the entries of `sched_procs` whose drain period is before period
+ * `before`, calling fn for each. Returns the number taken, or -errno. */
+int loader__take_sched_procs(struct loader *l, uint32_t before,
+			     void (*fn)(const struct tp_sched_key *, const struct tp_sched_proc *,
+					void *),
+			     void *ctx);
+/* The scheduler programs' counters (TP_SCH_NR values, cumulative); zeros without them. */
+void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR]);
 /* Whether the kernel can run the table unwinder (bpf_loop and bpf_task_pt_regs in perf_event
  * programs: Linux 5.17). */
 bool loader__can_unwind_tables(void);

@@ -42,6 +42,7 @@ struct options {
 	uint64_t retention_ns;
 	const char *listen;
 	size_t ringbuf_bytes;
+	uint64_t offcpu_min_ns;
 	const char *debug_dirs[MAX_DEBUG_DIRS];
 	size_t nr_debug_dirs;
 	bool verbose;
@@ -62,6 +63,7 @@ enum {
 	OPT_UNWIND,
 	OPT_UNWIND_MEMORY,
 	OPT_UNWIND_PROCS,
+	OPT_OFFCPU_MIN,
 };
 
 static void usage(FILE *f)
@@ -78,6 +80,9 @@ static void usage(FILE *f)
 	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
 	    "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
 	    "                          allowed (default 8M)\n"
+	    "      --offcpu-min DURATION  blocks at least this long are stored with their\n"
+	    "                          stacks; shorter ones are counted per process\n"
+	    "                          (10us to 1h; default 1ms)\n"
 	    "      --debug-dir DIR     where separate debug files live (.build-id/NN/REST.debug,\n"
 	    "                          .gnu_debuglink names); repeatable, searched in order\n"
 	    "                          (default /usr/lib/debug)\n"
@@ -215,6 +220,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"unwind", required_argument, NULL, OPT_UNWIND},
 	    {"unwind-memory", required_argument, NULL, OPT_UNWIND_MEMORY},
 	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
+	    {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -234,6 +240,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .unwind_tables = true,
 	    .unwind_memory_bytes = 64 << 20,
 	    .unwind_max_processes = 1024,
+	    .offcpu_min_ns = NSEC_PER_MSEC,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:c:vVh", longopts, NULL)) != -1) {
@@ -249,6 +256,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'c':
 			o->config = optarg;
+			break;
+		case OPT_OFFCPU_MIN:
+			if (tp_parse_duration(optarg, &o->offcpu_min_ns) ||
+			    o->offcpu_min_ns < 10 * NSEC_PER_USEC ||
+			    o->offcpu_min_ns > 3600 * NSEC_PER_SEC)
+				return usage_error(
+				    "--offcpu-min '%s': give a duration from 10us to 1h, "
+				    "e.g. 500us, 1ms, 10ms",
+				    optarg);
 			break;
 		case OPT_DEBUG_DIR: {
 			struct stat st;
@@ -560,6 +576,7 @@ int main(int argc, char **argv)
 	    .stage_stacks_fd = probes__stage_stacks_fd(probes),
 	    /* tests/bench/stages.py measures what the stage label costs each sample */
 	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
+	    .offcpu_min_ns = o.offcpu_min_ns,
 	    .gc_pausing_fd = gc_probes ? gc_probes__pausing_fd(gc_probes) : 0,
 	    .unwind_tables = o.unwind_tables,
 	    .unwind_rows = o.unwind_memory_bytes / sizeof(struct tp_unwind_row),
@@ -617,6 +634,7 @@ int main(int argc, char **argv)
 	    .listen = o.listen,
 	    .frequency_hz = o.frequency_hz,
 	    .retention_ns = o.retention_ns,
+	    .offcpu_min_ns = o.offcpu_min_ns,
 	    .stages = stages,
 	    .gc = gc,
 	    .gc_probes = gc_probes,
@@ -629,7 +647,7 @@ int main(int argc, char **argv)
 	lfd = -1;
 	nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns;
 	pr_info("sampling %d CPUs at %u Hz; %llu window%s of %llu ms; serving http://%s",
-		loader__nr_attached(loader) - 3, o.frequency_hz, nr_windows,
+		loader__nr_sampled_cpus(loader), o.frequency_hz, nr_windows,
 		nr_windows == 1 ? "" : "s", (unsigned long long)(o.window_ns / NSEC_PER_MSEC),
 		o.listen);
 

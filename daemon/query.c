@@ -17,6 +17,7 @@
 #include "gc.h"
 #include "gc_probes.h"
 #include "hashmap.h"
+#include "histogram.h"
 #include "loader.h"
 #include "pprof.h"
 #include "stages.h"
@@ -70,7 +71,7 @@ static int64_t window_end_unix(const struct window *w, uint64_t last_drain)
 struct merged {
 	const struct stack *stack;
 	const struct task *task;
-	uint64_t count;
+	uint64_t count, offcpu_ns, offcpu_samples;
 };
 
 /* (stack, task) -> count over the selected windows. No references are taken: the windows keep
@@ -91,13 +92,15 @@ static bool merged_eq(const void *ctx, uint32_t i)
 
 static int merge_add(struct merge_table *t, const struct window_entry *e)
 {
-	struct merged key = {e->stack, e->task, e->count};
+	struct merged key = {e->stack, e->task, e->count, e->offcpu_ns, e->offcpu_samples};
 	const void *ctx[2] = {&key, t};
 	uint64_t h = hashmap__combine(hashmap__hash_ptr(e->stack), (uintptr_t)e->task);
 	uint32_t i;
 
 	if (hashmap__find(&t->index, h, merged_eq, ctx, &i)) {
 		t->v[i].count += e->count;
+		t->v[i].offcpu_ns += e->offcpu_ns;
+		t->v[i].offcpu_samples += e->offcpu_samples;
 		return 0;
 	}
 	if (t->n == t->cap) {
@@ -178,7 +181,7 @@ static void mapping_table__free(struct mapping_table *t)
 	hashmap__clear(&t->index);
 }
 
-#define MAX_LOCS (2 * TP_MAX_STACK_DEPTH + 2)
+#define MAX_LOCS (2 * TP_MAX_STACK_DEPTH + 3)
 #define NAME_LEN 96
 
 struct stack_names {
@@ -282,8 +285,36 @@ static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
 	}
 	if (s->flags & (STACK_TRUNCATED_USER | (s->nr_user ? 0 : STACK_TRUNCATED_KERNEL)))
 		sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
+	if (s->flags & STACK_NO_USER)
+		sn->locs[n++] = (struct pprof_location){.function = "[user stack unknown]"};
 	*nr = n;
 	return 0;
+}
+
+int query__parse_type(const char *name, enum profile_type *type)
+{
+	static const char *const names[] = {"cpu", "offcpu", "wall"};
+
+	for (int i = 0; i < 3; i++) {
+		if (!strcmp(name, names[i])) {
+			*type = (enum profile_type)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Whether entry e holds values of the profile type. */
+static bool entry_has(const struct window_entry *e, enum profile_type type)
+{
+	switch (type) {
+	case PROFILE_CPU:
+		return e->count;
+	case PROFILE_OFFCPU:
+		return e->offcpu_samples;
+	default:
+		return e->count || e->offcpu_samples;
+	}
 }
 
 static bool filter_match(const struct profile_filter *f, const struct task *t)
@@ -303,19 +334,26 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		       const struct profile_filter *filter, const struct query_range *range,
 		       uint8_t **out, size_t *len, struct profile_summary *sum)
 {
-	static const struct pprof_value_type types[] = {
-	    {"samples", "count"},
-	    {"cpu", "nanoseconds"},
+	/* sample types per profile type; the last is pprof's default (-sample_index) */
+	static const struct pprof_value_type types[3][3] = {
+	    [PROFILE_CPU] = {{"samples", "count"}, {"cpu", "nanoseconds"}},
+	    [PROFILE_OFFCPU] = {{"events", "count"}, {"off_cpu", "nanoseconds"}},
+	    [PROFILE_WALL] = {{"cpu", "nanoseconds"},
+			      {"off_cpu", "nanoseconds"},
+			      {"wall", "nanoseconds"}},
 	};
+	static const size_t nr_types[3] = {2, 2, 3};
+	enum profile_type type = filter ? filter->type : PROFILE_CPU;
 	struct collector_status st;
 	struct merge_table mt = {};
 	struct mapping_table maps = {};
 	struct demangle_cache dc = {};
 	struct stack_names *sn = NULL;
 	struct pprof_builder *b = NULL;
-	char comments[5][160], t0[32], t1[32], dur[32];
-	const char *comment_ptrs[5];
+	char comments[6][160], t0[32], t1[32], dur[32], min[32];
+	const char *comment_ptrs[6];
 	uint64_t period = collector__period_ns(ctx->collector);
+	size_t nr_comments;
 	int64_t start, end;
 	int err = -ENOMEM;
 
@@ -337,7 +375,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	}
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < windows[i]->nr_entries; j++)
-			if (filter_match(filter, windows[i]->entries[j].task) &&
+			if (entry_has(&windows[i]->entries[j], type) &&
+			    filter_match(filter, windows[i]->entries[j].task) &&
 			    merge_add(&mt, &windows[i]->entries[j]))
 				goto out;
 
@@ -349,18 +388,25 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	snprintf(comments[4], sizeof(comments[4]), "windows: %zu, %s to %s (%s)", n,
 		 tp_format_rfc3339(start, t0, sizeof(t0)), tp_format_rfc3339(end, t1, sizeof(t1)),
 		 tp_format_duration(end - start, dur, sizeof(dur)));
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		comment_ptrs[i] = comments[i];
+	nr_comments = 5;
+	if (type != PROFILE_CPU)
+		snprintf(comments[nr_comments++], sizeof(comments[0]),
+			 "off-CPU: blocks of at least %s with stacks (shorter ones are counted per "
+			 "process in /api/v1/windows)",
+			 tp_format_duration((int64_t)ctx->offcpu_min_ns, min, sizeof(min)));
 	b = pprof_builder__new(&(struct pprof_opts){
-	    .sample_types = types,
-	    .nr_sample_types = 2,
-	    .period_type = {"cpu", "nanoseconds"},
-	    .period = (int64_t)period,
+	    .sample_types = types[type],
+	    .nr_sample_types = nr_types[type],
+	    .period_type = types[type][nr_types[type] - 1],
+	    /* CPU samples stand for one sampling period each; off-CPU values are measured */
+	    .period = type == PROFILE_CPU ? (int64_t)period : 1,
 	    .time_ns = start,
 	    .duration_ns = end - start,
 	    .comments = comment_ptrs,
-	    .nr_comments = 5,
-	    .default_sample_type = "cpu",
+	    .nr_comments = nr_comments,
+	    .default_sample_type = types[type][nr_types[type] - 1].type,
 	});
 	sn = malloc(sizeof(*sn));
 	if (!b || !sn)
@@ -378,7 +424,7 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		};
 		const char *stage = ctx->stages ? stages__name(ctx->stages, tk->stage) : NULL;
 		size_t nr_labels = 5;
-		int64_t values[2];
+		int64_t values[3];
 		size_t nr;
 
 		snprintf(pid, sizeof(pid), "%u", tk->pid);
@@ -396,12 +442,27 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		err = stack_locations(&maps, &dc, m->stack, sn, &nr);
 		if (err)
 			goto out;
-		values[0] = (int64_t)m->count;
-		values[1] = (int64_t)(m->count * period);
+		switch (type) {
+		case PROFILE_CPU:
+			values[0] = (int64_t)m->count;
+			values[1] = (int64_t)(m->count * period);
+			sum->samples += m->count;
+			break;
+		case PROFILE_OFFCPU:
+			values[0] = (int64_t)m->offcpu_samples;
+			values[1] = (int64_t)m->offcpu_ns;
+			sum->samples += m->offcpu_samples;
+			break;
+		default:
+			values[0] = (int64_t)(m->count * period);
+			values[1] = (int64_t)m->offcpu_ns;
+			values[2] = values[0] + values[1];
+			sum->samples += m->count + m->offcpu_samples;
+			break;
+		}
 		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels, nr_labels);
 		if (err)
 			goto out;
-		sum->samples += m->count;
 	}
 	err = pprof_builder__finish(b, out, len);
 	sum->windows = n;
@@ -418,6 +479,77 @@ out:
 }
 
 /* ---- JSON ---- */
+
+static int cmp_runq_ns(const void *a, const void *b)
+{
+	const struct window_sched_proc *x = *(const struct window_sched_proc *const *)a;
+	const struct window_sched_proc *y = *(const struct window_sched_proc *const *)b;
+
+	if (x->runq_ns != y->runq_ns)
+		return x->runq_ns > y->runq_ns ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+#define RUNQ_TOP 5
+
+/* The window's scheduler view: "runq" (machine-wide run-queue latency and the processes that
+ * waited longest) and "offcpu" (captured blocks, and the short ones per process). */
+static void sched_json(json_t *o, const struct window *w)
+{
+	const struct window_sched *ws = w->sched;
+	json_t *runq = json_object(), *top = json_array(), *off = json_object(), *shorts;
+	const struct window_sched_proc *order[RUNQ_TOP];
+	struct hist_summary h = {};
+	uint64_t short_count = 0, short_ns = 0;
+	size_t nr = 0;
+
+	if (ws) {
+		histogram__summarize(ws->runq_buckets, ws->runq_sum_ns, ws->runq_max_ns, &h);
+		for (size_t i = 0; i < ws->nr_procs; i++) {
+			const struct window_sched_proc *p = &ws->procs[i];
+
+			short_count += p->short_count;
+			short_ns += p->short_ns;
+			if (!p->runq_count)
+				continue;
+			/* keep the RUNQ_TOP longest waits: insertion into a short sorted list */
+			if (nr < RUNQ_TOP)
+				order[nr++] = p;
+			else if (cmp_runq_ns(&p, &order[RUNQ_TOP - 1]) < 0)
+				order[RUNQ_TOP - 1] = p;
+			else
+				continue;
+			qsort(order, nr, sizeof(order[0]), cmp_runq_ns);
+		}
+	}
+	json_object_set_new(runq, "count", json_integer(h.count));
+	json_object_set_new(runq, "p50_ns", json_integer(h.p50_ns));
+	json_object_set_new(runq, "p95_ns", json_integer(h.p95_ns));
+	json_object_set_new(runq, "p99_ns", json_integer(h.p99_ns));
+	json_object_set_new(runq, "max_ns", json_integer(h.max_ns));
+	json_object_set_new(runq, "total_ns", json_integer(h.sum_ns));
+	json_object_set_new(runq, "low_sample", json_boolean(h.low_sample));
+	for (size_t i = 0; i < nr; i++)
+		json_array_append_new(top, json_pack("{s:i,s:I,s:I,s:I}", "pid", (int)order[i]->pid,
+						     "count", (json_int_t)order[i]->runq_count,
+						     "total_ns", (json_int_t)order[i]->runq_ns,
+						     "max_ns", (json_int_t)order[i]->runq_max_ns));
+	json_object_set_new(runq, "top", top);
+	json_object_set_new(o, "runq", runq);
+	json_object_set_new(off, "samples", json_integer(w->offcpu_samples));
+	json_object_set_new(off, "blocked_ns", json_integer(w->offcpu_ns));
+	json_object_set_new(off, "short_blocks", json_integer(short_count));
+	json_object_set_new(off, "short_blocked_ns", json_integer(short_ns));
+	shorts = json_array();
+	for (size_t i = 0; ws && i < ws->nr_procs; i++)
+		if (ws->procs[i].short_count)
+			json_array_append_new(
+			    shorts, json_pack("{s:i,s:I,s:I}", "pid", (int)ws->procs[i].pid,
+					      "count", (json_int_t)ws->procs[i].short_count,
+					      "blocked_ns", (json_int_t)ws->procs[i].short_ns));
+	json_object_set_new(off, "short_by_process", shorts);
+	json_object_set_new(o, "offcpu", off);
+}
 
 static void set_time(json_t *o, const char *key, int64_t unix_ns)
 {
@@ -658,6 +790,7 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		}
 		json_object_set_new(o, "cpus", cpus);
 		json_object_set_new(o, "gc", gc_window_json(w));
+		sched_json(o, w);
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "windows", arr);
@@ -763,6 +896,10 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "processes", json_integer(st.sym.processes));
 	json_object_set_new(o, "stacks", json_integer(st.stacks));
 	json_object_set_new(o, "gc", gc_status_json(ctx));
+	json_object_set_new(o, "sched", json_boolean(st.sched));
+	json_object_set_new(o, "offcpu_min_ns", json_integer(ctx->offcpu_min_ns));
+	json_object_set_new(o, "offcpu_samples", json_integer(st.offcpu_samples));
+	json_object_set_new(o, "runq_count", json_integer(st.runq_count));
 	if (ctx->stages)
 		json_object_set_new(o, "stages", stages__status_json(ctx->stages));
 	return dump(o);
@@ -957,11 +1094,68 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	put(t, "tailprof_unwind_build_seconds_total %.6f\n", u->build_ns / 1e9);
 }
 
+/* Prometheus le bounds of the run-queue histogram: 2^k microseconds, k = 0 .. 22 (1 us to 4.2 s),
+ * the power-of-two buckets runqlat prints (there in integer microseconds, [2^k, 2^(k+1))). */
+#define RUNQ_LE_MAX_LOG2_US 22
+
+static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
+			      const struct collector_status *st)
+{
+	static const char *const reasons[TP_SCH_NR] = {
+	    [TP_SCH_NO_STORAGE] = "no_storage",		  [TP_SCH_PENDING_FULL] = "pending_full",
+	    [TP_SCH_SYSCALL_CHANGED] = "syscall_changed", [TP_SCH_RINGBUF_FULL] = "ringbuf_full",
+	    [TP_SCH_PROCS_FULL] = "procs_full",
+	};
+	const uint64_t *b = collector__runq_buckets(ctx->collector);
+	struct loader_prog_stats progs[16];
+	size_t nr = ctx->loader ? loader__prog_stats(ctx->loader, progs, 16) : 0;
+
+	metric(t, "tailprof_context_switches_total", "counter",
+	       "Context switches seen (runs of the sched_switch program).");
+	for (size_t p = 0; p < nr; p++)
+		if (!strcmp(progs[p].name, "sched_switch"))
+			put(t, "tailprof_context_switches_total %" PRIu64 "\n", progs[p].run_cnt);
+	uint64_t cum = 0;
+	uint32_t i = 0;
+
+	metric(t, "tailprof_offcpu_samples_total", "counter",
+	       "Blocks at least --offcpu-min long, stored with their stacks.");
+	put(t, "tailprof_offcpu_samples_total %" PRIu64 "\n", st->offcpu_samples);
+	metric(t, "tailprof_offcpu_seconds_total", "counter", "Blocked time of those blocks.");
+	put(t, "tailprof_offcpu_seconds_total %.9f\n", st->offcpu_ns / 1e9);
+	metric(t, "tailprof_short_blocks_total", "counter",
+	       "Blocks shorter than --offcpu-min (counted per process, no stacks).");
+	put(t, "tailprof_short_blocks_total %" PRIu64 "\n", st->short_blocks);
+	metric(t, "tailprof_short_blocks_seconds_total", "counter",
+	       "Blocked time of those blocks.");
+	put(t, "tailprof_short_blocks_seconds_total %.9f\n", st->short_blocked_ns / 1e9);
+	metric(t, "tailprof_sched_drops_total", "counter",
+	       "Scheduler events not recorded in full, by reason.");
+	for (int r = 0; r < TP_SCH_NR; r++)
+		if (reasons[r])
+			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
+			    reasons[r], st->sched_metrics[r]);
+	metric(t, "tailprof_runq_latency_seconds", "histogram",
+	       "Time runnable threads waited for a CPU (wake-up or preemption to running).");
+	for (int k = 0; k <= RUNQ_LE_MAX_LOG2_US; k++) {
+		uint64_t le_ns = 1000ull << k;
+
+		/* a log-linear bucket counts as its midpoint (within 1.6%, tp_hist.h) */
+		for (; i < TP_HIST_OVERFLOW && tp_hist_value(i) <= le_ns; i++)
+			cum += b[i];
+		put(t, "tailprof_runq_latency_seconds_bucket{le=\"%.9g\"} %" PRIu64 "\n",
+		    le_ns / 1e9, cum);
+	}
+	put(t, "tailprof_runq_latency_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", st->runq_count);
+	put(t, "tailprof_runq_latency_seconds_sum %.9f\n", st->runq_sum_ns / 1e9);
+	put(t, "tailprof_runq_latency_seconds_count %" PRIu64 "\n", st->runq_count);
+}
+
 char *query__metrics_text(const struct query_ctx *ctx)
 {
 	struct text t = {.cap = 8192};
 	struct collector_status st;
-	struct loader_prog_stats progs[8];
+	struct loader_prog_stats progs[32];
 	size_t nr_progs = 0;
 
 	t.buf = malloc(t.cap);
@@ -1033,6 +1227,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    st.sym.evicted_processes);
 	put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
 	    st.sym.evicted_objects);
+	put_sched_metrics(&t, ctx, &st);
 	metric(&t, "tailprof_window_bytes", "gauge", "Heap bytes of the windows' sample tables.");
 	put(&t, "tailprof_window_bytes %" PRIu64 "\n", st.window_bytes);
 	metric(&t, "tailprof_interned_bytes", "gauge", "Heap bytes of interned stacks and tasks.");
@@ -1043,7 +1238,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	       "User and system CPU time of tailprofd.");
 	put(&t, "tailprof_cpu_seconds_total %.6f\n", sysinfo__cpu_ns() / 1e9);
 	if (ctx->loader)
-		nr_progs = loader__prog_stats(ctx->loader, progs, 8);
+		nr_progs = loader__prog_stats(ctx->loader, progs, 32);
 	metric(&t, "tailprof_bpf_run_time_seconds_total", "counter",
 	       "Run time of each BPF program (BPF_ENABLE_STATS): the in-kernel self-overhead.");
 	for (size_t i = 0; i < nr_progs; i++)

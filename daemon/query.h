@@ -23,13 +23,26 @@ struct query_range {
 	int64_t from_unix_ns, to_unix_ns;
 };
 
+/* What a profile measures. */
+enum profile_type {
+	PROFILE_CPU = 0, /* samples/count, cpu/nanoseconds: CPU samples */
+	PROFILE_OFFCPU,	 /* events/count, off_cpu/nanoseconds: captured blocks */
+	PROFILE_WALL,	 /* cpu/nanoseconds, off_cpu/nanoseconds, wall/nanoseconds (their sum): each
+			  * thread's time on and off the CPU */
+};
+
+/* Which samples a profile takes, and of which type. */
 struct profile_filter {
 	bool has_pid;
 	uint32_t pid;
 	const char *comm; /* exact process name, NULL for any */
 	bool has_stage;
 	uint64_t stage_mask; /* bit i: stage id i (stages__mask) */
+	enum profile_type type;
 };
+
+/* Parses a profile type name ("cpu", "offcpu", "wall"). Returns 0 or -EINVAL. */
+int query__parse_type(const char *name, enum profile_type *type);
 
 struct profile_summary {
 	uint64_t samples;
@@ -44,6 +57,7 @@ struct query_ctx {
 	const char *listen;
 	uint32_t frequency_hz;
 	uint64_t retention_ns;
+	uint64_t offcpu_min_ns;	     /* blocks at least this long have stacks */
 	struct stages *stages;	     /* stage names, status and metrics; may be NULL */
 	struct gc *gc;		     /* GC tracking; NULL: --gc=off */
 	struct gc_probes *gc_probes; /* with gc */
@@ -54,9 +68,10 @@ struct query_ctx {
 size_t query__select(struct window_ring *r, const struct query_range *range, uint64_t now_mono_ns,
 		     struct window **out, size_t max);
 
-/* Encodes the CPU profile (samples/count, cpu/nanoseconds) of windows[0..n) that pass filter
- * (NULL: all): gzip pprof in a malloc'd *out of *len bytes, and a summary. range (may be NULL)
- * gives the profile's time when no window was selected. Returns 0 or -ENOMEM/-EIO. */
+/* Encodes the profile of windows[0..n) of filter->type (NULL filter: all samples, CPU) from the
+ * samples that pass filter: gzip pprof in a malloc'd *out of *len bytes, and a summary (samples:
+ * CPU samples, off-CPU samples, or both for wall). range (may be NULL) gives the profile's time
+ * when no window was selected. Returns 0 or -ENOMEM/-EIO. */
 int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
 		       const struct profile_filter *filter, const struct query_range *range,
 		       uint8_t **out, size_t *len, struct profile_summary *sum);

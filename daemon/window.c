@@ -103,6 +103,11 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
 	}
 	free(w->entries);
 	hashmap__clear(&w->index);
+	if (w->sched) {
+		free(w->sched->procs);
+		hashmap__clear(&w->sched->index);
+		free(w->sched);
+	}
 	free(w->cpu_received);
 	free(w->cpu_sampled_ns);
 	stage_window__free(w->stages);
@@ -128,19 +133,19 @@ static bool entry_eq(const void *ctx, uint32_t i)
 	return k->w->entries[i].stack == k->stack && k->w->entries[i].task == k->task;
 }
 
-int window__add(struct window *w, struct stack *stack, struct task *task, uint64_t count,
-		struct intern_table *stacks, struct intern_table *tasks)
+/* The entry of (stack, task) in w, created if needed, consuming one reference on each (kept by a
+ * new entry, dropped otherwise). NULL on ENOMEM (references dropped). */
+static struct window_entry *entry_of(struct window *w, struct stack *stack, struct task *task,
+				     struct intern_table *stacks, struct intern_table *tasks)
 {
 	struct entry_key key = {w, stack, task};
 	uint64_t h = entry_hash(stack, task);
 	uint32_t i;
 
 	if (hashmap__find(&w->index, h, entry_eq, &key, &i)) {
-		w->entries[i].count += count;
-		w->samples += count;
 		intern_table__put(stacks, stack);
 		intern_table__put(tasks, task);
-		return 0;
+		return &w->entries[i];
 	}
 	if (w->nr_entries == w->cap_entries) {
 		size_t cap = w->cap_entries ? w->cap_entries * 2 : 32;
@@ -153,15 +158,110 @@ int window__add(struct window *w, struct stack *stack, struct task *task, uint64
 	}
 	if (hashmap__insert(&w->index, h, w->nr_entries))
 		goto nomem;
-	w->entries[w->nr_entries++] = (struct window_entry){stack, task, count};
-	w->samples += count;
+	w->entries[w->nr_entries] = (struct window_entry){.stack = stack, .task = task};
 	w->counted = false;
-	return 0;
+	return &w->entries[w->nr_entries++];
 nomem:
 	intern_table__put(stacks, stack);
 	intern_table__put(tasks, task);
-	w->drops[DROP_NO_MEMORY] += count;
-	return -ENOMEM;
+	return NULL;
+}
+
+int window__add(struct window *w, struct stack *stack, struct task *task, uint64_t count,
+		struct intern_table *stacks, struct intern_table *tasks)
+{
+	struct window_entry *e = entry_of(w, stack, task, stacks, tasks);
+
+	if (!e) {
+		w->drops[DROP_NO_MEMORY] += count;
+		return -ENOMEM;
+	}
+	e->count += count;
+	w->samples += count;
+	return 0;
+}
+
+int window__add_offcpu(struct window *w, struct stack *stack, struct task *task,
+		       uint64_t blocked_ns, struct intern_table *stacks, struct intern_table *tasks)
+{
+	struct window_entry *e = entry_of(w, stack, task, stacks, tasks);
+
+	if (!e) {
+		w->drops[DROP_NO_MEMORY]++;
+		return -ENOMEM;
+	}
+	e->offcpu_ns += blocked_ns;
+	e->offcpu_samples++;
+	w->offcpu_samples++;
+	w->offcpu_ns += blocked_ns;
+	return 0;
+}
+
+static struct window_sched *sched_of(struct window *w)
+{
+	if (!w->sched)
+		w->sched = calloc(1, sizeof(*w->sched));
+	return w->sched;
+}
+
+int window__add_runq(struct window *w, uint64_t count, uint64_t sum_ns, uint64_t max_ns,
+		     const uint64_t *buckets)
+{
+	struct window_sched *ws = sched_of(w);
+
+	if (!ws)
+		return -ENOMEM;
+	ws->runq_count += count;
+	ws->runq_sum_ns += sum_ns;
+	if (max_ns > ws->runq_max_ns)
+		ws->runq_max_ns = max_ns;
+	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
+		ws->runq_buckets[b] += buckets[b];
+	return 0;
+}
+
+static bool sched_proc_eq(const void *ctx, uint32_t i)
+{
+	const struct window_sched *ws = ((const void *const *)ctx)[0];
+	const uint32_t *pid = ((const void *const *)ctx)[1];
+
+	return ws->procs[i].pid == *pid;
+}
+
+int window__add_sched_proc(struct window *w, const struct window_sched_proc *p)
+{
+	struct window_sched *ws = sched_of(w);
+	struct window_sched_proc *e;
+	const void *ctx[2] = {ws, &p->pid};
+	uint64_t h = hashmap__mix64(p->pid);
+	uint32_t i;
+
+	if (!ws)
+		return -ENOMEM;
+	if (hashmap__find(&ws->index, h, sched_proc_eq, ctx, &i)) {
+		e = &ws->procs[i];
+	} else {
+		if (ws->nr_procs == ws->cap_procs) {
+			size_t cap = ws->cap_procs ? 2 * ws->cap_procs : 16;
+			struct window_sched_proc *np = realloc(ws->procs, cap * sizeof(*np));
+
+			if (!np)
+				return -ENOMEM;
+			ws->procs = np;
+			ws->cap_procs = cap;
+		}
+		if (hashmap__insert(&ws->index, h, ws->nr_procs))
+			return -ENOMEM;
+		e = &ws->procs[ws->nr_procs++];
+		*e = (struct window_sched_proc){.pid = p->pid};
+	}
+	e->runq_count += p->runq_count;
+	e->runq_ns += p->runq_ns;
+	if (p->runq_max_ns > e->runq_max_ns)
+		e->runq_max_ns = p->runq_max_ns;
+	e->short_count += p->short_count;
+	e->short_ns += p->short_ns;
+	return 0;
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -237,8 +337,13 @@ uint64_t window__drops(const struct window *w)
 
 size_t window__bytes(const struct window *w)
 {
-	return sizeof(*w) + w->cap_entries * sizeof(*w->entries) +
-	       w->index.cap * sizeof(*w->index.slots) + 2 * w->nr_cpus * sizeof(uint64_t);
+	size_t n = sizeof(*w) + w->cap_entries * sizeof(*w->entries) +
+		   w->index.cap * sizeof(*w->index.slots) + 2 * w->nr_cpus * sizeof(uint64_t);
+
+	if (w->sched)
+		n += sizeof(*w->sched) + w->sched->cap_procs * sizeof(*w->sched->procs) +
+		     w->sched->index.cap * sizeof(*w->sched->index.slots);
+	return n;
 }
 
 struct window_ring *window_ring__new(const struct window_ring_opts *opts)

@@ -17,11 +17,13 @@
 #include "hashmap.h"
 #include "intern.h"
 #include "symbolizer.h"
+#include "tp_hist.h"
 
 #define STACK_TRUNCATED_KERNEL (1u << 0) /* the kernel stack filled TP_MAX_STACK_DEPTH frames */
 #define STACK_TRUNCATED_USER   (1u << 1) /* the user stack filled TP_MAX_STACK_DEPTH frames */
 #define STACK_USER_FAILED      (1u << 2) /* the user stack could not be read */
 #define STACK_KERNEL_FAILED    (1u << 3) /* the kernel stack could not be read */
+#define STACK_NO_USER	       (1u << 4) /* off-CPU outside a syscall: user stack unknown */
 
 /* An interned stack: kernel frames first, then user frames, each leaf first. Its objects are
  * referenced while it is interned. Every byte is significant (zero any padding). */
@@ -72,13 +74,35 @@ struct gc_window;
 struct window_entry {
 	struct stack *stack;
 	struct task *task;
-	uint64_t count;
+	uint64_t count;		 /* CPU samples */
+	uint64_t offcpu_ns;	 /* off-CPU time of the blocks captured with this stack */
+	uint64_t offcpu_samples; /* those blocks */
+};
+
+/* What one process did on the scheduler in a window (bpf/sched.bpf.c). */
+struct window_sched_proc {
+	uint32_t pid;
+	uint32_t pad;
+	uint64_t runq_count, runq_ns, runq_max_ns; /* waits for a CPU */
+	uint64_t short_count, short_ns; /* blocks below the off-CPU threshold (no stacks) */
+};
+
+/* The scheduler view of a window: run-queue latency of the whole machine as a log-linear
+ * histogram (tp_hist.h buckets), and per-process counts. Allocated at its first event. */
+struct window_sched {
+	uint64_t runq_count, runq_sum_ns, runq_max_ns;
+	uint64_t runq_buckets[TP_HIST_BUCKETS];
+	struct window_sched_proc *procs; /* unsorted */
+	size_t nr_procs, cap_procs;
+	struct hashmap index; /* pid -> procs index */
 };
 
 struct window {
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, [start, end) */
 	int64_t wall_offset_ns;	   /* realtime - monotonic at the last drain into this window */
 	uint64_t samples;	   /* samples with stacks stored here (the profile's total) */
+	uint64_t offcpu_samples;   /* off-CPU samples (captured blocks) stored here */
+	uint64_t offcpu_ns;	   /* their blocked time */
 	uint64_t idle_samples;	   /* samples of idle CPUs: counted, no stack */
 	uint64_t drops[DROP_NR];
 	uint32_t nr_cpus;
@@ -94,6 +118,7 @@ struct window {
 	bool counted;
 	struct stage_window *stages; /* stage latencies and slow spans (stages.h), NULL: none */
 	struct gc_window *gc;	     /* GC events that started in the window (gc.h), NULL: none */
+	struct window_sched *sched;  /* NULL until a scheduler event lands here */
 };
 
 struct window_ring_opts {
@@ -133,6 +158,17 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
  * counted as DROP_NO_MEMORY). */
 int window__add(struct window *w, struct stack *stack, struct task *task, uint64_t count,
 		struct intern_table *stacks, struct intern_table *tasks);
+/* Adds one off-CPU sample (a block of blocked_ns) of (stack, task) to w, consuming one reference
+ * on each as window__add does. Returns 0 or -ENOMEM (counted as DROP_NO_MEMORY). */
+int window__add_offcpu(struct window *w, struct stack *stack, struct task *task,
+		       uint64_t blocked_ns, struct intern_table *stacks,
+		       struct intern_table *tasks);
+/* Adds run-queue latencies (buckets: TP_HIST_BUCKETS counts) to w's machine-wide histogram.
+ * Returns 0 or -ENOMEM (nothing added). */
+int window__add_runq(struct window *w, uint64_t count, uint64_t sum_ns, uint64_t max_ns,
+		     const uint64_t *buckets);
+/* Adds a process's scheduler counts (p->pid selects the process) to w. 0 or -ENOMEM. */
+int window__add_sched_proc(struct window *w, const struct window_sched_proc *p);
 /* Distinct stacks and processes in w (computed on demand, cached once w is closed). */
 void window__counts(struct window *w, uint32_t *nr_stacks, uint32_t *nr_processes);
 /* Expected samples of w at period_ns per sample: sum over CPUs of sampled_ns / period_ns. */

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Integration tests of the scheduler view: off-CPU profiles against the blocked time the
+workload measured itself, run-queue latency under a crowded CPU, clean-up of threads that exit
+while blocked, bad input. Real BPF as root.
+
+Usage: test_sched.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
+with CI=true that is a failure."""
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_daemon import (DAEMON, IN_CI, WL, Daemon, names, run, skip,  # noqa: E402
+                         start_workload, wait_drained)
+
+FREQ = 199
+
+
+def bpf_map_ids(pid):
+    """{name: id} of the BPF maps whose file descriptors process pid holds."""
+    ids = {}
+    fdinfo = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(fdinfo):
+        try:
+            with open(os.path.join(fdinfo, fd)) as f:
+                text = f.read()
+        except OSError:
+            continue
+        if "map_id:" in text:
+            mid = int(text.split("map_id:")[1].split()[0])
+            info = json.loads(run(["bpftool", "-j", "map", "show", "id", str(mid)]).stdout)
+            ids[info.get("name", "")] = mid
+    return ids
+
+
+def map_entries(mid):
+    out = run(["bpftool", "-j", "map", "dump", "id", str(mid)]).stdout
+    return len(json.loads(out)) if out.strip() else 0
+
+
+def share_ns(samples, pred):
+    total = sum(s["values"][1] for s in samples)
+    return sum(s["values"][1] for s in samples if pred(names(s))) / max(total, 1)
+
+
+def by_tid(prof):
+    out = {}
+    for s in prof.samples:
+        out.setdefault(int(s["labels"]["tid"]), []).append(s)
+    return out
+
+
+# ---- tests ----
+
+def test_offcpu_time_equals_blocked_time(d):
+    p, pid = start_workload("tp_offcpu", 3)
+    measured = {}
+    for line in p.stdout:
+        name, tid, ns = line.split()
+        measured[name] = (int(tid), int(ns))
+    p.wait()
+    wait_drained()
+    prof, headers = d.profile("type=offcpu&last=1m&pid=%d" % pid)
+    assert prof.sample_types == [("events", "count"), ("off_cpu", "nanoseconds")]
+    threads = by_tid(prof)
+    for name, (tid, ns) in measured.items():
+        got = sum(s["values"][1] for s in threads.get(tid, []))
+        print("  %-5s tid %d: off-CPU %.3f s, blocked %.3f s" % (name, tid, got / 1e9, ns / 1e9))
+        assert abs(got - ns) <= 0.1 * ns, (name, got, ns)
+    # where each thread waited: the kernel path it blocked in, then its own code
+    nap = threads[measured["nap"][0]]
+    assert sum(s["values"][1] for s in nap if "hrtimer_nanosleep" in names(s)) >= \
+        0.9 * measured["nap"][1]
+    pipe = threads[measured["pipe"][0]]
+    assert sum(s["values"][1] for s in pipe if any("pipe_read" in n for n in names(s))) >= \
+        0.9 * measured["pipe"][1]
+    # through libc's frames (no frame pointers there) to the thread's own functions: the
+    # unwinder (the process's very first block may still be walked by frame pointers)
+    def within(fs, *chain):
+        return all(c in fs for c in chain)
+    got = share_ns(nap, lambda fs: within(fs, "nap_here", "napper", "start_thread"))
+    assert got >= 0.9, (got, [names(s) for s in nap[:3]])
+    got = share_ns(pipe, lambda fs: within(fs, "wait_pipe", "piper", "start_thread"))
+    assert got >= 0.9, (got, [names(s) for s in pipe[:3]])
+    sleeps = [s for s in threads[measured["sleep"][0]]
+              if "hrtimer_nanosleep" in names(s) and "usleep" not in names(s)]
+    got = share_ns(sleeps, lambda fs: fs[fs.index("f"):fs.index("f") + 3] == ["f", "g", "main"]
+                   if "f" in fs else False)
+    print("  sleep() from main -> g -> f in %.1f%% of its blocked time" % (100 * got))
+    assert got >= 0.9, (got, [names(s) for s in sleeps[:3]])
+    # the same blocks in a wall profile, next to the threads' CPU time
+    wall, _ = d.profile("type=wall&last=1m&pid=%d" % pid)
+    assert wall.sample_types == [("cpu", "nanoseconds"), ("off_cpu", "nanoseconds"),
+                                 ("wall", "nanoseconds")]
+    assert sum(s["values"][1] for s in wall.samples) == sum(s["values"][1] for s in prof.samples)
+    for s in wall.samples:
+        assert s["values"][2] == s["values"][0] + s["values"][1]
+
+
+def test_runq_latency_rises_on_a_crowded_cpu(d):
+    time.sleep(2)
+    now = int(time.time())
+    base = d.json("/api/v1/windows?from=%d&to=%d" % (now - 2, now))["windows"]
+    # the windows asked for lie wholly inside the hogs' run (windows are cut on the monotonic
+    # clock: from=/to= select every window that overlaps them)
+    hogs = [subprocess.Popen(["taskset", "-c", "1", os.path.join(WL, "tp_hotcold"), "5"],
+                             stdout=subprocess.DEVNULL) for _ in range(3)]
+    time.sleep(2)
+    t0 = int(time.time())
+    for h in hogs:
+        h.wait()
+    wait_drained()
+    load = d.json("/api/v1/windows?from=%d&to=%d" % (t0, t0 + 2))["windows"]
+    pids = {h.pid for h in hogs}
+    for w in base + load:
+        r = w["runq"]
+        assert r["max_ns"] < 60 * 10**9, r  # no timestamp left unset
+        assert all(t["pid"] != 0 for t in r["top"]), r
+        assert r["p50_ns"] <= r["p95_ns"] <= r["p99_ns"] <= r["max_ns"], r
+    b99 = max(w["runq"]["p99_ns"] for w in base)
+    l99 = min(w["runq"]["p99_ns"] for w in load)
+    print("  run-queue p99: %.0f us before, %.0f us with 3 hogs on CPU 1" % (b99 / 1e3, l99 / 1e3))
+    # each hog waits for the other two: a few ms a time slice
+    for w in load:
+        hog = [t for t in w["runq"]["top"] if t["pid"] in pids]
+        assert len(hog) == 3, w["runq"]
+        for t in hog:
+            assert t["total_ns"] >= 0.4 * 10**9, t  # about 2/3 of each second waiting
+            assert t["total_ns"] / t["count"] >= 10**6, t
+    assert l99 >= 2 * 10**6 and l99 > 2 * b99, (b99, l99)
+    m = d.metrics()
+    assert m["tailprof_runq_latency_seconds_count"] > 0
+    assert m['tailprof_runq_latency_seconds_bucket{le="+Inf"}'] == \
+        m["tailprof_runq_latency_seconds_count"]
+
+
+def test_threads_exiting_while_blocked_leave_nothing(d):
+    maps = bpf_map_ids(d.proc.pid)
+    for _ in range(20):
+        r = run([os.path.join(WL, "tp_blocked_threads"), "100"])
+        assert r.returncode == 0, r
+    wait_drained()
+    time.sleep(1)
+    assert map_entries(maps["pending"]) == 0
+    # periods are taken once they end: only the current ones remain
+    assert map_entries(maps["sched_procs"]) < 200
+    m = d.metrics()
+    assert m['tailprof_sched_drops_total{reason="pending_full"}'] == 0
+
+
+def test_bad_input(d):
+    for bad in ("0", "5us", "2h", "abc", "-1ms"):
+        r = run([DAEMON, "--offcpu-min", bad])
+        assert r.returncode == 2 and "--offcpu-min" in r.stderr and "10us to 1h" in r.stderr, r
+    status, _, body = d.get("/api/v1/profile?type=bogus")
+    assert status == 400 and b"type" in body and b"offcpu" in body, body
+    r = run([os.path.join(os.path.dirname(DAEMON), "..", "cli", "tailprof"), "--server",
+             d.url, "pull", "--type", "bogus", "-o", "-"])
+    assert r.returncode == 2, r
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("needs root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        skip("kernel has no BTF")
+    try:
+        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
+    except RuntimeError as e:
+        if IN_CI:
+            raise
+        skip(str(e))
+    if not d.json("/api/v1/status")["sched"]:
+        print("FAIL: the scheduler programs did not load:\n" + d.output())
+        sys.exit(1)
+    tests = [test_offcpu_time_equals_blocked_time, test_runq_latency_rises_on_a_crowded_cpu,
+             test_threads_exiting_while_blocked_leave_nothing, test_bad_input]
+    only = os.environ.get("TAILPROF_TEST")
+    passed = failed = 0
+    for t in tests:
+        if only and only not in t.__name__:
+            continue
+        try:
+            t(d)
+            print("ok   %s" % t.__name__)
+            passed += 1
+        except Exception:
+            print("FAIL %s" % t.__name__)
+            traceback.print_exc()
+            failed += 1
+        sys.stdout.flush()
+    d.stop()
+    if failed:
+        print("--- tailprofd output ---\n" + d.output()[-4000:])
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Known answers for off-CPU time: a thread that sleeps in nap_here (nanosleep, 20 ms at a time),
+ * one blocked reading a pipe in wait_pipe (a feeder writes every 10 ms), and the main thread in
+ * main -> g -> f -> sleep(), then joining the others. Each measures its own blocked wall time. Prints its pid first, then
+ * at the end one line per thread: "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS] */
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "workload.h"
+
+static double seconds;
+static int pipefd[2];
+static volatile int stop;
+
+struct result {
+	const char *name;
+	pid_t tid;
+	uint64_t blocked_ns;
+};
+
+static struct result nap_r = {"nap"}, pipe_r = {"pipe"}, sleep_r = {"sleep"};
+
+__attribute__((noinline)) void nap_here(uint64_t ns)
+{
+	struct timespec ts = {0, (long)ns};
+	uint64_t t0 = now_ns();
+
+	nanosleep(&ts, NULL);
+	nap_r.blocked_ns += now_ns() - t0;
+}
+
+static void *napper(void *arg)
+{
+	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+
+	pthread_setname_np(pthread_self(), "napper");
+	nap_r.tid = syscall(SYS_gettid);
+	while (now_ns() < end)
+		nap_here(20000000);
+	return NULL;
+}
+
+__attribute__((noinline)) int wait_pipe(void)
+{
+	char c;
+	uint64_t t0 = now_ns();
+	ssize_t n = read(pipefd[0], &c, 1);
+
+	pipe_r.blocked_ns += now_ns() - t0;
+	return n == 1 && c != 'q';
+}
+
+static void *piper(void *arg)
+{
+	pthread_setname_np(pthread_self(), "piper");
+	pipe_r.tid = syscall(SYS_gettid);
+	while (wait_pipe())
+		;
+	return NULL;
+}
+
+static void *feeder(void *arg)
+{
+	struct timespec ts = {0, 10000000};
+
+	pthread_setname_np(pthread_self(), "feeder");
+	while (!stop) {
+		nanosleep(&ts, NULL);
+		if (write(pipefd[1], "x", 1) != 1)
+			break;
+	}
+	return write(pipefd[1], "q", 1) == 1 ? NULL : NULL;
+}
+
+__attribute__((noinline)) void f(void)
+{
+	uint64_t t0 = now_ns();
+
+	sleep(1);
+	sleep_r.blocked_ns += now_ns() - t0;
+}
+
+__attribute__((noinline)) void g(void)
+{
+	f();
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t a, b, c;
+	uint64_t end, t0;
+
+	seconds = arg_seconds(argc, argv, 1, 3);
+	if (pipe(pipefd))
+		return 1;
+	printf("%d\n", getpid());
+	fflush(stdout);
+	sleep_r.tid = getpid();
+	/* a first block, so that tailprofd knows the process (and walks its next blocks with
+	 * unwind tables) before the threads start; measured like the others */
+	t0 = now_ns();
+	usleep(50000);
+	sleep_r.blocked_ns += now_ns() - t0;
+	pthread_create(&a, NULL, napper, NULL);
+	pthread_create(&b, NULL, piper, NULL);
+	pthread_create(&c, NULL, feeder, NULL);
+	end = now_ns() + (uint64_t)(seconds * 1e9);
+	while (now_ns() + 1000000000ull <= end)
+		g();
+	/* the joins block too: measured with the rest of the main thread's waits */
+	t0 = now_ns();
+	pthread_join(a, NULL);
+	stop = 1;
+	pthread_join(c, NULL);
+	pthread_join(b, NULL);
+	sleep_r.blocked_ns += now_ns() - t0;
+	for (struct result *r = &nap_r; r; r = r == &nap_r ? &pipe_r : r == &pipe_r ? &sleep_r : NULL)
+		printf("%s %d %llu\n", r->name, (int)r->tid, (unsigned long long)r->blocked_ns);
+	return 0;
+}
