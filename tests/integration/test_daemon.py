@@ -11,11 +11,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from pprof_decode import Profile  # noqa: E402
 import daemon  # noqa: E402
+from runner import run_tests  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
@@ -428,26 +428,7 @@ def main():
              test_totals_equal_window_counters, test_self_samples_labelled,
              test_http_errors_and_metrics, test_concurrent_requests, test_cpu_hotplug,
              test_cli_against_daemon]
-    only = os.environ.get("TAILPROF_TEST")
-    passed = failed = 0
-    for t in tests + [test_sigterm_detaches, test_startup_errors]:
-        if only and only not in t.__name__:
-            continue
-        try:
-            t(d) if t.__code__.co_argcount else t()
-            print("ok   %s" % t.__name__)
-            passed += 1
-        except Exception:
-            print("FAIL %s" % t.__name__)
-            traceback.print_exc()
-            failed += 1
-        sys.stdout.flush()
-    if d.proc.poll() is None:
-        d.stop()
-    if failed:
-        print("--- tailprofd output ---\n" + d.output()[-4000:])
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    run_tests(tests + [test_sigterm_detaches, test_startup_errors], [d])
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+from runner import run_tests  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "gc")
@@ -403,27 +403,7 @@ def main():
              test_short_lived_pythons_leave_no_attachment, test_jvm_matches_xlog_gc,
              test_go_matches_gctrace, test_unsupported_runtimes, test_api_cli_and_metrics,
              test_gc_off]
-    only = os.environ.get("TAILPROF_TEST")
-    passed = failed = 0
-    for t in tests:
-        if only and only not in t.__name__:
-            continue
-        try:
-            t(d) if t.__code__.co_argcount else t()
-            print("ok   %s" % t.__name__)
-            passed += 1
-        except Exception:
-            print("FAIL %s" % t.__name__)
-            traceback.print_exc()
-            failed += 1
-        sys.stdout.flush()
-    if d.proc.poll() is None:
-        d.stop()
-    if failed:
-        print("--- tailprofd output ---\n" + d.output()[-4000:])
-    shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    run_tests(tests, [d], cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))
 
 
 if __name__ == "__main__":

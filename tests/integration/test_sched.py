@@ -11,9 +11,10 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from runner import run_tests  # noqa: E402
 from test_daemon import (DAEMON, IN_CI, WL, Daemon, names, run, skip,  # noqa: E402
                          start_workload, wait_drained)
 
@@ -179,25 +180,7 @@ def main():
         sys.exit(1)
     tests = [test_offcpu_time_equals_blocked_time, test_runq_latency_rises_on_a_crowded_cpu,
              test_threads_exiting_while_blocked_leave_nothing, test_bad_input]
-    only = os.environ.get("TAILPROF_TEST")
-    passed = failed = 0
-    for t in tests:
-        if only and only not in t.__name__:
-            continue
-        try:
-            t(d)
-            print("ok   %s" % t.__name__)
-            passed += 1
-        except Exception:
-            print("FAIL %s" % t.__name__)
-            traceback.print_exc()
-            failed += 1
-        sys.stdout.flush()
-    d.stop()
-    if failed:
-        print("--- tailprofd output ---\n" + d.output()[-4000:])
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    run_tests(tests, [d])
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+from runner import run_tests  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
@@ -531,32 +531,13 @@ def main():
              test_exec_inside_stage_leaves_it,
              test_errors_per_stage_not_fatal,
              test_http_errors, test_cli_stages]
-    only = os.environ.get("TAILPROF_TEST")
-    passed = failed = 0
-    for t in tests + [test_usdt_header, test_usdt_name_in_an_untouched_page,
+    run_tests(tests + [test_usdt_header, test_usdt_name_in_an_untouched_page,
                       test_reload_after_binary_replaced,
                       test_usdt_stage_with_semaphores_python,
                       test_reload_adds_stage_keeps_windows, test_pid_option_times_one_process,
                       test_flags_override_config,
-                      test_bad_config_exits_2]:
-        if only and only not in t.__name__:
-            continue
-        try:
-            t(d) if t.__code__.co_argcount else t()
-            print("ok   %s" % t.__name__)
-            passed += 1
-        except Exception:
-            print("FAIL %s" % t.__name__)
-            traceback.print_exc()
-            failed += 1
-        sys.stdout.flush()
-    if d.proc.poll() is None:
-        d.stop()
-    if failed:
-        print("--- tailprofd output ---\n" + d.output()[-4000:])
-    shutil.rmtree(TMP, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+                      test_bad_config_exits_2],
+              [d], cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))
 
 
 if __name__ == "__main__":

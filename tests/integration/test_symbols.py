@@ -13,9 +13,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from runner import run_tests  # noqa: E402
 from test_daemon import (BUILD, IN_CI, WL, Daemon, names, run, skip,  # noqa: E402
                          start_workload, wait_drained)
 
@@ -239,28 +240,10 @@ def main():
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,
              test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_demangled_cxx_and_rust_names,
              test_process_and_thread_names]
-    only = os.environ.get("TAILPROF_TEST")
-    passed = failed = 0
-    for t in tests:
-        if only and only not in t.__name__:
-            continue
-        try:
-            t(d, bare) if t.__code__.co_argcount == 2 else t(d)
-            print("ok   %s" % t.__name__)
-            passed += 1
-        except Exception:
-            print("FAIL %s" % t.__name__)
-            traceback.print_exc()
-            failed += 1
-        sys.stdout.flush()
-    for x in (d, bare):
-        x.stop()
-    if failed:
-        print("--- tailprofd output ---\n" + d.output()[-4000:])
-    shutil.rmtree(debug_dir)
-    os.rmdir(empty_dir)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    def cleanup():
+        shutil.rmtree(debug_dir)
+        os.rmdir(empty_dir)
+    run_tests(tests, [d, bare], cleanup=cleanup)
 
 
 if __name__ == "__main__":

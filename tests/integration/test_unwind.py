@@ -10,10 +10,10 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+from runner import run_tests  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
@@ -274,25 +274,7 @@ def main():
     tests = [test_qsort_comparator_chain_through_libc, test_python_native_stack,
              test_deep_stacks_truncated_explicitly, test_signal_frame, test_dlopen_picked_up,
              test_fp_flag_and_metrics]
-    only = os.environ.get("TAILPROF_TEST")
-    passed = failed = 0
-    for t in tests:
-        if only and only not in t.__name__:
-            continue
-        try:
-            t(d)
-            print("ok   %s" % t.__name__)
-            passed += 1
-        except Exception:
-            print("FAIL %s" % t.__name__)
-            traceback.print_exc()
-            failed += 1
-        sys.stdout.flush()
-    d.stop()
-    if failed:
-        print("--- tailprofd output ---\n" + d.output()[-4000:])
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    run_tests(tests, [d])
 
 
 if __name__ == "__main__":
