@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include "tailprof.h"
 #include "lib/unwind.bpf.h"
+#include "lib/shared_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -38,35 +39,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
-
-/* known_procs: tgid -> start_ns of processes whose memory maps user space has read. A sample of a
- * process not in it wakes user space at once, so the maps are read while the process lives.
- * Written by tailprofd (insert) and by the exec/exit programs here (delete). Sized for a host with
- * many processes; when full, samples just wake user space more often. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, __u32);
-	__type(value, __u64);
-} known_procs SEC(".maps");
-
-/* stage_stacks: the stages each thread is in, written by bpf/stage.bpf.c (the loader makes this
- * map the stage programs' own, through reuse); read here for the sample's stage label. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct tp_stage_stack);
-} stage_stacks SEC(".maps");
-
-/* gc_pausing: tgid -> GC pauses open in the process, written by bpf/gc.bpf.c (the loader makes
- * this map the GC programs' own, through reuse); read here for the gc=1 label. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u32);
-} gc_pausing SEC(".maps");
 
 /* scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
@@ -152,12 +124,10 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	__u64 ts = bpf_ktime_get_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task;
-	struct tp_stage_stack *stages;
 	struct tp_sample *s;
 	__u64 t0 = 0;
 	__u32 zero = 0;
 	__u64 *known;
-	__u32 *pausing;
 	long n, nk = 0, nu = 0;
 
 	count(ts, TP_M_SAMPLES);
@@ -178,21 +148,14 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->flags = 0;
 	s->blocked_ns = 0;
-	pausing = bpf_map_lookup_elem(&gc_pausing, &s->hdr.pid);
-	if (pausing && *pausing)
+	if (tp_in_gc(s->hdr.pid))
 		s->flags |= TP_SAMPLE_IN_GC;
 	BPF_CORE_READ_STR_INTO(&s->comm, task, group_leader, comm);
 	bpf_get_current_comm(&s->thread_comm, sizeof(s->thread_comm));
 	/* the innermost stage the thread is in (untimed stages past the depth keep the deepest) */
 	if (time_stage_label)
 		t0 = bpf_ktime_get_ns();
-	s->stage = 0;
-	stages = bpf_task_storage_get(&stage_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (stages && stages->depth) {
-		__u32 d = stages->depth < TP_STAGE_DEPTH ? stages->depth : TP_STAGE_DEPTH;
-
-		s->stage = stages->frames[(d - 1) & (TP_STAGE_DEPTH - 1)].stage;
-	}
+	s->stage = tp_stage_of(bpf_get_current_task_btf());
 	if (time_stage_label) {
 		__u64 t1 = bpf_ktime_get_ns(), t2 = bpf_ktime_get_ns();
 

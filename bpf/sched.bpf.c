@@ -19,6 +19,7 @@
 #include <bpf/bpf_tracing.h>
 #include "tailprof.h"
 #include "lib/unwind.bpf.h"
+#include "lib/shared_maps.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -100,33 +101,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } sched_metrics SEC(".maps");
-
-/* stage_stacks and gc_pausing: the stages each thread is in (bpf/stage.bpf.c) and the processes
- * in a GC pause (bpf/gc.bpf.c), the maps the sampler reads too (the loader makes them those
- * programs' own, through reuse): off-CPU samples carry the same stage and gc labels. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct tp_stage_stack);
-} stage_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u32);
-} gc_pausing SEC(".maps");
-
-/* known_procs: the sampler's map of processes whose maps tailprofd has read (shared by the
- * loader): the first off-CPU sample of any other wakes tailprofd at once, as the first CPU
- * sample does, so the process's unwind tables are in place for its next blocks. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, __u32);
-	__type(value, __u64);
-} known_procs SEC(".maps");
 
 /* off_scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
@@ -241,20 +215,11 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	o->cpu = bpf_get_smp_processor_id();
 	o->flags = 0;
 	o->nr_user = 0;
-	o->stage = 0;
 	o->pad = 0;
-	{
-		struct tp_stage_stack *stages = bpf_task_storage_get(&stage_stacks, next, 0, 0);
-		__u32 *pausing = bpf_map_lookup_elem(&gc_pausing, &o->hdr.pid);
-
-		if (stages && stages->depth) {
-			__u32 d = stages->depth < TP_STAGE_DEPTH ? stages->depth : TP_STAGE_DEPTH;
-
-			o->stage = stages->frames[(d - 1) & (TP_STAGE_DEPTH - 1)].stage;
-		}
-		if (pausing && *pausing)
-			o->flags |= TP_SAMPLE_IN_GC;
-	}
+	/* the labels of the stage and GC pause it blocked in */
+	o->stage = tp_stage_of(next);
+	if (tp_in_gc(o->hdr.pid))
+		o->flags |= TP_SAMPLE_IN_GC;
 	BPF_CORE_READ_STR_INTO(&o->comm, next, group_leader, comm);
 	BPF_CORE_READ_STR_INTO(&o->thread_comm, next, comm);
 	n = bpf_get_task_stack(next, o->addrs, TP_MAX_STACK_DEPTH * 8, 0);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The maps that the CPU sampler (profile.bpf.c) and the scheduler programs (sched.bpf.c) read but
+ * other programs own: one definition for both readers, so that the loader's map reuse finds the
+ * same type and sizes. Their owners define them alike: known_procs (profile.bpf.c itself),
+ * stage_stacks (stage.bpf.c), gc_pausing (gc.bpf.c). */
+#ifndef TAILPROF_SHARED_MAPS_BPF_H
+#define TAILPROF_SHARED_MAPS_BPF_H
+
+/* known_procs: tgid -> start_ns of processes whose memory maps user space has read. A sample of a
+ * process not in it wakes user space at once, so the maps are read while the process lives (and,
+ * for the scheduler, its unwind tables are in place for its next blocks). Written by tailprofd
+ * (insert) and by the sampler's exec/exit programs (delete). Sized for a host with many
+ * processes; when full, samples just wake user space more often. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, __u64);
+} known_procs SEC(".maps");
+
+/* stage_stacks: the stages each thread is in, written by stage.bpf.c; read for the stage label. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_stage_stack);
+} stage_stacks SEC(".maps");
+
+/* gc_pausing: tgid -> GC pauses open in the process, written by gc.bpf.c; read for the gc=1
+ * label. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} gc_pausing SEC(".maps");
+
+/* The innermost stage task is in (untimed stages past the depth keep the deepest timed one), 0
+ * when none. */
+static __always_inline __u32 tp_stage_of(struct task_struct *task)
+{
+	struct tp_stage_stack *stages = bpf_task_storage_get(&stage_stacks, task, 0, 0);
+	__u32 d;
+
+	if (!stages || !stages->depth)
+		return 0;
+	d = stages->depth < TP_STAGE_DEPTH ? stages->depth : TP_STAGE_DEPTH;
+	return stages->frames[(d - 1) & (TP_STAGE_DEPTH - 1)].stage;
+}
+
+/* Whether process pid is in a GC pause now. */
+static __always_inline bool tp_in_gc(__u32 pid)
+{
+	__u32 *pausing = bpf_map_lookup_elem(&gc_pausing, &pid);
+
+	return pausing && *pausing;
+}
+
+#endif
