@@ -203,23 +203,5 @@ void gc_probes__metrics(struct gc_probes *p, uint64_t out[TP_GCM_NR])
 
 size_t gc_probes__prog_stats(struct gc_probes *p, struct loader_prog_stats *out, size_t max)
 {
-	struct bpf_program *prog;
-	size_t n = 0;
-
-	bpf_object__for_each_program(prog, p->skel->obj)
-	{
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-
-		if (n == max)
-			break;
-		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
-			continue;
-		out[n++] = (struct loader_prog_stats){
-		    .name = bpf_program__name(prog),
-		    .run_time_ns = info.run_time_ns,
-		    .run_cnt = info.run_cnt,
-		};
-	}
-	return n;
+	return loader__object_prog_stats(p->skel->obj, out, max);
 }

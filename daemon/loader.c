@@ -540,31 +540,34 @@ void loader__unwind_drop_process(struct loader *l, uint32_t pid)
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid);
 }
 
-size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max)
+size_t loader__object_prog_stats(struct bpf_object *obj, struct loader_prog_stats *out, size_t max)
 {
 	struct bpf_program *prog;
 	size_t n = 0;
 
-	for (int o = 0; o < 2; o++) {
-		struct bpf_object *obj = o ? (l->sched ? l->sched->obj : NULL) : l->skel->obj;
+	bpf_object__for_each_program(prog, obj)
+	{
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
 
-		if (!obj)
+		if (n == max)
+			break;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			continue;
-		bpf_object__for_each_program(prog, obj)
-		{
-			struct bpf_prog_info info = {};
-			__u32 len = sizeof(info);
-
-			if (n == max)
-				break;
-			if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
-				continue;
-			out[n++] = (struct loader_prog_stats){
-			    .name = bpf_program__name(prog),
-			    .run_time_ns = info.run_time_ns,
-			    .run_cnt = info.run_cnt,
-			};
-		}
+		out[n++] = (struct loader_prog_stats){
+		    .name = bpf_program__name(prog),
+		    .run_time_ns = info.run_time_ns,
+		    .run_cnt = info.run_cnt,
+		};
 	}
+	return n;
+}
+
+size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max)
+{
+	size_t n = loader__object_prog_stats(l->skel->obj, out, max);
+
+	if (l->sched)
+		n += loader__object_prog_stats(l->sched->obj, out + n, max - n);
 	return n;
 }

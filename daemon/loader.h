@@ -99,5 +99,8 @@ int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_p
 void loader__unwind_drop_process(struct loader *l, uint32_t pid);
 /* Run time of each program; returns the number filled (<= max). */
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
+/* The same for the programs of any BPF object (another module's skeleton). */
+struct bpf_object;
+size_t loader__object_prog_stats(struct bpf_object *obj, struct loader_prog_stats *out, size_t max);
 
 #endif
