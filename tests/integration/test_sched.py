@@ -103,9 +103,10 @@ def test_offcpu_time_equals_blocked_time(d):
 
 
 def test_runq_latency_rises_on_a_crowded_cpu(d):
-    time.sleep(2)
+    # the idle baseline: closed windows a second or more after the previous test's processes
+    time.sleep(3.5)
     now = int(time.time())
-    base = d.json("/api/v1/windows?from=%d&to=%d" % (now - 2, now))["windows"]
+    base = d.json("/api/v1/windows?from=%d&to=%d" % (now - 2, now - 1))["windows"]
     # the windows asked for lie wholly inside the hogs' run (windows are cut on the monotonic
     # clock: from=/to= select every window that overlaps them)
     hogs = [subprocess.Popen(["taskset", "-c", "1", os.path.join(WL, "tp_hotcold"), "5"],
