@@ -1,18 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The scheduler: off-CPU time (where threads block, and for how long) and run-queue latency (how
- * long runnable threads wait for a CPU), from tp_btf scheduler tracepoints and raw_tp/sys_exit.
+ * long runnable threads wait for a CPU), from tp_btf/sched_switch and raw_tp/sys_exit.
  *
- * Cost is the design problem: a context switch must stay cheap when nothing is captured. So:
- * - switch-out of a blocked thread: one timestamp (and its syscall number) in task storage;
- * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of
- *   the woken thread (bpf_get_task_stack: the path where it blocked) and waits in `pending`;
- *   shorter blocks are only counted per process and drain period;
- * - when the woken thread returns from that syscall (raw_tp/sys_exit, a task-storage lookup per
- *   syscall), its user stack is the one it blocked with: taken there, and the off-CPU sample
- *   goes to user space. A block outside a syscall (a page fault) is sent at switch-in with its
- *   kernel stack and TP_SAMPLE_NO_USER_STACK.
- * - run-queue latency: from wake-up (or preemption while runnable) to switch-in, into a
- *   log-linear histogram per CPU and drain period, and per process and drain period. */
+ * Cost is the design problem: a context switch must stay cheap when nothing is captured. So no
+ * clock is read and no hash map is touched on that path:
+ * - time is the run queue's clock (rq->clock, sched_clock ns), which __schedule has just updated:
+ *   a load, where bpf_ktime_get_ns costs some 70 ns. Blocks are timed across CPUs with it only
+ *   where sched_clock is one clock for every CPU (TSC clocksource: loader sets block_clock_rq);
+ *   elsewhere with bpf_ktime_get_ns;
+ * - run-queue latency is the kernel's own (CONFIG_SCHED_INFO, as delay accounting and
+ *   /proc/PID/schedstat measure it): at switch-in, rq->clock - next->sched_info.last_queued (set
+ *   at wake-up and at preemption while runnable), plus the parts of the wait on other run queues
+ *   of a thread migrated while it waited (its sched_info.run_delay grew by them). No wake-up
+ *   programs;
+ * - switch-out of a blocked thread: a timestamp, its syscall number and run_delay in task storage;
+ * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of the
+ *   woken thread (where it blocked: from kstack_cache when the same return addresses are still at
+ *   the same places on its stack, else bpf_get_task_stack) and waits in `pending`; shorter blocks
+ *   are counted per process and drain period in sched_ptab (an array: no hashing, no locks);
+ * - when the woken thread returns from that syscall (raw_tp/sys_exit: one per-CPU load and compare
+ *   unless it is the thread a capture waits for on this CPU), its user stack is the one it blocked
+ *   with: taken there, and the off-CPU sample goes to user space. A block outside a syscall (a
+ *   page fault) is sent at switch-in with its kernel stack and TP_SAMPLE_NO_USER_STACK. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -29,11 +38,12 @@ const volatile __u64 offcpu_min_ns = 1000000; /* blocks at least this long get s
 const volatile __u64 wakeup_bytes = 1 << 20;
 const volatile __u32 unwind_tables_on = 0; /* 1: walk user stacks with unwind_rows (the
 					    * sampler's maps, shared by the loader) */
+const volatile __u32 block_clock_rq = 0;   /* 1: time blocks with rq->clock (sched_clock is one
+					    * clock on every CPU), 0: with bpf_ktime_get_ns */
 
 #define TASK_RUNNING 0
 
-/* Captured blocks waiting in `pending` now. sys_exit runs on every syscall of the machine: while
- * nothing is pending (nearly always) it costs one load. */
+/* Captured blocks waiting in `pending` now: thread exit looks in `pending` only while some are. */
 __u64 nr_pending = 0;
 
 /* events: the off-CPU samples, into the ring buffer profile.bpf.c owns (the loader makes it this
@@ -43,15 +53,15 @@ struct {
 	__uint(max_entries, 4096);
 } events SEC(".maps");
 
-/* Per-thread scheduler state: when it blocked or became runnable. Task storage lives and dies
- * with the thread, so threads that exit (blocked or not) leave nothing behind. Written and read
- * here only. */
+/* Per-thread scheduler state. Task storage lives and dies with the thread, so threads that exit
+ * (blocked or not) leave nothing behind. Created at a thread's first blocking switch-out; written
+ * and read here only. */
 struct tp_sched_task {
-	__u64 blocked_at;  /* switch-out while blocked (CLOCK_MONOTONIC), 0: not blocked */
-	__u64 runnable_at; /* wake-up or preemption, 0: not waiting for a CPU */
-	__s64 syscall_nr;  /* the syscall it blocked in, -1: none */
-	__u32 pending;	   /* a captured block waits in `pending` for its syscall to return */
-	__u32 pad;
+	__u64 blocked_at;     /* switch-out while blocked (block clock), 0: not blocked */
+	__u64 run_delay_seen; /* sched_info.run_delay once its last wait was counted */
+	__s64 syscall_nr;     /* the syscall it blocked in, -1: none */
+	__u32 pending;	      /* a captured block waits in `pending` for its syscall to return */
+	__u32 seen;	      /* run_delay_seen is set (0: the storage was just created) */
 };
 
 struct {
@@ -61,16 +71,52 @@ struct {
 	__type(value, struct tp_sched_task);
 } sched_tasks SEC(".maps");
 
-/* pending: tid -> the off-CPU sample of a captured block, kernel stack filled, waiting for the
- * thread's return from the syscall for its user stack. Written at switch-in, read and deleted at
- * sys_exit, deleted at thread exit. Bounded: 4096 threads woken from long blocks but not yet
- * back in user space at once; beyond that a sample is sent with its kernel stack only. */
+/* Per-CPU state: the drain period, the offset between CLOCK_MONOTONIC and this CPU's rq clock,
+ * and the thread whose capture waits for its return from a syscall on this CPU. */
+struct tp_sched_cpu {
+	__u64 period;	  /* CLOCK_MONOTONIC / slot_ns */
+	__u64 period_end; /* its end, CLOCK_MONOTONIC; 0: not set yet */
+	/* the smallest bpf_ktime_get_ns() - rq->clock seen at a switch in this period and in the
+	 * one before: where the rq clock was fresh, so rq clock now = ktime - offset */
+	__s64 off_cur, off_prev;
+	__u32 pending_tid; /* 0: none */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_sched_cpu);
+} sched_cpu SEC(".maps");
+
+/* A captured block between switch-in and the thread's return from its syscall: what the off-CPU
+ * sample needs from the switch-in. A quarter of a tp_sample, so the hash update copies little. */
+#define TP_PENDING_KFRAMES 64 /* deeper kernel stacks are sent at switch-in, without user stack */
+
+struct tp_pending {
+	__u64 ts_ns; /* CLOCK_MONOTONIC of the wake-up (the window) */
+	__u64 start_ns;
+	__u64 blocked_ns;
+	__u32 pid;
+	__u32 cpu;
+	__u32 flags;
+	__u32 stage;
+	__u32 nr_kernel;
+	__u32 pad;
+	__u64 kaddrs[TP_PENDING_KFRAMES];
+};
+
+/* pending: tid -> its captured block, waiting for the thread's return from the syscall for the
+ * user stack. Written at switch-in, read and deleted at sys_exit, deleted at thread exit. Bounded:
+ * 4096 threads woken from long blocks but not yet back in user space at once; beyond that a sample
+ * is sent with its kernel stack only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, struct tp_sample);
+	__type(value, struct tp_pending);
 } pending SEC(".maps");
 
 /* runq_hist: nr_cpus * TP_SCHED_SLOTS histograms (tailprof.h), sized by the loader. mmap'able so
@@ -83,10 +129,19 @@ struct {
 	__type(value, struct tp_runq_hist);
 } runq_hist SEC(".maps");
 
-/* sched_procs: (pid, drain period, CPU) -> run-queue and short-block counts. Written here by that
- * CPU only, taken and deleted by tailprofd once the period has ended (so the kernel never writes
- * an entry being read). Sized for 4096 process-CPU pairs active in each of about 4 periods in
- * flight. */
+/* sched_ptab: per-process counts, nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB entries (tailprof.h),
+ * sized by the loader, mmap'able. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_sched_pentry);
+} sched_ptab SEC(".maps");
+
+/* sched_procs: (pid, drain period, CPU) -> run-queue and short-block counts of the processes that
+ * found no room in sched_ptab. Written here by that CPU only, taken and deleted by tailprofd once
+ * the period has ended (so the kernel never writes an entry being read). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -94,36 +149,176 @@ struct {
 	__type(value, struct tp_sched_proc);
 } sched_procs SEC(".maps");
 
-/* sched_metrics: TP_SCH_NR counters (tailprof.h), read by tailprofd. */
+/* sched_metrics: TP_SCH_NR counters (tailprof.h) per CPU, summed by tailprofd. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, TP_SCH_NR);
 	__type(key, __u32);
 	__type(value, __u64);
 } sched_metrics SEC(".maps");
 
-/* off_scratch: one tp_sample per CPU, too big for the BPF stack. */
+/* Per-CPU scratch, too big for the BPF stack: the sample a switch-in sends at once, and the one
+ * sys_exit or thread exit builds from `pending` (separate: a preemptible kernel may switch in
+ * the middle of sys_exit). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct tp_sample);
+} off_scratch SEC(".maps");
+
+#define TP_SCRATCH_SWITCH 0
+#define TP_SCRATCH_EXIT	  1
+
+/* The kernel stack cache. A blocked thread's kernel stack is a chain of return addresses at
+ * places on its stack that the call path fixes; bpf_get_task_stack finds them with the ORC
+ * unwinder, 2-3 us a stack when its tables are cold (as they are at scheduler time). So each walk
+ * is kept with where on the stack (offset from the saved stack pointer) it found each address,
+ * keyed by the stack's depth and the syscall, in a direct-mapped array. A later block with the
+ * same key re-reads those places: when every return address is still there, the unwinder (which
+ * reads its next frame from where the previous one's return address says) would walk the same
+ * frames, and the stack is taken from the cache. Anything else is walked again and replaces the
+ * entry. An entry is written under a sequence count (odd while written), so a reader on another
+ * CPU never takes half of one. */
+#define TP_KSTACK_FRAMES   32	 /* stacks with more frames are always walked */
+#define TP_KSTACK_BYTES	   4096	 /* and those whose frames lie deeper */
+#define TP_KSTACK_ENTRIES  1024	 /* a power of two */
+#define TP_THREAD_SIZE_MIN 16384 /* x86-64's THREAD_SIZE (KASAN doubles it) */
+
+struct tp_kstack {
+	__u32 seq;
+	__u32 depth; /* the saved stack pointer's offset from the stack's base (task->stack) */
+	__s32 syscall_nr;
+	__u32 nr;		     /* 0: empty */
+	__u16 off[TP_KSTACK_FRAMES]; /* byte offsets from the saved stack pointer */
+	__u64 ip[TP_KSTACK_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_KSTACK_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct tp_kstack);
+} kstack_cache SEC(".maps");
+
+/* kstack_scratch: a copy of the top TP_KSTACK_BYTES of a blocked thread's stack, and the entry
+ * being built (too big for the BPF stack). */
+struct tp_kstack_scratch {
+	__u64 words[TP_KSTACK_BYTES / 8];
+	struct tp_kstack k;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tp_sample);
-} off_scratch SEC(".maps");
+	__type(value, struct tp_kstack_scratch);
+} kstack_scratch SEC(".maps");
+
+/* The user stack cache, the same idea for the user stacks taken at sys_exit: a walk is kept with
+ * the registers it started from and every stack word it read (tp_unwind_log), keyed by process
+ * and registers. Where the process's tables are unchanged (tp_proc_mappings.gen) and every word
+ * reads the same again, the walk would go the same way: its frames are taken from the cache.
+ * Threads that block in the same place again and again (a worker's wait) take the cheap path. */
+#define TP_USTACK_FRAMES  32 /* longer walks are not cached */
+#define TP_USTACK_ENTRIES 512
+
+struct tp_ustack {
+	__u32 seq;
+	__u32 pid;
+	__u64 start_ns;
+	__u64 pc, sp, bp;
+	__u32 gen;
+	__u32 nr;	/* frames; 0: empty */
+	__u32 used_fp;	/* the walk's tp_unwind_result */
+	__u32 nr_words; /* of the log */
+	/* the words lie in [span_lo, span_lo + span_len), 8-byte aligned from span_lo, so one read
+	 * checks them all; span_len 0: read one by one */
+	__u64 span_lo;
+	__u32 span_len;
+	__u32 pad;
+	__u64 frames[TP_USTACK_FRAMES];
+	__u64 addr[TP_UNWIND_LOG_WORDS];
+	__u64 val[TP_UNWIND_LOG_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_USTACK_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct tp_ustack);
+} ustack_cache SEC(".maps");
+
+#define TP_USTACK_SPAN 4096 /* bytes, a power of two: one verifying read takes less */
+
+/* ustack_scratch: the log of a walk, and the copy of the span a verification reads. */
+struct tp_ustack_scratch {
+	struct tp_unwind_log log;
+	__u64 span[TP_USTACK_SPAN / 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_ustack_scratch);
+} ustack_scratch SEC(".maps");
 
 static __always_inline void bump(__u32 metric)
 {
 	__u64 *v = bpf_map_lookup_elem(&sched_metrics, &metric);
 
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		(*v)++;
 }
 
-static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 ts)
+/* This CPU's state at CLOCK_MONOTONIC time mono and rq clock clk: the drain period and the
+ * clock offset brought up to date. */
+static __always_inline struct tp_sched_cpu *sched_cpu_at(__u64 mono, __u64 clk)
 {
-	struct tp_sched_key key = {
-	    .pid = pid, .slot = (__u32)(ts / slot_ns), .cpu = bpf_get_smp_processor_id()};
+	__u32 zero = 0;
+	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
+	__s64 d = (__s64)(mono - clk);
+
+	if (!c)
+		return NULL;
+	if (mono >= c->period_end) {
+		c->off_prev = c->period_end ? c->off_cur : d;
+		c->off_cur = d;
+		c->period = mono / slot_ns;
+		c->period_end = (c->period + 1) * slot_ns;
+	}
+	if (d < c->off_cur)
+		c->off_cur = d;
+	return c;
+}
+
+/* The counts of process pid in this CPU's drain period: its sched_ptab entry, or sched_procs
+ * when the entries it may use hold other processes. NULL: no room anywhere (counted). */
+static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 period, __u32 cpu)
+{
+	__u32 base = (cpu * TP_SCHED_SLOTS + (__u32)(period % TP_SCHED_SLOTS)) * TP_SCHED_PTAB;
+	__u32 h = (pid * 2654435761u) >> (32 - 7); /* Knuth's multiplicative hash, 7 bits */
+	struct tp_sched_key key = {.pid = pid, .slot = (__u32)period, .cpu = cpu};
 	struct tp_sched_proc zero = {}, *v;
 
+	_Static_assert(TP_SCHED_PTAB == 1 << 7, "proc_slot hashes to 7 bits");
+	for (__u32 i = 0; i < TP_SCHED_PTAB_PROBES; i++) {
+		__u32 idx = base + ((h + i) & (TP_SCHED_PTAB - 1));
+		struct tp_sched_pentry *e = bpf_map_lookup_elem(&sched_ptab, &idx);
+
+		if (!e)
+			break;
+		if (e->pid == pid && e->slot == (__u32)period)
+			return &e->v;
+		if (e->slot != (__u32)period && !e->v.runq_count && !e->v.short_count) {
+			/* free, or of an older period whose counts tailprofd has taken */
+			e->pid = pid;
+			e->slot = (__u32)period;
+			e->v.runq_ns = e->v.runq_max_ns = e->v.short_ns = 0;
+			return &e->v;
+		}
+	}
 	v = bpf_map_lookup_elem(&sched_procs, &key);
 	if (v)
 		return v;
@@ -138,10 +333,9 @@ static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 ts)
 /* A run-queue wait of lat ns ended now: into this CPU's histogram of the period, and p's counts.
  * Plain adds: the histogram and p are this CPU's own (p's key has the CPU), and tailprofd takes a
  * period only once it has ended, so nothing else writes them meanwhile. */
-static __always_inline void runq_done(struct tp_sched_proc *p, __u64 lat, __u64 now)
+static __always_inline void runq_done(struct tp_sched_proc *p, __u64 lat, __u64 period, __u32 cpu)
 {
-	__u32 idx =
-	    bpf_get_smp_processor_id() * TP_SCHED_SLOTS + (__u32)((now / slot_ns) % TP_SCHED_SLOTS);
+	__u32 idx = cpu * TP_SCHED_SLOTS + (__u32)(period % TP_SCHED_SLOTS);
 	struct tp_runq_hist *h = bpf_map_lookup_elem(&runq_hist, &idx);
 	__u32 b = tp_hist_bucket(lat);
 
@@ -168,11 +362,15 @@ static __always_inline __u64 process_start_ns(struct task_struct *task)
 
 static __always_inline long send(struct tp_sample *o)
 {
-	__u32 n = TP_SAMPLE_HDR_SIZE + ((__u32)o->nr_kernel + o->nr_user) * 8;
+	__u32 nk = o->nr_kernel, nu = o->nr_user, n;
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (n > sizeof(*o))
-		n = sizeof(*o);
+	/* each clamped in its own register, which the verifier then sees bounded */
+	nk = nk < TP_MAX_STACK_DEPTH ? nk : TP_MAX_STACK_DEPTH;
+	barrier_var(nk);
+	nu = nu < TP_MAX_STACK_DEPTH ? nu : TP_MAX_STACK_DEPTH;
+	barrier_var(nu);
+	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
 	__u64 *known = bpf_map_lookup_elem(&known_procs, &o->hdr.pid);
 
 	if (!known || *known != o->hdr.start_ns ||
@@ -185,120 +383,485 @@ static __always_inline long send(struct tp_sample *o)
 	return 0;
 }
 
-/* A block of next that ended now after blocked_ns: captured with its kernel stack. */
-static __always_inline void capture(struct task_struct *next, struct tp_sched_task *st,
-				    __u64 blocked_ns, __u64 now)
+static __always_inline __u32 mix64(__u64 x)
 {
-	__u32 zero = 0, tid = BPF_CORE_READ(next, pid);
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull; /* MurmurHash3's 64-bit finaliser */
+	x ^= x >> 33;
+	return (__u32)x;
+}
+
+/* Scanning a copied kernel stack for the return addresses of a walk, in a bpf_loop callback
+ * (unrolled, 512 words would be too many verifier states). */
+struct tp_kstack_scan {
+	struct tp_kstack_scratch *sc;
+	__u64 *out; /* the walk, leaf first */
+	__u32 nr;   /* addresses found so far */
+	__u32 want; /* frames in out */
+};
+
+static long kstack_scan_step(__u32 w, void *ctx)
+{
+	struct tp_kstack_scan *s = ctx;
+	__u32 f = s->nr;
+
+	if (f >= s->want || f >= TP_KSTACK_FRAMES)
+		return 1;
+	if (s->sc->words[w & (TP_KSTACK_BYTES / 8 - 1)] == s->out[f & (TP_KSTACK_FRAMES - 1)]) {
+		s->sc->k.off[f & (TP_KSTACK_FRAMES - 1)] = w * 8;
+		s->sc->k.ip[f & (TP_KSTACK_FRAMES - 1)] = s->out[f & (TP_KSTACK_FRAMES - 1)];
+		s->nr = f + 1;
+	}
+	return 0;
+}
+
+/* The kernel stack of blocked thread t into out[TP_MAX_STACK_DEPTH] (leaf first): from
+ * kstack_cache when verified, else walked (and the walk cached). Returns frames, or -1. */
+static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr, __u64 *out)
+{
+	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
+	struct tp_kstack_scan scan = {.out = out};
+	struct tp_kstack_scratch *sc;
+	__u32 zero = 0, depth = 0, idx, nr, seq, i;
+	struct tp_kstack *k = NULL;
+	long n;
+
+	sc = bpf_map_lookup_elem(&kstack_scratch, &zero);
+	/* the stack is THREAD_SIZE bytes from base, at least 16 KiB on x86-64; the depth is
+	 * measured from base, which pins it as well as from the top */
+	if (!sc || ksp <= base || ksp - base >= TP_THREAD_SIZE_MIN)
+		goto walk;
+	depth = (__u32)(ksp - base);
+	idx = mix64(((__u64)depth << 32) | (__u32)syscall_nr) & (TP_KSTACK_ENTRIES - 1);
+	k = bpf_map_lookup_elem(&kstack_cache, &idx);
+	if (!k)
+		goto walk;
+	seq = k->seq;
+	barrier();
+	nr = k->nr;
+	if ((seq & 1) || k->depth != depth || k->syscall_nr != (__s32)syscall_nr || !nr ||
+	    nr > TP_KSTACK_FRAMES)
+		goto walk;
+	len = (__u64)k->off[(nr - 1) & (TP_KSTACK_FRAMES - 1)] + 8;
+	if (len > TP_KSTACK_BYTES || bpf_probe_read_kernel(sc->words, len, (void *)ksp))
+		goto walk;
+	for (i = 0; i < TP_KSTACK_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		if (sc->words[(k->off[i] / 8) & (TP_KSTACK_BYTES / 8 - 1)] != k->ip[i])
+			goto walk;
+		out[i] = k->ip[i];
+	}
+	barrier();
+	if (k->seq == seq) {
+		bump(TP_SCH_KSTACK_CACHED);
+		return nr;
+	}
+walk:
+	bump(TP_SCH_KSTACK_WALKED);
+	n = bpf_get_task_stack(t, out, TP_MAX_STACK_DEPTH * 8, 0);
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	n /= 8;
+	if (!sc || !k || !depth || n > TP_KSTACK_FRAMES)
+		return n;
+	/* where each return address is on the stack, in order, leaf (lowest address) first */
+	len = TP_THREAD_SIZE_MIN - depth;
+	if (len > TP_KSTACK_BYTES)
+		len = TP_KSTACK_BYTES;
+	if (bpf_probe_read_kernel(sc->words, len, (void *)ksp))
+		return n;
+	scan.sc = sc;
+	scan.want = n;
+	bpf_loop(len / 8, kstack_scan_step, &scan, 0);
+	if (scan.nr != n)
+		return n;
+	/* replace the entry: seq odd while it is written */
+	seq = k->seq | 1;
+	k->seq = seq;
+	barrier();
+	k->depth = depth;
+	k->syscall_nr = (__s32)syscall_nr;
+	k->nr = n;
+	__builtin_memcpy(k->off, sc->k.off, sizeof(k->off));
+	__builtin_memcpy(k->ip, sc->k.ip, sizeof(k->ip));
+	barrier();
+	k->seq = seq + 1;
+	return n;
+}
+
+/* The off-CPU sample of pending block pd of thread tid (task t, the current one at sys_exit), in
+ * o, kernel stack and labels filled; no user stack yet. */
+static __always_inline void sample_of(struct tp_sample *o, struct tp_pending *pd, __u32 tid,
+				      struct task_struct *t)
+{
+	__u32 nk = pd->nr_kernel;
+
+	o->hdr.kind = TP_EV_OFFCPU;
+	o->hdr.pid = pd->pid;
+	o->hdr.ts_ns = pd->ts_ns;
+	o->hdr.start_ns = pd->start_ns;
+	o->tid = tid;
+	o->cpu = pd->cpu;
+	o->flags = pd->flags;
+	o->stage = pd->stage;
+	o->pad = 0;
+	o->blocked_ns = pd->blocked_ns;
+	o->nr_kernel = nk < TP_PENDING_KFRAMES ? nk : TP_PENDING_KFRAMES;
+	o->nr_user = 0;
+	__builtin_memcpy(o->addrs, pd->kaddrs, sizeof(pd->kaddrs));
+	BPF_CORE_READ_STR_INTO(&o->comm, t, group_leader, comm);
+	BPF_CORE_READ_STR_INTO(&o->thread_comm, t, comm);
+}
+
+/* Re-reading the words a cached walk read, in a bpf_loop callback (unrolled, every early exit
+ * would be a path into the walk for the verifier to follow). */
+struct tp_ustack_check {
+	struct tp_ustack *u;
+	__u64 *span; /* the span's copy, or NULL: read word by word */
+	__u32 nw;
+	__u32 ok;
+};
+
+static long ustack_verify_step(__u32 i, void *ctx)
+{
+	struct tp_ustack_check *c = ctx;
+	__u32 w = i & (TP_UNWIND_LOG_WORDS - 1);
+	__u64 v;
+
+	if (i >= c->nw)
+		return 1;
+	if (c->span)
+		v = c->span[((c->u->addr[w] - c->u->span_lo) / 8) & (TP_USTACK_SPAN / 8 - 1)];
+	else if (bpf_probe_read_user(&v, sizeof(v), (void *)c->u->addr[w]))
+		v = ~c->u->val[w];
+	if (v != c->u->val[w]) {
+		c->ok = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* The span of the words a walk read (tp_ustack.span_lo/span_len), in a bpf_loop callback. */
+struct tp_ustack_span {
+	struct tp_unwind_log *log;
+	__u64 lo, hi;
+	__u32 nw;
+	__u32 unaligned;
+};
+
+static long ustack_span_step(__u32 i, void *ctx)
+{
+	struct tp_ustack_span *s = ctx;
+	__u64 a;
+
+	if (i >= s->nw)
+		return 1;
+	a = s->log->addr[i & (TP_UNWIND_LOG_WORDS - 1)];
+	if (a < s->lo)
+		s->lo = a;
+	if (a + 8 > s->hi)
+		s->hi = a + 8;
+	s->unaligned |= a & 7;
+	return 0;
+}
+
+/* The frames of cached walk u into out when it is the walk of (procs, pid, pc, sp, bp) and every
+ * word it read reads the same again. Returns frames, 0: not usable. */
+static __always_inline __u32 ustack_cached(struct tp_ustack *u, struct tp_proc_mappings *procs,
+					   __u32 pid, __u64 pc, __u64 sp, __u64 bp, __u64 *out,
+					   struct tp_ustack_scratch *sc)
+{
+	struct tp_ustack_check chk = {.u = u, .ok = 1};
+	__u32 seq = u->seq, nr, i, len;
+
+	barrier();
+	nr = u->nr;
+	chk.nw = u->nr_words;
+	if ((seq & 1) || !nr || nr > TP_USTACK_FRAMES || chk.nw > TP_UNWIND_LOG_WORDS ||
+	    u->pid != pid || u->start_ns != procs->start_ns || u->gen != procs->gen ||
+	    u->pc != pc || u->sp != sp || u->bp != bp)
+		return 0;
+	len = u->span_len & (TP_USTACK_SPAN - 1); /* the mask bounds it for the verifier */
+	if (len) {
+		if (bpf_probe_read_user(sc->span, len, (void *)u->span_lo))
+			return 0;
+		chk.span = sc->span;
+	}
+	bpf_loop(TP_UNWIND_LOG_WORDS, ustack_verify_step, &chk, 0);
+	if (!chk.ok)
+		return 0;
+	for (i = 0; i < TP_USTACK_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		out[i] = u->frames[i];
+	}
+	barrier();
+	return u->seq == seq ? nr : 0;
+}
+
+/* The user stack of the current thread at its syscall's return into out (TP_MAX_STACK_DEPTH
+ * slots), walked with the process's unwind tables procs: from ustack_cache when every word the
+ * cached walk read still reads the same, else walked (and cached). Returns frames; *flags gets
+ * TP_SAMPLE_USTACK_TRUNCATED. */
+static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pid, __u64 pc,
+					__u64 sp, __u64 bp, __u64 *out, __u32 *flags)
+{
+	__u32 zero = 0, idx = mix64(sp ^ (pc << 7) ^ ((__u64)pid << 40)) & (TP_USTACK_ENTRIES - 1);
+	struct tp_ustack *u = bpf_map_lookup_elem(&ustack_cache, &idx);
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &zero);
+	struct tp_unwind_result res = {};
+	struct tp_ustack_span span = {.lo = ~0ull};
+	struct tp_unwind_log *log;
+	__u32 nr, seq, i;
+
+	if (!u || !sc)
+		return 0;
+	log = &sc->log;
+	nr = ustack_cached(u, procs, pid, pc, sp, bp, out, sc);
+	if (nr) {
+		bump(TP_SCH_USTACK_CACHED);
+		return nr;
+	}
+	bump(TP_SCH_USTACK_WALKED);
+	log->n = 0;
+	log->full = 0;
+	tp_unwind_user(procs, pc, sp, bp, out, &res, log);
+	if (res.reason == TP_UNWIND_TRUNCATED)
+		*flags |= TP_SAMPLE_USTACK_TRUNCATED;
+	nr = res.nr > TP_MAX_STACK_DEPTH ? TP_MAX_STACK_DEPTH : res.nr;
+	/* cache walks that the words read decide: not those cut by a failed read or an unknown
+	 * mapping (they change as the process maps and touches memory) */
+	if (log->full || !nr || nr > TP_USTACK_FRAMES ||
+	    (res.reason != TP_UNWIND_END && res.reason != TP_UNWIND_BAD_FRAME &&
+	     res.reason != TP_UNWIND_UNSUPPORTED))
+		return nr;
+	span.log = log;
+	span.nw = log->n;
+	bpf_loop(TP_UNWIND_LOG_WORDS, ustack_span_step, &span, 0);
+	seq = u->seq | 1;
+	u->seq = seq;
+	barrier();
+	u->span_lo = span.lo;
+	u->span_len = !span.unaligned && span.hi > span.lo && span.hi - span.lo < TP_USTACK_SPAN
+			  ? (__u32)(span.hi - span.lo)
+			  : 0;
+	u->pid = pid;
+	u->start_ns = procs->start_ns;
+	u->gen = procs->gen;
+	u->pc = pc;
+	u->sp = sp;
+	u->bp = bp;
+	u->nr = nr;
+	u->used_fp = res.used_fp;
+	u->nr_words = log->n;
+	for (i = 0; i < TP_USTACK_FRAMES; i++) {
+		if (i >= nr)
+			break;
+		u->frames[i] = out[i];
+	}
+	__builtin_memcpy(u->addr, log->addr, sizeof(u->addr));
+	__builtin_memcpy(u->val, log->val, sizeof(u->val));
+	barrier();
+	u->seq = seq + 1;
+	return nr;
+}
+
+/* The user stack of task t (the current one, back at its return to user space) into o, after
+ * its kernel frames: with unwind tables where the process has them, else by frame pointers. */
+static __always_inline void take_user_stack(struct tp_sample *o, struct task_struct *t)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	struct tp_proc_mappings *procs = NULL;
+	__u32 nk = o->nr_kernel;
+	long n;
+
+	if (nk > TP_PENDING_KFRAMES)
+		nk = TP_PENDING_KFRAMES;
+	if (!regs)
+		return;
+	/* the same walker as CPU samples: unwind tables where the process has them */
+	if (unwind_tables_on)
+		procs = bpf_map_lookup_elem(&unwind_procs, &o->hdr.pid);
+	if (procs && procs->start_ns == o->hdr.start_ns) {
+		o->flags |= TP_SAMPLE_UNWIND_TABLES;
+		n = user_stack(procs, o->hdr.pid, regs->ip, regs->sp, regs->bp, &o->addrs[nk],
+			       &o->flags);
+	} else {
+		n = bpf_get_task_stack(t, &o->addrs[nk], TP_MAX_STACK_DEPTH * 8, BPF_F_USER_STACK);
+		if (n < 0) {
+			o->flags |= TP_SAMPLE_USTACK_FAILED;
+			n = 0;
+		}
+		n /= 8;
+		if (n >= TP_MAX_STACK_DEPTH)
+			o->flags |= TP_SAMPLE_USTACK_TRUNCATED;
+	}
+	if (n > TP_MAX_STACK_DEPTH)
+		n = TP_MAX_STACK_DEPTH;
+	o->nr_user = n;
+}
+
+/* A block of next that ended at mono (CLOCK_MONOTONIC) after blocked_ns: captured with its kernel
+ * stack, and held in `pending` until the thread is back at its syscall's return. */
+static __always_inline void capture(struct task_struct *next, struct tp_sched_task *st,
+				    struct tp_sched_cpu *c, __u64 blocked_ns, __u64 mono)
+{
+	__u32 key = TP_SCRATCH_SWITCH, tid = next->pid;
 	struct tp_sample *o;
+	struct tp_pending *pd;
 	long n;
 
 	if (st->pending) {
 		/* blocked again in the same syscall: one sample for the whole wait */
-		o = bpf_map_lookup_elem(&pending, &tid);
-		if (o) {
-			o->blocked_ns += blocked_ns;
-			o->hdr.ts_ns = now;
+		pd = bpf_map_lookup_elem(&pending, &tid);
+		if (pd) {
+			pd->blocked_ns += blocked_ns;
+			pd->ts_ns = mono;
 			return;
 		}
 	}
-	o = bpf_map_lookup_elem(&off_scratch, &zero);
+	o = bpf_map_lookup_elem(&off_scratch, &key);
 	if (!o)
 		return;
 	bump(TP_SCH_CAPTURED);
-	o->blocked_ns = blocked_ns;
-	o->hdr.kind = TP_EV_OFFCPU;
-	o->hdr.pid = BPF_CORE_READ(next, tgid);
-	o->hdr.ts_ns = now;
-	o->hdr.start_ns = process_start_ns(next);
-	o->tid = tid;
-	o->cpu = bpf_get_smp_processor_id();
 	o->flags = 0;
-	o->nr_user = 0;
-	o->pad = 0;
 	/* the labels of the stage and GC pause it blocked in */
 	o->stage = tp_stage_of(next);
+	o->hdr.pid = next->tgid;
 	if (tp_in_gc(o->hdr.pid))
 		o->flags |= TP_SAMPLE_IN_GC;
-	BPF_CORE_READ_STR_INTO(&o->comm, next, group_leader, comm);
-	BPF_CORE_READ_STR_INTO(&o->thread_comm, next, comm);
-	n = bpf_get_task_stack(next, o->addrs, TP_MAX_STACK_DEPTH * 8, 0);
+	o->hdr.ts_ns = mono; /* the window: where it woke */
+	o->hdr.start_ns = process_start_ns(next);
+	o->blocked_ns = blocked_ns;
+	o->cpu = bpf_get_smp_processor_id();
+	n = kernel_stack(next, st->syscall_nr, o->addrs);
 	if (n < 0) {
 		o->flags |= TP_SAMPLE_KSTACK_FAILED;
 		n = 0;
 	}
-	n /= 8;
 	if (n > TP_MAX_STACK_DEPTH)
 		n = TP_MAX_STACK_DEPTH;
 	o->nr_kernel = n;
-	if (!BPF_CORE_READ(next, mm)) {
-		o->flags |= TP_SAMPLE_KERNEL_THREAD;
-		send(o);
-		return;
-	}
-	if (st->syscall_nr < 0) {
-		o->flags |= TP_SAMPLE_NO_USER_STACK;
-		send(o);
-		return;
-	}
-	if (bpf_map_update_elem(&pending, &tid, o, BPF_ANY)) {
+	/* the rest at the syscall's return: the user stack, then the sample */
+	if (next->mm && st->syscall_nr >= 0 && n <= TP_PENDING_KFRAMES) {
+		/* the record is built in the scratch sample's own tail, past the kernel frames,
+		 * and copied by the update */
+		pd = (struct tp_pending *)&o->addrs[TP_MAX_STACK_DEPTH];
+		pd->ts_ns = mono;
+		pd->start_ns = o->hdr.start_ns;
+		pd->blocked_ns = blocked_ns;
+		pd->pid = o->hdr.pid;
+		pd->cpu = o->cpu;
+		pd->flags = o->flags;
+		pd->stage = o->stage;
+		pd->nr_kernel = n;
+		pd->pad = 0;
+		__builtin_memcpy(pd->kaddrs, o->addrs, sizeof(pd->kaddrs));
+		if (!bpf_map_update_elem(&pending, &tid, pd, BPF_ANY)) {
+			__sync_fetch_and_add(&nr_pending, 1);
+			st->pending = 1;
+			if (c)
+				c->pending_tid = tid;
+			return;
+		}
 		bump(TP_SCH_PENDING_FULL);
-		o->flags |= TP_SAMPLE_NO_USER_STACK;
-		send(o);
-		return;
 	}
-	__sync_fetch_and_add(&nr_pending, 1);
-	st->pending = 1;
+	/* sent now: a kernel thread, a block outside a syscall (a page fault), a kernel stack too
+	 * deep to hold, or no room in `pending` */
+	o->hdr.kind = TP_EV_OFFCPU;
+	o->tid = tid;
+	o->nr_user = 0;
+	o->pad = 0;
+	o->flags |= next->mm ? TP_SAMPLE_NO_USER_STACK : TP_SAMPLE_KERNEL_THREAD;
+	BPF_CORE_READ_STR_INTO(&o->comm, next, group_leader, comm);
+	BPF_CORE_READ_STR_INTO(&o->thread_comm, next, comm);
+	send(o);
+}
+
+/* The part of a wait since lq that sched_info_arrive counts at rq clock clk. */
+static __always_inline __u64 runq_here(__u64 lq, __u64 clk)
+{
+	return lq && clk > lq ? clk - lq : 0;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns(), runq = 0, blocked = 0;
+	/* tp_btf arguments are trusted task pointers: fields are read directly, not probed. This
+	 * CPU's run queue is next's (or, switching to idle, prev's): se.cfs_rq is set for every
+	 * class to the task's group's cfs_rq on the CPU it is on. */
+	struct rq *rq = next->pid ? next->se.cfs_rq->rq : prev->se.cfs_rq->rq;
+	__u64 clk = rq->clock, lq, rd, runq = 0, blocked = 0, mono, now;
 	struct tp_sched_task *st;
+	struct tp_sched_cpu *c;
+	__u32 cpu;
 
-	/* tp_btf arguments are trusted task pointers: fields are read directly, not probed */
-	/* prev: blocked (off-CPU starts) or preempted while runnable (run-queue wait starts) */
-	if (prev->pid) {
+	/* prev blocked: its off-CPU time starts (a preempted prev's run-queue wait is the kernel's
+	 * sched_info, nothing to do) */
+	if (prev->pid && prev_state != TASK_RUNNING) {
 		st = bpf_task_storage_get(&sched_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!st) {
 			bump(TP_SCH_NO_STORAGE);
-		} else if (prev_state == TASK_RUNNING) {
-			st->runnable_at = now;
-			st->blocked_at = 0;
 		} else {
-			st->blocked_at = now;
-			st->runnable_at = 0;
+			st->blocked_at = block_clock_rq ? clk : bpf_ktime_get_ns();
+			st->run_delay_seen = prev->sched_info.run_delay;
+			st->seen = 1;
 			st->syscall_nr = -1;
 			if (prev->mm) {
 				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
 				if (regs)
-					st->syscall_nr = BPF_CORE_READ(regs, orig_ax);
+					st->syscall_nr = regs->orig_ax;
 			}
 		}
 	}
-	/* next: the end of its run-queue wait, and of its block (also when it was woken before we
-	 * attached) */
 	if (!next->pid)
 		return 0;
-	st = bpf_task_storage_get(&sched_tasks, next, 0, 0);
-	if (!st)
+	/* next: the end of its run-queue wait and of its block. lq (set at wake-up and at
+	 * preemption) says it waited on this run queue since then; run_delay grew by the parts of
+	 * the wait on other run queues if it was migrated meanwhile (sched_info_dequeue). */
+	lq = next->sched_info.last_queued;
+	rd = next->sched_info.run_delay;
+	st = bpf_task_storage_get(&sched_tasks, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (st) {
+		if (st->seen && rd > st->run_delay_seen && rd - st->run_delay_seen < (1ull << 40))
+			runq = rd - st->run_delay_seen;
+		/* run_delay once sched_info_arrive, right after this tracepoint, has counted it */
+		st->run_delay_seen = rd + runq_here(lq, clk);
+		st->seen = 1;
+	}
+	if (!lq && !(st && (st->blocked_at || st->pending)))
 		return 0;
-	if (st->runnable_at && now > st->runnable_at)
-		runq = now - st->runnable_at;
-	st->runnable_at = 0;
-	if (st->blocked_at && now > st->blocked_at)
-		blocked = now - st->blocked_at;
-	st->blocked_at = 0;
-	if (blocked >= offcpu_min_ns)
-		capture(next, st, blocked, now);
-	if (runq || (blocked && blocked < offcpu_min_ns)) {
-		struct tp_sched_proc *p = proc_slot(next->tgid, now);
+	/* The rq clock may not have moved since the wake-up: __schedule skips its update after a
+	 * wake-up that preempts (the idle task, say). So "now" is CLOCK_MONOTONIC, taken to the rq
+	 * clock with this CPU's offset (never before rq->clock). */
+	mono = bpf_ktime_get_ns();
+	c = sched_cpu_at(mono, clk);
+	if (!c)
+		return 0;
+	now = mono - (__u64)(c->off_prev < c->off_cur ? c->off_prev : c->off_cur);
+	if (now < clk)
+		now = clk;
+	runq += runq_here(lq, now);
+	if (st && st->blocked_at) {
+		__u64 end = block_clock_rq ? now : mono;
 
-		if (runq)
-			runq_done(p, runq, now);
+		if (end > st->blocked_at)
+			blocked = end - st->blocked_at;
+		st->blocked_at = 0;
+	}
+	if (st && st->pending) /* its capture waits for its return from the syscall, here */
+		c->pending_tid = next->pid;
+	if (st && blocked >= offcpu_min_ns)
+		capture(next, st, c, blocked, mono);
+	if (lq || (blocked && blocked < offcpu_min_ns)) {
+		cpu = bpf_get_smp_processor_id();
+		struct tp_sched_proc *p = proc_slot(next->tgid, c->period, cpu);
+
+		if (lq)
+			runq_done(p, runq, c->period, cpu);
 		if (p && blocked && blocked < offcpu_min_ns) {
 			p->short_count++;
 			p->short_ns += blocked;
@@ -307,90 +870,40 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	return 0;
 }
 
-/* A wake-up: the run-queue wait starts (the block ends at switch-in, which times it). */
-static __always_inline void woken(struct task_struct *p)
-{
-	struct tp_sched_task *st;
-
-	if (!p->pid)
-		return;
-	st = bpf_task_storage_get(&sched_tasks, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (st && !st->runnable_at)
-		st->runnable_at = bpf_ktime_get_ns();
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup, struct task_struct *p)
-{
-	woken(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(sched_wakeup_new, struct task_struct *p)
-{
-	woken(p);
-	return 0;
-}
-
 /* The return from a syscall: the user stack of a captured block. */
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
+	__u32 zero = 0, key = TP_SCRATCH_EXIT, tid = (__u32)bpf_get_current_pid_tgid();
+	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
+	struct task_struct *t;
 	struct tp_sched_task *st;
+	struct tp_pending *e;
 	struct tp_sample *o;
-	__u32 tid;
-	long n;
 
-	if (!*(volatile __u64 *)&nr_pending)
+	/* the thread switched in last on this CPU with a capture waiting, or nothing to do */
+	if (!c || c->pending_tid != tid)
 		return 0;
-	st = bpf_task_storage_get(&sched_tasks, bpf_get_current_task_btf(), 0, 0);
+	c->pending_tid = 0;
+	t = bpf_get_current_task_btf();
+	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	if (!st || !st->pending)
 		return 0;
 	st->pending = 0;
-	tid = (__u32)bpf_get_current_pid_tgid();
-	o = bpf_map_lookup_elem(&pending, &tid);
-	if (!o)
+	e = bpf_map_lookup_elem(&pending, &tid);
+	o = bpf_map_lookup_elem(&off_scratch, &key);
+	if (!e || !o)
 		return 0;
+	sample_of(o, e, tid, t);
+	if (!bpf_map_delete_elem(&pending, &tid))
+		__sync_fetch_and_add(&nr_pending, -1);
 	if (BPF_CORE_READ(regs, orig_ax) != st->syscall_nr) {
 		bump(TP_SCH_SYSCALL_CHANGED);
 		o->flags |= TP_SAMPLE_NO_USER_STACK;
 	} else {
-		__u32 nk = o->nr_kernel;
-		struct tp_proc_mappings *procs = NULL;
-
-		if (nk > TP_MAX_STACK_DEPTH)
-			nk = TP_MAX_STACK_DEPTH;
-		/* the same walker as CPU samples: unwind tables where the process has them */
-		if (unwind_tables_on)
-			procs = bpf_map_lookup_elem(&unwind_procs, &o->hdr.pid);
-		if (procs && procs->start_ns == o->hdr.start_ns) {
-			struct tp_unwind_result res = {};
-
-			tp_unwind_user(procs, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
-				       BPF_CORE_READ(regs, bp), &o->addrs[nk], &res);
-			o->flags |= TP_SAMPLE_UNWIND_TABLES;
-			if (res.reason == TP_UNWIND_TRUNCATED)
-				o->flags |= TP_SAMPLE_USTACK_TRUNCATED;
-			n = res.nr;
-		} else {
-			n = bpf_get_stack(ctx, &o->addrs[nk], TP_MAX_STACK_DEPTH * 8,
-					  BPF_F_USER_STACK);
-			if (n < 0) {
-				o->flags |= TP_SAMPLE_USTACK_FAILED;
-				n = 0;
-			}
-			n /= 8;
-			if (n >= TP_MAX_STACK_DEPTH)
-				o->flags |= TP_SAMPLE_USTACK_TRUNCATED;
-		}
-		if (n > TP_MAX_STACK_DEPTH)
-			n = TP_MAX_STACK_DEPTH;
-		o->nr_user = n;
+		take_user_stack(o, t);
 	}
 	send(o);
-	if (!bpf_map_delete_elem(&pending, &tid))
-		__sync_fetch_and_add(&nr_pending, -1);
 	return 0;
 }
 
@@ -399,17 +912,20 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_thread_exit, struct task_struct *p)
 {
-	__u32 tid = p->pid;
+	__u32 tid = p->pid, key = TP_SCRATCH_EXIT;
+	struct tp_pending *e;
 	struct tp_sample *o;
 
 	if (!*(volatile __u64 *)&nr_pending)
 		return 0;
-	o = bpf_map_lookup_elem(&pending, &tid);
-	if (!o)
+	e = bpf_map_lookup_elem(&pending, &tid);
+	o = bpf_map_lookup_elem(&off_scratch, &key);
+	if (!e || !o)
 		return 0;
+	sample_of(o, e, tid, p);
 	o->flags |= TP_SAMPLE_NO_USER_STACK;
-	send(o);
 	if (!bpf_map_delete_elem(&pending, &tid))
 		__sync_fetch_and_add(&nr_pending, -1);
+	send(o);
 	return 0;
 }

@@ -280,6 +280,23 @@ struct tp_sched_proc {
 	__u64 short_ns;
 };
 
+/* sched_ptab: the per-process counts of each CPU and drain period in a small open-addressed
+ * table, TP_SCHED_PTAB entries (a power of two) per CPU and slot:
+ *   sched_ptab[(cpu * TP_SCHED_SLOTS + slot) * TP_SCHED_PTAB + (hash(pid) + probe) % PTAB]
+ * probing TP_SCHED_PTAB_PROBES entries; a process that finds none free goes to the
+ * `sched_procs` hash map instead. Written by BPF on its own CPU only (plain adds), read by
+ * tailprofd from the mmap'ed array once the period has ended (atomic exchanges of the counts;
+ * pid and period stay, so a straggler still lands in its entry). BPF reuses an entry of an older
+ * period once its counts were taken (runq_count and short_count both 0). */
+#define TP_SCHED_PTAB	     128
+#define TP_SCHED_PTAB_PROBES 4
+struct tp_sched_pentry {
+	__u32 pid;
+	__u32 slot; /* the drain period number modulo 2^32 */
+	struct tp_sched_proc v;
+};
+_Static_assert(sizeof(struct tp_sched_pentry) == 48, "tp_sched_pentry layout");
+
 /* Counters of the scheduler programs, in `sched_metrics` (one __u64 each, atomic adds). */
 enum tp_sched_metric {
 	TP_SCH_CAPTURED = 0,	/* blocks over the threshold given stacks */
@@ -290,6 +307,10 @@ enum tp_sched_metric {
 				 */
 	TP_SCH_RINGBUF_FULL,	/* off-CPU samples lost: no room in `events` */
 	TP_SCH_PROCS_FULL,	/* per-process counts lost: `sched_procs` full */
+	TP_SCH_KSTACK_CACHED,	/* captured kernel stacks taken from kstack_cache (verified) */
+	TP_SCH_KSTACK_WALKED,	/* captured kernel stacks walked by bpf_get_task_stack */
+	TP_SCH_USTACK_CACHED,	/* their user stacks taken from ustack_cache (verified) */
+	TP_SCH_USTACK_WALKED,	/* their user stacks walked with the unwind tables */
 	TP_SCH_NR,
 };
 
@@ -353,7 +374,7 @@ _Static_assert(sizeof(struct tp_unwind_page) == 8, "tp_unwind_page layout");
 struct tp_proc_mappings {
 	__u64 start_ns; /* identifies the process with its pid (tp_event_hdr.start_ns) */
 	__u32 nr;
-	__u32 pad;
+	__u32 gen; /* tailprofd's count of entries written: a new value each time the entry is */
 	struct tp_exec_mapping m[TP_MAX_PROC_MAPPINGS];
 };
 _Static_assert(sizeof(struct tp_proc_mappings) == 16 + 40 * TP_MAX_PROC_MAPPINGS,

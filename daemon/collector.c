@@ -516,6 +516,33 @@ static void take_sched_proc(const struct tp_sched_key *k, const struct tp_sched_
 		c->st.drops[DROP_NO_MEMORY]++;
 }
 
+/* Takes the per-process counts of drain period p of every CPU from sched_ptab (those that found
+ * no room there come from sched_procs, after). */
+static void take_ptab_period(struct collector *c, uint64_t p)
+{
+	struct tp_sched_pentry *tab = loader__sched_ptab(c->opts.loader);
+
+	for (uint32_t cpu = 0; tab && cpu < c->nr_cpus; cpu++) {
+		struct tp_sched_pentry *e =
+		    &tab[((size_t)cpu * TP_SCHED_SLOTS + p % TP_SCHED_SLOTS) * TP_SCHED_PTAB];
+
+		for (uint32_t i = 0; i < TP_SCHED_PTAB; i++, e++) {
+			struct tp_sched_key k = {.pid = e->pid, .slot = e->slot, .cpu = cpu};
+			struct tp_sched_proc v;
+
+			if (!k.pid || k.slot != (uint32_t)p)
+				continue;
+			v.runq_count = __atomic_exchange_n(&e->v.runq_count, 0, __ATOMIC_RELAXED);
+			v.runq_ns = __atomic_exchange_n(&e->v.runq_ns, 0, __ATOMIC_RELAXED);
+			v.runq_max_ns = __atomic_exchange_n(&e->v.runq_max_ns, 0, __ATOMIC_RELAXED);
+			v.short_count = __atomic_exchange_n(&e->v.short_count, 0, __ATOMIC_RELAXED);
+			v.short_ns = __atomic_exchange_n(&e->v.short_ns, 0, __ATOMIC_RELAXED);
+			if (v.runq_count || v.short_count)
+				take_sched_proc(&k, &v, c);
+		}
+	}
+}
+
 static void drain_counters(struct collector *c, uint64_t now)
 {
 	uint64_t slot_ns = c->opts.drain_ns, cur = now / slot_ns;
@@ -533,9 +560,11 @@ static void drain_counters(struct collector *c, uint64_t now)
 		/* stage histograms keep fewer periods: older ones were reused */
 		if (c->opts.stages && p + TP_STAGE_SLOTS > cur)
 			stages__take_period(c->opts.stages, p, w);
-		/* run-queue histograms too */
-		if (p + TP_SCHED_SLOTS > cur)
+		/* run-queue histograms and per-process counts too */
+		if (p + TP_SCHED_SLOTS > cur) {
 			take_runq_period(c, p, w);
+			take_ptab_period(c, p);
+		}
 	}
 	c->next_period = cur;
 	if (loader__take_sched_procs(c->opts.loader, (uint32_t)cur, take_sched_proc, c) < 0)

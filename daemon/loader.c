@@ -33,6 +33,8 @@ struct loader {
 	struct sched_bpf *sched;   /* NULL when the kernel could not load it */
 	struct tp_runq_hist *runq; /* mmap of runq_hist */
 	size_t runq_bytes;
+	struct tp_sched_pentry *ptab; /* mmap of sched_ptab */
+	size_t ptab_bytes;
 	struct tp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_bytes;
 	struct tp_unwind_page *pages; /* mmap of unwind_pages */
@@ -155,8 +157,27 @@ static void free_sched(struct loader *l)
 	if (l->runq)
 		munmap(l->runq, l->runq_bytes);
 	l->runq = NULL;
+	if (l->ptab)
+		munmap(l->ptab, l->ptab_bytes);
+	l->ptab = NULL;
 	sched_bpf__destroy(l->sched);
 	l->sched = NULL;
+}
+
+/* Whether sched_clock is one clock on every CPU, so that a block that starts on one CPU and ends
+ * on another can be timed with the run queues' clocks: on x86 the TSC clocksource says so (the
+ * kernel leaves it, and marks sched_clock unstable, when the TSC is not synchronised). */
+static bool sched_clock_is_global(void)
+{
+	char buf[32] = "";
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return !strcmp(buf, "tsc\n");
 }
 
 /* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
@@ -174,7 +195,11 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	l->sched->rodata->slot_ns = opts->slot_ns;
 	l->sched->rodata->offcpu_min_ns = opts->offcpu_min_ns;
 	l->sched->rodata->wakeup_bytes = opts->ringbuf_bytes / 4;
+	l->sched->rodata->block_clock_rq = sched_clock_is_global();
+
 	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
+	l->ptab_bytes =
+	    (size_t)l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB * sizeof(struct tp_sched_pentry);
 	err = bpf_map__reuse_fd(l->sched->maps.events, bpf_map__fd(l->skel->maps.events));
 	if (!err)
 		err = bpf_map__reuse_fd(l->sched->maps.stage_stacks,
@@ -200,6 +225,9 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 		err =
 		    bpf_map__set_max_entries(l->sched->maps.runq_hist, l->nr_cpus * TP_SCHED_SLOTS);
 	if (!err)
+		err = bpf_map__set_max_entries(l->sched->maps.sched_ptab,
+					       l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB);
+	if (!err)
 		err = sched_bpf__load(l->sched);
 	if (err)
 		goto fail;
@@ -207,6 +235,13 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 		       bpf_map__fd(l->sched->maps.runq_hist), 0);
 	if (l->runq == MAP_FAILED) {
 		l->runq = NULL;
+		err = -errno;
+		goto fail;
+	}
+	l->ptab = mmap(NULL, l->ptab_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       bpf_map__fd(l->sched->maps.sched_ptab), 0);
+	if (l->ptab == MAP_FAILED) {
+		l->ptab = NULL;
 		err = -errno;
 		goto fail;
 	}
@@ -411,9 +446,8 @@ int loader__nr_attached(const struct loader *l)
 
 	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
 		n += l->perf_fds[cpu] >= 0;
-	if (l->sched) /* sched_switch, sched_wakeup, sched_wakeup_new, sys_exit, thread exit
-		       */
-		n += 5;
+	if (l->sched) /* sched_switch, sys_exit, thread exit */
+		n += 3;
 	return n;
 }
 
@@ -434,6 +468,11 @@ bool loader__has_sched(const struct loader *l)
 struct tp_runq_hist *loader__runq_hist(const struct loader *l)
 {
 	return l->runq;
+}
+
+struct tp_sched_pentry *loader__sched_ptab(const struct loader *l)
+{
+	return l->ptab;
 }
 
 int loader__take_sched_procs(struct loader *l, uint32_t before,
@@ -471,11 +510,20 @@ int loader__take_sched_procs(struct loader *l, uint32_t before,
 
 void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR])
 {
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v = ncpu > 0 ? calloc((size_t)ncpu, sizeof(*v)) : NULL;
+
 	memset(out, 0, TP_SCH_NR * sizeof(out[0]));
-	if (!l->sched)
+	if (!l->sched || !v) {
+		free(v);
 		return;
+	}
+	/* per-CPU counters: one value per possible CPU */
 	for (uint32_t i = 0; i < TP_SCH_NR; i++)
-		bpf_map_lookup_elem(bpf_map__fd(l->sched->maps.sched_metrics), &i, &out[i]);
+		if (!bpf_map_lookup_elem(bpf_map__fd(l->sched->maps.sched_metrics), &i, v))
+			for (int c = 0; c < ncpu; c++)
+				out[i] += v[c];
+	free(v);
 }
 
 uint64_t *loader__counters(const struct loader *l)

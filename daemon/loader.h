@@ -73,6 +73,10 @@ bool loader__has_sched(const struct loader *l);
 /* The run-queue histograms, mapped into this process: nr_cpus * TP_SCHED_SLOTS of them, laid out
  * as tailprof.h says; NULL without the scheduler programs. Atomic operations only. */
 struct tp_runq_hist *loader__runq_hist(const struct loader *l);
+/* The per-process scheduler counts, mapped into this process: nr_cpus * TP_SCHED_SLOTS *
+ * TP_SCHED_PTAB entries laid out as tailprof.h says; NULL without the scheduler programs. Take
+ * counts with atomic exchanges. */
+struct tp_sched_pentry *loader__sched_ptab(const struct loader *l);
 /* Takes (reads and deletes) the entries of `sched_procs` whose drain period is before period
  * `before`, calling fn for each. Returns the number taken, or -errno. */
 int loader__take_sched_procs(struct loader *l, uint32_t before,

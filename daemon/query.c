@@ -1135,6 +1135,20 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 		if (reasons[r])
 			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
 			    reasons[r], st->sched_metrics[r]);
+	metric(t, "tailprof_offcpu_kernel_stacks_total", "counter",
+	       "Kernel stacks of captured blocks, by source: cache (return addresses verified in "
+	       "place) or walk (bpf_get_task_stack).");
+	put(t, "tailprof_offcpu_kernel_stacks_total{source=\"cache\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_KSTACK_CACHED]);
+	put(t, "tailprof_offcpu_kernel_stacks_total{source=\"walk\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_KSTACK_WALKED]);
+	metric(t, "tailprof_offcpu_user_stacks_total", "counter",
+	       "User stacks of captured blocks walked with unwind tables, by source: cache (every "
+	       "word the walk read reads the same) or walk.");
+	put(t, "tailprof_offcpu_user_stacks_total{source=\"cache\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_USTACK_CACHED]);
+	put(t, "tailprof_offcpu_user_stacks_total{source=\"walk\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_USTACK_WALKED]);
 	metric(t, "tailprof_runq_latency_seconds", "histogram",
 	       "Time runnable threads waited for a CPU (wake-up or preemption to running).");
 	for (int k = 0; k <= RUNQ_LE_MAX_LOG2_US; k++) {

@@ -71,6 +71,7 @@ struct unwinder {
 	struct extents pages_free; /* of opts.pages */
 	struct unwinder_stats st;
 	struct tp_proc_mappings scratch;
+	uint32_t gen; /* entries of unwind_procs written (tp_proc_mappings.gen) */
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -384,6 +385,7 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 		return err;
 	memset(out, 0, offsetof(struct tp_proc_mappings, m));
 	out->start_ns = p->start_ns;
+	out->gen = ++u->gen; /* tells cached off-CPU user stacks the tables changed */
 	for (size_t i = 0; i < maps.nr; i++) {
 		const struct proc_mapping *m = &maps.v[i];
 		struct tp_exec_mapping *e;

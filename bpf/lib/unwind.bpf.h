@@ -66,10 +66,38 @@ struct tp_unwind_result {
 	__u32 pad;
 };
 
+/* The user-stack words a walk read, in order (TP_UNWIND_LOG_WORDS at most): with the starting
+ * registers and the same tables, they decide the walk, so a caller can cache a walk and reuse it
+ * once it has read the same words again (bpf/sched.bpf.c). */
+#define TP_UNWIND_LOG_WORDS 64
+struct tp_unwind_log {
+	__u32 n;
+	__u32 full; /* more words were read than fit, or a signal frame: not reusable */
+	__u64 addr[TP_UNWIND_LOG_WORDS];
+	__u64 val[TP_UNWIND_LOG_WORDS];
+};
+
+static __always_inline void tp_unwind_logged(struct tp_unwind_log *log, __u64 addr, __u64 val)
+{
+	__u32 i;
+
+	if (!log)
+		return;
+	i = log->n;
+	if (i >= TP_UNWIND_LOG_WORDS) {
+		log->full = 1;
+		return;
+	}
+	log->addr[i] = addr;
+	log->val[i] = val;
+	log->n = i + 1;
+}
+
 /* State of one walk, on the caller's stack, shared with the bpf_loop callback. */
 struct tp_unwind_state {
 	__u64 pc, sp, bp;
-	__u64 *out; /* TP_MAX_STACK_DEPTH slots */
+	__u64 *out;		   /* TP_MAX_STACK_DEPTH slots */
+	struct tp_unwind_log *log; /* NULL: not logged */
 	struct tp_proc_mappings *procs;
 	struct tp_exec_mapping *last_m; /* the mapping of the previous frame, or NULL */
 	__u32 n;
@@ -253,6 +281,8 @@ static long tp_unwind_step(__u32 index, void *ctx)
 
 		if (bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + 120)))
 			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		if (st->log)
+			st->log->full = 1;
 		st->bp = regs[0];
 		st->sp = regs[5];
 		st->pc = regs[6];
@@ -277,15 +307,21 @@ static long tp_unwind_step(__u32 index, void *ctx)
 			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
 		bp = fr[0];
 		ra = fr[1];
+		tp_unwind_logged(st->log, cfa - 16, bp);
+		tp_unwind_logged(st->log, cfa - 8, ra);
 	} else {
 		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
 			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
-		if (r->rbp_off8 == TP_RBP_LOST)
+		tp_unwind_logged(st->log, cfa - 8, ra);
+		if (r->rbp_off8 == TP_RBP_LOST) {
 			bp = 0;
-		else if (r->rbp_off8 &&
-			 bpf_probe_read_user(&bp, sizeof(bp),
-					     (void *)(cfa + ((__s64)r->rbp_off8 << 3))))
-			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		} else if (r->rbp_off8) {
+			__u64 at = cfa + ((__s64)r->rbp_off8 << 3);
+
+			if (bpf_probe_read_user(&bp, sizeof(bp), (void *)at))
+				return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+			tp_unwind_logged(st->log, at, bp);
+		}
 	}
 	st->after_fp = 0;
 	goto next;
@@ -302,6 +338,8 @@ frame_pointer:
 			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
 		bp = fr[0];
 		ra = fr[1];
+		tp_unwind_logged(st->log, st->bp, bp);
+		tp_unwind_logged(st->log, st->bp + 8, ra);
 		cfa = st->bp + 16;
 	}
 	st->after_fp = 1;
@@ -320,15 +358,18 @@ next:
 /* Walks the user stack whose innermost frame has registers (pc, sp, bp) through the tables of
  * procs (the process's unwind_procs entry) into out[0 .. TP_MAX_STACK_DEPTH), leaf first.
  * Returns what it did in *res: frames written, why it ended, whether frame pointers were used.
+ * log: NULL, or where the words it read are recorded (log->n and log->full zeroed by the caller).
  * Needs bpf_loop (Linux 5.17). */
 static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64 pc, __u64 sp,
-					   __u64 bp, __u64 *out, struct tp_unwind_result *res)
+					   __u64 bp, __u64 *out, struct tp_unwind_result *res,
+					   struct tp_unwind_log *log)
 {
 	struct tp_unwind_state st = {
 	    .pc = pc,
 	    .sp = sp,
 	    .bp = bp,
 	    .out = out,
+	    .log = log,
 	    .procs = procs,
 	    .exact_pc = 1,
 	};

@@ -22,7 +22,7 @@ from common import Daemon, median, workload
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 8
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-SCHED_PROGS = ("sched_switch", "sched_wakeup", "sched_wakeup_new", "sys_exit",
+SCHED_PROGS = ("sched_switch", "sys_exit",
                "sched_thread_exit")
 
 
