@@ -60,9 +60,13 @@ struct tp_sched_task {
 	__u64 blocked_at;     /* switch-out while blocked (block clock), 0: not blocked */
 	__u64 run_delay_seen; /* sched_info.run_delay once its last wait was counted */
 	__s64 syscall_nr;     /* the syscall it blocked in, -1: none */
-	__u32 pending;	      /* a captured block waits in `pending` for its syscall to return */
+	__u32 pending;	      /* a captured block waits for its syscall to return */
 	__u32 seen;	      /* run_delay_seen is set (0: the storage was just created) */
+	__u32 slot_cpu;	      /* pending: whose offcpu_slot holds it (TP_NO_SLOT: `pending`) */
+	__u32 pad;
 };
+
+#define TP_NO_SLOT 0xffffffffu
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -74,13 +78,14 @@ struct {
 /* Per-CPU state: the drain period, the offset between CLOCK_MONOTONIC and this CPU's rq clock,
  * and the thread whose capture waits for its return from a syscall on this CPU. */
 struct tp_sched_cpu {
-	__u64 period;	  /* CLOCK_MONOTONIC / slot_ns */
-	__u64 period_end; /* its end, CLOCK_MONOTONIC; 0: not set yet */
+	__u64 period;	     /* CLOCK_MONOTONIC / slot_ns */
+	__u64 period_end;    /* its end, CLOCK_MONOTONIC; 0: not set yet */
+	__u64 period_end_rq; /* about when the rq clock reaches it (checked with the clock) */
 	/* the smallest bpf_ktime_get_ns() - rq->clock seen at a switch in this period and in the
 	 * one before: where the rq clock was fresh, so rq clock now = ktime - offset */
 	__s64 off_cur, off_prev;
 	__u32 pending_tid; /* 0: none */
-	__u32 pad;
+	__u32 calls;	   /* switch-ins, for the clock's sampling */
 };
 
 struct {
@@ -118,6 +123,28 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tp_pending);
 } pending SEC(".maps");
+
+/* offcpu_slot: per CPU, the captured block of the thread switched in last with one, as a whole
+ * sample: its kernel stack is written there at switch-in, its user stack at its syscall's
+ * return, and it is sent from there; no hash map, no copies. Nearly always the thread returns
+ * from its syscall on the same CPU before any other capture there. Otherwise the slot moves to
+ * `pending`. tid says whose it is: 0 free, TP_SLOT_BUSY while one CPU takes it out, else the
+ * thread's; it changes hands only by compare-and-swap (the thread's return may run on another
+ * CPU than the capture, which may meanwhile need the slot for another thread). */
+#define TP_SLOT_BUSY 0xffffffffu
+
+struct tp_offcpu_slot {
+	__u32 tid;
+	__u32 pad;
+	struct tp_sample s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_offcpu_slot);
+} offcpu_slot SEC(".maps");
 
 /* runq_hist: nr_cpus * TP_SCHED_SLOTS histograms (tailprof.h), sized by the loader. mmap'able so
  * tailprofd takes periods without syscalls. */
@@ -157,18 +184,19 @@ struct {
 	__type(value, __u64);
 } sched_metrics SEC(".maps");
 
-/* Per-CPU scratch, too big for the BPF stack: the sample a switch-in sends at once, and the one
- * sys_exit or thread exit builds from `pending` (separate: a preemptible kernel may switch in
- * the middle of sys_exit). */
+/* Per-CPU scratch, too big for the BPF stack: the sample a switch-in builds when the CPU's
+ * offcpu_slot is not free, the one sys_exit or thread exit builds from `pending`, and the
+ * record hold() builds (separate: a preemptible kernel may switch in the middle of sys_exit). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, struct tp_sample);
 } off_scratch SEC(".maps");
 
 #define TP_SCRATCH_SWITCH 0
 #define TP_SCRATCH_EXIT	  1
+#define TP_SCRATCH_HOLD	  2 /* hold(): a `pending` record in the making */
 
 /* The kernel stack cache. A blocked thread's kernel stack is a chain of return addresses at
  * places on its stack that the call path fixes; bpf_get_task_stack finds them with the ORC
@@ -255,6 +283,7 @@ struct {
 struct tp_ustack_scratch {
 	struct tp_unwind_log log;
 	__u64 span[TP_USTACK_SPAN / 8];
+	__u64 frames[TP_MAX_STACK_DEPTH]; /* the walk's output */
 };
 
 struct {
@@ -272,16 +301,12 @@ static __always_inline void bump(__u32 metric)
 		(*v)++;
 }
 
-/* This CPU's state at CLOCK_MONOTONIC time mono and rq clock clk: the drain period and the
- * clock offset brought up to date. */
-static __always_inline struct tp_sched_cpu *sched_cpu_at(__u64 mono, __u64 clk)
+/* Takes CLOCK_MONOTONIC time mono, read at rq clock clk, into this CPU's state: the offset
+ * between the clocks and the drain period. */
+static __always_inline void sched_cpu_clock(struct tp_sched_cpu *c, __u64 mono, __u64 clk)
 {
-	__u32 zero = 0;
-	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
 	__s64 d = (__s64)(mono - clk);
 
-	if (!c)
-		return NULL;
 	if (mono >= c->period_end) {
 		c->off_prev = c->period_end ? c->off_cur : d;
 		c->off_cur = d;
@@ -290,7 +315,15 @@ static __always_inline struct tp_sched_cpu *sched_cpu_at(__u64 mono, __u64 clk)
 	}
 	if (d < c->off_cur)
 		c->off_cur = d;
-	return c;
+	c->period_end_rq = c->period_end - (__u64)c->off_cur;
+}
+
+/* The rq clock now as CLOCK_MONOTONIC gives it (never before clk). */
+static __always_inline __u64 rq_now(struct tp_sched_cpu *c, __u64 mono, __u64 clk)
+{
+	__u64 now = mono - (__u64)(c->off_prev < c->off_cur ? c->off_prev : c->off_cur);
+
+	return now > clk ? now : clk;
 }
 
 /* The counts of process pid in this CPU's drain period: its sched_ptab entry, or sched_procs
@@ -605,17 +638,17 @@ static __always_inline __u32 ustack_cached(struct tp_ustack *u, struct tp_proc_m
  * cached walk read still reads the same, else walked (and cached). Returns frames; *flags gets
  * TP_SAMPLE_USTACK_TRUNCATED. */
 static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pid, __u64 pc,
-					__u64 sp, __u64 bp, __u64 *out, __u32 *flags)
+					__u64 sp, __u64 bp, __u64 *out, __u32 *flags,
+					struct tp_ustack_scratch *sc)
 {
-	__u32 zero = 0, idx = mix64(sp ^ (pc << 7) ^ ((__u64)pid << 40)) & (TP_USTACK_ENTRIES - 1);
+	__u32 idx = mix64(sp ^ (pc << 7) ^ ((__u64)pid << 40)) & (TP_USTACK_ENTRIES - 1);
 	struct tp_ustack *u = bpf_map_lookup_elem(&ustack_cache, &idx);
-	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &zero);
 	struct tp_unwind_result res = {};
 	struct tp_ustack_span span = {.lo = ~0ull};
 	struct tp_unwind_log *log;
 	__u32 nr, seq, i;
 
-	if (!u || !sc)
+	if (!u)
 		return 0;
 	log = &sc->log;
 	nr = ustack_cached(u, procs, pid, pc, sp, bp, out, sc);
@@ -673,47 +706,128 @@ static __always_inline void take_user_stack(struct tp_sample *o, struct task_str
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	struct tp_proc_mappings *procs = NULL;
-	__u32 nk = o->nr_kernel;
+	__u32 nk = o->nr_kernel, zero = 0, flags = 0;
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &zero);
 	long n;
 
-	if (nk > TP_PENDING_KFRAMES)
-		nk = TP_PENDING_KFRAMES;
-	if (!regs)
+	if (!regs || !sc)
 		return;
-	/* the same walker as CPU samples: unwind tables where the process has them */
+	/* walked into the scratch, then copied after the kernel frames: the walk is verified for
+	 * one destination only (o is the slot or the exit scratch) */
 	if (unwind_tables_on)
 		procs = bpf_map_lookup_elem(&unwind_procs, &o->hdr.pid);
 	if (procs && procs->start_ns == o->hdr.start_ns) {
-		o->flags |= TP_SAMPLE_UNWIND_TABLES;
-		n = user_stack(procs, o->hdr.pid, regs->ip, regs->sp, regs->bp, &o->addrs[nk],
-			       &o->flags);
+		flags |= TP_SAMPLE_UNWIND_TABLES;
+		n = user_stack(procs, o->hdr.pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags,
+			       sc);
 	} else {
-		n = bpf_get_task_stack(t, &o->addrs[nk], TP_MAX_STACK_DEPTH * 8, BPF_F_USER_STACK);
+		n = bpf_get_task_stack(t, sc->frames, sizeof(sc->frames), BPF_F_USER_STACK);
 		if (n < 0) {
-			o->flags |= TP_SAMPLE_USTACK_FAILED;
+			flags |= TP_SAMPLE_USTACK_FAILED;
 			n = 0;
 		}
 		n /= 8;
 		if (n >= TP_MAX_STACK_DEPTH)
-			o->flags |= TP_SAMPLE_USTACK_TRUNCATED;
+			flags |= TP_SAMPLE_USTACK_TRUNCATED;
 	}
+	o->flags |= flags;
 	if (n > TP_MAX_STACK_DEPTH)
 		n = TP_MAX_STACK_DEPTH;
-	o->nr_user = n;
+	if (nk > TP_MAX_STACK_DEPTH)
+		nk = TP_MAX_STACK_DEPTH;
+	if (n > 0 && !bpf_probe_read_kernel(&o->addrs[nk], n * 8, sc->frames))
+		o->nr_user = n;
+	else
+		o->nr_user = 0;
+}
+
+/* Holds sample o (kernel stack filled) of thread tid in `pending` until its syscall returns.
+ * Returns 0, or -1 when it does not fit (no room, or a kernel stack too deep). */
+static __always_inline int hold(struct tp_sample *o, __u32 tid)
+{
+	__u32 key = TP_SCRATCH_HOLD, nk = o->nr_kernel;
+	struct tp_sample *sc;
+	struct tp_pending *pd;
+
+	if (nk > TP_PENDING_KFRAMES)
+		return -1;
+	/* built in a scratch sample's tail, and copied by the update */
+	sc = bpf_map_lookup_elem(&off_scratch, &key);
+	if (!sc)
+		return -1;
+	pd = (struct tp_pending *)&sc->addrs[TP_MAX_STACK_DEPTH];
+	pd->ts_ns = o->hdr.ts_ns;
+	pd->start_ns = o->hdr.start_ns;
+	pd->blocked_ns = o->blocked_ns;
+	pd->pid = o->hdr.pid;
+	pd->cpu = o->cpu;
+	pd->flags = o->flags;
+	pd->stage = o->stage;
+	pd->nr_kernel = nk;
+	pd->pad = 0;
+	__builtin_memcpy(pd->kaddrs, o->addrs, sizeof(pd->kaddrs));
+	if (bpf_map_update_elem(&pending, &tid, pd, BPF_ANY)) {
+		bump(TP_SCH_PENDING_FULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sends o now, without a user stack. */
+static __always_inline void send_no_user(struct tp_sample *o, struct task_struct *t)
+{
+	o->nr_user = 0;
+	o->flags |= t->mm ? TP_SAMPLE_NO_USER_STACK : TP_SAMPLE_KERNEL_THREAD;
+	send(o);
+}
+
+/* This CPU's offcpu_slot, free for a new capture: a block it still holds (its thread was
+ * preempted or migrated before its syscall returned) moves to `pending`. NULL: not free. */
+static __always_inline struct tp_offcpu_slot *free_slot(void)
+{
+	__u32 zero = 0, old;
+	struct tp_offcpu_slot *sl = bpf_map_lookup_elem(&offcpu_slot, &zero);
+
+	if (!sl)
+		return NULL;
+	old = sl->tid;
+	if (!old)
+		return sl;
+	if (old == TP_SLOT_BUSY || __sync_val_compare_and_swap(&sl->tid, old, TP_SLOT_BUSY) != old)
+		return NULL; /* another CPU is taking it out */
+	if (hold(&sl->s, old)) {
+		send(&sl->s); /* no room: its kernel stack at least */
+		__sync_fetch_and_add(&nr_pending, -1);
+	}
+	barrier();
+	sl->tid = 0;
+	return sl;
 }
 
 /* A block of next that ended at mono (CLOCK_MONOTONIC) after blocked_ns: captured with its kernel
- * stack, and held in `pending` until the thread is back at its syscall's return. */
+ * stack, and held (in this CPU's offcpu_slot, else in `pending`) until the thread is back at
+ * its syscall's return. */
 static __always_inline void capture(struct task_struct *next, struct tp_sched_task *st,
 				    struct tp_sched_cpu *c, __u64 blocked_ns, __u64 mono)
 {
-	__u32 key = TP_SCRATCH_SWITCH, tid = next->pid;
+	__u32 key = TP_SCRATCH_SWITCH, tid = next->pid, cpu = bpf_get_smp_processor_id();
+	struct tp_offcpu_slot *sl = NULL;
 	struct tp_sample *o;
 	struct tp_pending *pd;
 	long n;
 
 	if (st->pending) {
 		/* blocked again in the same syscall: one sample for the whole wait */
+		if (st->slot_cpu != TP_NO_SLOT) {
+			__u32 zero = 0;
+
+			sl = bpf_map_lookup_percpu_elem(&offcpu_slot, &zero, st->slot_cpu);
+			if (sl && sl->tid == tid) {
+				sl->s.blocked_ns += blocked_ns;
+				sl->s.hdr.ts_ns = mono;
+				return;
+			}
+		}
 		pd = bpf_map_lookup_elem(&pending, &tid);
 		if (pd) {
 			pd->blocked_ns += blocked_ns;
@@ -721,20 +835,26 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 			return;
 		}
 	}
-	o = bpf_map_lookup_elem(&off_scratch, &key);
+	sl = free_slot();
+	o = sl ? &sl->s : bpf_map_lookup_elem(&off_scratch, &key);
 	if (!o)
 		return;
 	bump(TP_SCH_CAPTURED);
-	o->flags = 0;
-	/* the labels of the stage and GC pause it blocked in */
-	o->stage = tp_stage_of(next);
+	o->hdr.kind = TP_EV_OFFCPU;
 	o->hdr.pid = next->tgid;
-	if (tp_in_gc(o->hdr.pid))
-		o->flags |= TP_SAMPLE_IN_GC;
 	o->hdr.ts_ns = mono; /* the window: where it woke */
 	o->hdr.start_ns = process_start_ns(next);
+	o->tid = tid;
+	o->cpu = cpu;
+	o->flags = 0;
+	o->pad = 0;
 	o->blocked_ns = blocked_ns;
-	o->cpu = bpf_get_smp_processor_id();
+	/* the labels of the stage and GC pause it blocked in */
+	o->stage = tp_stage_of(next);
+	if (tp_in_gc(o->hdr.pid))
+		o->flags |= TP_SAMPLE_IN_GC;
+	BPF_CORE_READ_STR_INTO(&o->comm, next, group_leader, comm);
+	BPF_CORE_READ_STR_INTO(&o->thread_comm, next, comm);
 	n = kernel_stack(next, st->syscall_nr, o->addrs);
 	if (n < 0) {
 		o->flags |= TP_SAMPLE_KSTACK_FAILED;
@@ -743,40 +863,26 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	if (n > TP_MAX_STACK_DEPTH)
 		n = TP_MAX_STACK_DEPTH;
 	o->nr_kernel = n;
-	/* the rest at the syscall's return: the user stack, then the sample */
-	if (next->mm && st->syscall_nr >= 0 && n <= TP_PENDING_KFRAMES) {
-		/* the record is built in the scratch sample's own tail, past the kernel frames,
-		 * and copied by the update */
-		pd = (struct tp_pending *)&o->addrs[TP_MAX_STACK_DEPTH];
-		pd->ts_ns = mono;
-		pd->start_ns = o->hdr.start_ns;
-		pd->blocked_ns = blocked_ns;
-		pd->pid = o->hdr.pid;
-		pd->cpu = o->cpu;
-		pd->flags = o->flags;
-		pd->stage = o->stage;
-		pd->nr_kernel = n;
-		pd->pad = 0;
-		__builtin_memcpy(pd->kaddrs, o->addrs, sizeof(pd->kaddrs));
-		if (!bpf_map_update_elem(&pending, &tid, pd, BPF_ANY)) {
-			__sync_fetch_and_add(&nr_pending, 1);
-			st->pending = 1;
-			if (c)
-				c->pending_tid = tid;
-			return;
-		}
-		bump(TP_SCH_PENDING_FULL);
+	/* a kernel thread, or a block outside a syscall (a page fault): sent now */
+	if (!next->mm || st->syscall_nr < 0) {
+		send_no_user(o, next);
+		return;
 	}
-	/* sent now: a kernel thread, a block outside a syscall (a page fault), a kernel stack too
-	 * deep to hold, or no room in `pending` */
-	o->hdr.kind = TP_EV_OFFCPU;
-	o->tid = tid;
-	o->nr_user = 0;
-	o->pad = 0;
-	o->flags |= next->mm ? TP_SAMPLE_NO_USER_STACK : TP_SAMPLE_KERNEL_THREAD;
-	BPF_CORE_READ_STR_INTO(&o->comm, next, group_leader, comm);
-	BPF_CORE_READ_STR_INTO(&o->thread_comm, next, comm);
-	send(o);
+	/* the rest at the syscall's return: the user stack, then the sample */
+	if (sl) {
+		barrier();
+		sl->tid = tid;
+		st->slot_cpu = cpu;
+	} else if (!hold(o, tid)) {
+		st->slot_cpu = TP_NO_SLOT;
+	} else {
+		send_no_user(o, next);
+		return;
+	}
+	__sync_fetch_and_add(&nr_pending, 1);
+	st->pending = 1;
+	if (c)
+		c->pending_tid = tid;
 }
 
 /* The part of a wait since lq that sched_info_arrive counts at rq clock clk. */
@@ -794,6 +900,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	 * class to the task's group's cfs_rq on the CPU it is on. */
 	struct rq *rq = next->pid ? next->se.cfs_rq->rq : prev->se.cfs_rq->rq;
 	__u64 clk = rq->clock, lq, rd, runq = 0, blocked = 0, mono, now;
+	__u32 zero = 0;
 	struct tp_sched_task *st;
 	struct tp_sched_cpu *c;
 	__u32 cpu;
@@ -834,16 +941,22 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	}
 	if (!lq && !(st && (st->blocked_at || st->pending)))
 		return 0;
-	/* The rq clock may not have moved since the wake-up: __schedule skips its update after a
-	 * wake-up that preempts (the idle task, say). So "now" is CLOCK_MONOTONIC, taken to the rq
-	 * clock with this CPU's offset (never before rq->clock). */
-	mono = bpf_ktime_get_ns();
-	c = sched_cpu_at(mono, clk);
+	c = bpf_map_lookup_elem(&sched_cpu, &zero);
 	if (!c)
 		return 0;
-	now = mono - (__u64)(c->off_prev < c->off_cur ? c->off_prev : c->off_cur);
-	if (now < clk)
-		now = clk;
+	/* "Now" is rq->clock, unless it has not moved since the wake-up: __schedule skips its
+	 * update after a wake-up that preempts (the idle task, say). Then, and where blocks are
+	 * timed with CLOCK_MONOTONIC, at the end of a drain period, and every 32nd switch-in (to
+	 * keep the offset between the clocks fresh), it is CLOCK_MONOTONIC taken to the rq clock
+	 * with this CPU's offset. */
+	mono = 0;
+	now = clk;
+	if ((lq && clk <= lq) || (!block_clock_rq && st && st->blocked_at) ||
+	    clk >= c->period_end_rq || !(++c->calls & 31)) {
+		mono = bpf_ktime_get_ns();
+		sched_cpu_clock(c, mono, clk);
+		now = rq_now(c, mono, clk);
+	}
 	runq += runq_here(lq, now);
 	if (st && st->blocked_at) {
 		__u64 end = block_clock_rq ? now : mono;
@@ -855,7 +968,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	if (st && st->pending) /* its capture waits for its return from the syscall, here */
 		c->pending_tid = next->pid;
 	if (st && blocked >= offcpu_min_ns)
-		capture(next, st, c, blocked, mono);
+		capture(next, st, c, blocked, mono ? mono : bpf_ktime_get_ns());
 	if (lq || (blocked && blocked < offcpu_min_ns)) {
 		cpu = bpf_get_smp_processor_id();
 		struct tp_sched_proc *p = proc_slot(next->tgid, c->period, cpu);
@@ -870,15 +983,56 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	return 0;
 }
 
+/* The captured block of thread tid (task t) that st says is pending, taken out: from its
+ * offcpu_slot (in place: the slot is TP_SLOT_BUSY until released with release_slot()), else
+ * from `pending` into the exit scratch sample. NULL: gone. */
+static __always_inline struct tp_sample *take_pending(struct tp_sched_task *st, __u32 tid,
+						      struct task_struct *t,
+						      struct tp_offcpu_slot **slp)
+{
+	__u32 zero = 0, key = TP_SCRATCH_EXIT;
+	struct tp_offcpu_slot *sl;
+	struct tp_pending *e;
+	struct tp_sample *o;
+
+	*slp = NULL;
+	st->pending = 0;
+	if (st->slot_cpu != TP_NO_SLOT) {
+		sl = bpf_map_lookup_percpu_elem(&offcpu_slot, &zero, st->slot_cpu);
+		if (sl && __sync_val_compare_and_swap(&sl->tid, tid, TP_SLOT_BUSY) == tid) {
+			__sync_fetch_and_add(&nr_pending, -1);
+			*slp = sl;
+			return &sl->s;
+		}
+	}
+	/* moved to `pending` */
+	e = bpf_map_lookup_elem(&pending, &tid);
+	o = bpf_map_lookup_elem(&off_scratch, &key);
+	if (!e || !o)
+		return NULL;
+	sample_of(o, e, tid, t);
+	if (!bpf_map_delete_elem(&pending, &tid))
+		__sync_fetch_and_add(&nr_pending, -1);
+	return o;
+}
+
+static __always_inline void release_slot(struct tp_offcpu_slot *sl)
+{
+	if (sl) {
+		barrier();
+		sl->tid = 0;
+	}
+}
+
 /* The return from a syscall: the user stack of a captured block. */
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 zero = 0, key = TP_SCRATCH_EXIT, tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid();
 	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
+	struct tp_offcpu_slot *sl;
 	struct task_struct *t;
 	struct tp_sched_task *st;
-	struct tp_pending *e;
 	struct tp_sample *o;
 
 	/* the thread switched in last on this CPU with a capture waiting, or nothing to do */
@@ -889,21 +1043,18 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	if (!st || !st->pending)
 		return 0;
-	st->pending = 0;
-	e = bpf_map_lookup_elem(&pending, &tid);
-	o = bpf_map_lookup_elem(&off_scratch, &key);
-	if (!e || !o)
+	o = take_pending(st, tid, t, &sl);
+	if (!o)
 		return 0;
-	sample_of(o, e, tid, t);
-	if (!bpf_map_delete_elem(&pending, &tid))
-		__sync_fetch_and_add(&nr_pending, -1);
 	if (BPF_CORE_READ(regs, orig_ax) != st->syscall_nr) {
 		bump(TP_SCH_SYSCALL_CHANGED);
 		o->flags |= TP_SAMPLE_NO_USER_STACK;
+		o->nr_user = 0;
 	} else {
 		take_user_stack(o, t);
 	}
 	send(o);
+	release_slot(sl);
 	return 0;
 }
 
@@ -912,20 +1063,21 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_thread_exit, struct task_struct *p)
 {
-	__u32 tid = p->pid, key = TP_SCRATCH_EXIT;
-	struct tp_pending *e;
+	struct tp_offcpu_slot *sl;
+	struct tp_sched_task *st;
 	struct tp_sample *o;
 
 	if (!*(volatile __u64 *)&nr_pending)
 		return 0;
-	e = bpf_map_lookup_elem(&pending, &tid);
-	o = bpf_map_lookup_elem(&off_scratch, &key);
-	if (!e || !o)
+	st = bpf_task_storage_get(&sched_tasks, p, 0, 0);
+	if (!st || !st->pending)
 		return 0;
-	sample_of(o, e, tid, p);
+	o = take_pending(st, p->pid, p, &sl);
+	if (!o)
+		return 0;
 	o->flags |= TP_SAMPLE_NO_USER_STACK;
-	if (!bpf_map_delete_elem(&pending, &tid))
-		__sync_fetch_and_add(&nr_pending, -1);
+	o->nr_user = 0;
 	send(o);
+	release_slot(sl);
 	return 0;
 }
