@@ -388,9 +388,24 @@ static __always_inline void runq_done(struct tp_sched_proc *p, __u64 lat, __u64 
 	}
 }
 
+/* Trusted task pointers (tp_btf arguments, bpf_get_current_task_btf) are read with plain loads,
+ * which the verifier guards: cheaper than bpf_probe_read_kernel. */
 static __always_inline __u64 process_start_ns(struct task_struct *task)
 {
-	return BPF_CORE_READ(task, group_leader, start_boottime);
+	return task->group_leader->start_boottime;
+}
+
+/* The comm of task's process and its own, both TP_COMM_LEN bytes, NUL-padded as the kernel keeps
+ * them. */
+static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
+{
+	_Static_assert(TP_COMM_LEN == 16 && sizeof(task->comm) == 16, "comm is two words");
+	__u64 *p = (__u64 *)o->comm, *t = (__u64 *)o->thread_comm;
+
+	p[0] = *(__u64 *)&task->group_leader->comm[0];
+	p[1] = *(__u64 *)&task->group_leader->comm[8];
+	t[0] = *(__u64 *)&task->comm[0];
+	t[1] = *(__u64 *)&task->comm[8];
 }
 
 static __always_inline long send(struct tp_sample *o)
@@ -448,14 +463,42 @@ static long kstack_scan_step(__u32 w, void *ctx)
 	return 0;
 }
 
+/* Re-reading the places of a cached kernel stack's return addresses, one word each (fewer cache
+ * lines than a copy of the stack), in a bpf_loop callback. */
+struct tp_kstack_check {
+	struct tp_kstack *k;
+	__u64 ksp;
+	__u64 *out;
+	__u32 nr;
+	__u32 ok;
+};
+
+static long kstack_verify_step(__u32 i, void *ctx)
+{
+	struct tp_kstack_check *c = ctx;
+	__u32 f = i & (TP_KSTACK_FRAMES - 1);
+	__u64 v;
+
+	if (i >= c->nr)
+		return 1;
+	if (bpf_probe_read_kernel(&v, sizeof(v), (void *)(c->ksp + c->k->off[f])) ||
+	    v != c->k->ip[f]) {
+		c->ok = 0;
+		return 1;
+	}
+	c->out[f] = v;
+	return 0;
+}
+
 /* The kernel stack of blocked thread t into out[TP_MAX_STACK_DEPTH] (leaf first): from
  * kstack_cache when verified, else walked (and the walk cached). Returns frames, or -1. */
 static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr, __u64 *out)
 {
 	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
 	struct tp_kstack_scan scan = {.out = out};
+	struct tp_kstack_check chk = {};
 	struct tp_kstack_scratch *sc;
-	__u32 zero = 0, depth = 0, idx, nr, seq, i;
+	__u32 zero = 0, depth = 0, idx, nr, seq;
 	struct tp_kstack *k = NULL;
 	long n;
 
@@ -475,18 +518,14 @@ static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr
 	if ((seq & 1) || k->depth != depth || k->syscall_nr != (__s32)syscall_nr || !nr ||
 	    nr > TP_KSTACK_FRAMES)
 		goto walk;
-	len = (__u64)k->off[(nr - 1) & (TP_KSTACK_FRAMES - 1)] + 8;
-	if (len > TP_KSTACK_BYTES || bpf_probe_read_kernel(sc->words, len, (void *)ksp))
-		goto walk;
-	for (i = 0; i < TP_KSTACK_FRAMES; i++) {
-		if (i >= nr)
-			break;
-		if (sc->words[(k->off[i] / 8) & (TP_KSTACK_BYTES / 8 - 1)] != k->ip[i])
-			goto walk;
-		out[i] = k->ip[i];
-	}
+	chk.k = k;
+	chk.ksp = ksp;
+	chk.out = out;
+	chk.nr = nr;
+	chk.ok = 1;
+	bpf_loop(TP_KSTACK_FRAMES, kstack_verify_step, &chk, 0);
 	barrier();
-	if (k->seq == seq) {
+	if (chk.ok && k->seq == seq) {
 		bump(TP_SCH_KSTACK_CACHED);
 		return nr;
 	}
@@ -543,8 +582,7 @@ static __always_inline void sample_of(struct tp_sample *o, struct tp_pending *pd
 	o->nr_kernel = nk < TP_PENDING_KFRAMES ? nk : TP_PENDING_KFRAMES;
 	o->nr_user = 0;
 	__builtin_memcpy(o->addrs, pd->kaddrs, sizeof(pd->kaddrs));
-	BPF_CORE_READ_STR_INTO(&o->comm, t, group_leader, comm);
-	BPF_CORE_READ_STR_INTO(&o->thread_comm, t, comm);
+	comms(o, t);
 }
 
 /* Re-reading the words a cached walk read, in a bpf_loop callback (unrolled, every early exit
@@ -787,16 +825,27 @@ static __always_inline struct tp_offcpu_slot *free_slot(void)
 {
 	__u32 zero = 0, old;
 	struct tp_offcpu_slot *sl = bpf_map_lookup_elem(&offcpu_slot, &zero);
+	int held;
 
 	if (!sl)
 		return NULL;
 	old = sl->tid;
 	if (!old)
 		return sl;
-	if (old == TP_SLOT_BUSY || __sync_val_compare_and_swap(&sl->tid, old, TP_SLOT_BUSY) != old)
+	if (old == TP_SLOT_BUSY)
 		return NULL; /* another CPU is taking it out */
-	if (hold(&sl->s, old)) {
-		send(&sl->s); /* no room: its kernel stack at least */
+	/* Copied to `pending` before the slot is claimed: its thread, returning on another CPU,
+	 * either claims the slot first (and this copy is deleted) or finds the copy there. */
+	held = !hold(&sl->s, old);
+	if (__sync_val_compare_and_swap(&sl->tid, old, TP_SLOT_BUSY) != old) {
+		if (held)
+			bpf_map_delete_elem(&pending, &old);
+		return NULL;
+	}
+	if (!held) { /* no room: sent with its kernel stack at least */
+		sl->s.nr_user = 0;
+		sl->s.flags |= TP_SAMPLE_NO_USER_STACK;
+		send(&sl->s);
 		__sync_fetch_and_add(&nr_pending, -1);
 	}
 	barrier();
@@ -848,13 +897,13 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	o->cpu = cpu;
 	o->flags = 0;
 	o->pad = 0;
+	o->nr_user = 0;
 	o->blocked_ns = blocked_ns;
 	/* the labels of the stage and GC pause it blocked in */
 	o->stage = tp_stage_of(next);
 	if (tp_in_gc(o->hdr.pid))
 		o->flags |= TP_SAMPLE_IN_GC;
-	BPF_CORE_READ_STR_INTO(&o->comm, next, group_leader, comm);
-	BPF_CORE_READ_STR_INTO(&o->thread_comm, next, comm);
+	comms(o, next);
 	n = kernel_stack(next, st->syscall_nr, o->addrs);
 	if (n < 0) {
 		o->flags |= TP_SAMPLE_KSTACK_FAILED;

@@ -8,11 +8,14 @@ switches per second of which 10% pass --offcpu-min.
    short blocks only (ping-pong), and with captured blocks only (2 ms sleeps).
 2. All-in (BPF programs + the daemon's own CPU) at about 20,000 and 100,000 blocking switches a
    second, 10% of them captured, with CPU sampling at 1 Hz so that it does not count.
+   Empty programs on the same hooks (tp_hook_floor) run in the same interval: their cost at
+   our programs' run counts is the floor of any design on these hooks with BPF stats on.
 3. Run-queue latency next to libbpf-tools' runqlat on the same load (3 CPU-bound processes pinned
    to CPU 1) in the same interval: the share of events in each power-of-two bucket (of those with
    at least 5% of the events), ours against runqlat's; target: within 5 points.
 
 Usage: tests/bench/sched.py [SECONDS] [RUNS]"""
+import os
 import re
 import subprocess
 import sys
@@ -31,15 +34,32 @@ def prog(m, name):
             m.get('tailprof_bpf_run_count_total{program="%s"}' % name, 0))
 
 
+def hook_floor(seconds):
+    """Empty programs on the same hooks (tp_hook_floor), attached for seconds: a Popen whose
+    output is {program: (run_time_ns, run_count)}."""
+    return subprocess.Popen([os.path.join(build_dir(), "tests", "bench", "tp_hook_floor"),
+                             "%.3f" % seconds], stdout=subprocess.PIPE, text=True)
+
+
+def floor_of(p):
+    out = {}
+    for line in p.communicate()[0].splitlines():
+        name, ns, cnt = line.split()
+        out[name] = (int(ns), int(cnt))
+    return out
+
+
 def measure(d, args):
-    w = workload("tp_switches", SECONDS + 1, *args)
+    w = workload("tp_switches", SECONDS + 1.5, *args)
     time.sleep(0.5)
+    fl = hook_floor(SECONDS)
     a = d.metrics()
     t0 = time.time()
     time.sleep(SECONDS)
     b = d.metrics()
     elapsed = time.time() - t0
     w.wait()
+    floor = floor_of(fl)
     out = {"elapsed": elapsed,
            "switches_per_s": (b["tailprof_context_switches_total"] -
                               a["tailprof_context_switches_total"]) / elapsed,
@@ -56,6 +76,13 @@ def measure(d, args):
     out["bpf_pct"] = 100 * bpf / elapsed
     out["daemon_pct"] = 100 * out["daemon_s"] / elapsed
     out["all_in_pct"] = out["bpf_pct"] + out["daemon_pct"]
+    # what empty programs cost at the same hook runs: the floor of any design on these hooks
+    fl = 0
+    for ours, empty in (("sched_switch", "floor_sched_switch"), ("sys_exit", "floor_sys_exit")):
+        ns, cnt = floor.get(empty, (0, 0))
+        out[ours + "_floor_ns"] = ns / max(cnt, 1)
+        fl += out[ours + "_floor_ns"] * out[ours + "_per_s"] / 1e9
+    out["floor_pct"] = 100 * fl
     return out
 
 
@@ -124,14 +151,19 @@ def main():
     for _ in range(RUNS):
         for name, args in loads.items():
             results.setdefault(name, []).append(measure(d, args))
-    print("scheduler handlers (BPF stats; median of %d runs of %.0f s)" % (RUNS, SECONDS))
+    print("scheduler handlers (BPF stats; median of %d runs of %.0f s; floor: empty programs "
+          "on the same hooks in the same interval)" % (RUNS, SECONDS))
     for name, rs in results.items():
         med = {k: median([r[k] for r in rs]) for k in rs[0]}
-        print("  %-22s %8.0f switches/s %6.0f captured/s  sched_switch %5.0f ns  "
-              "sys_exit %4.0f ns (%6.0f/s)  all-in %.2f%% (BPF %.2f%% + daemon %.2f%%)" %
+        print("  %-22s %8.0f switches/s %6.0f captured/s  sched_switch %5.0f ns (floor %2.0f)  "
+              "sys_exit %4.0f ns (floor %2.0f, %6.0f/s)  all-in %.2f%% (BPF %.2f%% + daemon "
+              "%.2f%%; floor %.2f%%)" %
               (name, med["switches_per_s"], med["captured_per_s"], med["sched_switch_ns"],
-               med["sys_exit_ns"], med["sys_exit_per_s"], med["all_in_pct"], med["bpf_pct"],
-               med["daemon_pct"]))
+               med["sched_switch_floor_ns"], med["sys_exit_ns"], med["sys_exit_floor_ns"],
+               med["sys_exit_per_s"], med["all_in_pct"], med["bpf_pct"], med["daemon_pct"],
+               med["floor_pct"]))
+        print("  %-22s all-in per run: %s" % ("", " ".join("%.2f%%" % r["all_in_pct"]
+                                                          for r in rs)))
     nt, no, worst, rows = compare_runqlat(d)
     print("run-queue latency with 3 hogs on CPU 1, %.0f s: runqlat %d events, tailprof %d" %
           (SECONDS, nt, no))
