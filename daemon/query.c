@@ -1098,6 +1098,15 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
  * the power-of-two buckets runqlat prints (there in integer microseconds, [2^k, 2^(k+1))). */
 #define RUNQ_LE_MAX_LOG2_US 22
 
+/* A counter of off-CPU stacks by source: taken from a verified cache, or walked. */
+static void put_stack_sources(struct text *t, const char *name, const char *help, uint64_t cached,
+			      uint64_t walked)
+{
+	metric(t, name, "counter", help);
+	put(t, "%s{source=\"cache\"} %" PRIu64 "\n", name, cached);
+	put(t, "%s{source=\"walk\"} %" PRIu64 "\n", name, walked);
+}
+
 static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 			      const struct collector_status *st)
 {
@@ -1135,20 +1144,16 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 		if (reasons[r])
 			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
 			    reasons[r], st->sched_metrics[r]);
-	metric(t, "tailprof_offcpu_kernel_stacks_total", "counter",
-	       "Kernel stacks of captured blocks, by source: cache (return addresses verified in "
-	       "place) or walk (bpf_get_task_stack).");
-	put(t, "tailprof_offcpu_kernel_stacks_total{source=\"cache\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_KSTACK_CACHED]);
-	put(t, "tailprof_offcpu_kernel_stacks_total{source=\"walk\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_KSTACK_WALKED]);
-	metric(t, "tailprof_offcpu_user_stacks_total", "counter",
-	       "User stacks of captured blocks walked with unwind tables, by source: cache (every "
-	       "word the walk read reads the same) or walk.");
-	put(t, "tailprof_offcpu_user_stacks_total{source=\"cache\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_USTACK_CACHED]);
-	put(t, "tailprof_offcpu_user_stacks_total{source=\"walk\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_USTACK_WALKED]);
+	put_stack_sources(t, "tailprof_offcpu_kernel_stacks_total",
+			  "Kernel stacks of captured blocks, by source: cache (return addresses "
+			  "verified in place) or walk (bpf_get_task_stack).",
+			  st->sched_metrics[TP_SCH_KSTACK_CACHED],
+			  st->sched_metrics[TP_SCH_KSTACK_WALKED]);
+	put_stack_sources(
+	    t, "tailprof_offcpu_user_stacks_total",
+	    "User stacks of captured blocks walked with unwind tables, by source: cache "
+	    "(every word the walk read reads the same) or walk.",
+	    st->sched_metrics[TP_SCH_USTACK_CACHED], st->sched_metrics[TP_SCH_USTACK_WALKED]);
 	metric(t, "tailprof_runq_latency_seconds", "histogram",
 	       "Time runnable threads waited for a CPU (wake-up or preemption to running).");
 	for (int k = 0; k <= RUNQ_LE_MAX_LOG2_US; k++) {

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Known answers for off-CPU time: a thread that sleeps in nap_here (nanosleep, 20 ms at a time),
- * one blocked reading a pipe in wait_pipe (a feeder writes every 10 ms), and the main thread in
- * main -> g -> f -> sleep(), then joining the others. Each measures its own blocked wall time. Prints its pid first, then
- * at the end one line per thread: "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS] */
+ * one blocked reading a pipe in wait_pipe (a feeder writes every 10 ms), the main thread in
+ * main -> g -> f -> sleep(), then joining the others, and an alternator that blocks in
+ * block_here from wait_a (3 ms) and from wait_b (6 ms) in turn: the same registers at the same
+ * syscall, only the return address in block_here's frame tells them apart (a stack cache must
+ * see it). Each measures its own blocked wall time. Prints its pid first, then at the end one
+ * line per thread ("alt_a" and "alt_b" for the alternator's two callers):
+ * "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS] */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -21,7 +25,8 @@ struct result {
 	uint64_t blocked_ns;
 };
 
-static struct result nap_r = {"nap"}, pipe_r = {"pipe"}, sleep_r = {"sleep"};
+static struct result nap_r = {"nap"}, pipe_r = {"pipe"}, sleep_r = {"sleep"}, alt_a = {"alt_a"},
+		     alt_b = {"alt_b"};
 
 __attribute__((noinline)) void nap_here(uint64_t ns)
 {
@@ -75,6 +80,46 @@ static void *feeder(void *arg)
 	return write(pipefd[1], "q", 1) == 1 ? NULL : NULL;
 }
 
+__attribute__((noinline)) void block_here(uint64_t ns)
+{
+	struct timespec ts = {0, (long)ns};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Two callers with the same frame: block_here's syscall sees the same stack pointer from both.
+ * The empty asm after the call keeps it a call (not a tail jump). */
+__attribute__((noinline)) void wait_a(void)
+{
+	uint64_t t0 = now_ns();
+
+	block_here(3000000);
+	alt_a.blocked_ns += now_ns() - t0;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void wait_b(void)
+{
+	uint64_t t0 = now_ns();
+
+	block_here(6000000);
+	alt_b.blocked_ns += now_ns() - t0;
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *alternator(void *arg)
+{
+	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+
+	pthread_setname_np(pthread_self(), "alternator");
+	alt_a.tid = alt_b.tid = syscall(SYS_gettid);
+	while (now_ns() < end) {
+		wait_a();
+		wait_b();
+	}
+	return NULL;
+}
+
 __attribute__((noinline)) void f(void)
 {
 	uint64_t t0 = now_ns();
@@ -90,7 +135,7 @@ __attribute__((noinline)) void g(void)
 
 int main(int argc, char **argv)
 {
-	pthread_t a, b, c;
+	pthread_t a, b, c, d;
 	uint64_t end, t0;
 
 	seconds = arg_seconds(argc, argv, 1, 3);
@@ -107,6 +152,7 @@ int main(int argc, char **argv)
 	pthread_create(&a, NULL, napper, NULL);
 	pthread_create(&b, NULL, piper, NULL);
 	pthread_create(&c, NULL, feeder, NULL);
+	pthread_create(&d, NULL, alternator, NULL);
 	end = now_ns() + (uint64_t)(seconds * 1e9);
 	while (now_ns() + 1000000000ull <= end)
 		g();
@@ -116,8 +162,13 @@ int main(int argc, char **argv)
 	stop = 1;
 	pthread_join(c, NULL);
 	pthread_join(b, NULL);
+	pthread_join(d, NULL);
 	sleep_r.blocked_ns += now_ns() - t0;
-	for (struct result *r = &nap_r; r; r = r == &nap_r ? &pipe_r : r == &pipe_r ? &sleep_r : NULL)
+	for (size_t i = 0; i < 5; i++) {
+		struct result *r =
+		    (struct result *[]){&nap_r, &pipe_r, &sleep_r, &alt_a, &alt_b}[i];
+
 		printf("%s %d %llu\n", r->name, (int)r->tid, (unsigned long long)r->blocked_ns);
+	}
 	return 0;
 }
