@@ -69,8 +69,8 @@ def test_offcpu_time_equals_blocked_time(d):
     assert prof.sample_types == [("events", "count"), ("off_cpu", "nanoseconds")]
     threads = by_tid(prof)
     for name, (tid, ns) in measured.items():
-        if name.startswith("alt_"):
-            continue  # one thread, two callers: below
+        if name.startswith(("alt_", "kr_")):
+            continue  # one thread, two ways to block: below
         got = sum(s["values"][1] for s in threads.get(tid, []))
         print("  %-5s tid %d: off-CPU %.3f s, blocked %.3f s" % (name, tid, got / 1e9, ns / 1e9))
         assert abs(got - ns) <= 0.1 * ns, (name, got, ns)
@@ -104,8 +104,21 @@ def test_offcpu_time_equals_blocked_time(d):
                   "block_here" in names(s))
         print("  %s: off-CPU %.3f s in %s, blocked %.3f s" % (name, got / 1e9, fn, ns / 1e9))
         assert abs(got - ns) <= 0.1 * ns, (name, got, ns, [names(s) for s in alt[:4]])
+    # the kreader reads a pipe and a Unix socket from one call site: the same syscall and user
+    # stack, two kernel paths, each with its own time
+    kr = threads[measured["kr_pipe"][0]]
+    def has(s, part):  # pipe_read is anon_pipe_read in Linux 6.18
+        return any(part in n for n in names(s))
+    for name, fn, other in (("kr_pipe", "pipe_read", "unix_stream_read_generic"),
+                            ("kr_sock", "unix_stream_read_generic", "pipe_read")):
+        ns = measured[name][1]
+        got = sum(s["values"][1] for s in kr if has(s, fn) and not has(s, other) and
+                  "read_one" in names(s))
+        print("  %s: off-CPU %.3f s in %s, blocked %.3f s" % (name, got / 1e9, fn, ns / 1e9))
+        assert abs(got - ns) <= 0.1 * ns, (name, got, ns, [names(s) for s in kr[:4]])
     m = d.metrics()
     assert m['tailprof_offcpu_user_stacks_total{source="cache"}'] > 0, m
+    assert m['tailprof_offcpu_kernel_stacks_total{source="cache"}'] > 0, m
     # the same blocks in a wall profile, next to the threads' CPU time
     wall, _ = d.profile("type=wall&last=1m&pid=%d" % pid)
     assert wall.sample_types == [("cpu", "nanoseconds"), ("off_cpu", "nanoseconds"),

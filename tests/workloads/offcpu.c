@@ -4,11 +4,13 @@
  * main -> g -> f -> sleep(), then joining the others, and an alternator that blocks in
  * block_here from wait_a (3 ms) and from wait_b (6 ms) in turn: the same registers at the same
  * syscall, only the return address in block_here's frame tells them apart (a stack cache must
- * see it). Each measures its own blocked wall time. Prints its pid first, then at the end one
- * line per thread ("alt_a" and "alt_b" for the alternator's two callers):
- * "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS] */
+ * see it), and a kreader that reads a pipe and a Unix socket in turn through one read_one (fed
+ * every 4 ms by a kfeeder). Each measures its own blocked wall time. Prints its pid first, then at
+ * the end one line per thread ("alt_a"/"alt_b", "kr_pipe"/"kr_sock" for the two that block two
+ * ways): "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS] */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +28,8 @@ struct result {
 };
 
 static struct result nap_r = {"nap"}, pipe_r = {"pipe"}, sleep_r = {"sleep"}, alt_a = {"alt_a"},
-		     alt_b = {"alt_b"};
+		     alt_b = {"alt_b"}, kr_pipe = {"kr_pipe"}, kr_sock = {"kr_sock"};
+static int kpipe[2], ksock[2];
 
 __attribute__((noinline)) void nap_here(uint64_t ns)
 {
@@ -120,6 +123,43 @@ static void *alternator(void *arg)
 	return NULL;
 }
 
+/* One read(2) call site for two kernel paths: a pipe (pipe_read) and a Unix socket
+ * (unix_stream_read_generic): the same syscall and user stack, kernel stacks of their own. */
+__attribute__((noinline)) int read_one(int fd, struct result *r)
+{
+	char c;
+	uint64_t t0 = now_ns();
+	ssize_t n = read(fd, &c, 1);
+
+	r->blocked_ns += now_ns() - t0;
+	return n == 1 && c != 'q';
+}
+
+static void *kreader(void *arg)
+{
+	pthread_setname_np(pthread_self(), "kreader");
+	kr_pipe.tid = kr_sock.tid = syscall(SYS_gettid);
+	while (read_one(kpipe[0], &kr_pipe) && read_one(ksock[0], &kr_sock))
+		;
+	return NULL;
+}
+
+static void *kfeeder(void *arg)
+{
+	struct timespec ts = {0, 4000000};
+
+	pthread_setname_np(pthread_self(), "kfeeder");
+	while (!stop) {
+		nanosleep(&ts, NULL);
+		if (write(kpipe[1], "x", 1) != 1)
+			break;
+		nanosleep(&ts, NULL);
+		if (write(ksock[1], "x", 1) != 1)
+			break;
+	}
+	return write(kpipe[1], "q", 1) == 1 && write(ksock[1], "q", 1) == 1 ? NULL : NULL;
+}
+
 __attribute__((noinline)) void f(void)
 {
 	uint64_t t0 = now_ns();
@@ -135,11 +175,11 @@ __attribute__((noinline)) void g(void)
 
 int main(int argc, char **argv)
 {
-	pthread_t a, b, c, d;
+	pthread_t a, b, c, d, e, k;
 	uint64_t end, t0;
 
 	seconds = arg_seconds(argc, argv, 1, 3);
-	if (pipe(pipefd))
+	if (pipe(pipefd) || pipe(kpipe) || socketpair(AF_UNIX, SOCK_STREAM, 0, ksock))
 		return 1;
 	printf("%d\n", getpid());
 	fflush(stdout);
@@ -153,6 +193,8 @@ int main(int argc, char **argv)
 	pthread_create(&b, NULL, piper, NULL);
 	pthread_create(&c, NULL, feeder, NULL);
 	pthread_create(&d, NULL, alternator, NULL);
+	pthread_create(&e, NULL, kreader, NULL);
+	pthread_create(&k, NULL, kfeeder, NULL);
 	end = now_ns() + (uint64_t)(seconds * 1e9);
 	while (now_ns() + 1000000000ull <= end)
 		g();
@@ -163,10 +205,12 @@ int main(int argc, char **argv)
 	pthread_join(c, NULL);
 	pthread_join(b, NULL);
 	pthread_join(d, NULL);
+	pthread_join(k, NULL);
+	pthread_join(e, NULL);
 	sleep_r.blocked_ns += now_ns() - t0;
-	for (size_t i = 0; i < 5; i++) {
-		struct result *r =
-		    (struct result *[]){&nap_r, &pipe_r, &sleep_r, &alt_a, &alt_b}[i];
+	for (size_t i = 0; i < 7; i++) {
+		struct result *r = (struct result *[]){&nap_r, &pipe_r,	 &sleep_r, &alt_a,
+						       &alt_b, &kr_pipe, &kr_sock}[i];
 
 		printf("%s %d %llu\n", r->name, (int)r->tid, (unsigned long long)r->blocked_ns);
 	}
