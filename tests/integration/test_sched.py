@@ -203,6 +203,7 @@ def main():
             raise
         skip(str(e))
     if not d.json("/api/v1/status")["sched"]:
+        d.stop()
         print("FAIL: the scheduler programs did not load:\n" + d.output())
         sys.exit(1)
     tests = [test_offcpu_time_equals_blocked_time, test_runq_latency_rises_on_a_crowded_cpu,
