@@ -41,7 +41,9 @@ const volatile __u32 unwind_tables_on = 0; /* 1: walk user stacks with unwind_ro
 const volatile __u32 block_clock_rq = 0;   /* 1: time blocks with rq->clock (sched_clock is one
 					    * clock on every CPU), 0: with bpf_ktime_get_ns */
 
-#define TASK_RUNNING 0
+#define TASK_RUNNING   0
+#define TP_NR_EXECVE   59  /* x86-64 */
+#define TP_NR_EXECVEAT 322 /* x86-64 */
 
 /* Captured blocks waiting in `pending` now: thread exit looks in `pending` only while some are. */
 __u64 nr_pending = 0;
@@ -759,13 +761,18 @@ static __always_inline void take_user_stack(struct tp_sample *o, struct task_str
 		n = user_stack(procs, o->hdr.pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags,
 			       sc);
 	} else {
-		n = bpf_get_task_stack(t, sc->frames, sizeof(sc->frames), BPF_F_USER_STACK);
+		/* With unwind tables on, the process's are not loaded yet (a new process, for its
+		 * first tenths of a second): a frame-pointer walk through code built without frame
+		 * pointers would skip callers and make up edges, which a long block weighs
+		 * heavily. The leaf only, marked cut. */
+		n = bpf_get_task_stack(t, sc->frames, unwind_tables_on ? 8 : sizeof(sc->frames),
+				       BPF_F_USER_STACK);
 		if (n < 0) {
 			flags |= TP_SAMPLE_USTACK_FAILED;
 			n = 0;
 		}
 		n /= 8;
-		if (n >= TP_MAX_STACK_DEPTH)
+		if (n >= TP_MAX_STACK_DEPTH || (n && unwind_tables_on))
 			flags |= TP_SAMPLE_USTACK_TRUNCATED;
 	}
 	o->flags |= flags;
@@ -1097,6 +1104,10 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	if (BPF_CORE_READ(regs, orig_ax) != st->syscall_nr) {
 		bump(TP_SCH_SYSCALL_CHANGED);
+		o->flags |= TP_SAMPLE_NO_USER_STACK;
+		o->nr_user = 0;
+	} else if (st->syscall_nr == TP_NR_EXECVE || st->syscall_nr == TP_NR_EXECVEAT) {
+		/* it returns into the new program: the stack it blocked with is gone */
 		o->flags |= TP_SAMPLE_NO_USER_STACK;
 		o->nr_user = 0;
 	} else {

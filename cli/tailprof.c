@@ -132,6 +132,7 @@ struct opt_iter {
 	const struct opt *opts; /* the subcommand's own; common_opts are always added */
 	int argc, i;
 	char **argv;
+	unsigned seen; /* 1 << opt_id of the options with values given so far */
 };
 
 static const struct opt *opt_find(const struct opt *opts, const char *name, size_t len, char c)
@@ -227,6 +228,12 @@ static int opt_next(struct opt_iter *it, const char **val)
 				  o->value);
 			return -1;
 		}
+		/* as the HTTP API: a value given twice is a mistake, not "the last one wins" */
+		if (it->seen & (1u << o->id)) {
+			usage_err(it->cmd, "--%s given twice; give it once", o->name);
+			return -1;
+		}
+		it->seen |= 1u << o->id;
 		if (o->id != OPT_SERVER)
 			return o->id;
 		server_flag = *val;

@@ -172,11 +172,18 @@ struct params {
 };
 
 static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
-				     const char *value)
+				     size_t key_size, const char *value, size_t value_size)
 {
 	struct params *p = cls;
 	char k[ECHO_MAX * 4 + 8], list[160] = "";
 	size_t n = 0;
+
+	/* %00 in a query: C strings would silently end there ("type=cpu%00x" read as cpu) */
+	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+		printable(key, k, sizeof(k), ECHO_MAX);
+		snprintf(p->err, sizeof(p->err), "%s: contains a NUL byte (%%00)", k);
+		return MHD_NO;
+	}
 
 	for (int i = 0; p->allowed[i]; i++) {
 		if (strcmp(key, p->allowed[i]))
@@ -207,7 +214,7 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
 static int get_params(struct MHD_Connection *conn, struct params *p)
 {
 	p->err[0] = 0;
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, p);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, p);
 	return p->err[0] ? -1 : 0;
 }
 

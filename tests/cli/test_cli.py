@@ -304,6 +304,8 @@ def main():
                 (["status", "--server"], "--server needs a value"),
                 (["status", "--json=yes"], "--json takes no value"),
                 (["pull", "--type", "heap", "-o", "x"], "allowed: cpu, offcpu, wall"),
+                (["pull", "--type", "cpu", "--type", "wall", "-o", "x"],
+                 "--type given twice; give it once"),
                 (["pull", "--pid", "x1", "-o", "x"], "--pid: 'x1' is not a process ID"),
                 (["pull", "--last", "5m"], "pull needs -o FILE"),
                 ([], "Usage: tailprof")):

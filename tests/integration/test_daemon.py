@@ -277,6 +277,7 @@ def test_http_errors_and_metrics(d):
                         ("/api/v1/profile?last=5m&from=1", "last"),
                         ("/api/v1/profile?last", "last"), ("/api/v1/profile?pid=1&pid=2", "pid"),
                         ("/api/v1/windows?last=%FF", "last"),
+                        ("/api/v1/profile?type=cpu%00x", "type"),
                         ("/api/v1/profile?from=9999-12-31T23:59:59Z", "from"),
                         ("/api/v1/profile?comm=a_name_of_20_chars__", "comm"),
                         ("/debug/pprof/profile?seconds=1&bogus=1", "bogus"),
