@@ -34,6 +34,7 @@ struct loader {
 	struct tp_runq_hist *runq; /* mmap of runq_hist */
 	size_t runq_bytes;
 	struct tp_sched_pentry *ptab; /* mmap of sched_ptab */
+	bool block_clock_rq;	      /* blocks timed with rq clocks (else CLOCK_MONOTONIC) */
 	size_t ptab_bytes;
 	struct tp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_bytes;
@@ -195,7 +196,11 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	l->sched->rodata->slot_ns = opts->slot_ns;
 	l->sched->rodata->offcpu_min_ns = opts->offcpu_min_ns;
 	l->sched->rodata->wakeup_bytes = opts->ringbuf_bytes / 4;
-	l->sched->rodata->block_clock_rq = sched_clock_is_global();
+	l->block_clock_rq = sched_clock_is_global();
+	/* for tests: the CLOCK_MONOTONIC path that machines without a TSC clocksource take */
+	if (getenv("TAILPROF_SCHED_CLOCK") && !strcmp(getenv("TAILPROF_SCHED_CLOCK"), "monotonic"))
+		l->block_clock_rq = false;
+	l->sched->rodata->block_clock_rq = l->block_clock_rq;
 
 	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
 	l->ptab_bytes =
@@ -468,6 +473,11 @@ bool loader__has_sched(const struct loader *l)
 struct tp_runq_hist *loader__runq_hist(const struct loader *l)
 {
 	return l->runq;
+}
+
+const char *loader__block_clock(const struct loader *l)
+{
+	return !l->sched ? "none" : l->block_clock_rq ? "rq" : "monotonic";
 }
 
 struct tp_sched_pentry *loader__sched_ptab(const struct loader *l)

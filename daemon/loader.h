@@ -73,6 +73,11 @@ bool loader__has_sched(const struct loader *l);
 /* The run-queue histograms, mapped into this process: nr_cpus * TP_SCHED_SLOTS of them, laid out
  * as tailprof.h says; NULL without the scheduler programs. Atomic operations only. */
 struct tp_runq_hist *loader__runq_hist(const struct loader *l);
+/* The clock blocks are timed with: "rq" (the run queues' clocks, where sched_clock is one
+ * clock for every CPU: TSC clocksource), "monotonic" (CLOCK_MONOTONIC at both ends; also with
+ * TAILPROF_SCHED_CLOCK=monotonic in the environment, for tests), "none" without the scheduler
+ * programs. */
+const char *loader__block_clock(const struct loader *l);
 /* The per-process scheduler counts, mapped into this process: nr_cpus * TP_SCHED_SLOTS *
  * TP_SCHED_PTAB entries laid out as tailprof.h says; NULL without the scheduler programs. Take
  * counts with atomic exchanges. */

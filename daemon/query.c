@@ -898,6 +898,8 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "gc", gc_status_json(ctx));
 	json_object_set_new(o, "sched", json_boolean(st.sched));
 	json_object_set_new(o, "offcpu_min_ns", json_integer(ctx->offcpu_min_ns));
+	json_object_set_new(o, "offcpu_clock",
+			    json_string(ctx->loader ? loader__block_clock(ctx->loader) : "none"));
 	json_object_set_new(o, "offcpu_samples", json_integer(st.offcpu_samples));
 	json_object_set_new(o, "runq_count", json_integer(st.runq_count));
 	if (ctx->stages)

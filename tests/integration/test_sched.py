@@ -58,6 +58,28 @@ def by_tid(prof):
 # ---- tests ----
 
 def test_offcpu_time_equals_blocked_time(d):
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        tsc = f.read().strip() == "tsc"
+    assert d.json("/api/v1/status")["offcpu_clock"] == ("rq" if tsc else "monotonic")
+    offcpu_checks(d)
+
+
+def test_offcpu_with_the_monotonic_block_clock():
+    # the path of machines without a TSC clocksource (kvm-clock, say): blocks timed with
+    # CLOCK_MONOTONIC at both ends
+    os.environ["TAILPROF_SCHED_CLOCK"] = "monotonic"
+    try:
+        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
+    finally:
+        del os.environ["TAILPROF_SCHED_CLOCK"]
+    try:
+        assert d.json("/api/v1/status")["offcpu_clock"] == "monotonic"
+        offcpu_checks(d)
+    finally:
+        d.stop()
+
+
+def offcpu_checks(d):
     p, pid = start_workload("tp_offcpu", 3)
     measured = {}
     for line in p.stdout:
@@ -211,7 +233,8 @@ def main():
         d.stop()
         print("FAIL: the scheduler programs did not load:\n" + d.output())
         sys.exit(1)
-    tests = [test_offcpu_time_equals_blocked_time, test_runq_latency_rises_on_a_crowded_cpu,
+    tests = [test_offcpu_time_equals_blocked_time, test_offcpu_with_the_monotonic_block_clock,
+             test_runq_latency_rises_on_a_crowded_cpu,
              test_threads_exiting_while_blocked_leave_nothing, test_bad_input]
     run_tests(tests, [d])
 
