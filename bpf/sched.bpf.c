@@ -212,7 +212,7 @@ struct {
  * CPU never takes half of one. */
 #define TP_KSTACK_FRAMES   32	 /* stacks with more frames are always walked */
 #define TP_KSTACK_BYTES	   4096	 /* and those whose frames lie deeper */
-#define TP_KSTACK_ENTRIES  1024	 /* a power of two */
+#define TP_KSTACK_ENTRIES  4096	 /* a power of two; 1.3 MiB */
 #define TP_THREAD_SIZE_MIN 16384 /* x86-64's THREAD_SIZE (KASAN doubles it) */
 
 struct tp_kstack {
