@@ -3,24 +3,28 @@
  * long runnable threads wait for a CPU), from tp_btf/sched_switch and raw_tp/sys_exit.
  *
  * Cost is the design problem: a context switch must stay cheap when nothing is captured. So no
- * clock is read and no hash map is touched on that path:
+ * hash map is touched and at most one clock read on that path:
  * - time is the run queue's clock (rq->clock, sched_clock ns), which __schedule has just updated:
- *   a load, where bpf_ktime_get_ns costs some 70 ns. Blocks are timed across CPUs with it only
- *   where sched_clock is one clock for every CPU (TSC clocksource: loader sets block_clock_rq);
- *   elsewhere with bpf_ktime_get_ns;
+ *   a load. Where it may be stale (it has not moved since the wake-up: __schedule skips the
+ *   update after a wake-up that preempts, onto an idle CPU say) "now" is bpf_ktime_get_ns (some
+ *   70 ns) taken to the rq clock with a per-CPU offset. Blocks are timed across CPUs with rq
+ *   clocks only where sched_clock is one clock for every CPU (TSC clocksource: block_clock_rq);
+ *   elsewhere with bpf_ktime_get_ns at both ends;
  * - run-queue latency is the kernel's own (CONFIG_SCHED_INFO, as delay accounting and
- *   /proc/PID/schedstat measure it): at switch-in, rq->clock - next->sched_info.last_queued (set
- *   at wake-up and at preemption while runnable), plus the parts of the wait on other run queues
- *   of a thread migrated while it waited (its sched_info.run_delay grew by them). No wake-up
+ *   /proc/PID/schedstat measure it): at switch-in, now - next->sched_info.last_queued (set at
+ *   wake-up and at preemption while runnable), plus the parts of the wait on other run queues of
+ *   a thread migrated while it waited (its sched_info.run_delay grew by them). No wake-up
  *   programs;
  * - switch-out of a blocked thread: a timestamp, its syscall number and run_delay in task storage;
  * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of the
  *   woken thread (where it blocked: from kstack_cache when the same return addresses are still at
- *   the same places on its stack, else bpf_get_task_stack) and waits in `pending`; shorter blocks
- *   are counted per process and drain period in sched_ptab (an array: no hashing, no locks);
+ *   the same places on its stack, else bpf_get_task_stack) into this CPU's offcpu_slot; shorter
+ *   blocks are counted per process and drain period in sched_ptab (an array: no hashing, no
+ *   locks);
  * - when the woken thread returns from that syscall (raw_tp/sys_exit: one per-CPU load and compare
  *   unless it is the thread a capture waits for on this CPU), its user stack is the one it blocked
- *   with: taken there, and the off-CPU sample goes to user space. A block outside a syscall (a
+ *   with (from ustack_cache when every word the cached walk read is unchanged, else walked): taken
+ *   there, and the off-CPU sample goes to user space from the slot. A block outside a syscall (a
  *   page fault) is sent at switch-in with its kernel stack and TP_SAMPLE_NO_USER_STACK. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
