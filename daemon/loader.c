@@ -205,27 +205,24 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
 	l->ptab_bytes =
 	    (size_t)l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB * sizeof(struct tp_sched_pentry);
-	err = bpf_map__reuse_fd(l->sched->maps.events, bpf_map__fd(l->skel->maps.events));
-	if (!err)
-		err = bpf_map__reuse_fd(l->sched->maps.stage_stacks,
-					bpf_map__fd(l->skel->maps.stage_stacks));
-	if (!err)
-		err = bpf_map__reuse_fd(l->sched->maps.gc_pausing,
-					bpf_map__fd(l->skel->maps.gc_pausing));
-	if (!err)
-		err = bpf_map__reuse_fd(l->sched->maps.known_procs,
-					bpf_map__fd(l->skel->maps.known_procs));
-	/* off-CPU user stacks are walked with the sampler's unwind tables */
+	/* the sampler's maps, one set for both objects: its ring buffer, the stage and GC labels,
+	 * the processes it knows, and its unwind tables (off-CPU user stacks are walked with them)
+	 */
+	const struct {
+		struct bpf_map *sched, *profile;
+	} shared[] = {
+	    {l->sched->maps.events, l->skel->maps.events},
+	    {l->sched->maps.stage_stacks, l->skel->maps.stage_stacks},
+	    {l->sched->maps.gc_pausing, l->skel->maps.gc_pausing},
+	    {l->sched->maps.known_procs, l->skel->maps.known_procs},
+	    {l->sched->maps.unwind_rows, l->skel->maps.unwind_rows},
+	    {l->sched->maps.unwind_pages, l->skel->maps.unwind_pages},
+	    {l->sched->maps.unwind_procs, l->skel->maps.unwind_procs},
+	};
+	err = 0;
+	for (size_t i = 0; !err && i < sizeof(shared) / sizeof(shared[0]); i++)
+		err = bpf_map__reuse_fd(shared[i].sched, bpf_map__fd(shared[i].profile));
 	l->sched->rodata->unwind_tables_on = l->unwind_tables;
-	if (!err)
-		err = bpf_map__reuse_fd(l->sched->maps.unwind_rows,
-					bpf_map__fd(l->skel->maps.unwind_rows));
-	if (!err)
-		err = bpf_map__reuse_fd(l->sched->maps.unwind_pages,
-					bpf_map__fd(l->skel->maps.unwind_pages));
-	if (!err)
-		err = bpf_map__reuse_fd(l->sched->maps.unwind_procs,
-					bpf_map__fd(l->skel->maps.unwind_procs));
 	if (!err)
 		err =
 		    bpf_map__set_max_entries(l->sched->maps.runq_hist, l->nr_cpus * TP_SCHED_SLOTS);

@@ -15,22 +15,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from pprof_decode import Profile  # noqa: E402
 import daemon  # noqa: E402
-from runner import run_tests  # noqa: E402
+from runner import require_bpf, run_tests, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
 CLI = os.path.join(BUILD, "cli", "tailprof")
 WL = os.path.join(BUILD, "tests", "workloads")
 FREQ = 997
-IN_CI = os.environ.get("CI") == "true"
-
-
-def skip(why):
-    if IN_CI:
-        print("FAIL: cannot run integration tests in CI: " + why)
-        sys.exit(1)
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 class Daemon(daemon.Daemon):
@@ -412,16 +403,9 @@ def test_sigterm_detaches(d):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        skip("kernel has no BTF")
-    try:
-        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
-    except RuntimeError as e:
-        if IN_CI:
-            raise
-        skip(str(e))
+    require_bpf()
+    d = start_daemons(lambda: Daemon("--frequency", str(FREQ), "--window", "1s",
+                                           "--retention", "10m"))
     tests = [test_hot_function_75_percent_with_call_chain, test_short_lived_processes,
              test_forked_children_without_exec,
              test_exec_keeps_pid_each_half_named, test_syscall_heavy_kernel_names,

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
-from runner import run_tests  # noqa: E402
+from runner import require_bpf, run_tests, skip, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "gc")
@@ -27,16 +27,7 @@ WL = os.path.join(BUILD, "tests", "workloads")
 FIXTURES = os.path.join(BUILD, "tests", "fixtures")
 PYTHON = "/usr/bin/python3.11"
 JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
-IN_CI = os.environ.get("CI") == "true"
 TMP = tempfile.mkdtemp(prefix="tailprof_gc_")
-
-
-def skip(why):
-    if IN_CI:
-        print("FAIL: cannot run GC integration tests in CI: " + why)
-        sys.exit(1)
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def run(cmd, **kw):
@@ -384,21 +375,14 @@ def test_gc_off():
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        skip("kernel has no BTF")
+    require_bpf()
     for need in (PYTHON, os.path.join(JDK, "bin", "javac")):
         if not os.path.exists(need):
             skip("%s is not installed" % need)
     if not shutil.which("go"):
         skip("go is not installed")
-    try:
-        d = daemon.Daemon(DAEMON, "--window", "1s", "--retention", "10m")
-    except RuntimeError as e:
-        if IN_CI:
-            raise
-        skip(str(e))
+    d = start_daemons(lambda: daemon.Daemon(DAEMON, "--window", "1s",
+                                                  "--retention", "10m"))
     tests = [test_python_matches_gc_callbacks, test_no_gc_label_outside_pauses,
              test_short_lived_pythons_leave_no_attachment, test_jvm_matches_xlog_gc,
              test_go_matches_gctrace, test_unsupported_runtimes, test_api_cli_and_metrics,

@@ -14,8 +14,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from runner import run_tests  # noqa: E402
-from test_daemon import (DAEMON, IN_CI, WL, Daemon, names, run, skip,  # noqa: E402
+from runner import require_bpf, run_tests, start_daemons  # noqa: E402
+from test_daemon import (DAEMON, WL, Daemon, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
 FREQ = 199
@@ -219,16 +219,9 @@ def test_bad_input(d):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        skip("kernel has no BTF")
-    try:
-        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
-    except RuntimeError as e:
-        if IN_CI:
-            raise
-        skip(str(e))
+    require_bpf()
+    d = start_daemons(lambda: Daemon("--frequency", str(FREQ), "--window", "1s",
+                                           "--retention", "10m"))
     if not d.json("/api/v1/status")["sched"]:
         d.stop()
         print("FAIL: the scheduler programs did not load:\n" + d.output())

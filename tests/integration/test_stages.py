@@ -16,24 +16,15 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
-from runner import run_tests  # noqa: E402
+from runner import IN_CI, require_bpf, run_tests, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
 CLI = os.path.join(BUILD, "cli", "tailprof")
 WL = os.path.join(BUILD, "tests", "workloads")
 FREQ = 997
-IN_CI = os.environ.get("CI") == "true"
 STAGES = ("fetch", "compute", "io", "serialize")
 TMP = tempfile.mkdtemp(prefix="tp_stages.")
-
-
-def skip(why):
-    if IN_CI:
-        print("FAIL: cannot run integration tests in CI: " + why)
-        sys.exit(1)
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 def run(cmd, **kw):
@@ -497,10 +488,7 @@ def test_bad_config_exits_2():
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        skip("kernel has no BTF")
+    require_bpf()
     binary = os.path.join(WL, "tp_pipeline")
     go = os.path.join(TMP, "fake_go_program")
     shutil.copy(binary, go)
@@ -519,12 +507,7 @@ def main():
         "[stage missing_symbol]\nbinary = %s\nfunction = no_such_function\n\n" % binary +
         "[stage missing_binary]\nbinary = /nonexistent/app\nfunction = main\n\n" +
         "[stage go_program]\nbinary = %s\nfunction = compute\n" % go)
-    try:
-        d = Daemon(cfg)
-    except RuntimeError as e:
-        if IN_CI:
-            raise
-        skip(str(e))
+    d = start_daemons(lambda: Daemon(cfg))
     tests = [test_function_uprobes_pie, test_function_uprobes_non_pie,
              test_function_uprobes_static_and_lld,
              test_dlopen_library_attached_by_path, test_nested_recursion,

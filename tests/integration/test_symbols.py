@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from runner import run_tests  # noqa: E402
-from test_daemon import (BUILD, IN_CI, WL, Daemon, names, run, skip,  # noqa: E402
+from runner import require_bpf, run_tests, start_daemons  # noqa: E402
+from test_daemon import (BUILD, WL, Daemon, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
 FREQ = 997
@@ -217,10 +217,7 @@ def test_process_and_thread_names(d):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        skip("kernel has no BTF")
+    require_bpf()
     debug_dir = tempfile.mkdtemp(dir=BUILD)
     empty_dir = tempfile.mkdtemp(dir=BUILD)
     bid = build_id(os.path.join(WL, "tp_debug_only_stripped"))
@@ -228,13 +225,9 @@ def main():
     shutil.copy(os.path.join(WL, "tp_debug_only.debug"),
                 os.path.join(debug_dir, ".build-id", bid[:2], bid[2:] + ".debug"))
     common = ["--frequency", str(FREQ), "--window", "1s", "--retention", "10m"]
-    try:
-        d = Daemon(*common, "--debug-dir", debug_dir, "--debug-dir", "/usr/lib/debug")
-        bare = Daemon(*common, "--debug-dir", empty_dir)
-    except RuntimeError as e:
-        if IN_CI:
-            raise
-        skip(str(e))
+    d, bare = start_daemons(lambda: (
+        Daemon(*common, "--debug-dir", debug_dir, "--debug-dir", "/usr/lib/debug"),
+        Daemon(*common, "--debug-dir", empty_dir)))
     tests = [test_libc_local_functions_from_libc6_dbg,
              test_stripped_executable_with_build_id_debug_file,
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,

@@ -13,24 +13,15 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
-from runner import run_tests  # noqa: E402
+from runner import require_bpf, run_tests, skip, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
 WL = os.path.join(BUILD, "tests", "workloads")
 FREQ = 997
-IN_CI = os.environ.get("CI") == "true"
 PYTHON = "/usr/bin/python3.11"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 KERNEL = "[kernel.kallsyms]"
-
-
-def skip(why):
-    if IN_CI:
-        print("FAIL: cannot run integration tests in CI: " + why)
-        sys.exit(1)
-    print("SKIP: " + why)
-    sys.exit(77)
 
 
 class Daemon(daemon.Daemon):
@@ -258,18 +249,11 @@ def test_fp_flag_and_metrics(d):
 
 
 def main():
-    if os.geteuid() != 0:
-        skip("needs root")
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        skip("kernel has no BTF")
+    require_bpf()
     if not os.path.exists(PYTHON) or not glob.glob(LIBC):
         skip("needs Debian's %s and %s" % (PYTHON, LIBC))
-    try:
-        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
-    except RuntimeError as e:
-        if IN_CI:
-            raise
-        skip(str(e))
+    d = start_daemons(lambda: Daemon("--frequency", str(FREQ), "--window", "1s",
+                                           "--retention", "10m"))
     time.sleep(2)  # tables of the processes already running are built at the first drains
     tests = [test_qsort_comparator_chain_through_libc, test_python_native_stack,
              test_deep_stacks_truncated_explicitly, test_signal_frame, test_dlopen_picked_up,

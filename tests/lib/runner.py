@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The loop every integration test file ends with: run its tests against its daemons, say what
-passed, and exit with the count."""
+"""What every integration test file starts and ends with: check that it can load BPF, start its
+daemons; run its tests against them, say what passed, and exit with the count."""
 import os
 import sys
 import traceback
@@ -35,3 +35,35 @@ def run_tests(tests, daemons, cleanup=None):
         cleanup()
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
+
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def skip(why):
+    """Ends the test file: exit 77 (meson's skip), or with CI=true a failure (CI must run it)."""
+    if IN_CI:
+        print("FAIL: cannot run integration tests in CI: " + why)
+        sys.exit(1)
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def require_bpf():
+    """skip()s unless this runs as root on a kernel with BTF (what every integration test needs
+    to load BPF)."""
+    if os.geteuid() != 0:
+        skip("needs root")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        skip("kernel has no BTF")
+
+
+def start_daemons(make):
+    """Returns make() (it starts the daemons a test file needs). Outside CI a daemon that does not
+    come up is a skip(); with CI=true it is a failure."""
+    try:
+        return make()
+    except RuntimeError as e:
+        if IN_CI:
+            raise
+        skip(str(e))
