@@ -720,6 +720,22 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 	return dump(root);
 }
 
+/* A probe's hits and BPF cost since it was attached attached_ns ago, into status object o. */
+static void put_probe_stats(json_t *o, struct probe *probe, uint64_t attached_ns)
+{
+	struct probe_stats ps = {};
+	double secs = attached_ns / 1e9;
+
+	probe__stats(probe, &ps);
+	json_object_set_new(o, "hits", json_integer(ps.enter_cnt));
+	json_object_set_new(o, "hits_per_second", json_real(secs > 0 ? ps.enter_cnt / secs : 0));
+	json_object_set_new(o, "ns_per_hit",
+			    json_integer(ps.enter_cnt ? ps.run_time_ns / ps.enter_cnt : 0));
+	json_object_set_new(o, "bpf_run_time_ns", json_integer(ps.run_time_ns));
+	json_object_set_new(o, "cpu_percent",
+			    json_real(secs > 0 ? 100.0 * ps.run_time_ns / 1e9 / secs : 0));
+}
+
 void *stages__status_json(struct stages *s)
 {
 	json_t *arr = json_array();
@@ -727,9 +743,7 @@ void *stages__status_json(struct stages *s)
 
 	for (uint32_t id = 1; id < TP_MAX_STAGES; id++) {
 		struct stage *st = &s->stages[id];
-		struct probe_stats ps = {};
 		json_t *o;
-		double secs;
 
 		if (!st->name[0] || (!st->configured && !st->app))
 			continue;
@@ -742,28 +756,14 @@ void *stages__status_json(struct stages *s)
 		json_object_set_new(o, "count", json_integer(st->total_count));
 		if (st->threshold_ns)
 			json_object_set_new(o, "threshold_ns", json_integer(st->threshold_ns));
-		if (st->probe) {
-			probe__stats(st->probe, &ps);
-			secs = (now - st->attached_mono_ns) / 1e9;
-			json_object_set_new(o, "hits", json_integer(ps.enter_cnt));
-			json_object_set_new(o, "hits_per_second",
-					    json_real(secs > 0 ? ps.enter_cnt / secs : 0));
-			json_object_set_new(
-			    o, "ns_per_hit",
-			    json_integer(ps.enter_cnt ? ps.run_time_ns / ps.enter_cnt : 0));
-			json_object_set_new(o, "bpf_run_time_ns", json_integer(ps.run_time_ns));
-			json_object_set_new(
-			    o, "cpu_percent",
-			    json_real(secs > 0 ? 100.0 * ps.run_time_ns / 1e9 / secs : 0));
-		}
+		if (st->probe)
+			put_probe_stats(o, st->probe, now - st->attached_mono_ns);
 		json_array_append_new(arr, o);
 	}
 	for (size_t i = 0; i < s->nr_apps; i++) {
 		struct app *a = &s->apps[i];
-		struct probe_stats ps = {};
 		json_t *o = json_object();
 		char where[400];
-		double secs;
 
 		snprintf(where, sizeof(where), "usdt-app %s: tailprof:stage__begin/end in %s",
 			 a->name, a->binary);
@@ -772,20 +772,8 @@ void *stages__status_json(struct stages *s)
 		json_object_set_new(o, "attached", json_boolean(a->probe != NULL));
 		if (a->error[0])
 			json_object_set_new(o, "error", json_string(a->error));
-		if (a->probe) {
-			probe__stats(a->probe, &ps);
-			secs = (now - a->attached_mono_ns) / 1e9;
-			json_object_set_new(o, "hits", json_integer(ps.enter_cnt));
-			json_object_set_new(o, "hits_per_second",
-					    json_real(secs > 0 ? ps.enter_cnt / secs : 0));
-			json_object_set_new(
-			    o, "ns_per_hit",
-			    json_integer(ps.enter_cnt ? ps.run_time_ns / ps.enter_cnt : 0));
-			json_object_set_new(o, "bpf_run_time_ns", json_integer(ps.run_time_ns));
-			json_object_set_new(
-			    o, "cpu_percent",
-			    json_real(secs > 0 ? 100.0 * ps.run_time_ns / 1e9 / secs : 0));
-		}
+		if (a->probe)
+			put_probe_stats(o, a->probe, now - a->attached_mono_ns);
 		json_array_append_new(arr, o);
 	}
 	return arr;
