@@ -12,6 +12,7 @@
 #define BPF_USDT_MAX_IP_CNT   4096
 #include <bpf/usdt.bpf.h>
 #include "tailprof.h"
+#include "lib/label_sources.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -65,6 +66,7 @@ static __always_inline void pausing_add(__u32 pid, int delta)
 	__u32 *n = bpf_map_lookup_elem(&gc_pausing, &pid), one = 1;
 
 	if (delta > 0) {
+		tp_label_mark(TP_LABEL_GC);
 		if (n)
 			*n += 1;
 		else if (bpf_map_update_elem(&gc_pausing, &pid, &one, BPF_NOEXIST))

@@ -9,6 +9,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "tailprof.h"
+#include "lib/label_sources.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -100,6 +101,7 @@ static __always_inline void stage_enter(__u32 stage, __u64 request_id)
 		bump(TP_SM_NO_STORAGE);
 		return;
 	}
+	tp_label_mark(TP_LABEL_STAGE);
 	d = st->depth;
 	if (d < TP_STAGE_DEPTH) {
 		struct tp_stage_frame *f = &st->frames[d & (TP_STAGE_DEPTH - 1)];

@@ -27,7 +27,7 @@ struct gc_attachment {
 	int nr;
 };
 
-struct gc_probes *gc_probes__new(void)
+struct gc_probes *gc_probes__new(int label_sources_fd)
 {
 	struct gc_probes *p = calloc(1, sizeof(*p));
 	int err;
@@ -38,6 +38,14 @@ struct gc_probes *gc_probes__new(void)
 	if (!p->skel) {
 		err = -errno;
 		pr_err("failed to open the GC BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	err = label_sources_fd > 0
+		  ? bpf_map__reuse_fd(p->skel->maps.label_sources, label_sources_fd)
+		  : 0;
+	if (err) {
+		pr_err("failed to share the label_sources map with the GC programs: %s",
+		       strerror(-err));
 		goto fail;
 	}
 	err = gc_bpf__load(p->skel);
@@ -65,6 +73,11 @@ void gc_probes__free(struct gc_probes *p)
 int gc_probes__events_fd(const struct gc_probes *p)
 {
 	return bpf_map__fd(p->skel->maps.gc_events);
+}
+
+int gc_probes__label_sources_fd(const struct gc_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.label_sources);
 }
 
 int gc_probes__pausing_fd(const struct gc_probes *p)

@@ -14,7 +14,11 @@
 #include "tailprof.h"
 
 /* Loads the programs and maps (nothing attached). Returns NULL with errno set after logging. */
-struct gc_probes *gc_probes__new(void);
+/* label_sources_fd: > 0, the label_sources map to share (probes__label_sources_fd); 0: its
+ * own. */
+struct gc_probes *gc_probes__new(int label_sources_fd);
+/* Its label_sources map (bpf/lib/label_sources.bpf.h). */
+int gc_probes__label_sources_fd(const struct gc_probes *p);
 /* Detaches everything still attached (attachments must be freed first) and frees. NULL ok. */
 void gc_probes__free(struct gc_probes *p);
 

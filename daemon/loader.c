@@ -214,6 +214,7 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	    {l->sched->maps.events, l->skel->maps.events},
 	    {l->sched->maps.stage_stacks, l->skel->maps.stage_stacks},
 	    {l->sched->maps.gc_pausing, l->skel->maps.gc_pausing},
+	    {l->sched->maps.label_sources, l->skel->maps.label_sources},
 	    {l->sched->maps.known_procs, l->skel->maps.known_procs},
 	    {l->sched->maps.unwind_rows, l->skel->maps.unwind_rows},
 	    {l->sched->maps.unwind_pages, l->skel->maps.unwind_pages},
@@ -328,19 +329,20 @@ struct loader *loader__new(const struct loader_opts *opts)
 		pr_err("failed to size the counters map: %s", strerror(-err));
 		goto fail;
 	}
-	if (opts->stage_stacks_fd > 0) {
-		err = bpf_map__reuse_fd(l->skel->maps.stage_stacks, opts->stage_stacks_fd);
+	/* the maps the stage and GC programs own, read by the sampler for its labels */
+	const struct {
+		struct bpf_map *map;
+		int fd;
+	} owned[] = {
+	    {l->skel->maps.stage_stacks, opts->stage_stacks_fd},
+	    {l->skel->maps.label_sources, opts->label_sources_fd},
+	    {l->skel->maps.gc_pausing, opts->gc_pausing_fd},
+	};
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+		err = owned[i].fd > 0 ? bpf_map__reuse_fd(owned[i].map, owned[i].fd) : 0;
 		if (err) {
-			pr_err("failed to share the stage map with the sampler: %s",
-			       strerror(-err));
-			goto fail;
-		}
-	}
-	if (opts->gc_pausing_fd > 0) {
-		err = bpf_map__reuse_fd(l->skel->maps.gc_pausing, opts->gc_pausing_fd);
-		if (err) {
-			pr_err("failed to share the GC pause map with the sampler: %s",
-			       strerror(-err));
+			pr_err("failed to share the %s map with the sampler: %s",
+			       bpf_map__name(owned[i].map), strerror(-err));
 			goto fail;
 		}
 	}

@@ -20,6 +20,8 @@ struct loader_opts {
 	bool time_stage_label; /* benchmark: time the sampler's stage lookup (loader__label_cost) */
 	int gc_pausing_fd;     /* > 0: the GC programs' gc_pausing map (gc_probes.h), read by the
 				  sampler for the gc=1 label; 0: a map of its own (stays empty) */
+	int label_sources_fd;  /* > 0: the label_sources map the stage and GC programs mark
+				  (bpf/lib/label_sources.bpf.h); 0: a map of its own (stays 0) */
 	uint64_t offcpu_min_ns; /* blocks at least this long get stacks (bpf/sched.bpf.c) */
 	/* The table unwinder (bpf/lib/unwind.bpf.h): off, user stacks are walked by frame
 	 * pointers only and its maps take no memory. */
@@ -88,6 +90,11 @@ int loader__take_sched_procs(struct loader *l, uint32_t before,
 			     void (*fn)(const struct tp_sched_key *, const struct tp_sched_proc *,
 					void *),
 			     void *ctx);
+/* How a captured block whose user stack was not taken at switch-out gets it on its thread's way
+ * back to user space: "task_work" (bpf_task_work_schedule_resume, Linux 6.18), "sys_exit" (a
+ * program on every syscall's return: older kernels, or TAILPROF_SCHED_RETURN=sys_exit in the
+ * environment, for tests), "none" without the scheduler programs. */
+const char *loader__return_path(const struct loader *l);
 /* The scheduler programs' counters (TP_SCH_NR values, cumulative); zeros without them. */
 void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR]);
 /* Whether the kernel can run the table unwinder (bpf_loop and bpf_task_pt_regs in perf_event

@@ -558,7 +558,7 @@ int main(int argc, char **argv)
 	/* GC probes first too: the sampler shares their map of processes in a pause */
 	if (o.gc.enabled) {
 		/* CPU profiling does not need them: without GC probes, go on without GC pauses */
-		gc_probes = gc_probes__new();
+		gc_probes = gc_probes__new(probes__label_sources_fd(probes));
 		if (gc_probes)
 			gc = gc__new(&o.gc, gc_probes);
 		else
@@ -578,6 +578,9 @@ int main(int argc, char **argv)
 	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
 	    .offcpu_min_ns = o.offcpu_min_ns,
 	    .gc_pausing_fd = gc_probes ? gc_probes__pausing_fd(gc_probes) : 0,
+	    .label_sources_fd = probes	    ? probes__label_sources_fd(probes)
+				: gc_probes ? gc_probes__label_sources_fd(gc_probes)
+					    : 0,
 	    .unwind_tables = o.unwind_tables,
 	    .unwind_rows = o.unwind_memory_bytes / sizeof(struct tp_unwind_row),
 	    .unwind_max_processes = o.unwind_max_processes,

@@ -154,6 +154,7 @@ static int share_maps(struct probes *p, struct stage_bpf *s)
 		struct bpf_map *mine, *base;
 	} m[] = {
 	    {s->maps.stage_stacks, p->base->maps.stage_stacks},
+	    {s->maps.label_sources, p->base->maps.label_sources},
 	    {s->maps.stage_hist, p->base->maps.stage_hist},
 	    {s->maps.stage_slow_ns, p->base->maps.stage_slow_ns},
 	    {s->maps.stage_names, p->base->maps.stage_names},
@@ -354,6 +355,11 @@ void probe__stats(const struct probe *pr, struct probe_stats *st)
 			st->exit_cnt = info.run_cnt;
 		st->run_time_ns += info.run_time_ns;
 	}
+}
+
+int probes__label_sources_fd(const struct probes *p)
+{
+	return p ? bpf_map__fd(p->base->maps.label_sources) : 0;
 }
 
 int probes__stage_stacks_fd(const struct probes *p)

@@ -53,6 +53,9 @@ void probe__stats(const struct probe *pr, struct probe_stats *st);
 
 /* The stage_stacks map (task storage) for the CPU sampler to read, and the spans ring buffer. */
 int probes__stage_stacks_fd(const struct probes *p);
+/* The label_sources map (bpf/lib/label_sources.bpf.h) of the stage programs, which the GC
+ * programs and the loader share; 0 for NULL. */
+int probes__label_sources_fd(const struct probes *p);
 int probes__spans_fd(const struct probes *p);
 /* The histograms, mapped: TP_STAGE_SLOTS * TP_MAX_STAGES of them (tailprof.h). BPF adds
  * concurrently: take them with atomic exchanges. */

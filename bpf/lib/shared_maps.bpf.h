@@ -6,6 +6,8 @@
 #ifndef TAILPROF_SHARED_MAPS_BPF_H
 #define TAILPROF_SHARED_MAPS_BPF_H
 
+#include "label_sources.bpf.h"
+
 /* known_procs: tgid -> start_ns of processes whose memory maps user space has read. A sample of a
  * process not in it wakes user space at once, so the maps are read while the process lives (and,
  * for the scheduler, its unwind tables are in place for its next blocks). Written by tailprofd
@@ -39,9 +41,12 @@ struct {
  * when none. */
 static __always_inline __u32 tp_stage_of(struct task_struct *task)
 {
-	struct tp_stage_stack *stages = bpf_task_storage_get(&stage_stacks, task, 0, 0);
+	struct tp_stage_stack *stages;
 	__u32 d;
 
+	if (!tp_label_seen(TP_LABEL_STAGE))
+		return 0;
+	stages = bpf_task_storage_get(&stage_stacks, task, 0, 0);
 	if (!stages || !stages->depth)
 		return 0;
 	d = stages->depth < TP_STAGE_DEPTH ? stages->depth : TP_STAGE_DEPTH;
@@ -51,8 +56,11 @@ static __always_inline __u32 tp_stage_of(struct task_struct *task)
 /* Whether process pid is in a GC pause now. */
 static __always_inline bool tp_in_gc(__u32 pid)
 {
-	__u32 *pausing = bpf_map_lookup_elem(&gc_pausing, &pid);
+	__u32 *pausing;
 
+	if (!tp_label_seen(TP_LABEL_GC))
+		return false;
+	pausing = bpf_map_lookup_elem(&gc_pausing, &pid);
 	return pausing && *pausing;
 }
 
