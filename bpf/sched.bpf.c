@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The scheduler: off-CPU time (where threads block, and for how long) and run-queue latency (how
- * long runnable threads wait for a CPU), from tp_btf/sched_switch and raw_tp/sys_exit.
+ * long runnable threads wait for a CPU), from tp_btf/sched_switch; the user stacks of captured
+ * blocks are taken at switch-out where predicted, else by a task work (or raw_tp/sys_exit).
  *
- * Cost is the design problem: a context switch must stay cheap when nothing is captured. So no
- * hash map is touched and at most one clock read on that path:
+ * Cost is the design problem: a context switch must stay cheap when nothing is captured, and on
+ * this machine kind every helper call, bpf_loop step and return costs tens of ns (retpolines,
+ * the SRSO return thunk). So no hash map is touched and at most one clock read on that path:
  * - time is the run queue's clock (rq->clock, sched_clock ns), which __schedule has just updated:
  *   a load. Where it may be stale (it has not moved since the wake-up: __schedule skips the
  *   update after a wake-up that preempts, onto an idle CPU say) "now" is bpf_ktime_get_ns (some
@@ -15,17 +17,23 @@
  *   wake-up and at preemption while runnable), plus the parts of the wait on other run queues of
  *   a thread migrated while it waited (its sched_info.run_delay grew by them). No wake-up
  *   programs;
- * - switch-out of a blocked thread: a timestamp, its syscall number and run_delay in task storage;
+ * - switch-out of a blocked thread: a timestamp and its run_delay in task storage. Its registers
+ *   are not read, except where its last captured block was at the same user registers: that
+ *   block is likely long too, so its user stack is taken now (the thread is current and its
+ *   stack in this CPU's caches; from ustack_cache when every word the cached walk read is
+ *   unchanged, else walked) into its sched_ustacks;
  * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of the
  *   woken thread (where it blocked: from kstack_cache when the same return addresses are still at
- *   the same places on its stack, else bpf_get_task_stack) into this CPU's offcpu_slot; shorter
- *   blocks are counted per process and drain period in sched_ptab (an array: no hashing, no
- *   locks);
- * - when the woken thread returns from that syscall (raw_tp/sys_exit: one per-CPU load and compare
- *   unless it is the thread a capture waits for on this CPU), its user stack is the one it blocked
- *   with (from ustack_cache when every word the cached walk read is unchanged, else walked): taken
- *   there, and the off-CPU sample goes to user space from the slot. A block outside a syscall (a
- *   page fault) is sent at switch-in with its kernel stack and TP_SAMPLE_NO_USER_STACK. */
+ *   the same places on its stack, else bpf_get_task_stack). With its user stack from switch-out
+ *   the sample goes to user space at once. Otherwise (not predicted: the thread's first such
+ *   block there) the user stack is the one the thread has on its way back to user space from
+ *   that syscall: a task work (bpf_task_work_schedule_resume, Linux 6.18, some 7 us a capture)
+ *   takes it there; on older kernels raw_tp/sys_exit does, one per-CPU load and compare on every
+ *   syscall's return. Shorter blocks are counted per process and drain period in sched_ptab (an
+ *   array: no hashing, no locks);
+ * - a block outside a syscall (a page fault), of a kernel thread, or of an io_uring or vhost
+ *   worker (user threads that never return to user space) is sent at switch-in with its kernel
+ *   stack and TP_SAMPLE_NO_USER_STACK. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -44,10 +52,22 @@ const volatile __u32 unwind_tables_on = 0; /* 1: walk user stacks with unwind_ro
 					    * sampler's maps, shared by the loader) */
 const volatile __u32 block_clock_rq = 0;   /* 1: time blocks with rq->clock (sched_clock is one
 					    * clock on every CPU), 0: with bpf_ktime_get_ns */
+const volatile __u32 use_task_work = 0;	   /* 1: unpredicted captures get their user stack from
+					    * a task work (bpf_task_work_schedule_resume, Linux
+					    * 6.18), and sys_exit is not attached */
 
-#define TASK_RUNNING   0
-#define TP_NR_EXECVE   59  /* x86-64 */
-#define TP_NR_EXECVEAT 322 /* x86-64 */
+#define TASK_RUNNING	  0
+#define TP_NR_EXECVE	  59	     /* x86-64 */
+#define TP_NR_EXECVEAT	  322	     /* x86-64 */
+#define TP_PF_IO_WORKER	  0x00000010 /* include/linux/sched.h */
+#define TP_PF_USER_WORKER 0x00004000
+
+/* libbpf 1.1 has no bpf_ksym_exists: a weak kfunc the kernel lacks resolves to 0 */
+#define bpf_ksym_exists_tp(sym) (!!(sym))
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
 
 /* Captured blocks waiting in `pending` now: thread exit looks in `pending` only while some are. */
 __u64 nr_pending = 0;
@@ -63,16 +83,38 @@ struct {
  * (blocked or not) leave nothing behind. Created at a thread's first blocking switch-out; written
  * and read here only. */
 struct tp_sched_task {
-	__u64 blocked_at;     /* switch-out while blocked (block clock), 0: not blocked */
-	__u64 run_delay_seen; /* sched_info.run_delay once its last wait was counted */
-	__s64 syscall_nr;     /* the syscall it blocked in, -1: none */
-	__u32 pending;	      /* a captured block waits for its syscall to return */
-	__u32 seen;	      /* run_delay_seen is set (0: the storage was just created) */
-	__u32 slot_cpu;	      /* pending: whose offcpu_slot holds it (TP_NO_SLOT: `pending`) */
-	__u32 pad;
+	__u64 blocked_at;	  /* switch-out while blocked (block clock), 0: not blocked */
+	__u64 run_delay_seen;	  /* sched_info.run_delay once its last wait was counted */
+	__s64 syscall_nr;	  /* the syscall it blocked in, -1: none */
+	__u32 pending;		  /* a captured block waits for its syscall to return */
+	__u32 seen;		  /* run_delay_seen is set (0: the storage was just created) */
+	__u32 slot_cpu;		  /* pending: whose offcpu_slot holds it (TP_NO_SLOT: `pending`) */
+	__u32 early;		  /* its user stack was taken at switch-out (sched_ustacks) */
+	__u64 block_ip, block_sp; /* its user registers at the blocking switch-out */
+	__u64 long_ip, long_sp;	  /* those of its last captured block (0: none): the prediction */
+	__u64 known_start;	  /* its process's start_ns, once seen in known_procs */
 };
 
-#define TP_NO_SLOT 0xffffffffu
+#define TP_NO_SLOT	       0xffffffffu
+#define TP_SYSCALL_UNREAD      (-2) /* tp_sched_task.syscall_nr: not read from the registers yet */
+#define TP_USTACK_EARLY_FRAMES TP_MAX_STACK_DEPTH
+
+/* The user stack of a thread taken at its switch-out, where its last block at the same user
+ * registers was captured: the thread is current there and its stack is in the CPU's caches, so
+ * this is the cheap place; at switch-in the sample is sent whole. Created for threads whose
+ * blocks get captured, and dies with the thread. */
+struct tp_early_ustack {
+	__u32 nr;
+	__u32 flags; /* TP_SAMPLE_* of the walk */
+	__u64 frames[TP_USTACK_EARLY_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tp_early_ustack);
+} sched_ustacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -90,8 +132,9 @@ struct tp_sched_cpu {
 	/* the smallest bpf_ktime_get_ns() - rq->clock seen at a switch in this period and in the
 	 * one before: where the rq clock was fresh, so rq clock now = ktime - offset */
 	__s64 off_cur, off_prev;
-	__u32 pending_tid; /* 0: none */
-	__u32 calls;	   /* switch-ins, for the clock's sampling */
+	__u32 pending_tid;  /* 0: none */
+	__u32 calls;	    /* switch-ins, for the clock's sampling */
+	__u64 pending_regs; /* its user registers (task_pt_regs), which sys_exit is given */
 };
 
 struct {
@@ -151,6 +194,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tp_offcpu_slot);
 } offcpu_slot SEC(".maps");
+
+/* tw_pending: tid -> a captured block whose user stack was not taken at switch-out, waiting for
+ * its thread's way back to user space, where the task work tw takes the user stack and sends the
+ * sample s (kernel stack filled at switch-in). use_task_work only. Written at switch-in, deleted
+ * by the task work, or at thread exit (which cancels the work). */
+struct tp_tw_pending {
+	struct bpf_task_work tw;
+	struct tp_sample s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tp_tw_pending);
+} tw_pending SEC(".maps");
+
+/* tw_scratch: a tw_pending entry being built (and the sample of a capture sent from switch-in
+ * where use_task_work). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_tw_pending);
+} tw_scratch SEC(".maps");
 
 /* runq_hist: nr_cpus * TP_SCHED_SLOTS histograms (tailprof.h), sized by the loader. mmap'able so
  * tailprofd takes periods without syscalls. */
@@ -285,19 +354,26 @@ struct {
 
 #define TP_USTACK_SPAN 4096 /* bytes, a power of two: one verifying read takes less */
 
-/* ustack_scratch: the log of a walk, and the copy of the span a verification reads. */
+/* ustack_scratch: the log of a walk, and the copy of the span a verification reads. Entry
+ * TP_USCRATCH_SWITCH for sched_switch, TP_USCRATCH_RETURN for the return paths (sys_exit, the
+ * task work: preemptible, and a switch may walk a stack meanwhile on the same CPU). */
 struct tp_ustack_scratch {
 	struct tp_unwind_log log;
 	__u64 span[TP_USTACK_SPAN / 8];
 	__u64 frames[TP_MAX_STACK_DEPTH]; /* the walk's output */
+	__u32 flags;			  /* and its TP_SAMPLE_* */
+	__u32 pad;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct tp_ustack_scratch);
 } ustack_scratch SEC(".maps");
+
+#define TP_USCRATCH_SWITCH 0
+#define TP_USCRATCH_RETURN 1
 
 static __always_inline void bump(__u32 metric)
 {
@@ -414,7 +490,10 @@ static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
 	t[1] = *(__u64 *)&task->comm[8];
 }
 
-static __always_inline long send(struct tp_sample *o)
+/* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, or
+ * when the ring buffer fills). st: the thread's state, where whether user space knows its
+ * process is kept (a hash lookup less a sample), or NULL. Returns 0 or -1 (ring buffer full). */
+static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 {
 	__u32 nk = o->nr_kernel, nu = o->nr_user, n;
 	__u64 flags = BPF_RB_NO_WAKEUP;
@@ -425,10 +504,17 @@ static __always_inline long send(struct tp_sample *o)
 	nu = nu < TP_MAX_STACK_DEPTH ? nu : TP_MAX_STACK_DEPTH;
 	barrier_var(nu);
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
-	__u64 *known = bpf_map_lookup_elem(&known_procs, &o->hdr.pid);
+	if (!st || st->known_start != o->hdr.start_ns) {
+		__u64 *known = bpf_map_lookup_elem(&known_procs, &o->hdr.pid);
 
-	if (!known || *known != o->hdr.start_ns ||
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		if (known && *known == o->hdr.start_ns) {
+			if (st)
+				st->known_start = o->hdr.start_ns;
+		} else {
+			flags = BPF_RB_FORCE_WAKEUP;
+		}
+	}
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, o, n, flags)) {
 		bump(TP_SCH_RINGBUF_FULL);
@@ -469,42 +555,14 @@ static long kstack_scan_step(__u32 w, void *ctx)
 	return 0;
 }
 
-/* Re-reading the places of a cached kernel stack's return addresses, one word each (fewer cache
- * lines than a copy of the stack), in a bpf_loop callback. */
-struct tp_kstack_check {
-	struct tp_kstack *k;
-	__u64 ksp;
-	__u64 *out;
-	__u32 nr;
-	__u32 ok;
-};
-
-static long kstack_verify_step(__u32 i, void *ctx)
-{
-	struct tp_kstack_check *c = ctx;
-	__u32 f = i & (TP_KSTACK_FRAMES - 1);
-	__u64 v;
-
-	if (i >= c->nr)
-		return 1;
-	if (bpf_probe_read_kernel(&v, sizeof(v), (void *)(c->ksp + c->k->off[f])) ||
-	    v != c->k->ip[f]) {
-		c->ok = 0;
-		return 1;
-	}
-	c->out[f] = v;
-	return 0;
-}
-
 /* The kernel stack of blocked thread t into out[TP_MAX_STACK_DEPTH] (leaf first): from
  * kstack_cache when verified, else walked (and the walk cached). Returns frames, or -1. */
 static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr, __u64 *out)
 {
 	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
 	struct tp_kstack_scan scan = {.out = out};
-	struct tp_kstack_check chk = {};
 	struct tp_kstack_scratch *sc;
-	__u32 zero = 0, depth = 0, idx, nr, seq;
+	__u32 zero = 0, depth = 0, idx, nr, seq, i, ok;
 	struct tp_kstack *k = NULL;
 	long n;
 
@@ -524,14 +582,28 @@ static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr
 	if ((seq & 1) || k->depth != depth || k->syscall_nr != (__s32)syscall_nr || !nr ||
 	    nr > TP_KSTACK_FRAMES)
 		goto walk;
-	chk.k = k;
-	chk.ksp = ksp;
-	chk.out = out;
-	chk.nr = nr;
-	chk.ok = 1;
-	bpf_loop(TP_KSTACK_FRAMES, kstack_verify_step, &chk, 0);
+	/* One copy of the stack down to the outermost cached return address, then plain loads:
+	 * where indirect calls go through retpolines and every return through the SRSO return
+	 * thunk (this machine kind), a helper call or a bpf_loop step costs more than the cache
+	 * lines. Offsets ascend (leaf first), so the last one is the outermost. */
+	len = (__u64)k->off[(nr - 1) & (TP_KSTACK_FRAMES - 1)] + 8;
+	if (len > TP_KSTACK_BYTES || bpf_probe_read_kernel(sc->words, len, (void *)ksp))
+		goto walk;
+	ok = 1;
+	for (i = 0; i < TP_KSTACK_FRAMES; i++) {
+		__u64 v;
+
+		if (i >= nr)
+			break;
+		v = sc->words[(k->off[i] / 8) & (TP_KSTACK_BYTES / 8 - 1)];
+		if (v != k->ip[i]) {
+			ok = 0;
+			break;
+		}
+		out[i] = v;
+	}
 	barrier();
-	if (chk.ok && k->seq == seq) {
+	if (ok && k->seq == seq) {
 		bump(TP_SCH_KSTACK_CACHED);
 		return nr;
 	}
@@ -591,34 +663,6 @@ static __always_inline void sample_of(struct tp_sample *o, struct tp_pending *pd
 	comms(o, t);
 }
 
-/* Re-reading the words a cached walk read, in a bpf_loop callback (unrolled, every early exit
- * would be a path into the walk for the verifier to follow). */
-struct tp_ustack_check {
-	struct tp_ustack *u;
-	__u64 *span; /* the span's copy, or NULL: read word by word */
-	__u32 nw;
-	__u32 ok;
-};
-
-static long ustack_verify_step(__u32 i, void *ctx)
-{
-	struct tp_ustack_check *c = ctx;
-	__u32 w = i & (TP_UNWIND_LOG_WORDS - 1);
-	__u64 v;
-
-	if (i >= c->nw)
-		return 1;
-	if (c->span)
-		v = c->span[((c->u->addr[w] - c->u->span_lo) / 8) & (TP_USTACK_SPAN / 8 - 1)];
-	else if (bpf_probe_read_user(&v, sizeof(v), (void *)c->u->addr[w]))
-		v = ~c->u->val[w];
-	if (v != c->u->val[w]) {
-		c->ok = 0;
-		return 1;
-	}
-	return 0;
-}
-
 /* The span of the words a walk read (tp_ustack.span_lo/span_len), in a bpf_loop callback. */
 struct tp_ustack_span {
 	struct tp_unwind_log *log;
@@ -649,25 +693,33 @@ static __always_inline __u32 ustack_cached(struct tp_ustack *u, struct tp_proc_m
 					   __u32 pid, __u64 pc, __u64 sp, __u64 bp, __u64 *out,
 					   struct tp_ustack_scratch *sc)
 {
-	struct tp_ustack_check chk = {.u = u, .ok = 1};
-	__u32 seq = u->seq, nr, i, len;
+	__u32 seq = u->seq, nr, nw, i, len;
 
 	barrier();
 	nr = u->nr;
-	chk.nw = u->nr_words;
-	if ((seq & 1) || !nr || nr > TP_USTACK_FRAMES || chk.nw > TP_UNWIND_LOG_WORDS ||
+	nw = u->nr_words;
+	if ((seq & 1) || !nr || nr > TP_USTACK_FRAMES || nw > TP_UNWIND_LOG_WORDS ||
 	    u->pid != pid || u->start_ns != procs->start_ns || u->gen != procs->gen ||
 	    u->pc != pc || u->sp != sp || u->bp != bp)
 		return 0;
 	len = u->span_len & (TP_USTACK_SPAN - 1); /* the mask bounds it for the verifier */
-	if (len) {
-		if (bpf_probe_read_user(sc->span, len, (void *)u->span_lo))
-			return 0;
-		chk.span = sc->span;
-	}
-	bpf_loop(TP_UNWIND_LOG_WORDS, ustack_verify_step, &chk, 0);
-	if (!chk.ok)
+	if (len && bpf_probe_read_user(sc->span, len, (void *)u->span_lo))
 		return 0;
+	/* plain loads from the span's copy, not a bpf_loop callback a word: where indirect calls
+	 * go through retpolines and returns through the SRSO thunk, those cost more than the
+	 * words */
+	for (i = 0; i < TP_UNWIND_LOG_WORDS; i++) {
+		__u64 v;
+
+		if (i >= nw)
+			break;
+		if (len)
+			v = sc->span[((u->addr[i] - u->span_lo) / 8) & (TP_USTACK_SPAN / 8 - 1)];
+		else if (bpf_probe_read_user(&v, sizeof(v), (void *)u->addr[i]))
+			return 0;
+		if (v != u->val[i])
+			return 0;
+	}
 	for (i = 0; i < TP_USTACK_FRAMES; i++) {
 		if (i >= nr)
 			break;
@@ -744,26 +796,44 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	return nr;
 }
 
-/* The user stack of task t (the current one, back at its return to user space) into o, after
- * its kernel frames: with unwind tables where the process has them, else by frame pointers. */
-static __always_inline void take_user_stack(struct tp_sample *o, struct task_struct *t)
+/* The syscall a thread blocks in, and its user registers then (for the prediction), from regs,
+ * its user registers at its entry to the kernel: a syscall when orig_ax is a number and ax still
+ * holds the -ENOSYS the syscall entry puts there; an exception (a page fault, whose error code
+ * is in orig_ax) or an interrupt otherwise: -1. */
+static __always_inline void read_block_regs(struct tp_sched_task *st, struct pt_regs *regs)
 {
+	__s64 nr = regs->orig_ax;
+
+	st->syscall_nr = nr >= 0 && (__s64)regs->ax == -38 /* -ENOSYS */ ? nr : -1;
+	st->block_ip = regs->ip;
+	st->block_sp = regs->sp;
+}
+
+/* The user stack of the current thread, from the user registers it entered the kernel with,
+ * into ustack_scratch entry key (frames, flags): with unwind tables where its process has them,
+ * else (tables_only 0) by frame pointers. Returns frames (0: none).
+ *
+ * A global function: the verifier checks it once, not once per caller (sched_switch at a
+ * blocking switch-out, sys_exit, the task work), which together would pass its limit. */
+__noinline int current_user_stack(__u32 key, __u32 tables_only)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
 	struct tp_proc_mappings *procs = NULL;
-	__u32 nk = o->nr_kernel, zero = 0, flags = 0;
-	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &zero);
+	__u32 pid = t->tgid, flags = 0;
 	long n;
 
 	if (!regs || !sc)
-		return;
-	/* walked into the scratch, then copied after the kernel frames: the walk is verified for
-	 * one destination only (o is the slot or the exit scratch) */
+		return 0;
+	sc->flags = 0;
 	if (unwind_tables_on)
-		procs = bpf_map_lookup_elem(&unwind_procs, &o->hdr.pid);
-	if (procs && procs->start_ns == o->hdr.start_ns) {
+		procs = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (procs && procs->start_ns == process_start_ns(t)) {
 		flags |= TP_SAMPLE_UNWIND_TABLES;
-		n = user_stack(procs, o->hdr.pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags,
-			       sc);
+		n = user_stack(procs, pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags, sc);
+	} else if (tables_only) {
+		return 0;
 	} else {
 		/* With unwind tables on, the process's are not loaded yet (a new process, for its
 		 * first tenths of a second): a frame-pointer walk through code built without frame
@@ -779,15 +849,152 @@ static __always_inline void take_user_stack(struct tp_sample *o, struct task_str
 		if (n >= TP_MAX_STACK_DEPTH || (n && unwind_tables_on))
 			flags |= TP_SAMPLE_USTACK_TRUNCATED;
 	}
-	o->flags |= flags;
-	if (n > TP_MAX_STACK_DEPTH)
-		n = TP_MAX_STACK_DEPTH;
-	if (nk > TP_MAX_STACK_DEPTH)
-		nk = TP_MAX_STACK_DEPTH;
+	sc->flags = flags;
+	return n > TP_MAX_STACK_DEPTH ? TP_MAX_STACK_DEPTH : n;
+}
+
+/* The user stack of the current thread (back on its way to user space) into o, after its kernel
+ * frames. */
+static __always_inline void take_user_stack(struct tp_sample *o)
+{
+	__u32 key = TP_USCRATCH_RETURN, nk = o->nr_kernel, n = current_user_stack(key, 0);
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
+
+	o->nr_user = 0;
+	if (!sc)
+		return;
+	o->flags |= sc->flags;
+	n = n < TP_MAX_STACK_DEPTH ? n : TP_MAX_STACK_DEPTH;
+	barrier_var(n);
+	nk = nk < TP_MAX_STACK_DEPTH ? nk : TP_MAX_STACK_DEPTH;
+	barrier_var(nk);
 	if (n > 0 && !bpf_probe_read_kernel(&o->addrs[nk], n * 8, sc->frames))
 		o->nr_user = n;
-	else
-		o->nr_user = 0;
+}
+
+/* The user stack of prev, which blocks now and is the current thread, into its sched_ustacks:
+ * its last captured block had the same user registers, so this one is likely long too. Its
+ * stack is in this CPU's caches now, and the sample can go whole at switch-in. Sets st->early
+ * when taken; not without its process's unwind tables (then it is taken on the way back, when
+ * they may be loaded). */
+static __always_inline void early_user_stack(struct task_struct *prev, struct tp_sched_task *st)
+{
+	__u32 key = TP_USCRATCH_SWITCH, n;
+	struct tp_ustack_scratch *sc;
+	struct tp_early_ustack *e;
+
+	if (!unwind_tables_on)
+		return;
+	n = current_user_stack(key, 1);
+	sc = bpf_map_lookup_elem(&ustack_scratch, &key);
+	/* clamped in its own register: the verifier knows nothing of a global function's result */
+	n = n < TP_USTACK_EARLY_FRAMES ? n : TP_USTACK_EARLY_FRAMES;
+	barrier_var(n);
+	if (!n || !sc)
+		return;
+	e = bpf_task_storage_get(&sched_ustacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!e || bpf_probe_read_kernel(e->frames, n * 8, sc->frames))
+		return;
+	e->nr = n;
+	e->flags = sc->flags;
+	st->early = 1;
+}
+
+/* Fills in o (kernel stack filled) the user stack taken at next's switch-out. Returns 0, or -1
+ * when there is none. */
+static __always_inline int put_early_user_stack(struct tp_sample *o, struct task_struct *next)
+{
+	struct tp_early_ustack *e = bpf_task_storage_get(&sched_ustacks, next, 0, 0);
+	__u32 nk = o->nr_kernel, nu;
+
+	if (!e)
+		return -1;
+	nu = e->nr;
+	if (!nu || nu > TP_USTACK_EARLY_FRAMES)
+		return -1;
+	if (nk > TP_MAX_STACK_DEPTH)
+		nk = TP_MAX_STACK_DEPTH;
+	if (bpf_probe_read_kernel(&o->addrs[nk], nu * 8, e->frames))
+		return -1;
+	o->nr_user = nu;
+	o->flags |= e->flags;
+	return 0;
+}
+
+/* Marks o as having no user stack (TP_SAMPLE_NO_USER_STACK). */
+static __always_inline void no_user_stack(struct tp_sample *o)
+{
+	o->flags |= TP_SAMPLE_NO_USER_STACK;
+	o->nr_user = 0;
+}
+
+/* The user stack of thread t (current, on its way back to user space from syscall nr, which
+ * st says it blocked in) into o, or o marked without one. */
+static __always_inline void finish_user_stack(struct tp_sample *o, struct task_struct *t,
+					      struct tp_sched_task *st, __s64 nr)
+{
+	if (nr != st->syscall_nr) {
+		bump(TP_SCH_SYSCALL_CHANGED);
+		no_user_stack(o);
+	} else if (nr == TP_NR_EXECVE || nr == TP_NR_EXECVEAT) {
+		/* it returns into the new program: the stack it blocked with is gone */
+		no_user_stack(o);
+	} else {
+		take_user_stack(o);
+	}
+}
+
+/* Sends tw_pending entry w of thread tid (st: its state, or NULL) and deletes it, which cancels
+ * its task work where that has not run. */
+static __always_inline void release_tw(struct tp_tw_pending *w, __u32 tid, struct tp_sched_task *st)
+{
+	send(&w->s, st);
+	if (!bpf_map_delete_elem(&tw_pending, &tid))
+		__sync_fetch_and_add(&nr_pending, -1);
+}
+
+/* The task work of a tw_pending entry: its thread, current, is on its way back to user space. */
+static int tw_returned(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tp_tw_pending *w = value;
+	__u32 tid = *(__u32 *)key;
+	struct tp_sched_task *st;
+	struct pt_regs *regs;
+
+	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	if (st && regs && t->pid == tid) {
+		st->pending = 0;
+		finish_user_stack(&w->s, t, st, regs->orig_ax);
+	} else {
+		no_user_stack(&w->s);
+	}
+	release_tw(w, tid, st);
+	return 0;
+}
+
+/* Holds sample o (kernel stack filled) of thread tid (task t) in tw_pending (o is the
+ * tw_scratch entry's sample) with a task work that takes the user stack on t's way back to
+ * user space. Returns 0, or -1 when it could not (no room, no task work). */
+static __always_inline int hold_task_work(struct tp_tw_pending *w, __u32 tid, struct task_struct *t)
+{
+	struct tp_tw_pending *e;
+
+	if (!bpf_ksym_exists_tp(bpf_task_work_schedule_resume_impl))
+		return -1;
+	if (bpf_map_update_elem(&tw_pending, &tid, w, BPF_NOEXIST)) {
+		bump(TP_SCH_PENDING_FULL);
+		return -1;
+	}
+	e = bpf_map_lookup_elem(&tw_pending, &tid);
+	if (!e)
+		return -1;
+	if (bpf_task_work_schedule_resume_impl(t, &e->tw, &tw_pending, tw_returned, NULL)) {
+		bpf_map_delete_elem(&tw_pending, &tid);
+		return -1;
+	}
+	return 0;
 }
 
 /* Holds sample o (kernel stack filled) of thread tid in `pending` until its syscall returns.
@@ -822,12 +1029,13 @@ static __always_inline int hold(struct tp_sample *o, __u32 tid)
 	return 0;
 }
 
-/* Sends o now, without a user stack. */
-static __always_inline void send_no_user(struct tp_sample *o, struct task_struct *t)
+/* Sends o now, without a user stack (st as send() takes it). */
+static __always_inline void send_no_user(struct tp_sample *o, struct task_struct *t,
+					 struct tp_sched_task *st)
 {
 	o->nr_user = 0;
 	o->flags |= t->mm ? TP_SAMPLE_NO_USER_STACK : TP_SAMPLE_KERNEL_THREAD;
-	send(o);
+	send(o, st);
 }
 
 /* This CPU's offcpu_slot, free for a new capture: a block it still holds (its thread was
@@ -854,9 +1062,8 @@ static __always_inline struct tp_offcpu_slot *free_slot(void)
 		return NULL;
 	}
 	if (!held) { /* no room: sent with its kernel stack at least */
-		sl->s.nr_user = 0;
-		sl->s.flags |= TP_SAMPLE_NO_USER_STACK;
-		send(&sl->s);
+		no_user_stack(&sl->s);
+		send(&sl->s, NULL);
 		__sync_fetch_and_add(&nr_pending, -1);
 	}
 	barrier();
@@ -868,19 +1075,28 @@ static __always_inline struct tp_offcpu_slot *free_slot(void)
  * stack, and held (in this CPU's offcpu_slot, else in `pending`) until the thread is back at
  * its syscall's return. */
 static __always_inline void capture(struct task_struct *next, struct tp_sched_task *st,
-				    struct tp_sched_cpu *c, __u64 blocked_ns, __u64 mono)
+				    struct tp_sched_cpu *c, __u64 blocked_ns, __u64 mono,
+				    bool early)
 {
-	__u32 key = TP_SCRATCH_SWITCH, tid = next->pid, cpu = bpf_get_smp_processor_id();
+	__u32 key = TP_SCRATCH_SWITCH, zero = 0, tid = next->pid, cpu = bpf_get_smp_processor_id();
 	struct tp_offcpu_slot *sl = NULL;
+	struct tp_tw_pending *w = NULL;
 	struct tp_sample *o;
 	struct tp_pending *pd;
+	bool user;
 	long n;
 
 	if (st->pending) {
 		/* blocked again in the same syscall: one sample for the whole wait */
+		if (use_task_work) {
+			w = bpf_map_lookup_elem(&tw_pending, &tid);
+			if (w) {
+				w->s.blocked_ns += blocked_ns;
+				w->s.hdr.ts_ns = mono;
+				return;
+			}
+		}
 		if (st->slot_cpu != TP_NO_SLOT) {
-			__u32 zero = 0;
-
 			sl = bpf_map_lookup_percpu_elem(&offcpu_slot, &zero, st->slot_cpu);
 			if (sl && sl->tid == tid) {
 				sl->s.blocked_ns += blocked_ns;
@@ -894,9 +1110,29 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 			pd->ts_ns = mono;
 			return;
 		}
+		st->pending = 0;
 	}
-	sl = free_slot();
-	o = sl ? &sl->s : bpf_map_lookup_elem(&off_scratch, &key);
+	st->syscall_nr = -1;
+	if (next->mm) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(next);
+
+		if (regs)
+			read_block_regs(st, regs);
+	}
+	/* a user thread back to user space from this syscall (not an io_uring or vhost worker,
+	 * which never returns there, nor a block outside a syscall, a page fault) */
+	user = next->mm && !(next->flags & (TP_PF_IO_WORKER | TP_PF_USER_WORKER)) &&
+	       st->syscall_nr >= 0;
+	/* the sample is built where it waits: the tw_pending entry in the making, this CPU's
+	 * offcpu_slot (sys_exit), or, when it is sent from here, a scratch */
+	if (use_task_work) {
+		w = bpf_map_lookup_elem(&tw_scratch, &zero);
+		o = w ? &w->s : NULL;
+	} else {
+		if (user && !early)
+			sl = free_slot();
+		o = sl ? &sl->s : bpf_map_lookup_elem(&off_scratch, &key);
+	}
 	if (!o)
 		return;
 	bump(TP_SCH_CAPTURED);
@@ -923,12 +1159,31 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	if (n > TP_MAX_STACK_DEPTH)
 		n = TP_MAX_STACK_DEPTH;
 	o->nr_kernel = n;
-	/* a kernel thread, or a block outside a syscall (a page fault): sent now */
-	if (!next->mm || st->syscall_nr < 0) {
-		send_no_user(o, next);
+	if (!user) {
+		send_no_user(o, next, st);
 		return;
 	}
-	/* the rest at the syscall's return: the user stack, then the sample */
+	/* its user stack taken at switch-out: sent whole */
+	if (early && !put_early_user_stack(o, next)) {
+		bump(TP_SCH_EARLY_USTACK);
+		send(o, st);
+		return;
+	}
+	/* not predicted: its next block here is taken at switch-out; the user stack of this one
+	 * on the thread's way back to user space */
+	st->long_ip = st->block_ip;
+	st->long_sp = st->block_sp;
+	if (use_task_work) {
+		if (!w || hold_task_work(w, tid, next)) {
+			send_no_user(o, next, st);
+			return;
+		}
+		bump(TP_SCH_TASK_WORK);
+		__sync_fetch_and_add(&nr_pending, 1);
+		st->pending = 1;
+		return;
+	}
+	bump(TP_SCH_SYS_EXIT);
 	if (sl) {
 		barrier();
 		sl->tid = tid;
@@ -936,13 +1191,15 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	} else if (!hold(o, tid)) {
 		st->slot_cpu = TP_NO_SLOT;
 	} else {
-		send_no_user(o, next);
+		send_no_user(o, next, st);
 		return;
 	}
 	__sync_fetch_and_add(&nr_pending, 1);
 	st->pending = 1;
-	if (c)
+	if (c) {
 		c->pending_tid = tid;
+		c->pending_regs = (__u64)bpf_task_pt_regs(next);
+	}
 }
 
 /* The part of a wait since lq that sched_info_arrive counts at rq clock clk. */
@@ -961,6 +1218,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	struct rq *rq = next->pid ? next->se.cfs_rq->rq : prev->se.cfs_rq->rq;
 	__u64 clk = rq->clock, lq, rd, runq = 0, blocked = 0, mono, now;
 	__u32 zero = 0;
+	bool early = false;
 	struct tp_sched_task *st;
 	struct tp_sched_cpu *c;
 	__u32 cpu;
@@ -975,12 +1233,22 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			st->blocked_at = block_clock_rq ? clk : bpf_ktime_get_ns();
 			st->run_delay_seen = prev->sched_info.run_delay;
 			st->seen = 1;
-			st->syscall_nr = -1;
-			if (prev->mm) {
+			st->early = 0;
+			/* Its registers (the syscall, the user stack) are read at switch-in, and
+			 * only for a capture; here only where its last captured block was at the
+			 * same place: likely long again, and its user stack is taken now (a call
+			 * less for the other blocks). A pending capture keeps its syscall. */
+			if (!st->pending)
+				st->syscall_nr = TP_SYSCALL_UNREAD;
+			if (st->long_sp && !st->pending) {
 				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
-				if (regs)
-					st->syscall_nr = regs->orig_ax;
+				if (regs) {
+					read_block_regs(st, regs);
+					if (regs->sp == st->long_sp && regs->ip == st->long_ip &&
+					    st->syscall_nr >= 0)
+						early_user_stack(prev, st);
+				}
 			}
 		}
 	}
@@ -1024,11 +1292,18 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		if (end > st->blocked_at)
 			blocked = end - st->blocked_at;
 		st->blocked_at = 0;
+		early = st->early;
+		st->early = 0;
+		if (early && blocked < offcpu_min_ns)
+			bump(TP_SCH_EARLY_WASTED);
 	}
-	if (st && st->pending) /* its capture waits for its return from the syscall, here */
+	if (st && st->pending && !use_task_work) {
+		/* its capture waits for its return from the syscall, here */
 		c->pending_tid = next->pid;
+		c->pending_regs = (__u64)bpf_task_pt_regs(next);
+	}
 	if (st && blocked >= offcpu_min_ns)
-		capture(next, st, c, blocked, mono ? mono : bpf_ktime_get_ns());
+		capture(next, st, c, blocked, mono ? mono : bpf_ktime_get_ns(), early);
 	if (lq || (blocked && blocked < offcpu_min_ns)) {
 		cpu = bpf_get_smp_processor_id();
 		struct tp_sched_proc *p = proc_slot(next->tgid, c->period, cpu);
@@ -1039,6 +1314,10 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			p->short_count++;
 			p->short_ns += blocked;
 		}
+		/* short where its last captured block was: not predicted next time */
+		if (st && blocked && blocked < offcpu_min_ns && st->block_sp == st->long_sp &&
+		    st->block_ip == st->long_ip)
+			st->long_sp = st->long_ip = 0;
 	}
 	return 0;
 }
@@ -1084,40 +1363,36 @@ static __always_inline void release_slot(struct tp_offcpu_slot *sl)
 	}
 }
 
-/* The return from a syscall: the user stack of a captured block. */
+/* The return from a syscall: the user stack of a captured block (without use_task_work). One
+ * per-CPU load and compare (of the registers it is given: no helper call) unless this is the
+ * thread a capture waits for on this CPU. */
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
-	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 zero = 0;
 	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
 	struct tp_offcpu_slot *sl;
 	struct task_struct *t;
 	struct tp_sched_task *st;
 	struct tp_sample *o;
+	__u32 tid;
 
-	/* the thread switched in last on this CPU with a capture waiting, or nothing to do */
-	if (!c || c->pending_tid != tid)
+	if (!c || c->pending_regs != (__u64)regs)
 		return 0;
+	tid = c->pending_tid;
 	c->pending_tid = 0;
+	c->pending_regs = 0;
 	t = bpf_get_current_task_btf();
+	if (t->pid != tid)
+		return 0;
 	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	if (!st || !st->pending)
 		return 0;
 	o = take_pending(st, tid, t, &sl);
 	if (!o)
 		return 0;
-	if (BPF_CORE_READ(regs, orig_ax) != st->syscall_nr) {
-		bump(TP_SCH_SYSCALL_CHANGED);
-		o->flags |= TP_SAMPLE_NO_USER_STACK;
-		o->nr_user = 0;
-	} else if (st->syscall_nr == TP_NR_EXECVE || st->syscall_nr == TP_NR_EXECVEAT) {
-		/* it returns into the new program: the stack it blocked with is gone */
-		o->flags |= TP_SAMPLE_NO_USER_STACK;
-		o->nr_user = 0;
-	} else {
-		take_user_stack(o, t);
-	}
-	send(o);
+	finish_user_stack(o, t, st, BPF_CORE_READ(regs, orig_ax));
+	send(o, st);
 	release_slot(sl);
 	return 0;
 }
@@ -1136,12 +1411,22 @@ int BPF_PROG(sched_thread_exit, struct task_struct *p)
 	st = bpf_task_storage_get(&sched_tasks, p, 0, 0);
 	if (!st || !st->pending)
 		return 0;
+	if (use_task_work) {
+		__u32 tid = p->pid;
+		struct tp_tw_pending *w = bpf_map_lookup_elem(&tw_pending, &tid);
+
+		st->pending = 0;
+		if (w) {
+			no_user_stack(&w->s);
+			release_tw(w, tid, st);
+		}
+		return 0;
+	}
 	o = take_pending(st, p->pid, p, &sl);
 	if (!o)
 		return 0;
-	o->flags |= TP_SAMPLE_NO_USER_STACK;
-	o->nr_user = 0;
-	send(o);
+	no_user_stack(o);
+	send(o, st);
 	release_slot(sl);
 	return 0;
 }

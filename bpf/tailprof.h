@@ -311,6 +311,10 @@ enum tp_sched_metric {
 	TP_SCH_KSTACK_WALKED,	/* captured kernel stacks walked by bpf_get_task_stack */
 	TP_SCH_USTACK_CACHED,	/* their user stacks taken from ustack_cache (verified) */
 	TP_SCH_USTACK_WALKED,	/* their user stacks walked with the unwind tables */
+	TP_SCH_EARLY_USTACK,	/* captured blocks whose user stack was taken at switch-out */
+	TP_SCH_EARLY_WASTED,	/* user stacks taken at switch-out for blocks that were short */
+	TP_SCH_TASK_WORK,	/* captured blocks given a task work for their user stack */
+	TP_SCH_SYS_EXIT,	/* captured blocks held for sys_exit for their user stack */
 	TP_SCH_NR,
 };
 

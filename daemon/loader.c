@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "log.h"
@@ -35,6 +36,7 @@ struct loader {
 	size_t runq_bytes;
 	struct tp_sched_pentry *ptab; /* mmap of sched_ptab */
 	bool block_clock_rq;	      /* blocks timed with rq clocks (else CLOCK_MONOTONIC) */
+	bool task_work;		      /* unpredicted captures' user stacks from a task work */
 	size_t ptab_bytes;
 	struct tp_unwind_row *rows; /* mmap of unwind_rows */
 	size_t rows_bytes;
@@ -181,6 +183,24 @@ static bool sched_clock_is_global(void)
 	return !strcmp(buf, "tsc\n");
 }
 
+/* Whether the kernel has bpf_task_work_schedule_resume (Linux 6.18): then a captured block whose
+ * user stack was not taken at switch-out gets it from a task work on its thread's way back to
+ * user space, and no program runs on every syscall's return (raw_tp/sys_exit). */
+static bool kernel_has_task_work(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool has;
+
+	if (getenv("TAILPROF_SCHED_RETURN") && !strcmp(getenv("TAILPROF_SCHED_RETURN"), "sys_exit"))
+		return false; /* for tests: the path of older kernels */
+	if (!vmlinux)
+		return false;
+	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) >
+	      0;
+	btf__free(vmlinux);
+	return has;
+}
+
 /* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
  * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
  * go into the profile program's `events` ring buffer. */
@@ -201,6 +221,9 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	if (getenv("TAILPROF_SCHED_CLOCK") && !strcmp(getenv("TAILPROF_SCHED_CLOCK"), "monotonic"))
 		l->block_clock_rq = false;
 	l->sched->rodata->block_clock_rq = l->block_clock_rq;
+	l->task_work = kernel_has_task_work();
+	l->sched->rodata->use_task_work = l->task_work;
+	bpf_program__set_autoload(l->sched->progs.sys_exit, !l->task_work);
 
 	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
 	l->ptab_bytes =
@@ -450,8 +473,8 @@ int loader__nr_attached(const struct loader *l)
 
 	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
 		n += l->perf_fds[cpu] >= 0;
-	if (l->sched) /* sched_switch, sys_exit, thread exit */
-		n += 3;
+	if (l->sched) /* sched_switch, thread exit, and sys_exit without task works */
+		n += l->task_work ? 2 : 3;
 	return n;
 }
 
@@ -472,6 +495,11 @@ bool loader__has_sched(const struct loader *l)
 struct tp_runq_hist *loader__runq_hist(const struct loader *l)
 {
 	return l->runq;
+}
+
+const char *loader__return_path(const struct loader *l)
+{
+	return !l->sched ? "none" : l->task_work ? "task_work" : "sys_exit";
 }
 
 const char *loader__block_clock(const struct loader *l)

@@ -900,6 +900,8 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "offcpu_min_ns", json_integer(ctx->offcpu_min_ns));
 	json_object_set_new(o, "offcpu_clock",
 			    json_string(ctx->loader ? loader__block_clock(ctx->loader) : "none"));
+	json_object_set_new(o, "offcpu_return",
+			    json_string(ctx->loader ? loader__return_path(ctx->loader) : "none"));
 	json_object_set_new(o, "offcpu_samples", json_integer(st.offcpu_samples));
 	json_object_set_new(o, "runq_count", json_integer(st.runq_count));
 	if (ctx->stages)
@@ -1156,6 +1158,21 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    "User stacks of captured blocks walked with unwind tables, by source: cache "
 	    "(every word the walk read reads the same) or walk.",
 	    st->sched_metrics[TP_SCH_USTACK_CACHED], st->sched_metrics[TP_SCH_USTACK_WALKED]);
+	metric(t, "tailprof_offcpu_user_stack_path_total", "counter",
+	       "Captured blocks of user threads, by where their user stack was taken: at "
+	       "switch-out (predicted: the thread's last captured block had the same registers), "
+	       "by a task work or by sys_exit on the thread's way back to user space.");
+	put(t, "tailprof_offcpu_user_stack_path_total{path=\"switch_out\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_EARLY_USTACK]);
+	put(t, "tailprof_offcpu_user_stack_path_total{path=\"task_work\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_TASK_WORK]);
+	put(t, "tailprof_offcpu_user_stack_path_total{path=\"sys_exit\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_SYS_EXIT]);
+	metric(t, "tailprof_offcpu_early_stacks_wasted_total", "counter",
+	       "User stacks taken at switch-out for blocks that turned out shorter than "
+	       "--offcpu-min (mispredicted).");
+	put(t, "tailprof_offcpu_early_stacks_wasted_total %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_EARLY_WASTED]);
 	metric(t, "tailprof_runq_latency_seconds", "histogram",
 	       "Time runnable threads waited for a CPU (wake-up or preemption to running).");
 	for (int k = 0; k <= RUNQ_LE_MAX_LOG2_US; k++) {

@@ -5,7 +5,8 @@ per context switch that is not captured; all-in at most 1% of one CPU at 20,000 
 switches per second of which 10% pass --offcpu-min.
 
 1. Handler cost from BPF statistics (BPF_ENABLE_STATS run time / run count): sched_switch with
-   short blocks only (ping-pong), and with captured blocks only (2 ms sleeps).
+   short blocks only (ping-pong), and with captured blocks only (2 ms sleeps); sys_exit runs
+   only on kernels without bpf_task_work (or with TAILPROF_SCHED_RETURN=sys_exit set).
 2. All-in (BPF programs + the daemon's own CPU) at about 20,000 and 100,000 blocking switches a
    second, 10% of them captured, with CPU sampling at 1 Hz so that it does not count.
    Empty programs on the same hooks (tp_hook_floor) run in the same interval: their cost at
@@ -73,6 +74,9 @@ def measure(d, args):
         out[name + "_ns"] = (tb - ta) / max(cb - ca, 1) * 1e9
         out[name + "_per_s"] = (cb - ca) / elapsed
         bpf += tb - ta
+    for path in ("switch_out", "task_work", "sys_exit"):
+        key = 'tailprof_offcpu_user_stack_path_total{path="%s"}' % path
+        out[path + "_per_s"] = (b.get(key, 0) - a.get(key, 0)) / elapsed
     out["bpf_pct"] = 100 * bpf / elapsed
     out["daemon_pct"] = 100 * out["daemon_s"] / elapsed
     out["all_in_pct"] = out["bpf_pct"] + out["daemon_pct"]
@@ -162,8 +166,10 @@ def main():
                med["sched_switch_floor_ns"], med["sys_exit_ns"], med["sys_exit_floor_ns"],
                med["sys_exit_per_s"], med["all_in_pct"], med["bpf_pct"], med["daemon_pct"],
                med["floor_pct"]))
-        print("  %-22s all-in per run: %s" % ("", " ".join("%.2f%%" % r["all_in_pct"]
-                                                          for r in rs)))
+        print("  %-22s all-in per run: %s; user stacks taken at switch-out %.0f/s, by a task "
+              "work %.0f/s, at sys_exit %.0f/s" %
+              ("", " ".join("%.2f%%" % r["all_in_pct"] for r in rs), med["switch_out_per_s"],
+               med["task_work_per_s"], med["sys_exit_per_s"]))
     nt, no, worst, rows = compare_runqlat(d)
     print("run-queue latency with 3 hogs on CPU 1, %.0f s: runqlat %d events, tailprof %d" %
           (SECONDS, nt, no))

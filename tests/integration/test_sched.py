@@ -57,29 +57,53 @@ def by_tid(prof):
 
 # ---- tests ----
 
+def kernel_has_task_work():
+    with open("/proc/kallsyms") as f:
+        return any(line.rstrip().endswith(" bpf_task_work_schedule_resume_impl") for line in f)
+
+
 def test_offcpu_time_equals_blocked_time(d):
     with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
         tsc = f.read().strip() == "tsc"
-    assert d.json("/api/v1/status")["offcpu_clock"] == ("rq" if tsc else "monotonic")
-    offcpu_checks(d)
+    st = d.json("/api/v1/status")
+    assert st["offcpu_clock"] == ("rq" if tsc else "monotonic")
+    ret = "task_work" if kernel_has_task_work() else "sys_exit"
+    assert st["offcpu_return"] == ret, st
+    offcpu_checks(d, ret)
+
+
+def offcpu_checks_with(var, value, key, expect):
+    """The off-CPU checks on a daemon of its own started with var=value in its environment;
+    its /api/v1/status must say key: expect."""
+    os.environ[var] = value
+    try:
+        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
+    finally:
+        del os.environ[var]
+    try:
+        st = d.json("/api/v1/status")
+        assert st[key] == expect, st
+        offcpu_checks(d, st["offcpu_return"])
+    finally:
+        d.stop()
+
+
+def test_offcpu_on_the_sys_exit_path():
+    # the path of kernels without bpf_task_work (before 6.18): the user stacks of blocks not
+    # taken at switch-out are taken by a program on every syscall's return
+    offcpu_checks_with("TAILPROF_SCHED_RETURN", "sys_exit", "offcpu_return", "sys_exit")
 
 
 def test_offcpu_with_the_monotonic_block_clock():
     # the path of machines without a TSC clocksource (kvm-clock, say): blocks timed with
     # CLOCK_MONOTONIC at both ends
-    os.environ["TAILPROF_SCHED_CLOCK"] = "monotonic"
-    try:
-        d = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
-    finally:
-        del os.environ["TAILPROF_SCHED_CLOCK"]
-    try:
-        assert d.json("/api/v1/status")["offcpu_clock"] == "monotonic"
-        offcpu_checks(d)
-    finally:
-        d.stop()
+    offcpu_checks_with("TAILPROF_SCHED_CLOCK", "monotonic", "offcpu_clock", "monotonic")
 
 
-def offcpu_checks(d):
+def offcpu_checks(d, ret):
+    """The known answers of tp_offcpu; ret: the return path expected for the blocks whose user
+    stack was not taken at switch-out (task_work or sys_exit)."""
+    m0 = d.metrics()
     p, pid = start_workload("tp_offcpu", 3)
     measured = {}
     for line in p.stdout:
@@ -146,6 +170,13 @@ def offcpu_checks(d):
     m = d.metrics()
     assert m['tailprof_offcpu_user_stacks_total{source="cache"}'] > 0, m
     assert m['tailprof_offcpu_kernel_stacks_total{source="cache"}'] > 0, m
+    # both ways a user stack is taken: at switch-out where the thread's last captured block was
+    # at the same place (the napper's loop), else on its way back (each thread's first block)
+    path = 'tailprof_offcpu_user_stack_path_total{path="%s"}'
+    for where in ("switch_out", ret):
+        assert m[path % where] > m0[path % where], (where, m)
+    other = {"task_work": "sys_exit", "sys_exit": "task_work"}[ret]
+    assert m[path % other] == m0[path % other], m
     # the same blocks in a wall profile, next to the threads' CPU time
     wall, _ = d.profile("type=wall&last=1m&pid=%d" % pid)
     assert wall.sample_types == [("cpu", "nanoseconds"), ("off_cpu", "nanoseconds"),
@@ -201,6 +232,7 @@ def test_threads_exiting_while_blocked_leave_nothing(d):
     wait_drained()
     time.sleep(1)
     assert map_entries(maps["pending"]) == 0
+    assert map_entries(maps["tw_pending"]) == 0
     # periods are taken once they end: only the current ones remain
     assert map_entries(maps["sched_procs"]) < 200
     m = d.metrics()
@@ -227,6 +259,7 @@ def main():
         print("FAIL: the scheduler programs did not load:\n" + d.output())
         sys.exit(1)
     tests = [test_offcpu_time_equals_blocked_time, test_offcpu_with_the_monotonic_block_clock,
+             test_offcpu_on_the_sys_exit_path,
              test_runq_latency_rises_on_a_crowded_cpu,
              test_threads_exiting_while_blocked_leave_nothing, test_bad_input]
     run_tests(tests, [d])
