@@ -84,6 +84,7 @@ struct {
  * and read here only. */
 struct tp_sched_task {
 	__u64 blocked_at;	  /* switch-out while blocked (block clock), 0: not blocked */
+	__u64 blocked_rq;	  /* and its CPU's rq clock then */
 	__u64 run_delay_seen;	  /* sched_info.run_delay once its last wait was counted */
 	__s64 syscall_nr;	  /* the syscall it blocked in, -1: none */
 	__u32 pending;		  /* a captured block waits for its syscall to return */
@@ -93,6 +94,10 @@ struct tp_sched_task {
 	__u64 block_ip, block_sp; /* its user registers at the blocking switch-out */
 	__u64 long_ip, long_sp;	  /* those of its last captured block (0: none): the prediction */
 	__u64 known_start;	  /* its process's start_ns, once seen in known_procs */
+	__u64 seen_start;	  /* that start_ns, once a TP_EV_SEEN was sent for it */
+	__u32 key_tid;		  /* pending: the tid its capture is kept under (a thread that
+				   * execs takes its leader's pid in de_thread) */
+	__u32 pad2;
 };
 
 #define TP_NO_SLOT	       0xffffffffu
@@ -797,9 +802,10 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 }
 
 /* The syscall a thread blocks in, and its user registers then (for the prediction), from regs,
- * its user registers at its entry to the kernel: a syscall when orig_ax is a number and ax still
- * holds the -ENOSYS the syscall entry puts there; an exception (a page fault, whose error code
- * is in orig_ax) or an interrupt otherwise: -1. */
+ * its user registers at its entry to the kernel: a syscall while orig_ax is a number (the entry
+ * of an exception or interrupt leaves -1 there) and ax still holds the -ENOSYS the syscall entry
+ * puts there (a block after the syscall has set its result, on the way out, is not in it);
+ * otherwise -1. */
 static __always_inline void read_block_regs(struct tp_sched_task *st, struct pt_regs *regs)
 {
 	__s64 nr = regs->orig_ax;
@@ -870,6 +876,33 @@ static __always_inline void take_user_stack(struct tp_sample *o)
 	barrier_var(nk);
 	if (n > 0 && !bpf_probe_read_kernel(&o->addrs[nk], n * 8, sc->frames))
 		o->nr_user = n;
+}
+
+/* Tells tailprofd at once (TP_EV_SEEN, waking it) of the process of prev, which blocks now, when
+ * it does not know it yet: it then loads the process's unwind tables while the thread waits, so
+ * that even a new process's first long block gets its whole user stack on its way back. Once
+ * per thread and process; a compare only, once the process is known. */
+static __always_inline void note_process(struct task_struct *prev, struct tp_sched_task *st)
+{
+	__u64 start = process_start_ns(prev);
+	struct tp_event_hdr ev;
+	__u32 pid = prev->tgid;
+	__u64 *known;
+
+	if (st->known_start == start || st->seen_start == start)
+		return;
+	known = bpf_map_lookup_elem(&known_procs, &pid);
+	if (known && *known == start) {
+		st->known_start = start;
+		return;
+	}
+	st->seen_start = start;
+	ev.kind = TP_EV_SEEN;
+	ev.pid = pid;
+	ev.ts_ns = 0;
+	ev.start_ns = start;
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+		bump(TP_SCH_RINGBUF_FULL);
 }
 
 /* The user stack of prev, which blocks now and is the current thread, into its sched_ustacks:
@@ -964,12 +997,14 @@ static int tw_returned(struct bpf_map *map, void *key, void *value)
 
 	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	if (st && regs && t->pid == tid) {
+	if (st)
 		st->pending = 0;
+	/* tid is the key: the thread's pid then, its leader's now if it has exec'd meanwhile
+	 * (finish_user_stack then sees execve) */
+	if (st && regs)
 		finish_user_stack(&w->s, t, st, regs->orig_ax);
-	} else {
+	else
 		no_user_stack(&w->s);
-	}
 	release_tw(w, tid, st);
 	return 0;
 }
@@ -1087,9 +1122,12 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	long n;
 
 	if (st->pending) {
-		/* blocked again in the same syscall: one sample for the whole wait */
+		/* blocked again in the same syscall: one sample for the whole wait (kept under
+		 * the tid it had then: in an exec it may have taken its leader's pid since) */
+		__u32 key_tid = st->key_tid;
+
 		if (use_task_work) {
-			w = bpf_map_lookup_elem(&tw_pending, &tid);
+			w = bpf_map_lookup_elem(&tw_pending, &key_tid);
 			if (w) {
 				w->s.blocked_ns += blocked_ns;
 				w->s.hdr.ts_ns = mono;
@@ -1098,13 +1136,13 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		}
 		if (st->slot_cpu != TP_NO_SLOT) {
 			sl = bpf_map_lookup_percpu_elem(&offcpu_slot, &zero, st->slot_cpu);
-			if (sl && sl->tid == tid) {
+			if (sl && sl->tid == key_tid) {
 				sl->s.blocked_ns += blocked_ns;
 				sl->s.hdr.ts_ns = mono;
 				return;
 			}
 		}
-		pd = bpf_map_lookup_elem(&pending, &tid);
+		pd = bpf_map_lookup_elem(&pending, &key_tid);
 		if (pd) {
 			pd->blocked_ns += blocked_ns;
 			pd->ts_ns = mono;
@@ -1181,6 +1219,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		bump(TP_SCH_TASK_WORK);
 		__sync_fetch_and_add(&nr_pending, 1);
 		st->pending = 1;
+		st->key_tid = tid;
 		return;
 	}
 	bump(TP_SCH_SYS_EXIT);
@@ -1196,6 +1235,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	}
 	__sync_fetch_and_add(&nr_pending, 1);
 	st->pending = 1;
+	st->key_tid = tid;
 	if (c) {
 		c->pending_tid = tid;
 		c->pending_regs = (__u64)bpf_task_pt_regs(next);
@@ -1224,13 +1264,15 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u32 cpu;
 
 	/* prev blocked: its off-CPU time starts (a preempted prev's run-queue wait is the kernel's
-	 * sched_info, nothing to do) */
-	if (prev->pid && prev_state != TASK_RUNNING) {
+	 * sched_info, nothing to do; prev_state is what it had set, so a thread preempted between
+	 * setting a sleep state and calling schedule() is not blocked: preempt says so) */
+	if (prev->pid && prev_state != TASK_RUNNING && !preempt) {
 		st = bpf_task_storage_get(&sched_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!st) {
 			bump(TP_SCH_NO_STORAGE);
 		} else {
 			st->blocked_at = block_clock_rq ? clk : bpf_ktime_get_ns();
+			st->blocked_rq = clk;
 			st->run_delay_seen = prev->sched_info.run_delay;
 			st->seen = 1;
 			st->early = 0;
@@ -1240,6 +1282,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			 * less for the other blocks). A pending capture keeps its syscall. */
 			if (!st->pending)
 				st->syscall_nr = TP_SYSCALL_UNREAD;
+			if (prev->mm)
+				note_process(prev, st);
 			if (st->long_sp && !st->pending) {
 				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 
@@ -1266,6 +1310,19 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		/* run_delay once sched_info_arrive, right after this tracepoint, has counted it */
 		st->run_delay_seen = rd + runq_here(lq, clk);
 		st->seen = 1;
+		/* A block whose end this program missed is not this one: the thread ran since
+		 * (sched_info.last_arrival, set at each switch-in after this tracepoint, is later
+		 * than the rq clock of the CPU it blocked on, where it last arrived). A switch-in
+		 * this program did not see the thread's storage at (the storage lock is per CPU,
+		 * and a preempted program may hold it) leaves one; a trial run left 3 in some
+		 * 200,000 switches without such a failure counted. */
+		if (st->blocked_at && next->sched_info.last_arrival > st->blocked_rq) {
+			st->blocked_at = 0;
+			st->early = 0;
+			bump(TP_SCH_STALE_BLOCK);
+		}
+	} else {
+		bump(TP_SCH_NO_STORAGE);
 	}
 	if (!lq && !(st && (st->blocked_at || st->pending)))
 		return 0;
@@ -1377,17 +1434,17 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	struct tp_sample *o;
 	__u32 tid;
 
+	/* the registers are the thread's own (the top of its kernel stack) even where it has
+	 * taken its leader's pid in an exec meanwhile */
 	if (!c || c->pending_regs != (__u64)regs)
 		return 0;
-	tid = c->pending_tid;
 	c->pending_tid = 0;
 	c->pending_regs = 0;
 	t = bpf_get_current_task_btf();
-	if (t->pid != tid)
-		return 0;
 	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	if (!st || !st->pending)
 		return 0;
+	tid = st->key_tid;
 	o = take_pending(st, tid, t, &sl);
 	if (!o)
 		return 0;
@@ -1412,7 +1469,7 @@ int BPF_PROG(sched_thread_exit, struct task_struct *p)
 	if (!st || !st->pending)
 		return 0;
 	if (use_task_work) {
-		__u32 tid = p->pid;
+		__u32 tid = st->key_tid;
 		struct tp_tw_pending *w = bpf_map_lookup_elem(&tw_pending, &tid);
 
 		st->pending = 0;
@@ -1422,7 +1479,7 @@ int BPF_PROG(sched_thread_exit, struct task_struct *p)
 		}
 		return 0;
 	}
-	o = take_pending(st, p->pid, p, &sl);
+	o = take_pending(st, st->key_tid, p, &sl);
 	if (!o)
 		return 0;
 	no_user_stack(o);

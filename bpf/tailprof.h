@@ -21,10 +21,12 @@ enum tp_event_kind {
 	TP_EV_FORK = 4,	  /* struct tp_fork: a new process (not a thread) was forked */
 	/* struct tp_sample with blocked_ns: a thread woke (hdr.ts_ns, which places it in a window)
 	 * from a block of at least offcpu_min_ns, with the stacks it blocked with. Sent by
-	 * bpf/sched.bpf.c when the thread returns from the syscall it blocked in (the user stack
-	 * is taken there), or at wake-up when it blocked outside a syscall
-	 * (TP_SAMPLE_NO_USER_STACK). */
+	 * bpf/sched.bpf.c at wake-up when its user stack was taken at switch-out (or it has none:
+	 * TP_SAMPLE_NO_USER_STACK), else on its way back to user space from the syscall, where the
+	 * user stack is taken. */
 	TP_EV_OFFCPU = 5,
+	TP_EV_SEEN = 6, /* struct tp_event_hdr: a thread of a process user space does not know yet
+			 * blocks (bpf/sched.bpf.c): read its maps, load its unwind tables */
 };
 
 /* Bits of tp_sample.flags. */
@@ -315,6 +317,8 @@ enum tp_sched_metric {
 	TP_SCH_EARLY_WASTED,	/* user stacks taken at switch-out for blocks that were short */
 	TP_SCH_TASK_WORK,	/* captured blocks given a task work for their user stack */
 	TP_SCH_SYS_EXIT,	/* captured blocks held for sys_exit for their user stack */
+	TP_SCH_STALE_BLOCK,	/* block starts found after the thread had run again (their end
+				 * was missed: no task storage at that switch-in): dropped */
 	TP_SCH_NR,
 };
 

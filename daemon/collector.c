@@ -228,6 +228,18 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 }
 
 /* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
+/* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
+ * read while it lives: from now on its samples may wait for the next drain, and they are walked
+ * with its unwind tables. */
+static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
+{
+	if (pid_set__has(&c->known, pid, start_ns))
+		return;
+	loader__mark_known(c->opts.loader, pid, start_ns);
+	pid_set__add(&c->known, pid, start_ns);
+	unwind_queue(c, UNWIND_ADD, pid, start_ns);
+}
+
 static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t blocked_ns)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
@@ -292,14 +304,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	/* the table walker met a PC in no mapping it knew: the process mapped something new */
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		unwind_queue(c, UNWIND_RESCAN, s->hdr.pid, s->hdr.start_ns);
-	/* The first sample of a process woke us so that its maps were read while it lives; from
-	 * now on its samples may wait for the next drain. */
-	if (!pid_set__has(&c->known, s->hdr.pid, s->hdr.start_ns)) {
-		loader__mark_known(c->opts.loader, s->hdr.pid, s->hdr.start_ns);
-		pid_set__add(&c->known, s->hdr.pid, s->hdr.start_ns);
-		/* its next samples are walked with unwind tables */
-		unwind_queue(c, UNWIND_ADD, s->hdr.pid, s->hdr.start_ns);
-	}
+	know_process(c, s->hdr.pid, s->hdr.start_ns);
 
 	stack =
 	    intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame), NULL);
@@ -365,6 +370,13 @@ static int on_event(void *ctx, void *data, size_t size)
 			add_sample(c, s, s->blocked_ns);
 		break;
 	}
+	case TP_EV_SEEN:
+		/* a process we did not know blocks: its maps now (it may be gone when its sample
+		 * comes), its unwind tables before it wakes */
+		if (!pid_set__has(&c->known, hdr->pid, hdr->start_ns))
+			symbolizer__note_process(c->opts.symbolizer, hdr->pid, hdr->start_ns);
+		know_process(c, hdr->pid, hdr->start_ns);
+		break;
 	case TP_EV_FORK: {
 		const struct tp_fork *f = data;
 

@@ -191,8 +191,13 @@ static bool kernel_has_task_work(void)
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	bool has;
 
-	if (getenv("TAILPROF_SCHED_RETURN") && !strcmp(getenv("TAILPROF_SCHED_RETURN"), "sys_exit"))
+	const char *force = getenv("TAILPROF_SCHED_RETURN");
+
+	if (force && !strcmp(force, "sys_exit"))
 		return false; /* for tests: the path of older kernels */
+	if (force && *force)
+		pr_warn("TAILPROF_SCHED_RETURN=%s ignored: the only value is sys_exit (for tests)",
+			force);
 	if (!vmlinux)
 		return false;
 	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) >

@@ -1117,7 +1117,7 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	static const char *const reasons[TP_SCH_NR] = {
 	    [TP_SCH_NO_STORAGE] = "no_storage",		  [TP_SCH_PENDING_FULL] = "pending_full",
 	    [TP_SCH_SYSCALL_CHANGED] = "syscall_changed", [TP_SCH_RINGBUF_FULL] = "ringbuf_full",
-	    [TP_SCH_PROCS_FULL] = "procs_full",
+	    [TP_SCH_PROCS_FULL] = "procs_full",		  [TP_SCH_STALE_BLOCK] = "stale_block",
 	};
 	const uint64_t *b = collector__runq_buckets(ctx->collector);
 	struct loader_prog_stats progs[16];

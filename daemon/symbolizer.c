@@ -1037,6 +1037,15 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
 		out[i] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
 }
 
+int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+{
+	int err = 0;
+
+	release_stale(s);
+	enforce_caps(s);
+	return get_process(s, pid, start_ns, &err) ? 0 : err;
+}
+
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			     struct process_info *info)
 {

@@ -126,6 +126,10 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
  * cannot be read (a child that lived a millisecond). Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   uint32_t parent_pid, uint64_t parent_start_ns);
+/* Reads and caches the maps of process (pid, start_ns) now, while it lives (its samples may come
+ * after it has exited: a new process's first block, say). Returns 0 or a negative errno
+ * (-ESRCH: gone, or another process has the pid). */
+int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* Fills *info for process (pid, start_ns) when its maps are cached (after a resolve). Returns 0
  * or -ESRCH. */
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,

@@ -186,6 +186,50 @@ def offcpu_checks(d, ret):
         assert s["values"][2] == s["values"][0] + s["values"][1]
 
 
+def test_first_block_of_a_new_process_has_its_callers(d):
+    # a process that blocks before any CPU sample could tell the daemon of it: its switch-out
+    # does (TP_EV_SEEN), so its unwind tables are loaded while it sleeps
+    p, pid = start_workload("tp_first_block", 1)
+    slept = int(p.stdout.readline())
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("type=offcpu&last=1m&pid=%d" % pid)
+    sleeps = [s for s in prof.samples if "hrtimer_nanosleep" in names(s)]
+    got = sum(s["values"][1] for s in sleeps)
+    print("  first block: off-CPU %.3f s, slept %.3f s; %s" %
+          (got / 1e9, slept / 1e9, [names(s) for s in sleeps]))
+    assert abs(got - slept) <= 0.1 * slept, (got, slept)
+    assert share_ns(sleeps, lambda fs: "first_wait" in fs and "main" in fs) == 1.0, \
+        [names(s) for s in sleeps]
+
+
+def test_exec_from_a_thread_leaves_nothing():
+    # the exec'ing thread blocks in execve (de_thread) under its own tid and wakes under its
+    # leader's pid: its capture, kept under the old tid, must still be taken and freed, on
+    # both return paths (blocks of 10 us and more are captured, so every exec's wait is)
+    for env in ({}, {"TAILPROF_SCHED_RETURN": "sys_exit"}):
+        os.environ.update(env)
+        try:
+            d = Daemon("--frequency", str(FREQ), "--window", "1s", "--offcpu-min", "10us")
+        finally:
+            for k in env:
+                del os.environ[k]
+        try:
+            maps = bpf_map_ids(d.proc.pid)
+            p, pid = start_workload("tp_exec_thread", 50)
+            assert p.wait(timeout=60) == 0
+            wait_drained()
+            left = (map_entries(maps["pending"]), map_entries(maps["tw_pending"]))
+            print("  %s: pending %d, tw_pending %d after 50 execs" %
+                  (d.json("/api/v1/status")["offcpu_return"], *left))
+            assert left == (0, 0), left
+            prof, _ = d.profile("type=offcpu&last=1m&pid=%d" % pid)
+            assert any("__x64_sys_execve" in names(s) for s in prof.samples), \
+                [names(s) for s in prof.samples[:5]]
+        finally:
+            d.stop()
+
+
 def test_runq_latency_rises_on_a_crowded_cpu(d):
     # the idle baseline: closed windows a second or more after the previous test's processes
     time.sleep(3.5)
@@ -260,6 +304,8 @@ def main():
         sys.exit(1)
     tests = [test_offcpu_time_equals_blocked_time, test_offcpu_with_the_monotonic_block_clock,
              test_offcpu_on_the_sys_exit_path,
+             test_first_block_of_a_new_process_has_its_callers,
+             test_exec_from_a_thread_leaves_nothing,
              test_runq_latency_rises_on_a_crowded_cpu,
              test_threads_exiting_while_blocked_leave_nothing, test_bad_input]
     run_tests(tests, [d])
