@@ -887,7 +887,9 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	__u64 start = process_start_ns(prev);
 	struct tp_event_hdr ev;
 	__u32 pid = prev->tgid;
+	struct pt_regs *regs;
 	__u64 *known;
+	__s64 nr;
 
 	if (st->known_start == start || st->seen_start == start)
 		return;
@@ -896,6 +898,16 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 		st->known_start = start;
 		return;
 	}
+	/* Only a block in a syscall other than an exec: a new process blocks in page faults
+	 * while the kernel and the dynamic loader map it, and maps read then would lack its
+	 * libraries (its later blocks in them would keep only their leaf). */
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs)
+		return;
+	nr = regs->orig_ax;
+	if (nr < 0 || (__s64)regs->ax != -38 /* -ENOSYS */ || nr == TP_NR_EXECVE ||
+	    nr == TP_NR_EXECVEAT)
+		return;
 	st->seen_start = start;
 	ev.kind = TP_EV_SEEN;
 	ev.pid = pid;
