@@ -94,7 +94,6 @@ struct tp_sched_task {
 	__u64 block_ip, block_sp; /* its user registers at the blocking switch-out */
 	__u64 long_ip, long_sp;	  /* those of its last captured block (0: none): the prediction */
 	__u64 known_start;	  /* its process's start_ns, once seen in known_procs */
-	__u64 seen_start;	  /* that start_ns, once a TP_EV_SEEN was sent for it */
 	__u32 key_tid;		  /* pending: the tid its capture is kept under (a thread that
 				   * execs takes its leader's pid in de_thread) */
 	__u32 pad2;
@@ -881,7 +880,7 @@ static __always_inline void take_user_stack(struct tp_sample *o)
 /* Tells tailprofd at once (TP_EV_SEEN, waking it) of the process of prev, which blocks now, when
  * it does not know it yet: it then loads the process's unwind tables while the thread waits, so
  * that even a new process's first long block gets its whole user stack on its way back. Once
- * per thread and process; a compare only, once the process is known. */
+ * per thread (st->known_start); the caller tests that with one load. */
 static __always_inline void note_process(struct task_struct *prev, struct tp_sched_task *st)
 {
 	__u64 start = process_start_ns(prev);
@@ -891,7 +890,7 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	__u64 *known;
 	__s64 nr;
 
-	if (st->known_start == start || st->seen_start == start)
+	if (st->known_start == start)
 		return;
 	known = bpf_map_lookup_elem(&known_procs, &pid);
 	if (known && *known == start) {
@@ -908,7 +907,8 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	if (nr < 0 || (__s64)regs->ax != -38 /* -ENOSYS */ || nr == TP_NR_EXECVE ||
 	    nr == TP_NR_EXECVEAT)
 		return;
-	st->seen_start = start;
+	/* told: from now on as if known (its samples need not wake tailprofd again) */
+	st->known_start = start;
 	ev.kind = TP_EV_SEEN;
 	ev.pid = pid;
 	ev.ts_ns = 0;
@@ -1294,7 +1294,9 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			 * less for the other blocks). A pending capture keeps its syscall. */
 			if (!st->pending)
 				st->syscall_nr = TP_SYSCALL_UNREAD;
-			if (prev->mm)
+			/* a load for a thread of a known process (its group leader's line may be
+			 * cold: start_ns is read only until then) */
+			if (prev->mm && !st->known_start)
 				note_process(prev, st);
 			if (st->long_sp && !st->pending) {
 				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
