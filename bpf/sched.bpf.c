@@ -1162,10 +1162,11 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		}
 		st->pending = 0;
 	}
-	st->syscall_nr = -1;
-	if (next->mm) {
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(next);
+	/* its registers, unless its switch-out read them (it took the user stack there) */
+	if (!early) {
+		struct pt_regs *regs = next->mm ? (struct pt_regs *)bpf_task_pt_regs(next) : NULL;
 
+		st->syscall_nr = -1;
 		if (regs)
 			read_block_regs(st, regs);
 	}
