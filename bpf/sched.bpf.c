@@ -100,7 +100,6 @@ struct tp_sched_task {
 };
 
 #define TP_NO_SLOT	       0xffffffffu
-#define TP_SYSCALL_UNREAD      (-2) /* tp_sched_task.syscall_nr: not read from the registers yet */
 #define TP_USTACK_EARLY_FRAMES TP_MAX_STACK_DEPTH
 
 /* The user stack of a thread taken at its switch-out, where its last block at the same user
@@ -1293,8 +1292,6 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			 * only for a capture; here only where its last captured block was at the
 			 * same place: likely long again, and its user stack is taken now (a call
 			 * less for the other blocks). A pending capture keeps its syscall. */
-			if (!st->pending)
-				st->syscall_nr = TP_SYSCALL_UNREAD;
 			/* a load for a thread of a known process (its group leader's line may be
 			 * cold: start_ns is read only until then) */
 			if (prev->mm && !st->known_start)
