@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The scheduler: off-CPU time (where threads block, and for how long) and run-queue latency (how
- * long runnable threads wait for a CPU), from tp_btf/sched_switch; the user stacks of captured
- * blocks are taken at switch-out where predicted, else by a task work (or raw_tp/sys_exit).
+ * long runnable threads wait for a CPU), from tp_btf/sched_switch; the stacks of captured blocks
+ * are taken at switch-out where predicted, else at switch-in (kernel) and by a task work (or
+ * raw_tp/sys_exit) on the way back to user space (user).
  *
  * Cost is the design problem: a context switch must stay cheap when nothing is captured, and on
  * this machine kind every helper call, bpf_loop step and return costs tens of ns (retpolines,
@@ -19,17 +20,20 @@
  *   programs;
  * - switch-out of a blocked thread: a timestamp and its run_delay in task storage. Its registers
  *   are not read, except where its last captured block was at the same user registers: that
- *   block is likely long too, so its user stack is taken now (the thread is current and its
- *   stack in this CPU's caches; from ustack_cache when every word the cached walk read is
- *   unchanged, else walked) into its sched_ustacks;
+ *   block is likely long too, so its stacks are taken now, the thread being current and its
+ *   stacks in this CPU's caches: the user stack from ustack_cache when every word the cached walk
+ *   read is unchanged, else walked; the kernel stack of its last capture where its return
+ *   addresses are all in their places again (plain loads), from the stack pointer the switch
+ *   will save (the tracepoint's arguments are on the thread's stack, a fixed distance below it);
+ *   both into its sched_ustacks;
  * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of the
- *   woken thread (where it blocked: from kstack_cache when the same return addresses are still at
- *   the same places on its stack, else bpf_get_task_stack). With its user stack from switch-out
- *   the sample goes to user space at once. Otherwise (not predicted: the thread's first such
- *   block there) the user stack is the one the thread has on its way back to user space from
- *   that syscall: a task work (bpf_task_work_schedule_resume, Linux 6.18, some 7 us a capture)
- *   takes it there; on older kernels raw_tp/sys_exit does, one per-CPU load and compare on every
- *   syscall's return. Shorter blocks are counted per process and drain period in sched_ptab (an
+ *   woken thread where switch-out did not (where it blocked: from kstack_cache when the same
+ *   return addresses are still at the same places on its stack, else bpf_get_task_stack). With
+ *   its stacks from switch-out the sample goes to user space at once. Otherwise (not predicted: the
+ * thread's first such block there) the user stack is the one the thread has on its way back to user
+ * space from that syscall: a task work (bpf_task_work_schedule_resume, Linux 6.18, some 7 us a
+ * capture) takes it there; on older kernels raw_tp/sys_exit does, one per-CPU load and compare on
+ * every syscall's return. Shorter blocks are counted per process and drain period in sched_ptab (an
  *   array: no hashing, no locks);
  * - a block outside a syscall (a page fault), of a kernel thread, or of an io_uring or vhost
  *   worker (user threads that never return to user space) is sent at switch-in with its kernel
@@ -71,6 +75,11 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 
 /* Captured blocks waiting in `pending` now: thread exit looks in `pending` only while some are. */
 __u64 nr_pending = 0;
+/* The distance from a blocking switch-out's tracepoint arguments (ctx, on the blocking thread's
+ * kernel stack, in bpf_trace_run4's frame below __schedule's) to the stack pointer its switch then
+ * saves (thread.sp): the same for every switch of one kernel build, learnt from the first
+ * captured block (0: not yet; reset when a later switch disagrees). */
+__u64 switch_sp_from_ctx = 0;
 
 /* events: the off-CPU samples, into the ring buffer profile.bpf.c owns (the loader makes it this
  * program's through map reuse), so they are drained in order with the CPU samples. */
@@ -90,25 +99,52 @@ struct tp_sched_task {
 	__u32 pending;		  /* a captured block waits for its syscall to return */
 	__u32 seen;		  /* run_delay_seen is set (0: the storage was just created) */
 	__u32 slot_cpu;		  /* pending: whose offcpu_slot holds it (TP_NO_SLOT: `pending`) */
-	__u32 early;		  /* its user stack was taken at switch-out (sched_ustacks) */
+	__u32 early;		  /* TP_EARLY_*: what its blocking switch-out took already */
 	__u64 block_ip, block_sp; /* its user registers at the blocking switch-out */
 	__u64 long_ip, long_sp;	  /* those of its last captured block (0: none): the prediction */
 	__u64 known_start;	  /* its process's start_ns, once seen in known_procs */
 	__u32 key_tid;		  /* pending: the tid its capture is kept under (a thread that
 				   * execs takes its leader's pid in de_thread) */
 	__u32 pad2;
+	__u64 early_ksp; /* TP_EARLY_KERNEL: the stack pointer its switch will have saved */
+	__u64 out_ctx;	 /* the address of the tracepoint's arguments at its last blocking
+			  * switch-out (on its kernel stack: see early_kernel_stack) */
 };
+
+/* st->early: what a blocking switch-out took for a block predicted long */
+#define TP_EARLY_REGS 1 /* st->syscall_nr, block_ip, block_sp are this block's */
+#define TP_EARLY_USER 2 /* its user stack (sched_ustacks) */
+#define TP_EARLY_KERNEL                                                                            \
+	4 /* its kernel stack: that of its last capture (sched_ustacks), verified                  \
+	   */
 
 #define TP_NO_SLOT	       0xffffffffu
 #define TP_USTACK_EARLY_FRAMES TP_MAX_STACK_DEPTH
 
-/* The user stack of a thread taken at its switch-out, where its last block at the same user
- * registers was captured: the thread is current there and its stack is in the CPU's caches, so
- * this is the cheap place; at switch-in the sample is sent whole. Created for threads whose
- * blocks get captured, and dies with the thread. */
+#define TP_EARLY_KFRAMES 32
+
+/* The stacks of a thread taken at its switch-out, where its last block at the same user
+ * registers was captured: the thread is current there and its stacks are in the CPU's caches,
+ * so this is the cheap place; at switch-in the sample is sent whole. The user stack is walked;
+ * the kernel stack is its last captured one where every return address is still in its place:
+ * the same offset from the saved stack pointer, or, for the frames outside the random offset
+ * that each syscall entry puts on the stack (CONFIG_RANDOMIZE_KSTACK_OFFSET: do_syscall_64 and
+ * the entry code), from the stack's base. Created for threads whose blocks get captured (in
+ * task storage: kmalloc'ed, where the kernel's direct map spares the TLB misses that a vmalloc'ed
+ * array map costs), and dies with the thread. */
+struct tp_early_kframe {
+	__u64 ip;   /* a return address */
+	__u16 off;  /* its place: the offset from the saved stack pointer */
+	__u16 boff; /* and from the stack's base (task->stack) */
+	__u32 pad;
+};
+
 struct tp_early_ustack {
-	__u32 nr;
-	__u32 flags; /* TP_SAMPLE_* of the walk */
+	__s32 k_syscall; /* the kernel stack of its last capture: its syscall */
+	__u32 k_nr;	 /* frames, 0: none */
+	struct tp_early_kframe k[TP_EARLY_KFRAMES]; /* leaf first: a frame's line, for both */
+	__u32 nr;				    /* the user stack: frames */
+	__u32 flags;				    /* TP_SAMPLE_* of the walk */
 	__u64 frames[TP_USTACK_EARLY_FRAMES];
 };
 
@@ -558,17 +594,89 @@ static long kstack_scan_step(__u32 w, void *ctx)
 	return 0;
 }
 
+/* The kernel stack of the current thread, which blocks now in syscall nr: e's, where each of its
+ * return addresses is in its place (struct tp_early_ustack). sp: the stack pointer the switch
+ * will save (from switch_sp_from_ctx); depth: its offset from the stack's base (task->stack).
+ * Returns 1 (verified) or 0. One copy of the stack from sp up (the thread is current: most of
+ * it is in this CPU's caches), then plain loads.
+ *
+ * Everything from sp + sizeof(struct inactive_task_frame) up is the blocking call path's and
+ * stays as it is until the thread runs again; below it, __switch_to_asm writes its frame at the
+ * switch: the saved registers and the return address into __schedule (the same for every
+ * switched-out thread, and not in the walk: bpf_get_task_stack leaves out the scheduler's own
+ * functions). A stack with a return address below that is not verified here.
+ *
+ * A global function: the verifier checks it once. */
+__noinline int early_kernel_stack(struct tp_early_ustack *e, __u64 sp, __u64 depth, __s64 nr)
+{
+	__u32 n, i, skip = bpf_core_type_size(struct inactive_task_frame), outer = 0, zero = 0;
+	struct tp_kstack_scratch *sc = bpf_map_lookup_elem(&kstack_scratch, &zero);
+	__u64 end, off;
+
+	if (!e || !sc || skip >= 256 || skip & 7 || depth + skip >= TP_THREAD_SIZE_MIN)
+		return 0;
+	n = e->k_nr;
+	if (!n || n > TP_EARLY_KFRAMES || e->k_syscall != (__s32)nr)
+		return 0;
+	/* one copy, from sp + skip up to the stack's top (or TP_KSTACK_BYTES from sp): words[w]
+	 * is the word at sp + 8 * w */
+	end = TP_THREAD_SIZE_MIN - depth;
+	if (end > TP_KSTACK_BYTES)
+		end = TP_KSTACK_BYTES;
+	barrier_var(end);
+	if (end <= skip || end - skip > TP_KSTACK_BYTES - 256 ||
+	    bpf_probe_read_kernel(&sc->words[skip / 8], end - skip, (void *)(sp + skip)))
+		return 0;
+	for (i = 0; i < TP_EARLY_KFRAMES; i++) {
+		struct tp_early_kframe *f = &e->k[i];
+
+		if (i >= n)
+			break;
+		/* where it was from sp; else, once and for the rest, from the base */
+		off = f->off;
+		if (!outer && off >= skip && off + 8 <= end &&
+		    sc->words[(off / 8) & (TP_KSTACK_BYTES / 8 - 1)] == f->ip)
+			continue;
+		off = (__u64)f->boff - depth;
+		if (f->boff < depth + skip || off + 8 > end ||
+		    sc->words[(off / 8) & (TP_KSTACK_BYTES / 8 - 1)] != f->ip)
+			return 0;
+		outer = 1;
+	}
+	return 1;
+}
+
 /* The kernel stack of blocked thread t into out[TP_MAX_STACK_DEPTH] (leaf first): from
  * kstack_cache when verified, else walked (and the walk cached). Returns frames, or -1. */
-static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr, __u64 *out)
+static __always_inline long kernel_stack(struct task_struct *t, struct tp_sched_task *st,
+					 __u32 early, __s64 syscall_nr, __u64 *out,
+					 struct tp_early_ustack *e)
 {
 	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
 	struct tp_kstack_scan scan = {.out = out};
 	struct tp_kstack_scratch *sc;
 	__u32 zero = 0, depth = 0, idx, nr, seq, i, ok;
 	struct tp_kstack *k = NULL;
+	const __u16 *offs;
 	long n;
 
+	/* verified at its switch-out, where the thread switched with the stack pointer that was
+	 * foreseen (or switch_sp_from_ctx is wrong) */
+	if ((early & TP_EARLY_KERNEL) && e) {
+		nr = e->k_nr;
+		if (ksp != st->early_ksp) {
+			switch_sp_from_ctx = 0;
+			bump(TP_SCH_KSTACK_EARLY_MISSED);
+		} else if (nr <= TP_EARLY_KFRAMES) {
+			for (i = 0; i < TP_EARLY_KFRAMES; i++) {
+				if (i >= nr)
+					break;
+				out[i] = e->k[i].ip;
+			}
+			bump(TP_SCH_KSTACK_EARLY);
+			return nr;
+		}
+	}
 	sc = bpf_map_lookup_elem(&kstack_scratch, &zero);
 	/* the stack is THREAD_SIZE bytes from base, at least 16 KiB on x86-64; the depth is
 	 * measured from base, which pins it as well as from the top */
@@ -588,7 +696,8 @@ static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr
 	/* One copy of the stack down to the outermost cached return address, then plain loads:
 	 * where indirect calls go through retpolines and every return through the SRSO return
 	 * thunk (this machine kind), a helper call or a bpf_loop step costs more than the cache
-	 * lines. Offsets ascend (leaf first), so the last one is the outermost. */
+	 * lines. (A bpf_rdonly_cast load per return address costs more still: some 50 ns each
+	 * here, warm.) Offsets ascend (leaf first), so the last one is the outermost. */
 	len = (__u64)k->off[(nr - 1) & (TP_KSTACK_FRAMES - 1)] + 8;
 	if (len > TP_KSTACK_BYTES || bpf_probe_read_kernel(sc->words, len, (void *)ksp))
 		goto walk;
@@ -608,7 +717,9 @@ static __always_inline long kernel_stack(struct task_struct *t, __s64 syscall_nr
 	barrier();
 	if (ok && k->seq == seq) {
 		bump(TP_SCH_KSTACK_CACHED);
-		return nr;
+		offs = k->off;
+		n = nr;
+		goto learn;
 	}
 walk:
 	bump(TP_SCH_KSTACK_WALKED);
@@ -640,6 +751,21 @@ walk:
 	__builtin_memcpy(k->ip, sc->k.ip, sizeof(k->ip));
 	barrier();
 	k->seq = seq + 1;
+	offs = sc->k.off;
+learn:
+	/* the thread's own copy, for its next block at the same user registers: verified at its
+	 * switch-out (early_kernel_stack) */
+	if (e && n <= TP_EARLY_KFRAMES) {
+		for (i = 0; i < TP_EARLY_KFRAMES; i++) {
+			if (i >= n)
+				break;
+			e->k[i].ip = out[i];
+			e->k[i].off = offs[i];
+			e->k[i].boff = (__u16)(depth + offs[i]);
+		}
+		e->k_nr = n;
+		e->k_syscall = (__s32)syscall_nr;
+	}
 	return n;
 }
 
@@ -916,17 +1042,27 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 		bump(TP_SCH_RINGBUF_FULL);
 }
 
-/* The user stack of prev, which blocks now and is the current thread, into its sched_ustacks:
- * its last captured block had the same user registers, so this one is likely long too. Its
- * stack is in this CPU's caches now, and the sample can go whole at switch-in. Sets st->early
- * when taken; not without its process's unwind tables (then it is taken on the way back, when
- * they may be loaded). */
-static __always_inline void early_user_stack(struct task_struct *prev, struct tp_sched_task *st)
+/* The stacks of prev, which blocks now in syscall st->syscall_nr and is the current thread, into
+ * its sched_ustacks (struct tp_early_ustack): its last captured block had the same user
+ * registers, so this one is likely long too. Sets TP_EARLY_KERNEL where its last captured kernel
+ * stack is verified in place, and TP_EARLY_USER where its user stack is walked: not without its
+ * process's unwind tables (then it is taken on the way back, when they may be loaded). */
+static __always_inline void early_stacks(struct task_struct *prev, struct tp_sched_task *st)
 {
+	__u64 d = switch_sp_from_ctx, sp, base = (__u64)prev->stack;
 	__u32 key = TP_USCRATCH_SWITCH, n;
 	struct tp_ustack_scratch *sc;
 	struct tp_early_ustack *e;
 
+	e = bpf_task_storage_get(&sched_ustacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!e)
+		return;
+	/* read back from memory: a scalar now, not the ctx pointer */
+	sp = *(volatile __u64 *)&st->out_ctx + d;
+	if (d && sp > base && early_kernel_stack(e, sp, sp - base, st->syscall_nr)) {
+		st->early_ksp = sp;
+		st->early |= TP_EARLY_KERNEL;
+	}
 	if (!unwind_tables_on)
 		return;
 	n = current_user_stack(key, 1);
@@ -934,21 +1070,29 @@ static __always_inline void early_user_stack(struct task_struct *prev, struct tp
 	/* clamped in its own register: the verifier knows nothing of a global function's result */
 	n = n < TP_USTACK_EARLY_FRAMES ? n : TP_USTACK_EARLY_FRAMES;
 	barrier_var(n);
-	if (!n || !sc)
-		return;
-	e = bpf_task_storage_get(&sched_ustacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!e || bpf_probe_read_kernel(e->frames, n * 8, sc->frames))
+	if (!n || !sc || bpf_probe_read_kernel(e->frames, n * 8, sc->frames))
 		return;
 	e->nr = n;
 	e->flags = sc->flags;
-	st->early = 1;
+	st->early |= TP_EARLY_USER;
 }
 
-/* Fills in o (kernel stack filled) the user stack taken at next's switch-out. Returns 0, or -1
- * when there is none. */
-static __always_inline int put_early_user_stack(struct tp_sample *o, struct task_struct *next)
+/* Learns switch_sp_from_ctx from thread t, switched in after a blocking switch-out whose
+ * tracepoint arguments were at st->out_ctx. */
+static __always_inline void learn_switch_sp(struct task_struct *t, struct tp_sched_task *st)
 {
-	struct tp_early_ustack *e = bpf_task_storage_get(&sched_ustacks, next, 0, 0);
+	__u64 sp = t->thread.sp, a = *(volatile __u64 *)&st->out_ctx;
+
+	/* a few frames apart (bpf_trace_run4, the tracepoint's iterator, __schedule's call of
+	 * __switch_to_asm) */
+	if (a && sp > a && sp - a < 1024)
+		switch_sp_from_ctx = sp - a;
+}
+
+/* Fills in o (kernel stack filled) the user stack taken at the switch-out, from e. Returns 0, or
+ * -1 when there is none. */
+static __always_inline int put_early_user_stack(struct tp_sample *o, struct tp_early_ustack *e)
+{
 	__u32 nk = o->nr_kernel, nu;
 
 	if (!e)
@@ -1122,11 +1266,12 @@ static __always_inline struct tp_offcpu_slot *free_slot(void)
  * its syscall's return. */
 static __always_inline void capture(struct task_struct *next, struct tp_sched_task *st,
 				    struct tp_sched_cpu *c, __u64 blocked_ns, __u64 mono,
-				    bool early)
+				    __u32 early)
 {
 	__u32 key = TP_SCRATCH_SWITCH, zero = 0, tid = next->pid, cpu = bpf_get_smp_processor_id();
 	struct tp_offcpu_slot *sl = NULL;
 	struct tp_tw_pending *w = NULL;
+	struct tp_early_ustack *e;
 	struct tp_sample *o;
 	struct tp_pending *pd;
 	bool user;
@@ -1161,8 +1306,8 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		}
 		st->pending = 0;
 	}
-	/* its registers, unless its switch-out read them (it took the user stack there) */
-	if (!early) {
+	/* its registers, unless its switch-out read them (predicted) */
+	if (!(early & TP_EARLY_REGS)) {
 		struct pt_regs *regs = next->mm ? (struct pt_regs *)bpf_task_pt_regs(next) : NULL;
 
 		st->syscall_nr = -1;
@@ -1201,7 +1346,13 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	if (tp_in_gc(o->hdr.pid))
 		o->flags |= TP_SAMPLE_IN_GC;
 	comms(o, next);
-	n = kernel_stack(next, st->syscall_nr, o->addrs);
+	if (!switch_sp_from_ctx)
+		learn_switch_sp(next, st);
+	/* a user thread's stacks taken at switch-out, and its copy of this kernel stack (for the
+	 * next block at the same user registers) */
+	e = user ? bpf_task_storage_get(&sched_ustacks, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE)
+		 : NULL;
+	n = kernel_stack(next, st, early, st->syscall_nr, o->addrs, e);
 	if (n < 0) {
 		o->flags |= TP_SAMPLE_KSTACK_FAILED;
 		n = 0;
@@ -1214,7 +1365,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		return;
 	}
 	/* its user stack taken at switch-out: sent whole */
-	if (early && !put_early_user_stack(o, next)) {
+	if ((early & TP_EARLY_USER) && !put_early_user_stack(o, e)) {
 		bump(TP_SCH_EARLY_USTACK);
 		send(o, st);
 		return;
@@ -1270,7 +1421,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	struct rq *rq = next->pid ? next->se.cfs_rq->rq : prev->se.cfs_rq->rq;
 	__u64 clk = rq->clock, lq, rd, runq = 0, blocked = 0, mono, now;
 	__u32 zero = 0;
-	bool early = false;
+	__u32 early = 0;
 	struct tp_sched_task *st;
 	struct tp_sched_cpu *c;
 	__u32 cpu;
@@ -1288,9 +1439,10 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			st->run_delay_seen = prev->sched_info.run_delay;
 			st->seen = 1;
 			st->early = 0;
+			st->out_ctx = (__u64)ctx;
 			/* Its registers (the syscall, the user stack) are read at switch-in, and
 			 * only for a capture; here only where its last captured block was at the
-			 * same place: likely long again, and its user stack is taken now (a call
+			 * same place: likely long again, and its stacks are taken now (a call
 			 * less for the other blocks). A pending capture keeps its syscall. */
 			/* a load for a thread of a known process (its group leader's line may be
 			 * cold: start_ns is read only until then) */
@@ -1301,9 +1453,10 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 
 				if (regs) {
 					read_block_regs(st, regs);
+					st->early = TP_EARLY_REGS;
 					if (regs->sp == st->long_sp && regs->ip == st->long_ip &&
 					    st->syscall_nr >= 0)
-						early_user_stack(prev, st);
+						early_stacks(prev, st);
 				}
 			}
 		}
@@ -1363,7 +1516,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		st->blocked_at = 0;
 		early = st->early;
 		st->early = 0;
-		if (early && blocked < offcpu_min_ns)
+		if ((early & (TP_EARLY_USER | TP_EARLY_KERNEL)) && blocked < offcpu_min_ns)
 			bump(TP_SCH_EARLY_WASTED);
 	}
 	if (st && st->pending && !use_task_work) {

@@ -319,6 +319,9 @@ enum tp_sched_metric {
 	TP_SCH_SYS_EXIT,	/* captured blocks held for sys_exit for their user stack */
 	TP_SCH_STALE_BLOCK,	/* block starts found after the thread had run again (their end
 				 * was missed: no task storage at that switch-in): dropped */
+	TP_SCH_KSTACK_EARLY,	/* captured kernel stacks: the thread's own copy, verified at
+				   switch-out */
+	TP_SCH_KSTACK_EARLY_MISSED, /* and not used: the switch saved another stack pointer */
 	TP_SCH_NR,
 };
 

@@ -1148,11 +1148,14 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 		if (reasons[r])
 			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
 			    reasons[r], st->sched_metrics[r]);
-	put_stack_sources(t, "tailprof_offcpu_kernel_stacks_total",
-			  "Kernel stacks of captured blocks, by source: cache (return addresses "
-			  "verified in place) or walk (bpf_get_task_stack).",
-			  st->sched_metrics[TP_SCH_KSTACK_CACHED],
-			  st->sched_metrics[TP_SCH_KSTACK_WALKED]);
+	put_stack_sources(
+	    t, "tailprof_offcpu_kernel_stacks_total",
+	    "Kernel stacks of captured blocks, by source: cache (return addresses "
+	    "verified in place at switch-in; switch_out: the thread's last captured one, "
+	    "verified where it blocked) or walk (bpf_get_task_stack).",
+	    st->sched_metrics[TP_SCH_KSTACK_CACHED], st->sched_metrics[TP_SCH_KSTACK_WALKED]);
+	put(t, "tailprof_offcpu_kernel_stacks_total{source=\"switch_out\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_KSTACK_EARLY]);
 	put_stack_sources(
 	    t, "tailprof_offcpu_user_stacks_total",
 	    "User stacks of captured blocks walked with unwind tables, by source: cache "
@@ -1173,6 +1176,11 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	       "--offcpu-min (mispredicted).");
 	put(t, "tailprof_offcpu_early_stacks_wasted_total %" PRIu64 "\n",
 	    st->sched_metrics[TP_SCH_EARLY_WASTED]);
+	metric(t, "tailprof_offcpu_switch_sp_mispredicted_total", "counter",
+	       "Kernel stacks verified at switch-out and not used: the switch saved another stack "
+	       "pointer than foreseen (the kernel stack is then taken at switch-in).");
+	put(t, "tailprof_offcpu_switch_sp_mispredicted_total %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_KSTACK_EARLY_MISSED]);
 	metric(t, "tailprof_runq_latency_seconds", "histogram",
 	       "Time runnable threads waited for a CPU (wake-up or preemption to running).");
 	for (int k = 0; k <= RUNQ_LE_MAX_LOG2_US; k++) {
