@@ -21,11 +21,11 @@
  * - switch-out of a blocked thread: a timestamp and its run_delay in task storage. Its registers
  *   are not read, except where its last captured block was at the same user registers: that
  *   block is likely long too, so its stacks are taken now, the thread being current and its
- *   stacks in this CPU's caches: the user stack from ustack_cache when every word the cached walk
- *   read is unchanged, else walked; the kernel stack of its last capture where its return
- *   addresses are all in their places again (plain loads), from the stack pointer the switch
- *   will save (the tracepoint's arguments are on the thread's stack, a fixed distance below it);
- *   both into its sched_ustacks;
+ *   stacks in this CPU's caches, into its sched_early, where it keeps those of its last
+ *   switch-out and what verifies them: the kernel stack where its return addresses are all in
+ *   their places again, from the stack pointer the switch will save (the tracepoint's arguments
+ *   are on the thread's stack, a fixed distance below it); the user stack where every word its
+ *   walk read is unchanged, else from ustack_cache the same way, else walked;
  * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of the
  *   woken thread where switch-out did not (where it blocked: from kstack_cache when the same
  *   return addresses are still at the same places on its stack, else bpf_get_task_stack). With
@@ -111,12 +111,10 @@ struct tp_sched_task {
 			  * switch-out (on its kernel stack: see early_kernel_stack) */
 };
 
-/* st->early: what a blocking switch-out took for a block predicted long */
-#define TP_EARLY_REGS 1 /* st->syscall_nr, block_ip, block_sp are this block's */
-#define TP_EARLY_USER 2 /* its user stack (sched_ustacks) */
-#define TP_EARLY_KERNEL                                                                            \
-	4 /* its kernel stack: that of its last capture (sched_ustacks), verified                  \
-	   */
+/* st->early: what a blocking switch-out took for a block predicted long (stacks: in sched_early) */
+#define TP_EARLY_REGS	1 /* st->syscall_nr, block_ip, block_sp are this block's */
+#define TP_EARLY_USER	2 /* its user stack */
+#define TP_EARLY_KERNEL 4 /* its kernel stack */
 
 #define TP_NO_SLOT	       0xffffffffu
 #define TP_USTACK_EARLY_FRAMES TP_MAX_STACK_DEPTH
@@ -125,13 +123,14 @@ struct tp_sched_task {
 
 /* The stacks of a thread taken at its switch-out, where its last block at the same user
  * registers was captured: the thread is current there and its stacks are in the CPU's caches,
- * so this is the cheap place; at switch-in the sample is sent whole. The user stack is walked;
- * the kernel stack is its last captured one where every return address is still in its place:
- * the same offset from the saved stack pointer, or, for the frames outside the random offset
- * that each syscall entry puts on the stack (CONFIG_RANDOMIZE_KSTACK_OFFSET: do_syscall_64 and
- * the entry code), from the stack's base. Created for threads whose blocks get captured (in
- * task storage: kmalloc'ed, where the kernel's direct map spares the TLB misses that a vmalloc'ed
- * array map costs), and dies with the thread. */
+ * so this is the cheap place; at switch-in the sample is sent whole. Each is the one its last
+ * such switch-out took where that verifies again, so it is not copied, and no shared cache
+ * entry is read (the first load from one costs some 440 ns here): the kernel stack (that of its
+ * last capture at first) where every return address is in its place again, at the same offset
+ * from the saved stack pointer or, for the frames outside the random offset that each syscall
+ * entry puts on the stack (CONFIG_RANDOMIZE_KSTACK_OFFSET: do_syscall_64 and the entry code),
+ * from the stack's base; the user stack where every word its walk read reads the same. Created
+ * for threads whose blocks get captured, and dies with the thread. */
 struct tp_early_kframe {
 	__u64 ip;   /* a return address */
 	__u16 off;  /* its place: the offset from the saved stack pointer */
@@ -139,21 +138,29 @@ struct tp_early_kframe {
 	__u32 pad;
 };
 
-struct tp_early_ustack {
+struct tp_early_stacks {
 	__s32 k_syscall; /* the kernel stack of its last capture: its syscall */
 	__u32 k_nr;	 /* frames, 0: none */
 	struct tp_early_kframe k[TP_EARLY_KFRAMES]; /* leaf first: a frame's line, for both */
 	__u32 nr;				    /* the user stack: frames */
 	__u32 flags;				    /* TP_SAMPLE_* of the walk */
 	__u64 frames[TP_USTACK_EARLY_FRAMES];
+	/* and how to verify it again (as ustack_cache does, but in the thread's own storage):
+	 * the registers and tables the walk started from, and each word it read (its offset in
+	 * the span [u_span_lo, u_span_lo + u_span_len) and its value); u_ok 0: none */
+	__u32 u_ok, u_nw;
+	__u64 u_pc, u_sp, u_bp, u_span_lo, u_start_ns;
+	__u32 u_span_len, u_gen;
+	__u16 u_off[TP_UNWIND_LOG_WORDS];
+	__u64 u_val[TP_UNWIND_LOG_WORDS];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct tp_early_ustack);
-} sched_ustacks SEC(".maps");
+	__type(value, struct tp_early_stacks);
+} sched_early SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -401,7 +408,11 @@ struct tp_ustack_scratch {
 	__u64 span[TP_USTACK_SPAN / 8];
 	__u64 frames[TP_MAX_STACK_DEPTH]; /* the walk's output */
 	__u32 flags;			  /* and its TP_SAMPLE_* */
-	__u32 pad;
+	/* rec_ok: the walk can be verified again, from these registers and tables, by the words
+	 * in log (their span: [rec_span_lo, rec_span_lo + rec_span_len)) */
+	__u32 rec_ok;
+	__u64 rec_pc, rec_sp, rec_bp, rec_span_lo, rec_start_ns;
+	__u32 rec_span_len, rec_gen;
 };
 
 struct {
@@ -595,7 +606,7 @@ static long kstack_scan_step(__u32 w, void *ctx)
 }
 
 /* The kernel stack of the current thread, which blocks now in syscall nr: e's, where each of its
- * return addresses is in its place (struct tp_early_ustack). sp: the stack pointer the switch
+ * return addresses is in its place (struct tp_early_stacks). sp: the stack pointer the switch
  * will save (from switch_sp_from_ctx); depth: its offset from the stack's base (task->stack).
  * Returns 1 (verified) or 0. One copy of the stack from sp up (the thread is current: most of
  * it is in this CPU's caches), then plain loads.
@@ -607,7 +618,7 @@ static long kstack_scan_step(__u32 w, void *ctx)
  * functions). A stack with a return address below that is not verified here.
  *
  * A global function: the verifier checks it once. */
-__noinline int early_kernel_stack(struct tp_early_ustack *e, __u64 sp, __u64 depth, __s64 nr)
+__noinline int early_kernel_stack(struct tp_early_stacks *e, __u64 sp, __u64 depth, __s64 nr)
 {
 	__u32 n, i, skip = bpf_core_type_size(struct inactive_task_frame), outer = 0, zero = 0;
 	struct tp_kstack_scratch *sc = bpf_map_lookup_elem(&kstack_scratch, &zero);
@@ -650,7 +661,7 @@ __noinline int early_kernel_stack(struct tp_early_ustack *e, __u64 sp, __u64 dep
  * kstack_cache when verified, else walked (and the walk cached). Returns frames, or -1. */
 static __always_inline long kernel_stack(struct task_struct *t, struct tp_sched_task *st,
 					 __u32 early, __s64 syscall_nr, __u64 *out,
-					 struct tp_early_ustack *e)
+					 struct tp_early_stacks *e)
 {
 	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
 	struct tp_kstack_scan scan = {.out = out};
@@ -864,7 +875,7 @@ static __always_inline __u32 ustack_cached(struct tp_ustack *u, struct tp_proc_m
  * TP_SAMPLE_USTACK_TRUNCATED. */
 static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pid, __u64 pc,
 					__u64 sp, __u64 bp, __u64 *out, __u32 *flags,
-					struct tp_ustack_scratch *sc)
+					struct tp_ustack_scratch *sc, __u32 rec)
 {
 	__u32 idx = mix64(sp ^ (pc << 7) ^ ((__u64)pid << 40)) & (TP_USTACK_ENTRIES - 1);
 	struct tp_ustack *u = bpf_map_lookup_elem(&ustack_cache, &idx);
@@ -873,13 +884,27 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	struct tp_unwind_log *log;
 	__u32 nr, seq, i;
 
+	sc->rec_ok = 0;
 	if (!u)
 		return 0;
 	log = &sc->log;
 	nr = ustack_cached(u, procs, pid, pc, sp, bp, out, sc);
 	if (nr) {
 		bump(TP_SCH_USTACK_CACHED);
-		return nr;
+		/* what verified it, for the caller to keep (the entry may be replaced) */
+		if (rec && u->span_len) {
+			log->n = u->nr_words;
+			for (i = 0; i < TP_UNWIND_LOG_WORDS; i++) {
+				if (i >= log->n)
+					break;
+				log->addr[i] = u->addr[i];
+				log->val[i] = u->val[i];
+			}
+			sc->rec_span_lo = u->span_lo;
+			sc->rec_span_len = u->span_len;
+			sc->rec_ok = 1;
+		}
+		goto out;
 	}
 	bump(TP_SCH_USTACK_WALKED);
 	log->n = 0;
@@ -922,6 +947,17 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	__builtin_memcpy(u->val, log->val, sizeof(u->val));
 	barrier();
 	u->seq = seq + 1;
+	if (!rec || !u->span_len)
+		return nr;
+	sc->rec_span_lo = u->span_lo;
+	sc->rec_span_len = u->span_len;
+	sc->rec_ok = 1;
+out:
+	sc->rec_pc = pc;
+	sc->rec_sp = sp;
+	sc->rec_bp = bp;
+	sc->rec_start_ns = procs->start_ns;
+	sc->rec_gen = procs->gen;
 	return nr;
 }
 
@@ -957,11 +993,13 @@ __noinline int current_user_stack(__u32 key, __u32 tables_only)
 	if (!regs || !sc)
 		return 0;
 	sc->flags = 0;
+	sc->rec_ok = 0;
 	if (unwind_tables_on)
 		procs = bpf_map_lookup_elem(&unwind_procs, &pid);
 	if (procs && procs->start_ns == process_start_ns(t)) {
 		flags |= TP_SAMPLE_UNWIND_TABLES;
-		n = user_stack(procs, pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags, sc);
+		n = user_stack(procs, pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags, sc,
+			       key == TP_USCRATCH_SWITCH);
 	} else if (tables_only) {
 		return 0;
 	} else {
@@ -1042,8 +1080,77 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 		bump(TP_SCH_RINGBUF_FULL);
 }
 
+/* Whether the current thread's user stack is e's again: its registers are those e's walk started
+ * from, its process's unwind tables unchanged, and every word the walk read reads the same (one
+ * read of their span, then plain loads). Returns 1 or 0. A global function: verified once. */
+__noinline int user_stack_again(struct tp_early_stacks *e)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u32 key = TP_USCRATCH_SWITCH, pid = t->tgid, nw, len, i;
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
+	struct tp_proc_mappings *procs;
+
+	if (!e || !regs || !sc || !e->u_ok || e->u_pc != regs->ip || e->u_sp != regs->sp ||
+	    e->u_bp != regs->bp)
+		return 0;
+	procs = bpf_map_lookup_elem(&unwind_procs, &pid);
+	if (!procs || procs->start_ns != e->u_start_ns || procs->gen != e->u_gen)
+		return 0;
+	nw = e->u_nw;
+	len = e->u_span_len & (TP_USTACK_SPAN - 1);
+	if (!len || nw > TP_UNWIND_LOG_WORDS ||
+	    bpf_probe_read_user(sc->span, len, (void *)e->u_span_lo))
+		return 0;
+	for (i = 0; i < TP_UNWIND_LOG_WORDS; i++) {
+		if (i >= nw)
+			break;
+		if (sc->span[(e->u_off[i] / 8) & (TP_USTACK_SPAN / 8 - 1)] != e->u_val[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* Keeps in e how to verify the walk current_user_stack(TP_USCRATCH_SWITCH, ...) just took (its
+ * rec_* and log), or marks e as having none. Returns 1 (kept) or 0. A global function: verified
+ * once. */
+__noinline int user_stack_keep(struct tp_early_stacks *e)
+{
+	__u32 key = TP_USCRATCH_SWITCH, nw, i;
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
+	__u64 off;
+
+	if (!e)
+		return 0;
+	e->u_ok = 0;
+	if (!sc || !sc->rec_ok)
+		return 0;
+	nw = sc->log.n;
+	if (nw > TP_UNWIND_LOG_WORDS || sc->rec_span_len >= TP_USTACK_SPAN)
+		return 0;
+	for (i = 0; i < TP_UNWIND_LOG_WORDS; i++) {
+		if (i >= nw)
+			break;
+		off = sc->log.addr[i] - sc->rec_span_lo;
+		if (off >= sc->rec_span_len)
+			return 0;
+		e->u_off[i] = (__u16)off;
+		e->u_val[i] = sc->log.val[i];
+	}
+	e->u_nw = nw;
+	e->u_pc = sc->rec_pc;
+	e->u_sp = sc->rec_sp;
+	e->u_bp = sc->rec_bp;
+	e->u_span_lo = sc->rec_span_lo;
+	e->u_span_len = sc->rec_span_len;
+	e->u_start_ns = sc->rec_start_ns;
+	e->u_gen = sc->rec_gen;
+	e->u_ok = 1;
+	return 1;
+}
+
 /* The stacks of prev, which blocks now in syscall st->syscall_nr and is the current thread, into
- * its sched_ustacks (struct tp_early_ustack): its last captured block had the same user
+ * its sched_early (struct tp_early_stacks): its last captured block had the same user
  * registers, so this one is likely long too. Sets TP_EARLY_KERNEL where its last captured kernel
  * stack is verified in place, and TP_EARLY_USER where its user stack is walked: not without its
  * process's unwind tables (then it is taken on the way back, when they may be loaded). */
@@ -1052,9 +1159,9 @@ static __always_inline void early_stacks(struct task_struct *prev, struct tp_sch
 	__u64 d = switch_sp_from_ctx, sp, base = (__u64)prev->stack;
 	__u32 key = TP_USCRATCH_SWITCH, n;
 	struct tp_ustack_scratch *sc;
-	struct tp_early_ustack *e;
+	struct tp_early_stacks *e;
 
-	e = bpf_task_storage_get(&sched_ustacks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	e = bpf_task_storage_get(&sched_early, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!e)
 		return;
 	/* read back from memory: a scalar now, not the ctx pointer */
@@ -1065,15 +1172,24 @@ static __always_inline void early_stacks(struct task_struct *prev, struct tp_sch
 	}
 	if (!unwind_tables_on)
 		return;
+	/* the user stack it took last time at this place, where every word that walk read is
+	 * unchanged: nothing to copy */
+	if (e->nr && user_stack_again(e)) {
+		bump(TP_SCH_USTACK_EARLY);
+		st->early |= TP_EARLY_USER;
+		return;
+	}
 	n = current_user_stack(key, 1);
 	sc = bpf_map_lookup_elem(&ustack_scratch, &key);
 	/* clamped in its own register: the verifier knows nothing of a global function's result */
 	n = n < TP_USTACK_EARLY_FRAMES ? n : TP_USTACK_EARLY_FRAMES;
 	barrier_var(n);
+	e->nr = 0;
 	if (!n || !sc || bpf_probe_read_kernel(e->frames, n * 8, sc->frames))
 		return;
 	e->nr = n;
 	e->flags = sc->flags;
+	user_stack_keep(e);
 	st->early |= TP_EARLY_USER;
 }
 
@@ -1091,7 +1207,7 @@ static __always_inline void learn_switch_sp(struct task_struct *t, struct tp_sch
 
 /* Fills in o (kernel stack filled) the user stack taken at the switch-out, from e. Returns 0, or
  * -1 when there is none. */
-static __always_inline int put_early_user_stack(struct tp_sample *o, struct tp_early_ustack *e)
+static __always_inline int put_early_user_stack(struct tp_sample *o, struct tp_early_stacks *e)
 {
 	__u32 nk = o->nr_kernel, nu;
 
@@ -1271,7 +1387,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	__u32 key = TP_SCRATCH_SWITCH, zero = 0, tid = next->pid, cpu = bpf_get_smp_processor_id();
 	struct tp_offcpu_slot *sl = NULL;
 	struct tp_tw_pending *w = NULL;
-	struct tp_early_ustack *e;
+	struct tp_early_stacks *e;
 	struct tp_sample *o;
 	struct tp_pending *pd;
 	bool user;
@@ -1350,7 +1466,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		learn_switch_sp(next, st);
 	/* a user thread's stacks taken at switch-out, and its copy of this kernel stack (for the
 	 * next block at the same user registers) */
-	e = user ? bpf_task_storage_get(&sched_ustacks, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE)
+	e = user ? bpf_task_storage_get(&sched_early, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE)
 		 : NULL;
 	n = kernel_stack(next, st, early, st->syscall_nr, o->addrs, e);
 	if (n < 0) {

@@ -322,6 +322,8 @@ enum tp_sched_metric {
 	TP_SCH_KSTACK_EARLY,	/* captured kernel stacks: the thread's own copy, verified at
 				   switch-out */
 	TP_SCH_KSTACK_EARLY_MISSED, /* and not used: the switch saved another stack pointer */
+	TP_SCH_USTACK_EARLY,	    /* their user stacks: the thread's own copy, verified at
+				     * switch-out */
 	TP_SCH_NR,
 };
 

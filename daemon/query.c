@@ -1161,6 +1161,8 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    "User stacks of captured blocks walked with unwind tables, by source: cache "
 	    "(every word the walk read reads the same) or walk.",
 	    st->sched_metrics[TP_SCH_USTACK_CACHED], st->sched_metrics[TP_SCH_USTACK_WALKED]);
+	put(t, "tailprof_offcpu_user_stacks_total{source=\"switch_out\"} %" PRIu64 "\n",
+	    st->sched_metrics[TP_SCH_USTACK_EARLY]);
 	metric(t, "tailprof_offcpu_user_stack_path_total", "counter",
 	       "Captured blocks of user threads, by where their user stack was taken: at "
 	       "switch-out (predicted: the thread's last captured block had the same registers), "
