@@ -257,11 +257,16 @@ static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
 	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++) {
 		const struct frame *f = &s->frames[i];
 		struct pprof_location *l;
+		/* A caller is at the byte before its return address (as addr2line and perf name
+		 * it, and as the location's address says): after a call that never returns, the
+		 * return address is past the caller's end. The first frame of each part (kernel,
+		 * user) is where the thread was. */
+		uint64_t at = i == 0 || i == s->nr_kernel ? f->addr : f->addr - 1;
 
 		if (i == s->nr_kernel && (s->flags & STACK_TRUNCATED_KERNEL))
 			sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
 		l = &sn->locs[n];
-		*l = (struct pprof_location){.address = f->addr};
+		*l = (struct pprof_location){.address = at};
 		if (!f->obj) {
 			l->function = "[unknown]";
 		} else {
@@ -269,7 +274,7 @@ static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
 			if (!l->mapping)
 				return -ENOMEM;
 			l->file = object__path(f->obj);
-			l->system_name = object__lookup(f->obj, f->addr, NULL);
+			l->system_name = object__lookup(f->obj, at, NULL);
 			if (l->system_name) {
 				l->function = object__is_kernel(f->obj)
 						  ? l->system_name
@@ -277,7 +282,7 @@ static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
 			} else {
 				/* never a neighbour's name: the object and the address in it */
 				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64,
-					 object__name(f->obj), f->addr);
+					 object__name(f->obj), at);
 				l->function = sn->names[n];
 			}
 		}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Integration tests of symbolization on real hosts: separate debug files, executables replaced
-while they run, mount and PID namespaces, the vDSO, JIT perf maps, demangling, process and thread
-names. Real BPF as root, workloads with known answers.
+while they run, mount and PID namespaces, the vDSO, JIT perf maps, callers after a noreturn call,
+demangling, process and thread names. Real BPF as root, workloads with known answers.
 
 Usage: test_symbols.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure."""
@@ -184,6 +184,19 @@ def test_vdso_leaf(d):
     assert len(vdso) == 1 and len(vdso.pop()) == 40
 
 
+def test_caller_after_a_noreturn_call(d):
+    # enter_spin ends with its call of spin_then_exit: its return address is past its end
+    pid = run_workload("tp_noreturn", 1.5)
+    ss = of_pid(d.profile("last=1m&pid=%d" % pid)[0], pid)
+    def chain(s):
+        fs = names(s)
+        i = fs.index("spin_then_exit") if "spin_then_exit" in fs else -1
+        return i >= 0 and fs[i + 1:i + 3] == ["enter_spin", "main"]
+    got = share(ss, chain)
+    print("  spin_then_exit <- enter_spin <- main in %.1f%% of samples" % (100 * got))
+    assert got >= 0.8, (got, [names(s)[:4] for s in ss[:5]])
+
+
 def test_demangled_cxx_and_rust_names(d):
     pid = run_workload("tp_names", 2)
     ss = of_pid(d.profile("last=1m&pid=%d" % pid)[0], pid)
@@ -231,7 +244,8 @@ def main():
     tests = [test_libc_local_functions_from_libc6_dbg,
              test_stripped_executable_with_build_id_debug_file,
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,
-             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_demangled_cxx_and_rust_names,
+             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_caller_after_a_noreturn_call,
+             test_demangled_cxx_and_rust_names,
              test_process_and_thread_names]
     def cleanup():
         shutil.rmtree(debug_dir)
