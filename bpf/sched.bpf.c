@@ -763,6 +763,7 @@ walk:
 	barrier();
 	k->seq = seq + 1;
 	offs = sc->k.off;
+	seq = 0; /* this CPU's own walk: nothing to check again */
 learn:
 	/* the thread's own copy, for its next block at the same user registers: verified at its
 	 * switch-out (early_kernel_stack) */
@@ -774,7 +775,10 @@ learn:
 			e->k[i].off = offs[i];
 			e->k[i].boff = (__u16)(depth + offs[i]);
 		}
-		e->k_nr = n;
+		barrier();
+		/* from the shared entry: still the one verified (a walk replacing it meanwhile
+		 * would have left other places: then no copy) */
+		e->k_nr = !seq || (k && k->seq == seq) ? n : 0;
 		e->k_syscall = (__s32)syscall_nr;
 	}
 	return n;
@@ -891,8 +895,11 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	nr = ustack_cached(u, procs, pid, pc, sp, bp, out, sc);
 	if (nr) {
 		bump(TP_SCH_USTACK_CACHED);
-		/* what verified it, for the caller to keep (the entry may be replaced) */
-		if (rec && u->span_len) {
+		/* what verified it, for the caller to keep: copied, then the entry checked to be
+		 * the same walk still (another CPU may replace it meanwhile) */
+		seq = u->seq;
+		barrier();
+		if (rec && u->span_len && !(seq & 1)) {
 			log->n = u->nr_words;
 			for (i = 0; i < TP_UNWIND_LOG_WORDS; i++) {
 				if (i >= log->n)
@@ -902,7 +909,9 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 			}
 			sc->rec_span_lo = u->span_lo;
 			sc->rec_span_len = u->span_len;
-			sc->rec_ok = 1;
+			barrier();
+			sc->rec_ok = u->seq == seq && u->pid == pid && u->pc == pc && u->sp == sp &&
+				     u->bp == bp;
 		}
 		goto out;
 	}
