@@ -77,8 +77,9 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 __u64 nr_pending = 0;
 /* The distance from a blocking switch-out's tracepoint arguments (ctx, on the blocking thread's
  * kernel stack, in bpf_trace_run4's frame below __schedule's) to the stack pointer its switch then
- * saves (thread.sp): the same for every switch of one kernel build, learnt from the first
- * captured block (0: not yet; reset when a later switch disagrees). */
+ * saves (thread.sp): the same for every switch of one kernel build while the number of programs
+ * on the tracepoint stays (one is called directly, several through its iterator: 24 and 72
+ * bytes here), learnt from a captured block (0: not yet; reset when a switch disagrees). */
 __u64 switch_sp_from_ctx = 0;
 
 /* events: the off-CPU samples, into the ring buffer profile.bpf.c owns (the loader makes it this
