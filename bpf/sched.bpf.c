@@ -887,7 +887,7 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	struct tp_unwind_result res = {};
 	struct tp_ustack_span span = {.lo = ~0ull};
 	struct tp_unwind_log *log;
-	__u32 nr, seq, i;
+	__u32 nr, seq, i, slen;
 
 	sc->rec_ok = 0;
 	if (!u)
@@ -932,13 +932,14 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	span.log = log;
 	span.nw = log->n;
 	bpf_loop(TP_UNWIND_LOG_WORDS, ustack_span_step, &span, 0);
+	slen = !span.unaligned && span.hi > span.lo && span.hi - span.lo < TP_USTACK_SPAN
+		   ? (__u32)(span.hi - span.lo)
+		   : 0;
 	seq = u->seq | 1;
 	u->seq = seq;
 	barrier();
 	u->span_lo = span.lo;
-	u->span_len = !span.unaligned && span.hi > span.lo && span.hi - span.lo < TP_USTACK_SPAN
-			  ? (__u32)(span.hi - span.lo)
-			  : 0;
+	u->span_len = slen;
 	u->pid = pid;
 	u->start_ns = procs->start_ns;
 	u->gen = procs->gen;
@@ -957,10 +958,11 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	__builtin_memcpy(u->val, log->val, sizeof(u->val));
 	barrier();
 	u->seq = seq + 1;
-	if (!rec || !u->span_len)
+	/* this CPU's walk (another may replace the entry already) */
+	if (!rec || !slen)
 		return nr;
-	sc->rec_span_lo = u->span_lo;
-	sc->rec_span_len = u->span_len;
+	sc->rec_span_lo = span.lo;
+	sc->rec_span_len = slen;
 	sc->rec_ok = 1;
 out:
 	sc->rec_pc = pc;
