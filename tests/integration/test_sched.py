@@ -128,7 +128,8 @@ def offcpu_checks(d, ret):
     assert prof.sample_types == [("events", "count"), ("off_cpu", "nanoseconds")]
     m1 = d.metrics()
     print("  drops: %s" % {k: m1[k] - m0.get(k, 0) for k in m1
-                           if k.startswith("tailprof_sched_drops_total") and m1[k] > m0.get(k, 0)})
+                           if k.startswith(("tailprof_sched_drops_total", "tailprof_drops_total"))
+                           and m1[k] > m0.get(k, 0)})
     threads = by_tid(prof)
     for name, (tid, ns) in measured.items():
         if name.startswith(("alt_", "kr_")):
