@@ -29,12 +29,12 @@
  * - switch-in: the block's length; a block of at least offcpu_min_ns takes the kernel stack of the
  *   woken thread where switch-out did not (where it blocked: from kstack_cache when the same
  *   return addresses are still at the same places on its stack, else bpf_get_task_stack). With
- *   its stacks from switch-out the sample goes to user space at once. Otherwise (not predicted: the
- * thread's first such block there) the user stack is the one the thread has on its way back to user
- * space from that syscall: a task work (bpf_task_work_schedule_resume, Linux 6.18, some 7 us a
- * capture) takes it there; on older kernels raw_tp/sys_exit does, one per-CPU load and compare on
- * every syscall's return. Shorter blocks are counted per process and drain period in sched_ptab (an
- *   array: no hashing, no locks);
+ *   its stacks from switch-out the sample goes to user space at once. Otherwise (not predicted:
+ *   the thread's first such block there) the user stack is the one the thread has on its way
+ *   back to user space from that syscall: a task work (bpf_task_work_schedule_resume, Linux
+ *   6.18, some 7 us a capture) takes it there; on older kernels raw_tp/sys_exit does, one
+ *   per-CPU load and compare on every syscall's return. Shorter blocks are counted per process
+ *   and drain period in sched_ptab (an array: no hashing, no locks);
  * - a block outside a syscall (a page fault), of a kernel thread, or of an io_uring or vhost
  *   worker (user threads that never return to user space) is sent at switch-in with its kernel
  *   stack and TP_SAMPLE_NO_USER_STACK. */
@@ -889,7 +889,6 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	struct tp_unwind_log *log;
 	__u32 nr, seq, i, slen;
 
-	sc->rec_ok = 0;
 	if (!u)
 		return 0;
 	log = &sc->log;
@@ -973,16 +972,22 @@ out:
 	return nr;
 }
 
-/* The syscall a thread blocks in, and its user registers then (for the prediction), from regs,
- * its user registers at its entry to the kernel: a syscall while orig_ax is a number (the entry
- * of an exception or interrupt leaves -1 there) and ax still holds the -ENOSYS the syscall entry
- * puts there (a block after the syscall has set its result, on the way out, is not in it);
- * otherwise -1. */
-static __always_inline void read_block_regs(struct tp_sched_task *st, struct pt_regs *regs)
+/* The syscall a thread blocks in, from regs, its user registers at its entry to the kernel: a
+ * syscall while orig_ax is a number (the entry of an exception or interrupt leaves -1 there) and
+ * ax still holds the -ENOSYS the syscall entry puts there (a block after the syscall has set its
+ * result, on the way out, is not in it); otherwise -1. */
+static __always_inline __s64 blocked_syscall(struct pt_regs *regs)
 {
 	__s64 nr = regs->orig_ax;
 
-	st->syscall_nr = nr >= 0 && (__s64)regs->ax == -38 /* -ENOSYS */ ? nr : -1;
+	return nr >= 0 && (__s64)regs->ax == -38 /* -ENOSYS */ ? nr : -1;
+}
+
+/* The syscall a thread blocks in (blocked_syscall), and its user registers then (for the
+ * prediction), into st. */
+static __always_inline void read_block_regs(struct tp_sched_task *st, struct pt_regs *regs)
+{
+	st->syscall_nr = blocked_syscall(regs);
 	st->block_ip = regs->ip;
 	st->block_sp = regs->sp;
 }
@@ -1078,9 +1083,8 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return;
-	nr = regs->orig_ax;
-	if (nr < 0 || (__s64)regs->ax != -38 /* -ENOSYS */ || nr == TP_NR_EXECVE ||
-	    nr == TP_NR_EXECVEAT)
+	nr = blocked_syscall(regs);
+	if (nr < 0 || nr == TP_NR_EXECVE || nr == TP_NR_EXECVEAT)
 		return;
 	/* told: from now on as if known (its samples need not wake tailprofd again) */
 	st->known_start = start;
@@ -1163,9 +1167,10 @@ __noinline int user_stack_keep(struct tp_early_stacks *e)
 
 /* The stacks of prev, which blocks now in syscall st->syscall_nr and is the current thread, into
  * its sched_early (struct tp_early_stacks): its last captured block had the same user
- * registers, so this one is likely long too. Sets TP_EARLY_KERNEL where its last captured kernel
- * stack is verified in place, and TP_EARLY_USER where its user stack is walked: not without its
- * process's unwind tables (then it is taken on the way back, when they may be loaded). */
+ * registers, so this one is likely long too. Sets TP_EARLY_KERNEL where its own kernel stack is
+ * verified in place, and TP_EARLY_USER where its own user stack is verified again or a new one is
+ * walked: not without its process's unwind tables (then it is taken on the way back, when they
+ * may be loaded). */
 static __always_inline void early_stacks(struct task_struct *prev, struct tp_sched_task *st)
 {
 	__u64 d = switch_sp_from_ctx, sp, base = (__u64)prev->stack;

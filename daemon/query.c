@@ -1109,10 +1109,11 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 
 /* A counter of off-CPU stacks by source: taken from a verified cache, or walked. */
 static void put_stack_sources(struct text *t, const char *name, const char *help, uint64_t cached,
-			      uint64_t walked)
+			      uint64_t own, uint64_t walked)
 {
 	metric(t, name, "counter", help);
 	put(t, "%s{source=\"cache\"} %" PRIu64 "\n", name, cached);
+	put(t, "%s{source=\"switch_out\"} %" PRIu64 "\n", name, own);
 	put(t, "%s{source=\"walk\"} %" PRIu64 "\n", name, walked);
 }
 
@@ -1153,21 +1154,20 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 		if (reasons[r])
 			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
 			    reasons[r], st->sched_metrics[r]);
-	put_stack_sources(
-	    t, "tailprof_offcpu_kernel_stacks_total",
-	    "Kernel stacks of captured blocks, by source: cache (return addresses "
-	    "verified in place at switch-in; switch_out: the thread's last captured one, "
-	    "verified where it blocked) or walk (bpf_get_task_stack).",
-	    st->sched_metrics[TP_SCH_KSTACK_CACHED], st->sched_metrics[TP_SCH_KSTACK_WALKED]);
-	put(t, "tailprof_offcpu_kernel_stacks_total{source=\"switch_out\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_KSTACK_EARLY]);
+	put_stack_sources(t, "tailprof_offcpu_kernel_stacks_total",
+			  "Kernel stacks of captured blocks, by source: cache (return addresses "
+			  "verified in place at switch-in), switch_out (the thread's own last one, "
+			  "verified where it blocked) or walk (bpf_get_task_stack).",
+			  st->sched_metrics[TP_SCH_KSTACK_CACHED],
+			  st->sched_metrics[TP_SCH_KSTACK_EARLY],
+			  st->sched_metrics[TP_SCH_KSTACK_WALKED]);
 	put_stack_sources(
 	    t, "tailprof_offcpu_user_stacks_total",
 	    "User stacks of captured blocks walked with unwind tables, by source: cache "
-	    "(every word the walk read reads the same) or walk.",
-	    st->sched_metrics[TP_SCH_USTACK_CACHED], st->sched_metrics[TP_SCH_USTACK_WALKED]);
-	put(t, "tailprof_offcpu_user_stacks_total{source=\"switch_out\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_USTACK_EARLY]);
+	    "(every word the walk read reads the same), switch_out (the thread's own "
+	    "last one, verified so where it blocked) or walk.",
+	    st->sched_metrics[TP_SCH_USTACK_CACHED], st->sched_metrics[TP_SCH_USTACK_EARLY],
+	    st->sched_metrics[TP_SCH_USTACK_WALKED]);
 	metric(t, "tailprof_offcpu_user_stack_path_total", "counter",
 	       "Captured blocks of user threads, by where their user stack was taken: at "
 	       "switch-out (predicted: the thread's last captured block had the same registers), "
