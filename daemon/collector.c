@@ -249,9 +249,13 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	struct task *task;
 	struct window *w;
 
-	/* tasks are interned as bytes: tk is zeroed, so the names are NUL-padded */
-	snprintf(tk.comm, sizeof(tk.comm), "%.*s", (int)sizeof(tk.comm) - 1, s->comm);
-	snprintf(tk.thread, sizeof(tk.thread), "%.*s", (int)sizeof(tk.thread) - 1, s->thread_comm);
+	/* tasks are interned as bytes: tk is zeroed, so the names are NUL-padded (a copy, not
+	 * snprintf, which was a fifth of tailprofd's time at 2,000 off-CPU samples a second) */
+	_Static_assert(sizeof(tk.comm) <= sizeof(s->comm) &&
+			   sizeof(tk.thread) <= sizeof(s->thread_comm),
+		       "comms fit");
+	memcpy(tk.comm, s->comm, strnlen(s->comm, sizeof(tk.comm) - 1));
+	memcpy(tk.thread, s->thread_comm, strnlen(s->thread_comm, sizeof(tk.thread) - 1));
 	if (tk.pid == c->self_pid)
 		tk.flags |= TASK_SELF;
 	if (s->flags & TP_SAMPLE_IN_GC)

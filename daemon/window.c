@@ -41,6 +41,9 @@ void task__sanitize_name(char *s)
 {
 	unsigned char *p = (unsigned char *)s;
 
+	/* printable ASCII, the common case, stays as it is */
+	while (*p >= 0x20 && *p < 0x7f)
+		p++;
 	while (*p) {
 		int n = utf8_len(p);
 
