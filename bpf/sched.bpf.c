@@ -81,6 +81,9 @@ __u64 nr_pending = 0;
  * on the tracepoint stays (one is called directly, several through its iterator: 24 and 72
  * bytes here), learnt from a captured block (0: not yet; reset when a switch disagrees). */
 __u64 switch_sp_from_ctx = 0;
+/* Entries ever added to sched_procs: tailprofd walks that hash (16,384 buckets, scanned even when
+ * empty) only while it has taken fewer. */
+__u64 sched_procs_added = 0;
 
 /* events: the off-CPU samples, into the ring buffer profile.bpf.c owns (the loader makes it this
  * program's through map reuse), so they are drained in order with the CPU samples. */
@@ -488,8 +491,9 @@ static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 period, 
 	v = bpf_map_lookup_elem(&sched_procs, &key);
 	if (v)
 		return v;
-	if (bpf_map_update_elem(&sched_procs, &key, &zero, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&sched_procs, &key)) {
+	if (!bpf_map_update_elem(&sched_procs, &key, &zero, BPF_NOEXIST))
+		__sync_fetch_and_add(&sched_procs_added, 1);
+	else if (!bpf_map_lookup_elem(&sched_procs, &key)) {
 		bump(TP_SCH_PROCS_FULL);
 		return NULL;
 	}

@@ -10,7 +10,9 @@
 /* Parses a kernel CPU list ("0-3,8,10-11") into mask[0..n): 1 for listed CPUs. Returns the number
  * of CPUs listed, or -EINVAL for a malformed list. CPUs >= n are ignored. */
 int sysinfo__parse_cpu_list(const char *list, uint8_t *mask, size_t n);
-/* Reads /sys/devices/system/cpu/online into mask (see parse_cpu_list). */
+/* Reads /sys/devices/system/cpu/online into mask (see parse_cpu_list). Keeps the file open between
+ * calls: for one thread at a time (the loader, then the drain). Returns as parse_cpu_list, or
+ * -errno. */
 int sysinfo__online_cpus(uint8_t *mask, size_t n);
 /* Host name and kernel release (uname), never NULL. */
 const char *sysinfo__hostname(void);
