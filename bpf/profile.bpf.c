@@ -225,8 +225,15 @@ static __always_inline void notify(struct task_struct *task, __u32 kind)
 	 * forget it again before the new image's samples arrive. */
 	bpf_map_delete_elem(&known_procs, &ev.pid);
 	/* the old image's mappings must not walk the new one's stacks (same pid and start) */
-	if (unwind_tables_on)
+	if (unwind_tables_on && bpf_map_lookup_elem(&unwind_procs, &ev.pid)) {
+		__u32 zero = 0;
+		__u64 *epoch = bpf_map_lookup_elem(&unwind_epoch, &zero);
+
+		/* the epoch first (unwind_epoch), and only for a process that has tables */
+		if (epoch)
+			__sync_fetch_and_add(epoch, 1);
 		bpf_map_delete_elem(&unwind_procs, &ev.pid);
+	}
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(kind == TP_EV_EXEC)))
 		count(ev.ts_ns, TP_M_EVENT_LOST);
 }

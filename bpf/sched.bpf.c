@@ -150,10 +150,11 @@ struct tp_early_stacks {
 	__u32 flags;				    /* TP_SAMPLE_* of the walk */
 	__u64 frames[TP_USTACK_EARLY_FRAMES];
 	/* and how to verify it again (as ustack_cache does, but in the thread's own storage):
-	 * the registers and tables the walk started from, and each word it read (its offset in
-	 * the span [u_span_lo, u_span_lo + u_span_len) and its value); u_ok 0: none */
+	 * the registers and tables the walk started from (and the unwind_epoch they were last
+	 * found unchanged at), and each word it read (its offset in the span [u_span_lo,
+	 * u_span_lo + u_span_len) and its value); u_ok 0: none */
 	__u32 u_ok, u_nw;
-	__u64 u_pc, u_sp, u_bp, u_span_lo, u_start_ns;
+	__u64 u_pc, u_sp, u_bp, u_span_lo, u_start_ns, u_epoch;
 	__u32 u_span_len, u_gen;
 	__u16 u_off[TP_UNWIND_LOG_WORDS];
 	__u64 u_val[TP_UNWIND_LOG_WORDS];
@@ -416,6 +417,7 @@ struct tp_ustack_scratch {
 	 * in log (their span: [rec_span_lo, rec_span_lo + rec_span_len)) */
 	__u32 rec_ok;
 	__u64 rec_pc, rec_sp, rec_bp, rec_span_lo, rec_start_ns;
+	__u64 rec_epoch; /* unwind_epoch, read before the process's tables were */
 	__u32 rec_span_len, rec_gen;
 };
 
@@ -1015,8 +1017,10 @@ __noinline int current_user_stack(__u32 key, __u32 tables_only)
 		return 0;
 	sc->flags = 0;
 	sc->rec_ok = 0;
-	if (unwind_tables_on)
+	if (unwind_tables_on) {
+		sc->rec_epoch = tp_unwind_epoch();
 		procs = bpf_map_lookup_elem(&unwind_procs, &pid);
+	}
 	if (procs && procs->start_ns == process_start_ns(t)) {
 		flags |= TP_SAMPLE_UNWIND_TABLES;
 		n = user_stack(procs, pid, regs->ip, regs->sp, regs->bp, sc->frames, &flags, sc,
@@ -1100,23 +1104,28 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 		bump(TP_SCH_RINGBUF_FULL);
 }
 
-/* Whether the current thread's user stack is e's again: its registers are those e's walk started
- * from, its process's unwind tables unchanged, and every word the walk read reads the same (one
- * read of their span, then plain loads). Returns 1 or 0. A global function: verified once. */
-__noinline int user_stack_again(struct tp_early_stacks *e)
+/* Whether the user stack of the current thread (of process pid, with user registers ip, sp and bp)
+ * is e's again: its registers are those e's walk started from, its process's unwind tables
+ * unchanged, and every word the walk read reads the same (one read of their span, then plain
+ * loads). Returns 1 or 0. A global function: verified once. */
+__noinline int user_stack_again(struct tp_early_stacks *e, __u64 ip, __u64 sp, __u64 bp, __u32 pid)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	__u32 key = TP_USCRATCH_SWITCH, pid = t->tgid, nw, len, i;
+	__u32 key = TP_USCRATCH_SWITCH, nw, len, i;
 	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
 	struct tp_proc_mappings *procs;
+	__u64 epoch;
 
-	if (!e || !regs || !sc || !e->u_ok || e->u_pc != regs->ip || e->u_sp != regs->sp ||
-	    e->u_bp != regs->bp)
+	if (!e || !sc || !e->u_ok || e->u_pc != ip || e->u_sp != sp || e->u_bp != bp)
 		return 0;
-	procs = bpf_map_lookup_elem(&unwind_procs, &pid);
-	if (!procs || procs->start_ns != e->u_start_ns || procs->gen != e->u_gen)
-		return 0;
+	/* its process's tables as they were: unchanged since the epoch they were last found so at
+	 * (a lookup less: 0.14 us), else looked up */
+	epoch = tp_unwind_epoch();
+	if (epoch != e->u_epoch) {
+		procs = bpf_map_lookup_elem(&unwind_procs, &pid);
+		if (!procs || procs->start_ns != e->u_start_ns || procs->gen != e->u_gen)
+			return 0;
+		e->u_epoch = epoch;
+	}
 	nw = e->u_nw;
 	len = e->u_span_len & (TP_USTACK_SPAN - 1);
 	if (!len || nw > TP_UNWIND_LOG_WORDS ||
@@ -1165,17 +1174,19 @@ __noinline int user_stack_keep(struct tp_early_stacks *e)
 	e->u_span_len = sc->rec_span_len;
 	e->u_start_ns = sc->rec_start_ns;
 	e->u_gen = sc->rec_gen;
+	e->u_epoch = sc->rec_epoch;
 	e->u_ok = 1;
 	return 1;
 }
 
-/* The stacks of prev, which blocks now in syscall st->syscall_nr and is the current thread, into
- * its sched_early (struct tp_early_stacks): its last captured block had the same user
- * registers, so this one is likely long too. Sets TP_EARLY_KERNEL where its own kernel stack is
- * verified in place, and TP_EARLY_USER where its own user stack is verified again or a new one is
- * walked: not without its process's unwind tables (then it is taken on the way back, when they
- * may be loaded). */
-static __always_inline void early_stacks(struct task_struct *prev, struct tp_sched_task *st)
+/* The stacks of prev (user registers regs), which blocks now in syscall st->syscall_nr and is the
+ * current thread, into its sched_early (struct tp_early_stacks): its last captured block had the
+ * same user registers, so this one is likely long too. Sets TP_EARLY_KERNEL where its own kernel
+ * stack is verified in place, and TP_EARLY_USER where its own user stack is verified again or a new
+ * one is walked: not without its process's unwind tables (then it is taken on the way back, when
+ * they may be loaded). */
+static __always_inline void early_stacks(struct task_struct *prev, struct tp_sched_task *st,
+					 struct pt_regs *regs)
 {
 	__u64 d = switch_sp_from_ctx, sp, base = (__u64)prev->stack;
 	__u32 key = TP_USCRATCH_SWITCH, n;
@@ -1195,7 +1206,7 @@ static __always_inline void early_stacks(struct task_struct *prev, struct tp_sch
 		return;
 	/* the user stack it took last time at this place, where every word that walk read is
 	 * unchanged: nothing to copy */
-	if (e->nr && user_stack_again(e)) {
+	if (e->nr && user_stack_again(e, regs->ip, regs->sp, regs->bp, prev->tgid)) {
 		bump(TP_SCH_USTACK_EARLY);
 		st->early |= TP_EARLY_USER;
 		return;
@@ -1593,7 +1604,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 					st->early = TP_EARLY_REGS;
 					if (regs->sp == st->long_sp && regs->ip == st->long_ip &&
 					    st->syscall_nr >= 0)
-						early_stacks(prev, st);
+						early_stacks(prev, st, regs);
 				}
 			}
 		}

@@ -43,6 +43,7 @@ struct loader {
 	size_t rows_bytes;
 	struct tp_unwind_page *pages; /* mmap of unwind_pages */
 	size_t pages_bytes;
+	uint64_t *epoch; /* mmap of unwind_epoch (a page) */
 };
 
 int loader__probe_kernel(void)
@@ -248,6 +249,7 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	    {l->sched->maps.unwind_rows, l->skel->maps.unwind_rows},
 	    {l->sched->maps.unwind_pages, l->skel->maps.unwind_pages},
 	    {l->sched->maps.unwind_procs, l->skel->maps.unwind_procs},
+	    {l->sched->maps.unwind_epoch, l->skel->maps.unwind_epoch},
 	};
 	err = 0;
 	for (size_t i = 0; !err && i < sizeof(shared) / sizeof(shared[0]); i++)
@@ -414,6 +416,14 @@ struct loader *loader__new(const struct loader_opts *opts)
 			pr_err("failed to map the unwind page indexes: %s", strerror(-err));
 			goto fail;
 		}
+		l->epoch = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
+				bpf_map__fd(l->skel->maps.unwind_epoch), 0);
+		if (l->epoch == MAP_FAILED) {
+			l->epoch = NULL;
+			err = -errno;
+			pr_err("failed to map the unwind tables' epoch: %s", strerror(-err));
+			goto fail;
+		}
 	}
 	err = profile_bpf__attach(l->skel);
 	if (err) {
@@ -455,6 +465,8 @@ void loader__free(struct loader *l)
 		munmap(l->rows, l->rows_bytes);
 	if (l->pages)
 		munmap(l->pages, l->pages_bytes);
+	if (l->epoch)
+		munmap(l->epoch, sysconf(_SC_PAGESIZE));
 	profile_bpf__destroy(l->skel);
 	if (l->stats_fd >= 0)
 		close(l->stats_fd);
@@ -631,6 +643,8 @@ int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_p
 {
 	if (!l->unwind_tables)
 		return -EINVAL;
+	/* the epoch before the entry: a walk verified before this must not be taken as current */
+	__atomic_fetch_add(l->epoch, 1, __ATOMIC_SEQ_CST);
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid, m, BPF_ANY))
 		return -errno;
 	return 0;
@@ -638,8 +652,10 @@ int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_p
 
 void loader__unwind_drop_process(struct loader *l, uint32_t pid)
 {
-	if (l->unwind_tables)
+	if (l->unwind_tables) {
+		__atomic_fetch_add(l->epoch, 1, __ATOMIC_SEQ_CST);
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid);
+	}
 }
 
 size_t loader__object_prog_stats(struct bpf_object *obj, struct loader_prog_stats *out, size_t max)

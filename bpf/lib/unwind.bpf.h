@@ -59,6 +59,26 @@ struct {
 	__type(value, struct tp_proc_mappings);
 } unwind_procs SEC(".maps");
 
+/* unwind_epoch: one counter, bumped before every change of unwind_procs (by tailprofd through its
+ * mmap, and at exec and exit here). A walk whose process entry was read at epoch E (read before
+ * the entry) walks the same while the epoch is still E: verifying it again needs no lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_epoch SEC(".maps");
+
+/* The epoch of unwind_procs now (see unwind_epoch). */
+static __always_inline __u64 tp_unwind_epoch(void)
+{
+	__u32 zero = 0;
+	__u64 *e = bpf_map_lookup_elem(&unwind_epoch, &zero);
+
+	return e ? *(volatile __u64 *)e : 0;
+}
+
 struct tp_unwind_result {
 	__u32 nr;      /* frames written */
 	__u32 reason;  /* enum tp_unwind_reason */
