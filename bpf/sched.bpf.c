@@ -1257,6 +1257,20 @@ static __always_inline int put_early_user_stack(struct tp_sample *o, struct tp_e
 	return 0;
 }
 
+/* Whether kernel stacks a (na frames) and b (nb) are the same, where neither failed (0 frames). */
+static __always_inline bool same_kstack(const __u64 *a, __u32 na, const __u64 *b, __u32 nb)
+{
+	if (!na || na != nb)
+		return false;
+	for (__u32 i = 0; i < TP_MAX_STACK_DEPTH; i++) {
+		if (i >= na)
+			break;
+		if (a[i] != b[i])
+			return false;
+	}
+	return true;
+}
+
 /* Marks o as having no user stack (TP_SAMPLE_NO_USER_STACK). */
 static __always_inline void no_user_stack(struct tp_sample *o)
 {
@@ -1418,44 +1432,42 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 {
 	__u32 key = TP_SCRATCH_SWITCH, zero = 0, tid = next->pid, cpu = bpf_get_smp_processor_id();
 	struct tp_offcpu_slot *sl = NULL;
+	struct tp_pending *again_pd = NULL;
+	struct tp_sample *again = NULL;
 	struct tp_tw_pending *w = NULL;
+	__u32 twice = 0;
 	struct tp_early_stacks *e;
 	struct tp_sample *o;
-	struct tp_pending *pd;
 	bool user;
 	long n;
 
 	if (st->pending) {
-		/* blocked again in the same syscall: one sample for the whole wait (kept under
-		 * the tid it had then: in an exec it may have taken its leader's pid since) */
+		/* blocked again in the syscall whose captured block waits for its user stack (kept
+		 * under the tid it had then: in an exec it may have taken its leader's pid since):
+		 * its kernel stack decides, below */
 		__u32 key_tid = st->key_tid;
 
 		if (use_task_work) {
 			w = bpf_map_lookup_elem(&tw_pending, &key_tid);
-			if (w) {
-				w->s.blocked_ns += blocked_ns;
-				w->s.hdr.ts_ns = mono;
-				return;
-			}
+			if (w)
+				again = &w->s;
 		}
-		if (st->slot_cpu != TP_NO_SLOT) {
+		if (!again && st->slot_cpu != TP_NO_SLOT) {
 			sl = bpf_map_lookup_percpu_elem(&offcpu_slot, &zero, st->slot_cpu);
-			if (sl && sl->tid == key_tid) {
-				sl->s.blocked_ns += blocked_ns;
-				sl->s.hdr.ts_ns = mono;
-				return;
-			}
+			if (sl && sl->tid == key_tid)
+				again = &sl->s;
 		}
-		pd = bpf_map_lookup_elem(&pending, &key_tid);
-		if (pd) {
-			pd->blocked_ns += blocked_ns;
-			pd->ts_ns = mono;
-			return;
-		}
-		st->pending = 0;
+		if (!again)
+			again_pd = bpf_map_lookup_elem(&pending, &key_tid);
+		if (again || again_pd)
+			twice = 1;
+		else
+			st->pending = 0;
 	}
-	/* its registers, unless its switch-out read them (predicted) */
-	if (!(early & TP_EARLY_REGS)) {
+	barrier_var(twice); /* a flag: the verifier forbids or-ing the two pointers */
+	/* its registers, unless its switch-out read them (predicted), or it blocks again in the
+	 * syscall of a waiting sample (whose return is checked against st->syscall_nr) */
+	if (!(early & TP_EARLY_REGS) && !twice) {
 		struct pt_regs *regs = next->mm ? (struct pt_regs *)bpf_task_pt_regs(next) : NULL;
 
 		st->syscall_nr = -1;
@@ -1468,7 +1480,10 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	       st->syscall_nr >= 0;
 	/* the sample is built where it waits: the tw_pending entry in the making, this CPU's
 	 * offcpu_slot (sys_exit), or, when it is sent from here, a scratch */
-	if (use_task_work) {
+	if (twice) {
+		user = false;
+		o = bpf_map_lookup_elem(&off_scratch, &key);
+	} else if (use_task_work) {
 		w = bpf_map_lookup_elem(&tw_scratch, &zero);
 		o = w ? &w->s : NULL;
 	} else {
@@ -1478,7 +1493,8 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	}
 	if (!o)
 		return;
-	bump(TP_SCH_CAPTURED);
+	if (!twice)
+		bump(TP_SCH_CAPTURED);
 	o->hdr.kind = TP_EV_OFFCPU;
 	o->hdr.pid = next->tgid;
 	o->hdr.ts_ns = mono; /* the window: where it woke */
@@ -1508,6 +1524,32 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	if (n > TP_MAX_STACK_DEPTH)
 		n = TP_MAX_STACK_DEPTH;
 	o->nr_kernel = n;
+	/* Blocked again before its syscall returned: on the same kernel path (a wait woken
+	 * early, say) it is the same wait, one sample; on another (the copy out faulting, say) a
+	 * block of its own, sent now with its kernel stack: the user stack, the syscall's, goes
+	 * with the waiting sample. */
+	if (twice) {
+		if (again
+			? same_kstack(again->addrs, again->nr_kernel, o->addrs, n)
+			: same_kstack(again_pd->kaddrs,
+				      again_pd->nr_kernel < TP_PENDING_KFRAMES ? again_pd->nr_kernel
+									       : TP_PENDING_KFRAMES,
+				      o->addrs, n)) {
+			bump(TP_SCH_AGAIN_SAME);
+			if (again) {
+				again->blocked_ns += blocked_ns;
+				again->hdr.ts_ns = mono;
+			} else {
+				again_pd->blocked_ns += blocked_ns;
+				again_pd->ts_ns = mono;
+			}
+		} else {
+			bump(TP_SCH_CAPTURED);
+			bump(TP_SCH_AGAIN_OTHER);
+			send_no_user(o, next, st);
+		}
+		return;
+	}
 	if (!user) {
 		send_no_user(o, next, st);
 		return;

@@ -324,6 +324,9 @@ enum tp_sched_metric {
 	TP_SCH_KSTACK_EARLY_MISSED, /* and not used: the switch saved another stack pointer */
 	TP_SCH_USTACK_EARLY,	    /* their user stacks: the thread's own copy, verified at
 				     * switch-out */
+	TP_SCH_AGAIN_SAME,  /* blocks again in a syscall whose captured block waits for its user
+			     * stack, on the same kernel path: added to that sample */
+	TP_SCH_AGAIN_OTHER, /* on another kernel path: a sample of their own, without user stack */
 	TP_SCH_NR,
 };
 

@@ -1107,14 +1107,16 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
  * the power-of-two buckets runqlat prints (there in integer microseconds, [2^k, 2^(k+1))). */
 #define RUNQ_LE_MAX_LOG2_US 22
 
-/* A counter of off-CPU stacks by source: taken from a verified cache, or walked. */
-static void put_stack_sources(struct text *t, const char *name, const char *help, uint64_t cached,
-			      uint64_t own, uint64_t walked)
+/* A counter with one label: n values, each the count of scheduler metric metrics[i] (TP_SCH_*)
+ * under label="labels[i]". */
+static void put_sched_counter(struct text *t, const struct collector_status *st, const char *name,
+			      const char *help, const char *label, size_t n,
+			      const char *const labels[], const int metrics[])
 {
 	metric(t, name, "counter", help);
-	put(t, "%s{source=\"cache\"} %" PRIu64 "\n", name, cached);
-	put(t, "%s{source=\"switch_out\"} %" PRIu64 "\n", name, own);
-	put(t, "%s{source=\"walk\"} %" PRIu64 "\n", name, walked);
+	for (size_t i = 0; i < n; i++)
+		put(t, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, labels[i],
+		    st->sched_metrics[metrics[i]]);
 }
 
 static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
@@ -1125,6 +1127,7 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    [TP_SCH_SYSCALL_CHANGED] = "syscall_changed", [TP_SCH_RINGBUF_FULL] = "ringbuf_full",
 	    [TP_SCH_PROCS_FULL] = "procs_full",		  [TP_SCH_STALE_BLOCK] = "stale_block",
 	};
+	static const char *const sources[] = {"cache", "switch_out", "walk"};
 	const uint64_t *b = collector__runq_buckets(ctx->collector);
 	struct loader_prog_stats progs[16];
 	size_t nr = ctx->loader ? loader__prog_stats(ctx->loader, progs, 16) : 0;
@@ -1154,35 +1157,39 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 		if (reasons[r])
 			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
 			    reasons[r], st->sched_metrics[r]);
-	put_stack_sources(t, "tailprof_offcpu_kernel_stacks_total",
-			  "Kernel stacks of captured blocks, by source: cache (return addresses "
-			  "verified in place at switch-in), switch_out (the thread's own last one, "
-			  "verified where it blocked) or walk (bpf_get_task_stack).",
-			  st->sched_metrics[TP_SCH_KSTACK_CACHED],
-			  st->sched_metrics[TP_SCH_KSTACK_EARLY],
-			  st->sched_metrics[TP_SCH_KSTACK_WALKED]);
-	put_stack_sources(
-	    t, "tailprof_offcpu_user_stacks_total",
+	put_sched_counter(
+	    t, st, "tailprof_offcpu_kernel_stacks_total",
+	    "Kernel stacks of captured blocks, by source: cache (return addresses "
+	    "verified in place at switch-in), switch_out (the thread's own last one, "
+	    "verified where it blocked) or walk (bpf_get_task_stack).",
+	    "source", 3, sources,
+	    (const int[]){TP_SCH_KSTACK_CACHED, TP_SCH_KSTACK_EARLY, TP_SCH_KSTACK_WALKED});
+	put_sched_counter(
+	    t, st, "tailprof_offcpu_user_stacks_total",
 	    "User stacks of captured blocks walked with unwind tables, by source: cache "
 	    "(every word the walk read reads the same), switch_out (the thread's own "
 	    "last one, verified so where it blocked) or walk.",
-	    st->sched_metrics[TP_SCH_USTACK_CACHED], st->sched_metrics[TP_SCH_USTACK_EARLY],
-	    st->sched_metrics[TP_SCH_USTACK_WALKED]);
-	metric(t, "tailprof_offcpu_user_stack_path_total", "counter",
-	       "Captured blocks of user threads, by where their user stack was taken: at "
-	       "switch-out (predicted: the thread's last captured block had the same registers), "
-	       "by a task work or by sys_exit on the thread's way back to user space.");
-	put(t, "tailprof_offcpu_user_stack_path_total{path=\"switch_out\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_EARLY_USTACK]);
-	put(t, "tailprof_offcpu_user_stack_path_total{path=\"task_work\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_TASK_WORK]);
-	put(t, "tailprof_offcpu_user_stack_path_total{path=\"sys_exit\"} %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_SYS_EXIT]);
+	    "source", 3, sources,
+	    (const int[]){TP_SCH_USTACK_CACHED, TP_SCH_USTACK_EARLY, TP_SCH_USTACK_WALKED});
+	put_sched_counter(
+	    t, st, "tailprof_offcpu_user_stack_path_total",
+	    "Captured blocks of user threads, by where their user stack was taken: at switch-out "
+	    "(predicted: the thread's last captured block had the same registers), by a task work "
+	    "or by sys_exit on the thread's way back to user space.",
+	    "path", 3, (const char *const[]){"switch_out", "task_work", "sys_exit"},
+	    (const int[]){TP_SCH_EARLY_USTACK, TP_SCH_TASK_WORK, TP_SCH_SYS_EXIT});
 	metric(t, "tailprof_offcpu_early_stacks_wasted_total", "counter",
 	       "User stacks taken at switch-out for blocks that turned out shorter than "
 	       "--offcpu-min (mispredicted).");
 	put(t, "tailprof_offcpu_early_stacks_wasted_total %" PRIu64 "\n",
 	    st->sched_metrics[TP_SCH_EARLY_WASTED]);
+	put_sched_counter(
+	    t, st, "tailprof_offcpu_blocked_again_total",
+	    "Blocks in a syscall whose earlier captured block still waits for its user "
+	    "stack, by kernel path: same (one wait: added to that sample) or other (a "
+	    "page fault in the copy out, say: a sample of its own, without user stack).",
+	    "kernel_path", 2, (const char *const[]){"same", "other"},
+	    (const int[]){TP_SCH_AGAIN_SAME, TP_SCH_AGAIN_OTHER});
 	metric(t, "tailprof_offcpu_switch_sp_mispredicted_total", "counter",
 	       "Kernel stacks verified at switch-out and not used: the switch saved another stack "
 	       "pointer than foreseen (the kernel stack is then taken at switch-in).");

@@ -228,6 +228,49 @@ def test_first_block_of_a_new_process_has_its_callers(d):
         [names(s) for s in sleeps]
 
 
+def block_twice_checks(d):
+    """tp_block_twice's read waits 1 s for its pipe, then 2 s in a userfaultfd fault of its copy
+    out: each wait under its own kernel path, the pipe's with the reader's user stack."""
+    m0 = d.metrics()
+    p, pid = start_workload("tp_block_twice", 1, 2)
+    measured = {}
+    for line in p.stdout:
+        name, tid, ns = line.split()
+        measured[name] = (int(tid), int(ns))
+    assert p.wait() == 0 and len(measured) == 2, measured
+    wait_drained()
+    prof, _ = d.profile("type=offcpu&last=1m&pid=%d" % pid)
+    reader = by_tid(prof)[measured["pipe"][0]]
+    def has(s, part):  # pipe_read is anon_pipe_read in Linux 6.18
+        return any(part in n for n in names(s))
+    pipe = sum(s["values"][1] for s in reader if has(s, "pipe_read") and
+               not has(s, "handle_userfault") and "read_twice" in names(s))
+    fault = sum(s["values"][1] for s in reader if has(s, "handle_userfault"))
+    print("  pipe wait %.3f s (read %.3f s), fault %.3f s (handled after %.3f s)" %
+          (pipe / 1e9, measured["pipe"][1] / 1e9, fault / 1e9, measured["fault"][1] / 1e9))
+    for got, (_, ns) in ((pipe, measured["pipe"]), (fault, measured["fault"])):
+        assert abs(got - ns) <= 0.1 * ns, (got, ns, [(names(s), s["values"]) for s in reader])
+    m = d.metrics()
+    key = 'tailprof_offcpu_blocked_again_total{kernel_path="other"}'
+    assert m[key] > m0[key], m
+
+
+def test_a_syscall_that_blocks_twice_has_both_kernel_paths(d):
+    # the fault's wait comes while the pipe's sample waits for the read's return (its user
+    # stack): it is a sample of its own, on both return paths
+    block_twice_checks(d)
+    os.environ["TAILPROF_SCHED_RETURN"] = "sys_exit"
+    try:
+        d2 = Daemon("--frequency", str(FREQ), "--window", "1s", "--retention", "10m")
+    finally:
+        del os.environ["TAILPROF_SCHED_RETURN"]
+    try:
+        assert d2.json("/api/v1/status")["offcpu_return"] == "sys_exit"
+        block_twice_checks(d2)
+    finally:
+        d2.stop()
+
+
 def test_exec_from_a_thread_leaves_nothing():
     # the exec'ing thread blocks in execve (de_thread) under its own tid and wakes under its
     # leader's pid: its capture, kept under the old tid, must still be taken and freed, on
@@ -331,6 +374,7 @@ def main():
     tests = [test_offcpu_time_equals_blocked_time, test_offcpu_with_the_monotonic_block_clock,
              test_offcpu_on_the_sys_exit_path,
              test_first_block_of_a_new_process_has_its_callers,
+             test_a_syscall_that_blocks_twice_has_both_kernel_paths,
              test_exec_from_a_thread_leaves_nothing,
              test_runq_latency_rises_on_a_crowded_cpu,
              test_threads_exiting_while_blocked_leave_nothing, test_bad_input]
