@@ -119,6 +119,7 @@ struct tp_sched_task {
 #define TP_EARLY_REGS	1 /* st->syscall_nr, block_ip, block_sp are this block's */
 #define TP_EARLY_USER	2 /* its user stack */
 #define TP_EARLY_KERNEL 4 /* its kernel stack */
+#define TP_EARLY_AGAIN	8 /* its user stack is its own copy's, verified again (not walked) */
 
 #define TP_NO_SLOT	       0xffffffffu
 #define TP_USTACK_EARLY_FRAMES TP_MAX_STACK_DEPTH
@@ -158,6 +159,9 @@ struct tp_early_stacks {
 	__u32 u_span_len, u_gen;
 	__u16 u_off[TP_UNWIND_LOG_WORDS];
 	__u64 u_val[TP_UNWIND_LOG_WORDS];
+	/* CLOCK_MONOTONIC of the last sample sent with k and frames as its stacks (marked
+	 * TP_SAMPLE_REPEATABLE), 0: none since either changed */
+	__u64 sent_ns;
 };
 
 struct {
@@ -664,11 +668,13 @@ __noinline int early_kernel_stack(struct tp_early_stacks *e, __u64 sp, __u64 dep
 	return 1;
 }
 
-/* The kernel stack of blocked thread t into out[TP_MAX_STACK_DEPTH] (leaf first): from
- * kstack_cache when verified, else walked (and the walk cached). Returns frames, or -1. */
+/* The kernel stack of blocked thread t into out[TP_MAX_STACK_DEPTH] (leaf first): its own copy e
+ * where its switch-out verified it (early & TP_EARLY_KERNEL), else from kstack_cache when
+ * verified, else walked (and the walk cached), then learnt into e (NULL: none). Sets *from_e to 1
+ * where out is e's copy. Returns frames, or -1. */
 static __always_inline long kernel_stack(struct task_struct *t, struct tp_sched_task *st,
 					 __u32 early, __s64 syscall_nr, __u64 *out,
-					 struct tp_early_stacks *e)
+					 struct tp_early_stacks *e, __u32 *from_e)
 {
 	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
 	struct tp_kstack_scan scan = {.out = out};
@@ -692,6 +698,7 @@ static __always_inline long kernel_stack(struct task_struct *t, struct tp_sched_
 				out[i] = e->k[i].ip;
 			}
 			bump(TP_SCH_KSTACK_EARLY);
+			*from_e = 1;
 			return nr;
 		}
 	}
@@ -787,6 +794,8 @@ learn:
 		 * would have left other places: then no copy) */
 		e->k_nr = !seq || (k && k->seq == seq) ? n : 0;
 		e->k_syscall = (__s32)syscall_nr;
+		e->sent_ns = 0; /* k changed */
+		*from_e = n && e->k_nr == n;
 	}
 	return n;
 }
@@ -1208,9 +1217,10 @@ static __always_inline void early_stacks(struct task_struct *prev, struct tp_sch
 	 * unchanged: nothing to copy */
 	if (e->nr && user_stack_again(e, regs->ip, regs->sp, regs->bp, prev->tgid)) {
 		bump(TP_SCH_USTACK_EARLY);
-		st->early |= TP_EARLY_USER;
+		st->early |= TP_EARLY_USER | TP_EARLY_AGAIN;
 		return;
 	}
+	e->sent_ns = 0; /* its frames change */
 	n = current_user_stack(key, 1);
 	sc = bpf_map_lookup_elem(&ustack_scratch, &key);
 	/* clamped in its own register: the verifier knows nothing of a global function's result */
@@ -1435,7 +1445,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	struct tp_pending *again_pd = NULL;
 	struct tp_sample *again = NULL;
 	struct tp_tw_pending *w = NULL;
-	__u32 twice = 0;
+	__u32 twice = 0, from_e = 0;
 	struct tp_early_stacks *e;
 	struct tp_sample *o;
 	bool user;
@@ -1516,7 +1526,19 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	 * next block at the same user registers) */
 	e = user ? bpf_task_storage_get(&sched_early, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE)
 		 : NULL;
-	n = kernel_stack(next, st, early, st->syscall_nr, o->addrs, e);
+	/* Both stacks verified where it blocked as those of its last sample, sent less than a
+	 * drain period ago: a repeat, without frames (tailprofd keeps that sample's stacks). */
+	if (e && (early & TP_EARLY_KERNEL) && (early & TP_EARLY_AGAIN) && e->sent_ns &&
+	    mono - e->sent_ns < slot_ns && next->thread.sp == st->early_ksp) {
+		o->nr_kernel = 0;
+		o->flags |= TP_SAMPLE_REPEAT | e->flags;
+		bump(TP_SCH_KSTACK_EARLY);
+		bump(TP_SCH_EARLY_USTACK);
+		bump(TP_SCH_REPEAT);
+		send(o, st);
+		return;
+	}
+	n = kernel_stack(next, st, early, st->syscall_nr, o->addrs, e, &from_e);
 	if (n < 0) {
 		o->flags |= TP_SAMPLE_KSTACK_FAILED;
 		n = 0;
@@ -1557,7 +1579,10 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	/* its user stack taken at switch-out: sent whole */
 	if ((early & TP_EARLY_USER) && !put_early_user_stack(o, e)) {
 		bump(TP_SCH_EARLY_USTACK);
-		send(o, st);
+		/* both stacks are its own copies: its next blocks there may be repeats of it */
+		if (from_e)
+			o->flags |= TP_SAMPLE_REPEATABLE;
+		e->sent_ns = !send(o, st) && from_e ? mono : 0;
 		return;
 	}
 	/* not predicted: its next block here is taken at switch-out; the user stack of this one

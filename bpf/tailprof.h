@@ -41,6 +41,12 @@ enum tp_event_kind {
 /* the user stack was walked with unwind tables (else by frame pointers, bpf_get_stack) */
 #define TP_SAMPLE_UNWIND_TABLES (1u << 6)
 #define TP_SAMPLE_NO_USER_STACK (1u << 7) /* off-CPU: blocked outside a syscall, no user stack */
+/* off-CPU: user space keeps this sample's stacks for the thread (pid, tid), which its repeats
+ * name, until a drain period after its ts_ns */
+#define TP_SAMPLE_REPEATABLE (1u << 8)
+/* off-CPU: no frames: the stacks are those of the thread's last TP_SAMPLE_REPEATABLE sample,
+ * sent less than a drain period before (both verified unchanged where it blocked) */
+#define TP_SAMPLE_REPEAT (1u << 9)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -327,6 +333,7 @@ enum tp_sched_metric {
 	TP_SCH_AGAIN_SAME,  /* blocks again in a syscall whose captured block waits for its user
 			     * stack, on the same kernel path: added to that sample */
 	TP_SCH_AGAIN_OTHER, /* on another kernel path: a sample of their own, without user stack */
+	TP_SCH_REPEAT,	    /* captured blocks sent as repeats (TP_SAMPLE_REPEAT) */
 	TP_SCH_NR,
 };
 

@@ -45,6 +45,22 @@ struct unwind_req {
 	uint64_t start_ns;
 };
 
+/* The stacks of a thread's last TP_SAMPLE_REPEATABLE off-CPU sample, which its repeats
+ * (TP_SAMPLE_REPEAT: no frames) name; kept until two drain periods after ts_ns. */
+struct repeat_entry {
+	uint32_t pid, tid;
+	uint64_t start_ns;
+	uint64_t ts_ns;
+	struct stack *stack; /* a reference */
+};
+
+struct repeats {
+	struct repeat_entry *v;
+	size_t nr, cap;
+	struct hashmap idx; /* (pid, tid) -> index in v */
+	uint64_t newest_ns; /* the newest ts_ns of an off-CPU sample seen */
+};
+
 struct collector {
 	struct collector_opts opts;
 	pthread_rwlock_t lock;
@@ -79,6 +95,8 @@ struct collector {
 	struct unwind_req *unwind_ops;
 	size_t nr_unwind_ops, cap_unwind_ops;
 
+	struct repeats repeats;
+
 	/* scratch for one stack key */
 	struct stack *key;
 	struct frame *frames;
@@ -99,6 +117,107 @@ static void stack_release(void *data, void *ctx)
 
 	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++)
 		object__put(s->frames[i].obj);
+}
+
+/* ---- repeats: the stacks off-CPU repeats name ---- */
+
+struct repeat_key {
+	const struct repeats *r;
+	uint32_t pid, tid;
+};
+
+static uint64_t repeat_hash(uint32_t pid, uint32_t tid)
+{
+	return hashmap__combine(hashmap__mix64(pid), tid);
+}
+
+static bool repeat_eq(const void *ctx, uint32_t i)
+{
+	const struct repeat_key *k = ctx;
+
+	return k->r->v[i].pid == k->pid && k->r->v[i].tid == k->tid;
+}
+
+/* The entry of thread (pid, tid), or NULL. */
+static struct repeat_entry *repeat_find(struct repeats *r, uint32_t pid, uint32_t tid)
+{
+	struct repeat_key k = {r, pid, tid};
+	uint32_t i;
+
+	return hashmap__find(&r->idx, repeat_hash(pid, tid), repeat_eq, &k, &i) ? &r->v[i] : NULL;
+}
+
+/* Keeps stack (the caller's reference stays the caller's) as the stacks of thread (pid, tid)'s
+ * repeats. Returns 0 or -ENOMEM. */
+static int repeat_keep(struct collector *c, const struct tp_sample *s, struct stack *stack)
+{
+	struct repeats *r = &c->repeats;
+	struct repeat_entry *e = repeat_find(r, s->hdr.pid, s->tid);
+
+	if (!e) {
+		if (r->nr == r->cap) {
+			size_t cap = r->cap ? 2 * r->cap : 64;
+			struct repeat_entry *v = realloc(r->v, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			r->v = v;
+			r->cap = cap;
+		}
+		if (hashmap__insert(&r->idx, repeat_hash(s->hdr.pid, s->tid), (uint32_t)r->nr))
+			return -ENOMEM;
+		e = &r->v[r->nr++];
+		*e = (struct repeat_entry){.pid = s->hdr.pid, .tid = s->tid};
+	} else {
+		intern_table__put(c->stacks, e->stack);
+	}
+	e->start_ns = s->hdr.start_ns;
+	e->ts_ns = s->hdr.ts_ns;
+	e->stack = intern_table__ref(stack);
+	return 0;
+}
+
+/* Drops the entries that no repeat can name any more: BPF sends repeats of a sample for less than
+ * a drain period after it, and samples come in ring buffer order (their stamps a few us apart at
+ * most), so entries two periods older than the newest sample are done. */
+static void repeats_prune(struct collector *c)
+{
+	struct repeats *r = &c->repeats;
+	uint64_t keep = 2 * c->opts.drain_ns;
+	struct hashmap idx = {0};
+	size_t n = 0;
+
+	if (!r->nr || r->newest_ns < keep)
+		return;
+	for (size_t i = 0; i < r->nr; i++)
+		n += r->v[i].ts_ns < r->newest_ns - keep;
+	if (!n)
+		return;
+	n = 0;
+	/* the new index first: without the memory for it, nothing is dropped (next time) */
+	if (hashmap__reserve(&idx, r->nr))
+		return;
+	for (size_t i = 0; i < r->nr; i++) {
+		if (r->v[i].ts_ns < r->newest_ns - keep) {
+			intern_table__put(c->stacks, r->v[i].stack);
+			continue;
+		}
+		r->v[n] = r->v[i];
+		hashmap__insert(&idx, repeat_hash(r->v[n].pid, r->v[n].tid), (uint32_t)n);
+		n++;
+	}
+	hashmap__clear(&r->idx);
+	r->idx = idx;
+	r->nr = n;
+}
+
+static void repeats_free(struct collector *c)
+{
+	for (size_t i = 0; i < c->repeats.nr; i++)
+		intern_table__put(c->stacks, c->repeats.v[i].stack);
+	free(c->repeats.v);
+	hashmap__clear(&c->repeats.idx);
+	c->repeats = (struct repeats){0};
 }
 
 static void *xcalloc(size_t n, size_t size)
@@ -227,7 +346,6 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 	unwind_queue(c, UNWIND_FORGET, pid, 0);
 }
 
-/* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
 /* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
  * read while it lives: from now on its samples may wait for the next drain, and they are walked
  * with its unwind tables. */
@@ -240,26 +358,10 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 	unwind_queue(c, UNWIND_ADD, pid, start_ns);
 }
 
-static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t blocked_ns)
+/* The interned stack of sample s (symbolized; a reference), or NULL (no memory). */
+static struct stack *sample_stack(struct collector *c, const struct tp_sample *s)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
-	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
-	struct process_info info;
-	struct stack *stack;
-	struct task *task;
-	struct window *w;
-
-	/* tasks are interned as bytes: tk is zeroed, so the names are NUL-padded (a copy, not
-	 * snprintf, which was a fifth of tailprofd's time at 2,000 off-CPU samples a second) */
-	_Static_assert(sizeof(tk.comm) <= sizeof(s->comm) &&
-			   sizeof(tk.thread) <= sizeof(s->thread_comm),
-		       "comms fit");
-	memcpy(tk.comm, s->comm, strnlen(s->comm, sizeof(tk.comm) - 1));
-	memcpy(tk.thread, s->thread_comm, strnlen(s->thread_comm, sizeof(tk.thread) - 1));
-	if (tk.pid == c->self_pid)
-		tk.flags |= TASK_SELF;
-	if (s->flags & TP_SAMPLE_IN_GC)
-		tk.flags |= TASK_IN_GC;
 
 	memset(c->key, 0, sizeof(*c->key));
 	c->key->nr_kernel = nk;
@@ -297,6 +399,52 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 			c->st.cut_stacks++;
 		}
 	}
+	return intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
+				 NULL);
+}
+
+/* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
+static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t blocked_ns)
+{
+	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
+	struct process_info info;
+	struct stack *stack;
+	struct task *task;
+	struct window *w;
+
+	/* tasks are interned as bytes: tk is zeroed, so the names are NUL-padded (a copy, not
+	 * snprintf, which was a fifth of tailprofd's time at 2,000 off-CPU samples a second) */
+	_Static_assert(sizeof(tk.comm) <= sizeof(s->comm) &&
+			   sizeof(tk.thread) <= sizeof(s->thread_comm),
+		       "comms fit");
+	memcpy(tk.comm, s->comm, strnlen(s->comm, sizeof(tk.comm) - 1));
+	memcpy(tk.thread, s->thread_comm, strnlen(s->thread_comm, sizeof(tk.thread) - 1));
+	if (tk.pid == c->self_pid)
+		tk.flags |= TASK_SELF;
+	if (s->flags & TP_SAMPLE_IN_GC)
+		tk.flags |= TASK_IN_GC;
+
+	/* a repeat: the stacks of the thread's last repeatable sample, kept (BPF verified them
+	 * unchanged); else symbolized */
+	if (s->flags & TP_SAMPLE_REPEAT) {
+		struct repeat_entry *rep =
+		    blocked_ns ? repeat_find(&c->repeats, s->hdr.pid, s->tid) : NULL;
+
+		if (!rep || rep->start_ns != s->hdr.start_ns) {
+			w = window_ring__current(c->ring);
+			w->drops[DROP_REPEAT_UNKNOWN]++;
+			c->st.drops[DROP_REPEAT_UNKNOWN]++;
+			return;
+		}
+		stack = intern_table__ref(rep->stack);
+	} else {
+		stack = sample_stack(c, s);
+		/* without the memory to keep it, its repeats are lost (and counted) */
+		if (stack && (s->flags & TP_SAMPLE_REPEATABLE) && blocked_ns)
+			repeat_keep(c, s, stack);
+	}
+	if (blocked_ns && s->hdr.ts_ns > c->repeats.newest_ns)
+		c->repeats.newest_ns = s->hdr.ts_ns;
 	if (!symbolizer__process_info(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &info)) {
 		memcpy(tk.process, info.name, sizeof(tk.process));
 		tk.ns_pid = info.ns_pid;
@@ -310,8 +458,6 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 		unwind_queue(c, UNWIND_RESCAN, s->hdr.pid, s->hdr.start_ns);
 	know_process(c, s->hdr.pid, s->hdr.start_ns);
 
-	stack =
-	    intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame), NULL);
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
 	if (!stack || !task || !w) {
@@ -664,6 +810,7 @@ static void drain(struct collector *c, bool tick)
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
 	if (tick) {
+		repeats_prune(c);
 		window_ring__advance(c->ring, now);
 		w = window_ring__current(c->ring);
 		/* A window is done for stages at the first tick after it: that tick took its last
@@ -884,6 +1031,7 @@ void collector__free(struct collector *c)
 		free(cap);
 	}
 	window_ring__free(c->ring);
+	repeats_free(c);
 	intern_table__free(c->stacks);
 	intern_table__free(c->tasks);
 	free(c->sampled_since);

@@ -1183,6 +1183,10 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	       "--offcpu-min (mispredicted).");
 	put(t, "tailprof_offcpu_early_stacks_wasted_total %" PRIu64 "\n",
 	    st->sched_metrics[TP_SCH_EARLY_WASTED]);
+	metric(t, "tailprof_offcpu_repeats_total", "counter",
+	       "Captured blocks sent without frames: both stacks verified where the thread blocked "
+	       "as those of its last sample, which tailprofd kept.");
+	put(t, "tailprof_offcpu_repeats_total %" PRIu64 "\n", st->sched_metrics[TP_SCH_REPEAT]);
 	put_sched_counter(
 	    t, st, "tailprof_offcpu_blocked_again_total",
 	    "Blocks in a syscall whose earlier captured block still waits for its user "

@@ -16,6 +16,7 @@ const char *const window_drop_names[DROP_NR] = {
     [DROP_EVENT_LOST] = "event_lost",
     [DROP_LATE] = "late",
     [DROP_NO_MEMORY] = "no_memory",
+    [DROP_REPEAT_UNKNOWN] = "repeat_unknown",
 };
 
 /* Length of the valid UTF-8 sequence (RFC 3629: no overlongs, surrogates or values past

@@ -64,6 +64,9 @@ enum window_drop {
 	DROP_EVENT_LOST,   /* "event_lost": exec/exit/fork notification lost */
 	DROP_LATE,	   /* "late": sample older than the oldest window held */
 	DROP_NO_MEMORY,	   /* "no_memory": sample lost in user space, allocation failed */
+	/* "repeat_unknown": an off-CPU repeat whose thread's stacks tailprofd did not keep (lost;
+	 * only when keeping them found no memory) */
+	DROP_REPEAT_UNKNOWN,
 	DROP_NR,
 };
 extern const char *const window_drop_names[DROP_NR];

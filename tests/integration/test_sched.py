@@ -195,6 +195,10 @@ def offcpu_checks(d, ret):
                'tailprof_offcpu_user_stacks_total{source="switch_out"}'):
         assert m[ks] > m0[ks], (ks, m)
     assert m["tailprof_offcpu_switch_sp_mispredicted_total"] == 0, m
+    # and most are repeats: sent without frames, their stacks (checked above) the ones tailprofd
+    # kept from the thread's last sample there
+    assert m["tailprof_offcpu_repeats_total"] > m0["tailprof_offcpu_repeats_total"], m
+    assert m['tailprof_drops_total{reason="repeat_unknown"}'] == 0, m
     # both ways a user stack is taken: at switch-out where the thread's last captured block was
     # at the same place (the napper's loop), else on its way back (each thread's first block)
     path = 'tailprof_offcpu_user_stack_path_total{path="%s"}'
