@@ -113,6 +113,9 @@ struct tp_sched_task {
 	__u64 early_ksp; /* TP_EARLY_KERNEL: the stack pointer its switch will have saved */
 	__u64 out_ctx;	 /* the address of the tracepoint's arguments at its last blocking
 			  * switch-out (on its kernel stack: see early_kernel_stack) */
+	__u64 known_mm;	 /* its address space (task->mm) when tailprofd was found or told to
+			  * know its process (note_process): an exec gives it a new one, while the
+			  * process's start_ns stays */
 };
 
 /* st->early: what a blocking switch-out took for a block predicted long (stacks: in sched_early) */
@@ -1077,7 +1080,8 @@ static __always_inline void take_user_stack(struct tp_sample *o)
 /* Tells tailprofd at once (TP_EV_SEEN, waking it) of the process of prev, which blocks now, when
  * it does not know it yet: it then loads the process's unwind tables while the thread waits, so
  * that even a new process's first long block gets its whole user stack on its way back. Once
- * per thread (st->known_start); the caller tests that with one load. */
+ * per thread and image (st->known_mm: a thread that blocked in a syscall before it exec'd must
+ * tell of its new image too); the caller tests that with one compare. */
 static __always_inline void note_process(struct task_struct *prev, struct tp_sched_task *st)
 {
 	__u64 start = process_start_ns(prev);
@@ -1087,11 +1091,10 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	__u64 *known;
 	__s64 nr;
 
-	if (st->known_start == start)
-		return;
 	known = bpf_map_lookup_elem(&known_procs, &pid);
 	if (known && *known == start) {
 		st->known_start = start;
+		st->known_mm = (__u64)prev->mm;
 		return;
 	}
 	/* Only a block in a syscall other than an exec: a new process blocks in page faults
@@ -1105,6 +1108,7 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 		return;
 	/* told: from now on as if known (its samples need not wake tailprofd again) */
 	st->known_start = start;
+	st->known_mm = (__u64)prev->mm;
 	ev.kind = TP_EV_SEEN;
 	ev.pid = pid;
 	ev.ts_ns = 0;
@@ -1659,9 +1663,9 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			 * only for a capture; here only where its last captured block was at the
 			 * same place: likely long again, and its stacks are taken now (a call
 			 * less for the other blocks). A pending capture keeps its syscall. */
-			/* a load for a thread of a known process (its group leader's line may be
-			 * cold: start_ns is read only until then) */
-			if (prev->mm && !st->known_start)
+			/* a compare for a thread of a known process (its group leader's line may
+			 * be cold: start_ns is read only until then) */
+			if (prev->mm && st->known_mm != (__u64)prev->mm)
 				note_process(prev, st);
 			if (st->long_sp && !st->pending) {
 				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);

@@ -217,8 +217,14 @@ def offcpu_checks(d, ret):
 
 def test_first_block_of_a_new_process_has_its_callers(d):
     # a process that blocks before any CPU sample could tell the daemon of it: its switch-out
-    # does (TP_EV_SEEN), so its unwind tables are loaded while it sleeps
-    p, pid = start_workload("tp_first_block", 1)
+    # does (TP_EV_SEEN), so its unwind tables are loaded while it sleeps; also when the thread
+    # had told of the image it exec'd from (same thread, same process start time)
+    first_block_checks(d)
+    first_block_checks(d, "exec")
+
+
+def first_block_checks(d, *how):
+    p, pid = start_workload("tp_first_block", 1, *how)
     slept = int(p.stdout.readline())
     p.wait()
     wait_drained()
