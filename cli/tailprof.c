@@ -771,13 +771,16 @@ enum win_col {
 	COL_DROPS,
 	COL_STACKS,
 	COL_PROCS,
+	COL_OFFCPU,
+	COL_RUNQ_P99,
 	COL__COUNT,
 };
 
 #define CELL_SIZE 40
 
 static const char *const win_headers[COL__COUNT] = {
-    "", "START", "DURATION", "SAMPLES", "IDLE", "EXPECTED", "DROPS", "STACKS", "PROCS",
+    "",	     "START",  "DURATION", "SAMPLES", "IDLE",	  "EXPECTED",
+    "DROPS", "STACKS", "PROCS",	   "OFFCPU",  "RUNQ_P99",
 };
 
 static void window_row(const json_t *w, char (*row)[CELL_SIZE])
@@ -804,6 +807,10 @@ static void window_row(const json_t *w, char (*row)[CELL_SIZE])
 		f_int(w, "drops", row[COL_DROPS], CELL_SIZE);
 	f_int(w, "distinct_stacks", row[COL_STACKS], CELL_SIZE);
 	f_int(w, "processes", row[COL_PROCS], CELL_SIZE);
+	/* the scheduler's view, where tailprofd has it: blocked time captured with stacks, and
+	 * the run-queue latency's p99 */
+	f_dur(json_object_get(w, "offcpu"), "blocked_ns", row[COL_OFFCPU], CELL_SIZE);
+	f_dur(json_object_get(w, "runq"), "p99_ns", row[COL_RUNQ_P99], CELL_SIZE);
 }
 
 static int print_windows(const json_t *doc)
@@ -1472,7 +1479,9 @@ static void usage_windows(FILE *f)
 		"Usage: tailprof windows [--last DUR | --from TIME [--to TIME]] [--json]\n"
 		"\n"
 		"Lists the time windows the daemon holds (all of them without a range);\n"
-		"the current one, still filling, is marked with '*'.\n"
+		"the current one, still filling, is marked with '*'. OFFCPU is the blocked\n"
+		"time captured with stacks, RUNQ_P99 the run-queue latency's p99 ('-': the\n"
+		"daemon has no scheduler programs).\n"
 		"\n"
 		"Options:\n"
 		"  --last DUR     the windows of the last DUR: 500ms, 2s, 10m, 1h\n"

@@ -47,6 +47,9 @@ WINDOWS = {"windows": [
                                          "user_stack": 0},
      "distinct_stacks": 314, "processes": 9, "cpus": [{"cpu": 0, "expected_samples": 990,
                                                       "received_samples": 990}],
+     "offcpu": {"samples": 40, "blocked_ns": 2500000000, "short_by_process": []},
+     "runq": {"count": 900, "p50_ns": 4000, "p95_ns": 90000, "p99_ns": 4000000,
+              "max_ns": 9000000, "top": []},
      "future": "ignored"},
     # The current window: no end yet, no stacks count (shown as '-').
     {"start": "2026-11-29T21:00:10.000Z", "start_unix_ns": 1795986010000000000,
@@ -210,11 +213,12 @@ def main():
         check(rc == 0, f"rc {rc}, stderr {err}")
         lines = out.decode().splitlines()
         check(lines[0].split() == ["START", "DURATION", "SAMPLES", "IDLE", "EXPECTED", "DROPS",
-                                   "STACKS", "PROCS"], lines[0])
+                                   "STACKS", "PROCS", "OFFCPU", "RUNQ_P99"], lines[0])
         check(lines[1].split() == ["2026-11-29T21:00:00.000Z", "10s", "1980", "5", "1980", "2",
-                                   "314", "9"], lines[1])
+                                   "314", "9", "2.500s", "4ms"], lines[1])
+        # a daemon without the scheduler programs: no offcpu or runq ('-')
         check(lines[2].split() == ["*", "2026-11-29T21:00:10.000Z", "-", "4242", "1", "4300",
-                                   "0", "-", "3"], lines[2])
+                                   "0", "-", "3", "-", "-"], lines[2])
         check(FakeDaemon.requests == ["/api/v1/windows?last=10m"], FakeDaemon.requests)
 
     def windows_json_range():
