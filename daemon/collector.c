@@ -832,6 +832,10 @@ static void drain(struct collector *c, bool tick)
 		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
 	}
 	pthread_rwlock_unlock(&c->lock);
+	/* discovery reads /proc and attaches probes: not under the lock, and before the unwinder's
+	 * work (a new binary's tables take a while), while short-lived processes still run */
+	if (c->opts.gc)
+		gc__tick(c->opts.gc, now);
 	if (c->opts.unwinder) {
 		unwind_run_queue(c);
 		/* every 20 drain periods (10 s by default): processes whose exit was lost */
@@ -844,9 +848,6 @@ static void drain(struct collector *c, bool tick)
 		}
 	}
 
-	/* discovery reads /proc and attaches probes: not under the lock */
-	if (c->opts.gc)
-		gc__tick(c->opts.gc, now);
 	if (tick) {
 		pthread_mutex_lock(&c->drain_mu);
 		c->drained_up_to_ns = now;
