@@ -208,6 +208,16 @@ static bool kernel_has_task_work(void)
 	return has;
 }
 
+/* Maps bytes of BPF map m (BPF_F_MMAPABLE) into this process, read-write and shared. Returns the
+ * mapping, or NULL with *err set to -errno. */
+static void *map_shared(const struct bpf_map *m, size_t bytes, int *err)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+
+	*err = p == MAP_FAILED ? -errno : 0;
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
  * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
  * go into the profile program's `events` ring buffer. */
@@ -265,21 +275,11 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 		err = sched_bpf__load(l->sched);
 	if (err)
 		goto fail;
-	l->runq = mmap(NULL, l->runq_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(l->sched->maps.runq_hist), 0);
-	if (l->runq == MAP_FAILED) {
-		l->runq = NULL;
-		err = -errno;
-		goto fail;
-	}
-	l->ptab = mmap(NULL, l->ptab_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       bpf_map__fd(l->sched->maps.sched_ptab), 0);
-	if (l->ptab == MAP_FAILED) {
-		l->ptab = NULL;
-		err = -errno;
-		goto fail;
-	}
-	err = sched_bpf__attach(l->sched);
+	l->runq = map_shared(l->sched->maps.runq_hist, l->runq_bytes, &err);
+	if (!err)
+		l->ptab = map_shared(l->sched->maps.sched_ptab, l->ptab_bytes, &err);
+	if (!err)
+		err = sched_bpf__attach(l->sched);
 	if (err)
 		goto fail;
 	return;
@@ -383,11 +383,8 @@ struct loader *loader__new(const struct loader_opts *opts)
 		       strerror(-err));
 		goto fail;
 	}
-	l->counters = mmap(NULL, l->counters_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			   bpf_map__fd(l->skel->maps.counters), 0);
-	if (l->counters == MAP_FAILED) {
-		l->counters = NULL;
-		err = -errno;
+	l->counters = map_shared(l->skel->maps.counters, l->counters_bytes, &err);
+	if (err) {
 		pr_err("failed to map the BPF counters: %s", strerror(-err));
 		goto fail;
 	}
@@ -397,30 +394,21 @@ struct loader *loader__new(const struct loader_opts *opts)
 		l->rows_bytes =
 		    ((size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) + page - 1) / page *
 		    page;
-		l->rows = mmap(NULL, l->rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			       bpf_map__fd(l->skel->maps.unwind_rows), 0);
-		if (l->rows == MAP_FAILED) {
-			l->rows = NULL;
-			err = -errno;
+		l->rows = map_shared(l->skel->maps.unwind_rows, l->rows_bytes, &err);
+		if (err) {
 			pr_err("failed to map the unwind tables: %s", strerror(-err));
 			goto fail;
 		}
 		l->pages_bytes =
 		    ((size_t)unwind_pages_for(opts) * sizeof(struct tp_unwind_page) + page - 1) /
 		    page * page;
-		l->pages = mmap(NULL, l->pages_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-				bpf_map__fd(l->skel->maps.unwind_pages), 0);
-		if (l->pages == MAP_FAILED) {
-			l->pages = NULL;
-			err = -errno;
+		l->pages = map_shared(l->skel->maps.unwind_pages, l->pages_bytes, &err);
+		if (err) {
 			pr_err("failed to map the unwind page indexes: %s", strerror(-err));
 			goto fail;
 		}
-		l->epoch = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
-				bpf_map__fd(l->skel->maps.unwind_epoch), 0);
-		if (l->epoch == MAP_FAILED) {
-			l->epoch = NULL;
-			err = -errno;
+		l->epoch = map_shared(l->skel->maps.unwind_epoch, page, &err);
+		if (err) {
 			pr_err("failed to map the unwind tables' epoch: %s", strerror(-err));
 			goto fail;
 		}
