@@ -1,20 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Known answer for stages: requests through fetch (sleeps 2 ms), compute (3 ms of CPU; every
  * 20th request also 30 ms in compute_slow_path), io (a small write + fsync) and serialize
- * (about 0.3 ms of CPU). Logs each stage's exact latency twice, as "REQUEST STAGE INSIDE_NS
- * AROUND_NS" lines to LOG: from the first to the last statement of the stage function, and around
- * its call (the logging itself outside both). A probe's measurement lies between the two: it
- * includes the time from its entry trap to the first statement and from the last one to its
- * return trap (a preemption at the traps' exits included), not the traps' own work before and
- * after. Built twice: plain (uprobes time the functions)
- * and with -DUSE_USDT (the functions mark themselves with include/tailprof/stage.h).
+ * (about 0.3 ms of CPU). Logs each stage's exact latency three times, as "REQUEST STAGE INSIDE_NS
+ * AROUND_NS MARKED_NS" lines to LOG: from the first to the last statement of the stage function,
+ * around its call, and from the return of its begin marker to its end marker (the logging itself
+ * outside all). Built twice: plain (uprobes time the functions; MARKED is INSIDE) and with
+ * -DUSE_USDT (the functions mark themselves with include/tailprof/stage.h). A probe's measurement
+ * lies between MARKED and AROUND: a function's uprobes add the time from the entry trap to the
+ * first statement and from the last one to the return trap, markers the time in their own traps;
+ * a preemption at a trap's exit is inside the probes' measurement at the begin trap, outside it
+ * at the end trap (where only INSIDE and AROUND see it).
  * Usage: tp_pipeline SECONDS LOG [DELAY_SECONDS] — prints its pid, waits DELAY, then serves
  * requests for SECONDS. */
 #ifdef USE_USDT
 #define TAILPROF_STAGE_DEFINE
 #include <tailprof/stage.h>
-#define BEGIN(name, req) TAILPROF_STAGE_BEGIN(name, req)
-#define END(name, req)	 TAILPROF_STAGE_END(name, req)
+#define BEGIN(name, req)                                                                           \
+	do {                                                                                       \
+		TAILPROF_STAGE_BEGIN(name, req);                                                   \
+		m0__ = now_ns();                                                                   \
+	} while (0)
+#define END(name, req)                                                                             \
+	do {                                                                                       \
+		m1__ = now_ns();                                                                   \
+		TAILPROF_STAGE_END(name, req);                                                     \
+	} while (0)
 #else
 #define BEGIN(name, req)
 #define END(name, req)
@@ -32,10 +42,12 @@
 static FILE *logf;
 static int io_fd = -1;
 
-static uint64_t stage_ns; /* the duration of the last stage, set by the stage itself */
+/* the duration of the last stage, set by the stage itself: from its first to its last statement,
+ * and between its markers (the same without markers) */
+static uint64_t stage_ns, marked_ns;
 
-#define STAGE_START() uint64_t t0__ = now_ns()
-#define STAGE_DONE()  (stage_ns = now_ns() - t0__)
+#define STAGE_START() uint64_t t0__ = now_ns(), m0__ = t0__, m1__ = 0
+#define STAGE_DONE()  (stage_ns = now_ns() - t0__, marked_ns = m1__ ? m1__ - m0__ : stage_ns)
 
 /* Calls stage(req) and logs how long it took. */
 static void timed(void (*stage)(unsigned long), const char *name, unsigned long req)
@@ -44,8 +56,8 @@ static void timed(void (*stage)(unsigned long), const char *name, unsigned long 
 
 	stage(req);
 	t1 = now_ns();
-	fprintf(logf, "%lu %s %llu %llu\n", req, name, (unsigned long long)stage_ns,
-		(unsigned long long)(t1 - t0));
+	fprintf(logf, "%lu %s %llu %llu %llu\n", req, name, (unsigned long long)stage_ns,
+		(unsigned long long)(t1 - t0), (unsigned long long)marked_ns);
 }
 
 __attribute__((noinline)) void fetch(unsigned long req)
