@@ -541,6 +541,18 @@ static __always_inline __u64 process_start_ns(struct task_struct *task)
 	return task->group_leader->start_boottime;
 }
 
+/* The base of task's kernel stack (task->stack) as a number. Read with a helper, not a plain
+ * load: Linux 6.18's verifier types a plain load of that void * as read-only untrusted memory,
+ * and then rejects the arithmetic (depth, hashing) done on it ("pointer ^= pointer
+ * prohibited"). 0 when the read fails. */
+static __always_inline __u64 task_stack_base(struct task_struct *task)
+{
+	__u64 base = 0;
+
+	bpf_probe_read_kernel(&base, sizeof(base), &task->stack);
+	return base;
+}
+
 /* The comm of task's process and its own, both TP_COMM_LEN bytes, NUL-padded as the kernel keeps
  * them. */
 static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
@@ -679,7 +691,7 @@ static __always_inline long kernel_stack(struct task_struct *t, struct tp_sched_
 					 __u32 early, __s64 syscall_nr, __u64 *out,
 					 struct tp_early_stacks *e, __u32 *from_e)
 {
-	__u64 ksp = t->thread.sp, base = (__u64)t->stack, len;
+	__u64 ksp = t->thread.sp, base = task_stack_base(t), len;
 	struct tp_kstack_scan scan = {.out = out};
 	struct tp_kstack_scratch *sc;
 	__u32 zero = 0, depth = 0, idx, nr, seq, i, ok;
@@ -1201,7 +1213,7 @@ __noinline int user_stack_keep(struct tp_early_stacks *e)
 static __always_inline void early_stacks(struct task_struct *prev, struct tp_sched_task *st,
 					 struct pt_regs *regs)
 {
-	__u64 d = switch_sp_from_ctx, sp, base = (__u64)prev->stack;
+	__u64 d = switch_sp_from_ctx, sp, base = task_stack_base(prev);
 	__u32 key = TP_USCRATCH_SWITCH, n;
 	struct tp_ustack_scratch *sc;
 	struct tp_early_stacks *e;

@@ -141,19 +141,20 @@ int loader__sync_cpus(struct loader *l, uint8_t *online_out)
 	return sampled;
 }
 
+/* libbpf's messages, one level quieter than ours (its warnings are our debug output). A message
+ * may be a whole verifier log (megabytes, many lines): it is formatted whole and logged a line at
+ * a time, so nothing is cut. */
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char buf[512];
-	size_t n;
+	char *buf, *line, *save = NULL;
 
-	/* one level quieter than ours: libbpf warnings are our debug output */
 	if (log_get_level() < LOG_DEBUG)
 		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
-	pr_debug("libbpf: %s", buf);
+	if (vasprintf(&buf, fmt, ap) < 0)
+		return 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		pr_debug(strncmp(line, "libbpf: ", 8) ? "libbpf: %s" : "%s", line);
+	free(buf);
 	return 0;
 }
 
