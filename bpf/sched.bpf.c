@@ -426,6 +426,7 @@ struct tp_ustack_scratch {
 	__u64 rec_pc, rec_sp, rec_bp, rec_span_lo, rec_start_ns;
 	__u64 rec_epoch; /* unwind_epoch, read before the process's tables were */
 	__u32 rec_span_len, rec_gen;
+	struct tp_unwind_result res; /* the walk's (here, not on the BPF stack: see capture()) */
 };
 
 struct {
@@ -471,6 +472,9 @@ static __always_inline __u64 rq_now(struct tp_sched_cpu *c, __u64 mono, __u64 cl
 	return now > clk ? now : clk;
 }
 
+/* A new sched_procs entry's value: in .rodata, not on the BPF stack (see capture()). */
+static const struct tp_sched_proc zero_proc;
+
 /* The counts of process pid in this CPU's drain period: its sched_ptab entry, or sched_procs
  * when the entries it may use hold other processes. NULL: no room anywhere (counted). */
 static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 period, __u32 cpu)
@@ -478,7 +482,7 @@ static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 period, 
 	__u32 base = (cpu * TP_SCHED_SLOTS + (__u32)(period % TP_SCHED_SLOTS)) * TP_SCHED_PTAB;
 	__u32 h = (pid * 2654435761u) >> (32 - 7); /* Knuth's multiplicative hash, 7 bits */
 	struct tp_sched_key key = {.pid = pid, .slot = (__u32)period, .cpu = cpu};
-	struct tp_sched_proc zero = {}, *v;
+	struct tp_sched_proc *v;
 
 	_Static_assert(TP_SCHED_PTAB == 1 << 7, "proc_slot hashes to 7 bits");
 	for (__u32 i = 0; i < TP_SCHED_PTAB_PROBES; i++) {
@@ -500,7 +504,7 @@ static __always_inline struct tp_sched_proc *proc_slot(__u32 pid, __u64 period, 
 	v = bpf_map_lookup_elem(&sched_procs, &key);
 	if (v)
 		return v;
-	if (!bpf_map_update_elem(&sched_procs, &key, &zero, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&sched_procs, &key, &zero_proc, BPF_NOEXIST))
 		__sync_fetch_and_add(&sched_procs_added, 1);
 	else if (!bpf_map_lookup_elem(&sched_procs, &key)) {
 		bump(TP_SCH_PROCS_FULL);
@@ -838,30 +842,6 @@ static __always_inline void sample_of(struct tp_sample *o, struct tp_pending *pd
 	comms(o, t);
 }
 
-/* The span of the words a walk read (tp_ustack.span_lo/span_len), in a bpf_loop callback. */
-struct tp_ustack_span {
-	struct tp_unwind_log *log;
-	__u64 lo, hi;
-	__u32 nw;
-	__u32 unaligned;
-};
-
-static long ustack_span_step(__u32 i, void *ctx)
-{
-	struct tp_ustack_span *s = ctx;
-	__u64 a;
-
-	if (i >= s->nw)
-		return 1;
-	a = s->log->addr[i & (TP_UNWIND_LOG_WORDS - 1)];
-	if (a < s->lo)
-		s->lo = a;
-	if (a + 8 > s->hi)
-		s->hi = a + 8;
-	s->unaligned |= a & 7;
-	return 0;
-}
-
 /* The frames of cached walk u into out when it is the walk of (procs, pid, pc, sp, bp) and every
  * word it read reads the same again. Returns frames, 0: not usable. */
 static __always_inline __u32 ustack_cached(struct tp_ustack *u, struct tp_proc_mappings *procs,
@@ -914,8 +894,7 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 {
 	__u32 idx = mix64(sp ^ (pc << 7) ^ ((__u64)pid << 40)) & (TP_USTACK_ENTRIES - 1);
 	struct tp_ustack *u = bpf_map_lookup_elem(&ustack_cache, &idx);
-	struct tp_unwind_result res = {};
-	struct tp_ustack_span span = {.lo = ~0ull};
+	struct tp_unwind_result *res = &sc->res;
 	struct tp_unwind_log *log;
 	__u32 nr, seq, i, slen;
 
@@ -946,28 +925,25 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 		goto out;
 	}
 	bump(TP_SCH_USTACK_WALKED);
-	log->n = 0;
-	log->full = 0;
-	tp_unwind_user(procs, pc, sp, bp, out, &res, log);
-	if (res.reason == TP_UNWIND_TRUNCATED)
+	tp_unwind_log_reset(log);
+	__builtin_memset(res, 0, sizeof(*res));
+	tp_unwind_user(procs, pc, sp, bp, out, res, log);
+	if (res->reason == TP_UNWIND_TRUNCATED)
 		*flags |= TP_SAMPLE_USTACK_TRUNCATED;
-	nr = res.nr > TP_MAX_STACK_DEPTH ? TP_MAX_STACK_DEPTH : res.nr;
+	nr = res->nr > TP_MAX_STACK_DEPTH ? TP_MAX_STACK_DEPTH : res->nr;
 	/* cache walks that the words read decide: not those cut by a failed read or an unknown
 	 * mapping (they change as the process maps and touches memory) */
 	if (log->full || !nr || nr > TP_USTACK_FRAMES ||
-	    (res.reason != TP_UNWIND_END && res.reason != TP_UNWIND_BAD_FRAME &&
-	     res.reason != TP_UNWIND_UNSUPPORTED))
+	    (res->reason != TP_UNWIND_END && res->reason != TP_UNWIND_BAD_FRAME &&
+	     res->reason != TP_UNWIND_UNSUPPORTED))
 		return nr;
-	span.log = log;
-	span.nw = log->n;
-	bpf_loop(TP_UNWIND_LOG_WORDS, ustack_span_step, &span, 0);
-	slen = !span.unaligned && span.hi > span.lo && span.hi - span.lo < TP_USTACK_SPAN
-		   ? (__u32)(span.hi - span.lo)
+	slen = !log->unaligned && log->hi > log->lo && log->hi - log->lo < TP_USTACK_SPAN
+		   ? (__u32)(log->hi - log->lo)
 		   : 0;
 	seq = u->seq | 1;
 	u->seq = seq;
 	barrier();
-	u->span_lo = span.lo;
+	u->span_lo = log->lo;
 	u->span_len = slen;
 	u->pid = pid;
 	u->start_ns = procs->start_ns;
@@ -976,7 +952,7 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	u->sp = sp;
 	u->bp = bp;
 	u->nr = nr;
-	u->used_fp = res.used_fp;
+	u->used_fp = res->used_fp;
 	u->nr_words = log->n;
 	for (i = 0; i < TP_USTACK_FRAMES; i++) {
 		if (i >= nr)
@@ -990,7 +966,7 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	/* this CPU's walk (another may replace the entry already) */
 	if (!rec || !slen)
 		return nr;
-	sc->rec_span_lo = span.lo;
+	sc->rec_span_lo = log->lo;
 	sc->rec_span_len = slen;
 	sc->rec_ok = 1;
 out:
@@ -1297,6 +1273,28 @@ static __always_inline bool same_kstack(const __u64 *a, __u32 na, const __u64 *b
 	return true;
 }
 
+/* Whether the kernel stack of waiting block pd is o's (o->nr_kernel frames). Returns 1 or 0.
+ * A global function, verified on its own: inlined, clang merged it with same_kstack() on a
+ * sample (up to TP_MAX_STACK_DEPTH frames) into one loop, and Linux 6.1's verifier then saw
+ * pd's TP_PENDING_KFRAMES-frame array read up to the sample's bound. */
+__noinline int same_pending_kstack(struct tp_pending *pd, struct tp_sample *o)
+{
+	__u32 n, i;
+
+	if (!pd || !o)
+		return 0;
+	n = pd->nr_kernel;
+	if (!n || n != o->nr_kernel || n > TP_PENDING_KFRAMES)
+		return 0;
+	for (i = 0; i < TP_PENDING_KFRAMES; i++) {
+		if (i >= n)
+			break;
+		if (pd->kaddrs[i] != o->addrs[i])
+			return 0;
+	}
+	return 1;
+}
+
 /* Marks o as having no user stack (TP_SAMPLE_NO_USER_STACK). */
 static __always_inline void no_user_stack(struct tp_sample *o)
 {
@@ -1450,13 +1448,16 @@ static __always_inline struct tp_offcpu_slot *free_slot(void)
 }
 
 /* A block of next that ended at mono (CLOCK_MONOTONIC) after blocked_ns: captured with its kernel
- * stack, and held (in this CPU's offcpu_slot, else in `pending`) until the thread is back at
- * its syscall's return. */
-static __always_inline void capture(struct task_struct *next, struct tp_sched_task *st,
-				    struct tp_sched_cpu *c, __u64 blocked_ns, __u64 mono,
-				    __u32 early)
+ * stack, and held (in this CPU's offcpu_slot, else in `pending`, or with a task work where
+ * task_work, a constant) until the thread is back at its syscall's return. early: what its
+ * switch-out took (TP_EARLY_*). This CPU's sched_cpu is looked up here (capture() and
+ * capture_tw() take at most five arguments). */
+static __always_inline void capture_block(struct task_struct *next, struct tp_sched_task *st,
+					  __u64 blocked_ns, __u64 mono, __u32 early,
+					  const bool task_work)
 {
 	__u32 key = TP_SCRATCH_SWITCH, zero = 0, tid = next->pid, cpu = bpf_get_smp_processor_id();
+	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
 	struct tp_offcpu_slot *sl = NULL;
 	struct tp_pending *again_pd = NULL;
 	struct tp_sample *again = NULL;
@@ -1473,7 +1474,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 		 * its kernel stack decides, below */
 		__u32 key_tid = st->key_tid;
 
-		if (use_task_work) {
+		if (task_work) {
 			w = bpf_map_lookup_elem(&tw_pending, &key_tid);
 			if (w)
 				again = &w->s;
@@ -1509,7 +1510,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	if (twice) {
 		user = false;
 		o = bpf_map_lookup_elem(&off_scratch, &key);
-	} else if (use_task_work) {
+	} else if (task_work) {
 		w = bpf_map_lookup_elem(&tw_scratch, &zero);
 		o = w ? &w->s : NULL;
 	} else {
@@ -1567,12 +1568,8 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	 * block of its own, sent now with its kernel stack: the user stack, the syscall's, goes
 	 * with the waiting sample. */
 	if (twice) {
-		if (again
-			? same_kstack(again->addrs, again->nr_kernel, o->addrs, n)
-			: same_kstack(again_pd->kaddrs,
-				      again_pd->nr_kernel < TP_PENDING_KFRAMES ? again_pd->nr_kernel
-									       : TP_PENDING_KFRAMES,
-				      o->addrs, n)) {
+		if (again ? same_kstack(again->addrs, again->nr_kernel, o->addrs, n)
+			  : same_pending_kstack(again_pd, o)) {
 			bump(TP_SCH_AGAIN_SAME);
 			if (again) {
 				again->blocked_ns += blocked_ns;
@@ -1605,7 +1602,7 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	 * on the thread's way back to user space */
 	st->long_ip = st->block_ip;
 	st->long_sp = st->block_sp;
-	if (use_task_work) {
+	if (task_work) {
 		if (!w || hold_task_work(w, tid, next)) {
 			send_no_user(o, next, st);
 			return;
@@ -1636,15 +1633,40 @@ static __always_inline void capture(struct task_struct *next, struct tp_sched_ta
 	}
 }
 
+/* capture_block() in a function of its own (not inlined). The BPF stack frames of a program and
+ * of the functions it calls (bpf_loop callbacks included) add up along each call chain, each
+ * rounded up to 32 bytes, and Linux 6.1 and 6.12 allow 512 (from 6.13 tracing programs get a
+ * private stack, which hid this): inlined, capture made sched_switch's frame 320 bytes, and
+ * with current_user_stack's 232 the chain was 576. Apart, the longest chains are sched_switch
+ * (128) -> current_user_stack (224) -> tp_unwind_step (64) -> tp_unwind_row_step (32) = 448 and
+ * sched_switch -> capture (256) -> kstack_scan_step (32) = 416. Without task works: sched_switch's.
+ */
+static __noinline void capture(struct task_struct *next, struct tp_sched_task *st, __u64 blocked_ns,
+			       __u64 mono, __u32 early)
+{
+	capture_block(next, st, blocked_ns, mono, early, false);
+}
+
+/* The same with task works: sched_switch_tw's. Kept apart because the task work's callback
+ * (tw_returned, which walks the user stack) counts as a call in the stack-depth check of
+ * kernels without the kfunc: no kernel before 6.18 ever sees this code. */
+static __noinline void capture_tw(struct task_struct *next, struct tp_sched_task *st,
+				  __u64 blocked_ns, __u64 mono, __u32 early)
+{
+	capture_block(next, st, blocked_ns, mono, early, true);
+}
+
 /* The part of a wait since lq that sched_info_arrive counts at rq clock clk. */
 static __always_inline __u64 runq_here(__u64 lq, __u64 clk)
 {
 	return lq && clk > lq ? clk - lq : 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/* sched_switch's body; task_work (a constant): unpredicted captures get their user stack from a
+ * task work (sched_switch_tw), else from sys_exit (sched_switch). */
+static __always_inline int switch_body(unsigned long long *ctx, bool preempt,
+				       struct task_struct *prev, struct task_struct *next,
+				       unsigned int prev_state, const bool task_work)
 {
 	/* tp_btf arguments are trusted task pointers: fields are read directly, not probed. This
 	 * CPU's run queue is next's (or, switching to idle, prev's): se.cfs_rq is set for every
@@ -1750,13 +1772,14 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 		if ((early & (TP_EARLY_USER | TP_EARLY_KERNEL)) && blocked < offcpu_min_ns)
 			bump(TP_SCH_EARLY_WASTED);
 	}
-	if (st && st->pending && !use_task_work) {
+	if (st && st->pending && !task_work) {
 		/* its capture waits for its return from the syscall, here */
 		c->pending_tid = next->pid;
 		c->pending_regs = (__u64)bpf_task_pt_regs(next);
 	}
 	if (st && blocked >= offcpu_min_ns)
-		capture(next, st, c, blocked, mono ? mono : bpf_ktime_get_ns(), early);
+		(task_work ? capture_tw : capture)(next, st, blocked,
+						   mono ? mono : bpf_ktime_get_ns(), early);
 	if (lq || (blocked && blocked < offcpu_min_ns)) {
 		cpu = bpf_get_smp_processor_id();
 		struct tp_sched_proc *p = proc_slot(next->tgid, c->period, cpu);
@@ -1773,6 +1796,21 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 			st->long_sp = st->long_ip = 0;
 	}
 	return 0;
+}
+
+/* The scheduler's switch: one of the two is loaded (the loader picks by the kernel's kfuncs). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return switch_body(ctx, preempt, prev, next, prev_state, false);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_tw, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return switch_body(ctx, preempt, prev, next, prev_state, true);
 }
 
 /* The captured block of thread tid (task t) that st says is pending, taken out: from its

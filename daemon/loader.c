@@ -241,6 +241,10 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	l->sched->rodata->block_clock_rq = l->block_clock_rq;
 	l->task_work = kernel_has_task_work();
 	l->sched->rodata->use_task_work = l->task_work;
+	/* two variants of the switch program: the task work's is verified only by kernels that
+	 * have it (see capture_tw() in sched.bpf.c) */
+	bpf_program__set_autoload(l->sched->progs.sched_switch, !l->task_work);
+	bpf_program__set_autoload(l->sched->progs.sched_switch_tw, l->task_work);
 	bpf_program__set_autoload(l->sched->progs.sys_exit, !l->task_work);
 
 	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
@@ -656,13 +660,18 @@ size_t loader__object_prog_stats(struct bpf_object *obj, struct loader_prog_stat
 	{
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
+		const char *name = bpf_program__name(prog);
 
 		if (n == max)
 			break;
-		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		if (!bpf_program__autoload(prog) ||
+		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			continue;
+		/* the variants of one hook report under its name (metrics keep their labels) */
+		if (!strcmp(name, "sched_switch_tw"))
+			name = "sched_switch";
 		out[n++] = (struct loader_prog_stats){
-		    .name = bpf_program__name(prog),
+		    .name = name,
 		    .run_time_ns = info.run_time_ns,
 		    .run_cnt = info.run_cnt,
 		};

@@ -93,9 +93,23 @@ struct tp_unwind_result {
 struct tp_unwind_log {
 	__u32 n;
 	__u32 full; /* more words were read than fit, or a signal frame: not reusable */
+	/* the span of the words read, [lo, hi), and whether any was not 8-byte aligned from the
+	 * first (kept as they are logged: no loop over the log afterwards) */
+	__u64 lo, hi;
+	__u64 unaligned;
 	__u64 addr[TP_UNWIND_LOG_WORDS];
 	__u64 val[TP_UNWIND_LOG_WORDS];
 };
+
+/* Empties log for a new walk. */
+static __always_inline void tp_unwind_log_reset(struct tp_unwind_log *log)
+{
+	log->n = 0;
+	log->full = 0;
+	log->lo = ~0ull;
+	log->hi = 0;
+	log->unaligned = 0;
+}
 
 static __always_inline void tp_unwind_logged(struct tp_unwind_log *log, __u64 addr, __u64 val)
 {
@@ -111,6 +125,11 @@ static __always_inline void tp_unwind_logged(struct tp_unwind_log *log, __u64 ad
 	log->addr[i] = addr;
 	log->val[i] = val;
 	log->n = i + 1;
+	if (addr < log->lo)
+		log->lo = addr;
+	if (addr + 8 > log->hi)
+		log->hi = addr + 8;
+	log->unaligned |= addr & 7;
 }
 
 /* State of one walk, on the caller's stack, shared with the bpf_loop callback. */
@@ -296,16 +315,19 @@ static long tp_unwind_step(__u32 index, void *ctx)
 		break;
 	case TP_CFA_SIGNAL: {
 		/* the kernel's rt_sigframe: RSP points at the ucontext; its mcontext holds the
-		 * interrupted registers (RBP at +120, RSP at +160, RIP at +168) */
-		__u64 regs[7];
+		 * interrupted registers (RBP at +120, RSP at +160, RIP at +168). Two reads, not
+		 * one of the 56 bytes from RBP to RIP: this frame's BPF stack adds up with its
+		 * callers' (the scheduler's chain must stay under 512 bytes on Linux 6.1). */
+		__u64 regs[2];
 
-		if (bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + 120)))
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(st->sp + 120)) ||
+		    bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + 160)))
 			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
 		if (st->log)
 			st->log->full = 1;
-		st->bp = regs[0];
-		st->sp = regs[5];
-		st->pc = regs[6];
+		st->bp = bp;
+		st->sp = regs[0];
+		st->pc = regs[1];
 		st->exact_pc = 1;
 		st->after_fp = 0;
 		if (!st->pc)
@@ -378,7 +400,7 @@ next:
 /* Walks the user stack whose innermost frame has registers (pc, sp, bp) through the tables of
  * procs (the process's unwind_procs entry) into out[0 .. TP_MAX_STACK_DEPTH), leaf first.
  * Returns what it did in *res: frames written, why it ended, whether frame pointers were used.
- * log: NULL, or where the words it read are recorded (log->n and log->full zeroed by the caller).
+ * log: NULL, or where the words it read are recorded (emptied by the caller: tp_unwind_log_reset).
  * Needs bpf_loop (Linux 5.17). */
 static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64 pc, __u64 sp,
 					   __u64 bp, __u64 *out, struct tp_unwind_result *res,
