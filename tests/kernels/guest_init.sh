@@ -1,0 +1,105 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# The kernel matrix's guest (/init of its initramfs, busybox sh): runs tailprofd --check, starts
+# tailprofd, runs the workloads with known answers, and writes what the host checks to the
+# console: "KM KEY VALUE" lines, and files base64-encoded between "KM-BEGIN NAME" and "KM-END
+# NAME". Then powers off. tests/kernels/matrix.py builds the image and reads the console.
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mkdir -p /var/tmp
+ip link set lo up
+API=http://127.0.0.1:7077
+
+emit() { # NAME FILE
+	echo "KM-BEGIN $1"
+	base64 "$2"
+	echo "KM-END $1"
+}
+
+fetch() { # NAME PATH
+	if wget -q -O "/tmp/$1" "$API$2"; then
+		emit "$1" "/tmp/$1"
+	else
+		echo "KM fetch-failed $1 $2"
+	fi
+}
+
+off() { # power off (or, without ACPI, reboot: qemu -no-reboot exits either way)
+	poweroff -f
+	reboot -f
+}
+
+now() { cut -d. -f1 /proc/uptime; }
+
+echo "KM uname $(uname -r)"
+echo "KM nproc $(grep -c ^processor /proc/cpuinfo)"
+
+t0=$(now)
+tailprofd --check >/tmp/check.txt 2>&1
+echo "KM check-rc $?"
+echo "KM check-seconds $(($(now) - t0))"
+emit check /tmp/check.txt
+
+t0=$(now)
+tailprofd --window 1s --retention 10m --config /etc/tailprofd.conf $(cat /etc/tailprofd.flags 2>/dev/null) \
+	>/tmp/daemon.log 2>&1 &
+daemon=$!
+healthy=""
+while [ $(($(now) - t0)) -lt 240 ]; do
+	if wget -q -O /dev/null "$API/healthz" 2>/dev/null; then
+		healthy=$(($(now) - t0))
+		break
+	fi
+	kill -0 $daemon 2>/dev/null || break
+	sleep 1
+done
+echo "KM healthy-seconds ${healthy:-never}"
+if [ -z "$healthy" ]; then
+	emit daemon.log /tmp/daemon.log
+	off
+fi
+fetch status.json /api/v1/status
+
+# A first run loads the unwind tables of tp_offcpu and libc (several seconds under emulation): the
+# checked run's first blocks then get their callers, as on a host where tables load in ms.
+/wl/tp_offcpu 1 >/dev/null
+# Phase 1 (6 s): a CPU-bound function, off-CPU sleeps, a stage, GC pauses.
+/wl/tp_hotcold 6 >/tmp/hotcold.pid &
+w1=$!
+/wl/tp_pipeline 6 /tmp/pipeline.log >/tmp/pipeline.pid &
+w2=$!
+/wl/python3-gc-standin 6 >/tmp/gc.txt &
+w3=$!
+/wl/tp_offcpu 3 >/tmp/offcpu.txt
+wait $w1 $w2 $w3
+# Phase 2 (4 s): three hogs on CPU 1 wait for each other in its run queue.
+echo "KM runq-from $(date +%s)"
+taskset -c 1 /wl/tp_hotcold 4 >>/tmp/hogs.pid &
+w1=$!
+taskset -c 1 /wl/tp_hotcold 4 >>/tmp/hogs.pid &
+w2=$!
+taskset -c 1 /wl/tp_hotcold 4 >>/tmp/hogs.pid &
+w3=$!
+wait $w1 $w2 $w3
+echo "KM runq-to $(date +%s)"
+sleep 2 # two drains: everything that ended is in a window
+
+for f in hotcold.pid pipeline.pid pipeline.log gc.txt offcpu.txt hogs.pid; do
+	emit "$f" "/tmp/$f"
+done
+fetch cpu.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/hotcold.pid)"
+fetch offcpu.pb.gz "/api/v1/profile?type=offcpu&last=5m&pid=$(head -1 /tmp/offcpu.txt)"
+fetch stages.json "/api/v1/stages?last=10m"
+fetch gc.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gc.txt)"
+fetch windows.json "/api/v1/windows?last=10m"
+fetch metrics.txt /metrics
+fetch status-after.json /api/v1/status
+kill $daemon
+wait $daemon
+echo "KM daemon-rc $?"
+emit daemon.log /tmp/daemon.log
+echo "KM done"
+off

@@ -1,0 +1,432 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The kernel matrix: boots Debian 12's own kernels under qemu (software emulation here: no KVM)
+with a small initramfs holding tailprofd, its libraries and workloads with known answers
+(guest_init.sh), and checks in each what the host's integration tests check: which BPF objects
+load (tailprofd --check), CPU samples with their caller chain, an off-CPU sleep of known length
+with its stack, run-queue latency of three hogs on one CPU, a stage's latency from uprobes, GC
+pauses from USDT probes. Prints one line per kernel and feature, then 'N passed, M failed'.
+
+Kernels come from Debian's registry (apt-get download, dpkg-deb -x; never installed into the
+host's /boot) and are cached in TAILPROF_KMATRIX_CACHE (default /var/cache/tailprof-kmatrix), so
+a fresh clone on the same machine downloads nothing. TAILPROF_KMATRIX_KERNELS=6.1,6.12 (the
+default) picks families; a family's newest package is used.
+
+Usage: matrix.py BUILD_DIR. Exits 0 when every check passed, 1 otherwise, 77 (meson's skip) when
+it cannot run here (not root, no qemu) outside CI; with CI=true that is a failure."""
+import base64
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from pprof_decode import Profile  # noqa: E402
+
+IN_CI = os.environ.get("CI") == "true"
+CACHE = os.environ.get("TAILPROF_KMATRIX_CACHE", "/var/cache/tailprof-kmatrix")
+# family -> the apt package name pattern of Debian 12's cloud kernels (no modules needed: the
+# guest uses the serial console and an initramfs only)
+FAMILIES = {
+    "6.1": re.compile(r"^linux-image-6\.1\.0-(\d+)-cloud-amd64-unsigned$"),
+    "6.12": re.compile(r"^linux-image-6\.12\.(\d+)\+deb12-cloud-amd64-unsigned$"),
+}
+BOOT_TIMEOUT = 480  # seconds for one guest, boot to power-off
+HEALTHY_WITHIN = 90  # tailprofd serves /healthz within this in a 2-vCPU emulated guest
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def skip(why):
+    if IN_CI:
+        log("FAIL: the kernel matrix cannot run in CI: " + why)
+        sys.exit(1)
+    log("SKIP: " + why)
+    sys.exit(77)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          **kw)
+
+
+# ---- kernels ----
+
+def newest_package(family):
+    """The newest Debian package of a kernel family, from apt's lists (updated once if they
+    know none), or None."""
+    pat = FAMILIES[family]
+    for attempt in range(2):
+        names = run(["apt-cache", "pkgnames", "linux-image-" + family]).stdout.split()
+        found = sorted((int(m.group(1)), n) for n in names for m in [pat.match(n)] if m)
+        if found:
+            return found[-1][1]
+        if attempt == 0:
+            run(["apt-get", "update", "-qq"])
+    return None
+
+
+def kernel_image(family):
+    """(package, path of its vmlinuz) from the cache, downloading and extracting it first if
+    needed; the cache keeps only the newest package of each family. Raises RuntimeError."""
+    os.makedirs(CACHE, exist_ok=True)
+    pkg = newest_package(family)
+    cached = sorted(glob.glob(os.path.join(CACHE, "linux-image-%s*" % family)))
+    if not pkg:
+        # no apt lists (offline): the newest cached one of the family
+        cached = [c for c in cached if FAMILIES[family].match(os.path.basename(c))]
+        if not cached:
+            raise RuntimeError("no Debian package of Linux %s found (apt-cache pkgnames)"
+                               % family)
+        pkg = os.path.basename(cached[-1])
+    out = os.path.join(CACHE, pkg)
+    vmlinuz = os.path.join(out, "vmlinuz")
+    if not os.path.exists(vmlinuz):
+        tmp = tempfile.mkdtemp(dir=CACHE, prefix=".dl-")
+        try:
+            r = run(["apt-get", "download", pkg], cwd=tmp)
+            debs = glob.glob(os.path.join(tmp, "*.deb"))
+            if r.returncode or not debs:
+                raise RuntimeError("apt-get download %s failed: %s" % (pkg, r.stdout[-500:]))
+            x = os.path.join(tmp, "x")
+            r = run(["dpkg-deb", "-x", debs[0], x])
+            if r.returncode:
+                raise RuntimeError("dpkg-deb -x %s failed: %s" % (debs[0], r.stdout[-500:]))
+            images = glob.glob(os.path.join(x, "boot", "vmlinuz-*"))
+            if not images:
+                raise RuntimeError("%s holds no boot/vmlinuz-*" % pkg)
+            os.makedirs(out + ".new", exist_ok=True)
+            shutil.copy(images[0], os.path.join(out + ".new", "vmlinuz"))
+            for c in glob.glob(os.path.join(x, "boot", "config-*")):
+                shutil.copy(c, os.path.join(out + ".new", "config"))
+            shutil.rmtree(out, ignore_errors=True)
+            os.rename(out + ".new", out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for old in glob.glob(os.path.join(CACHE, "linux-image-%s*" % family)):
+        if old != out and FAMILIES[family].match(os.path.basename(old)):
+            shutil.rmtree(old, ignore_errors=True)
+    return pkg, vmlinuz
+
+
+# ---- the initramfs ----
+
+def libraries(binary):
+    """The shared libraries binary loads (ldd), the dynamic loader included."""
+    out = run(["ldd", binary]).stdout
+    libs = re.findall(r"=>\s+(/\S+)", out) + re.findall(r"^\s+(/\S+)\s+\(", out, re.M)
+    return sorted(set(libs))
+
+
+def build_initramfs(build, workdir):
+    """An initramfs (newc cpio) with busybox, tailprofd, the workloads and guest_init.sh as
+    /init. Returns its path."""
+    root = os.path.join(workdir, "root")
+    for d in ("bin", "wl", "etc", "proc", "sys", "dev", "tmp"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    shutil.copy(busybox, os.path.join(root, "bin", "busybox"))
+    for applet in run([busybox, "--list"]).stdout.split():
+        if applet != "busybox":
+            os.symlink("busybox", os.path.join(root, "bin", applet))
+    binaries = {os.path.join(build, "daemon", "tailprofd"): "bin/tailprofd"}
+    wl = os.path.join(build, "tests", "workloads")
+    for name, as_name in (("tp_hotcold", "tp_hotcold"), ("tp_pipeline", "tp_pipeline"),
+                          ("tp_offcpu", "tp_offcpu"),
+                          # an executable with CPython's GC probes is taken for a CPython
+                          ("tp_gc_standin", "python3-gc-standin")):
+        binaries[os.path.join(wl, name)] = "wl/" + as_name
+    libs = set()
+    for src, dst in binaries.items():
+        shutil.copy(src, os.path.join(root, dst))
+        libs.update(libraries(src))
+    for lib in libs:
+        dst = os.path.join(root, lib.lstrip("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.realpath(lib), dst)
+    os.makedirs(os.path.join(root, "usr"), exist_ok=True)
+    os.symlink("../lib", os.path.join(root, "usr", "lib"))
+    shutil.copy(os.path.join(HERE, "guest_init.sh"), os.path.join(root, "init"))
+    os.chmod(os.path.join(root, "init"), 0o755)
+    # for debugging a guest: TAILPROF_KMATRIX_DAEMON_FLAGS=-v (the verifier's whole log)
+    with open(os.path.join(root, "etc", "tailprofd.flags"), "w") as f:
+        f.write(os.environ.get("TAILPROF_KMATRIX_DAEMON_FLAGS", ""))
+    with open(os.path.join(root, "etc", "tailprofd.conf"), "w") as f:
+        f.write("[stage compute]\nbinary = /wl/tp_pipeline\nfunction = compute\n")
+    cpio = os.path.join(workdir, "initramfs.cpio")
+    files = run(["find", "."], cwd=root).stdout
+    with open(cpio, "wb") as out:
+        subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=files.encode(),
+                       stdout=out, check=True)
+    return cpio
+
+
+# ---- one guest ----
+
+def boot(vmlinuz, initramfs, console_log):
+    """Boots the guest and returns (its console output, seconds taken, whether it finished)."""
+    cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-smp", "2", "-m", "2048",
+           "-cpu", "max", "-nographic", "-no-reboot", "-nic", "none", "-kernel", vmlinuz,
+           "-initrd", initramfs, "-append",
+           "console=ttyS0 panic=-1 loglevel=3 rdinit=/init"]
+    t0 = time.time()
+    with open(console_log, "w") as logf:
+        p = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        try:
+            p.wait(timeout=BOOT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    with open(console_log, errors="replace") as f:
+        out = f.read().replace("\r", "")
+    return out, time.time() - t0, "KM done" in out
+
+
+def parse_console(out):
+    """{"KEY": "VALUE"} of the KM lines and {"NAME": bytes} of the KM-BEGIN/KM-END blocks."""
+    keys, files, cur, buf = {}, {}, None, []
+    for line in out.splitlines():
+        # the firmware's and the kernel's output may stand before a line's start
+        m = re.search(r"KM(-BEGIN|-END)? \S", line)
+        if m:
+            line = line[m.start():]
+        if cur is not None:
+            if line == "KM-END " + cur:
+                files[cur] = base64.b64decode("".join(buf))
+                cur = None
+            else:
+                buf.append(line.strip())
+        elif line.startswith("KM-BEGIN "):
+            cur, buf = line[len("KM-BEGIN "):], []
+        elif line.startswith("KM "):
+            k, _, v = line[3:].partition(" ")
+            keys[k] = v
+    return keys, files
+
+
+# ---- the checks: each returns a detail string or raises AssertionError ----
+
+def names(s):
+    return [f["function"] or "" for f in s["frames"]]
+
+
+def check_load(keys, files):
+    text = files.get("check", b"").decode(errors="replace")
+    assert keys.get("check-rc") == "0", "tailprofd --check exited %s:\n%s" % (
+        keys.get("check-rc"), text[-3000:])
+    return "--check exit 0 in %s s" % keys.get("check-seconds")
+
+
+def check_healthy(keys, files):
+    h = keys.get("healthy-seconds", "never")
+    assert h != "never", "tailprofd never served /healthz:\n" + \
+        files.get("daemon.log", b"").decode(errors="replace")[-3000:]
+    assert int(h) <= HEALTHY_WITHIN, "healthy after %s s (want <= %d)" % (h, HEALTHY_WITHIN)
+    return "/healthz after %s s" % h
+
+
+def features(files):
+    st = json.loads(files["status.json"])
+    return st, st.get("features", {})
+
+
+def check_features(keys, files):
+    """Every capability the kernel can support is on: the guests are 6.1+, which has all but
+    bpf_task_work (6.18); that one falls back to raw_tp/sys_exit."""
+    st, feats = features(files)
+    assert st.get("sched") is True, "scheduler programs not loaded: %s" % st
+    if not feats:
+        return "sched loaded (no features object)"
+    off = {k: v for k, v in feats.items() if not v["enabled"] and k != "task_work"}
+    assert not off, "off: %s" % off
+    tw = feats["task_work"]
+    assert tw["variant"] in ("task_work", "sys_exit"), tw
+    return ", ".join("%s=%s" % (k, v["variant"]) for k, v in sorted(feats.items()))
+
+
+def check_cpu(keys, files):
+    """tp_hotcold: 75% of its samples in hot_function, called from run_rounds from main."""
+    prof = Profile(files["cpu.pb.gz"])
+    total = prof.total()
+    hot = [s for s in prof.samples if names(s) and names(s)[0] == "hot_function"]
+    cold = [s for s in prof.samples if names(s) and names(s)[0] == "cold_function"]
+    n_hot = sum(s["values"][0] for s in hot)
+    n_cold = sum(s["values"][0] for s in cold)
+    assert total >= 200, "only %d samples of a 6 s CPU-bound process at 99 Hz" % total
+    share = n_hot / max(n_hot + n_cold, 1)
+    assert 0.65 <= share <= 0.85, "hot_function %.0f%% of hot+cold (want 75%%)" % (100 * share)
+    chained = sum(s["values"][0] for s in hot if names(s)[1:3] == ["run_rounds", "main"])
+    assert chained >= 0.95 * n_hot, "hot_function <- run_rounds <- main in %d of %d: %s" % (
+        chained, n_hot, [names(s) for s in hot[:3]])
+    return "%d samples, hot_function %.0f%%, chain whole in %.0f%%" % (
+        total, 100 * share, 100 * chained / max(n_hot, 1))
+
+
+def check_offcpu(keys, files):
+    """tp_offcpu: the main thread's sleep() from main -> g -> f and the napper's nanosleep, each
+    with its measured blocked time (within 20%: emulated timing) and its stack."""
+    lines = files["offcpu.txt"].decode().split("\n")
+    measured = {}
+    for line in lines[1:]:
+        if line.strip():
+            name, tid, ns = line.split()
+            measured[name] = (int(tid), int(ns))
+    prof = Profile(files["offcpu.pb.gz"])
+    threads = {}
+    for s in prof.samples:
+        threads.setdefault(int(s["labels"]["tid"]), []).append(s)
+    detail = []
+    for name, chain in (("sleep", ["f", "g", "main"]), ("nap", ["nap_here", "napper"])):
+        tid, ns = measured[name]
+        samples = threads.get(tid, [])
+        got = sum(s["values"][1] for s in samples)
+        assert abs(got - ns) <= 0.2 * ns, "%s: off-CPU %.3f s, blocked %.3f s" % (
+            name, got / 1e9, ns / 1e9)
+        # the main thread also waits in usleep() for the others: its sleep() is the rest
+        sleeps = [s for s in samples
+                  if "hrtimer_nanosleep" in names(s) and "usleep" not in names(s)]
+        slept = sum(s["values"][1] for s in sleeps)
+        with_chain = sum(s["values"][1] for s in sleeps
+                         if any(names(s)[i:i + len(chain)] == chain
+                                for i in range(len(names(s)))))
+        assert slept and with_chain >= 0.9 * slept, "%s: %s in %.0f%% of its sleeps: %s" % (
+            name, "<-".join(chain), 100 * with_chain / max(slept, 1),
+            [names(s) for s in sleeps[:3]])
+        detail.append("%s %.2f/%.2f s" % (name, got / 1e9, ns / 1e9))
+    return ", ".join(detail) + ", stacks whole"
+
+
+def check_runq(keys, files):
+    """Three hogs on CPU 1 for 4 s: each waits for the other two, about 2/3 of each second."""
+    pids = {int(p) for p in files["hogs.pid"].decode().split()}
+    lo, hi = int(keys["runq-from"]), int(keys["runq-to"])
+    wins = [w for w in json.loads(files["windows.json"])["windows"]
+            if lo + 1 <= w["start_unix_ns"] // 10**9 and w["end_unix_ns"] // 10**9 <= hi - 1]
+    assert len(wins) >= 1, "no window inside the hogs' run %d-%d" % (lo, hi)
+    for w in wins:
+        r = w["runq"]
+        assert r["count"] > 0, r
+        assert r["p50_ns"] <= r["p95_ns"] <= r["p99_ns"] <= r["max_ns"], r
+        hog = [t for t in r["top"] if t["pid"] in pids]
+        assert len(hog) == 3, "hogs in the window's top: %s" % r["top"]
+        for t in hog:
+            assert t["total_ns"] >= 0.4 * (w["end_unix_ns"] - w["start_unix_ns"]), t
+    return "%d windows, p99 %.1f ms, each hog waiting >= 40%%" % (
+        len(wins), min(w["runq"]["p99_ns"] for w in wins) / 1e6)
+
+
+def check_stage(keys, files):
+    """tp_pipeline's compute stage timed by uprobes: one per request, p50 between the time
+    measured between the function's first and last statements and around its call."""
+    inside, around = [], []
+    for line in files["pipeline.log"].decode().splitlines():
+        _, stage, i, a, _ = line.split()
+        if stage == "compute":
+            inside.append(int(i))
+            around.append(int(a))
+    got = [s for s in json.loads(files["stages.json"])["stages"] if s["stage"] == "compute"]
+    assert got, "no compute stage: %s" % files["stages.json"][:500]
+    got = got[0]
+    assert got["count"] == len(inside), "count %d, requests %d" % (got["count"], len(inside))
+    inside.sort()
+    around.sort()
+    lo, hi = inside[len(inside) // 2], around[len(around) // 2]
+    assert 0.9 * lo <= got["p50_ns"] <= 1.1 * hi, "p50 %.3f ms, inside %.3f, around %.3f" % (
+        got["p50_ns"] / 1e6, lo / 1e6, hi / 1e6)
+    return "%d requests, p50 %.2f ms (inside %.2f)" % (got["count"], got["p50_ns"] / 1e6,
+                                                      lo / 1e6)
+
+
+def check_gc(keys, files):
+    """The GC stand-in: every collection from the first one seen on is an event (pause at
+    least its 4 ms burn)."""
+    lines = files["gc.txt"].decode().split("\n")
+    made = [tuple(map(int, line.split())) for line in lines[1:] if line.strip()]
+    evs = json.loads(files["gc.json"])["events"]
+    assert evs, "no GC event of %d collections" % len(made)
+    first = min(e["start_unix_ns"] for e in evs)
+    # collections are 44 ms apart or more; the event's wall-clock time is converted from
+    # CLOCK_MONOTONIC, a little off the stand-in's CLOCK_REALTIME under emulation
+    since = [m for m in made if m[0] >= first - 20 * 10**6]
+    assert len(evs) == len(since), "%d events, %d collections since the first" % (
+        len(evs), len(since))
+    for e in evs:
+        assert e["runtime"] == "python" and e["duration_ns"] >= 4 * 10**6, e
+    return "%d of %d collections (attached after %d), pauses >= 4 ms" % (
+        len(evs), len(made), len(made) - len(since))
+
+
+CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
+          ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
+          ("stages", check_stage), ("gc", check_gc)]
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: matrix.py BUILD_DIR", file=sys.stderr)
+        sys.exit(2)
+    build = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip("needs root (apt-get download into %s)" % CACHE)
+    for tool in ("qemu-system-x86_64", "busybox", "cpio", "apt-get", "dpkg-deb"):
+        if not shutil.which(tool):
+            skip("%s is not installed (packaging/setup.sh test installs it)" % tool)
+    families = os.environ.get("TAILPROF_KMATRIX_KERNELS", "6.1,6.12").split(",")
+    work = tempfile.mkdtemp(prefix="tailprof_kmatrix_")
+    passed = failed = 0
+    try:
+        initramfs = build_initramfs(build, work)
+        log("initramfs: %.1f MiB" % (os.path.getsize(initramfs) / 2**20))
+        for fam in families:
+            try:
+                pkg, vmlinuz = kernel_image(fam)
+            except RuntimeError as e:
+                log("%-6s %-13s FAIL %s" % (fam, "boot", e))
+                failed += 1
+                continue
+            console = os.path.join(work, "console-%s.log" % fam)
+            out, secs, done = boot(vmlinuz, initramfs, console)
+            keys, files = parse_console(out)
+            kname = keys.get("uname", pkg)
+            if "uname" not in keys:
+                log("%-20s %-13s FAIL did not reach init in %.0f s:\n%s" % (
+                    kname, "boot", secs, out[-3000:]))
+                failed += 1
+                continue
+            log("%-20s %-13s ok   %s CPUs, guest ran %.0f s%s" % (
+                kname, "boot", keys.get("nproc"), secs, "" if done else " (did not finish)"))
+            passed += 1
+            for name, fn in CHECKS:
+                try:
+                    log("%-20s %-13s ok   %s" % (kname, name, fn(keys, files)))
+                    passed += 1
+                except (AssertionError, KeyError, ValueError) as e:
+                    what = ("missing from the guest's output: %s" % e
+                            if isinstance(e, KeyError) else str(e))
+                    log("%-20s %-13s FAIL %s" % (kname, name, what))
+                    failed += 1
+            if failed:
+                log("--- %s: tailprofd's log ---\n%s" % (
+                    kname, files.get("daemon.log", b"").decode(errors="replace")[-4000:]))
+                if not done:
+                    log("--- console tail ---\n" + out[-3000:])
+    finally:
+        if os.environ.get("TAILPROF_KMATRIX_KEEP"):
+            log("kept " + work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    log("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
