@@ -982,7 +982,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s);
 }
 
-int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			     const uint64_t *addrs, uint32_t n, struct frame *out)
 {
 	bool rescanned = false;
@@ -1013,8 +1013,13 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 	for (uint32_t i = 0; i < n; i++) {
 		bool found = resolve_in(s, p, addrs[i], &out[i]);
 
+		/* The leaf was running, so mapped, when the stack was taken: maps read before then
+		 * are out of date (a process first seen in its dynamic loader, before its
+		 * libraries were mapped). Other addresses may be garbage from a broken frame
+		 * chain: they reread at most every RESCAN_INTERVAL_NS. */
 		if (!found && !rescanned &&
-		    monotonic_ns() - p->last_read_ns >= RESCAN_INTERVAL_NS) {
+		    ((i == 0 && ts_ns > p->last_read_ns) ||
+		     monotonic_ns() - p->last_read_ns >= RESCAN_INTERVAL_NS)) {
 			/* A library loaded since the last read, most likely. Old mappings stay
 			 * valid if the process is gone by now. */
 			rescanned = true;

@@ -110,13 +110,15 @@ void symbolizer__free(struct symbolizer *s);
 
 /* Resolves n user addresses (leaf first) of process pid into out[0..n). start_ns identifies the
  * process with pid (tp_event_hdr.start_ns, boot-time ns): maps are read at the first call for a
- * (pid, start_ns) and cached; an address outside every cached mapping triggers one rescan
- * (rate-limited). Frames are borrowed: the objects stay valid until the next call into the
+ * (pid, start_ns) and cached; an address outside every cached mapping triggers one rescan,
+ * rate-limited, except for a leaf (code the thread was running, so mapped when it ran) outside
+ * maps read before ts_ns, when the stack was taken (CLOCK_MONOTONIC; 0: unknown): those maps are
+ * read again at once. Frames are borrowed: the objects stay valid until the next call into the
  * symbolizer; take references (object__get) to keep them. Returns the number of frames, from the
  * leaf, before the first address in no executable mapping (n when all are in one; beyond that a
  * frame-pointer walk went astray), or a negative errno when the process could not be read at
  * all (out is then filled with unresolved frames). */
-int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			     const uint64_t *addrs, uint32_t n, struct frame *out);
 /* Resolves n kernel addresses into out (obj = the kernel object). Frames borrowed as above. */
 void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,

@@ -402,7 +402,7 @@ static void check_function(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 	offs[3] = size;
 	for (int i = 0; i < 4; i++)
 		addrs[i] = l->bias + value + offs[i];
-	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, addrs, 4, f), 4);
+	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, 0, addrs, 4, f), 4);
 	for (int i = 0; i < 4; i++) {
 		uint64_t sym_start = 0;
 		const char *name;
@@ -470,7 +470,7 @@ static void check_layout(const struct layout *l, uint32_t pid)
 	}
 	test_elf_symbol(l->symbols_of, "fixture_alpha", &value, &size);
 	addr = l->bias + value;
-	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, &addr, 1, &f), 1);
+	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, 0, &addr, 1, &f), 1);
 	object__range(f.obj, &start, &limit, &off);
 	assert_int_equal(start, vmin);
 	assert_int_equal(limit, vmax);
@@ -576,7 +576,7 @@ static struct frame resolve_one(struct symbolizer *s, uint32_t pid, uint64_t sta
 {
 	struct frame f;
 
-	int r = symbolizer__resolve_user(s, pid, starttime * ns_per_tick, &addr, 1, &f);
+	int r = symbolizer__resolve_user(s, pid, starttime * ns_per_tick, 0, &addr, 1, &f);
 
 	/* expect: 0 when the process was read (1 or 0 frames in an executable mapping), or the
 	 * error */
@@ -770,7 +770,7 @@ static void test_unresolved(void **state)
 		     "7ffd3b5f9000-7ffd3b5fb000 r-xp 00000000 00:00 0      [vdso]\n"
 		     "7f0000000000-7f0000010000 rwxp 00000000 00:00 0 \n");
 	/* vdso and the anonymous rwx mapping are executable; 0x1234 is the first address in none */
-	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, addrs, 4, f), 2);
+	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, 0, addrs, 4, f), 2);
 	for (int i = 0; i < 4; i++) {
 		assert_null(f[i].obj);
 		assert_int_equal(f[i].addr, addrs[i]);
@@ -778,7 +778,7 @@ static void test_unresolved(void **state)
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.unresolved, 4);
 	assert_int_equal(st.maps_reads, 1); /* no rescan right after the read */
-	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, addrs, 0, f), 0);
+	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, 0, addrs, 0, f), 0);
 	symbolizer__free(s);
 }
 
@@ -816,7 +816,7 @@ static void test_rescan(void **state)
 		uint64_t addrs[2] = {in_lib, in_lld};
 		struct frame fr[2];
 
-		assert_int_equal(symbolizer__resolve_user(s, 501, 5 * ns_per_tick, addrs, 2, fr),
+		assert_int_equal(symbolizer__resolve_user(s, 501, 5 * ns_per_tick, 0, addrs, 2, fr),
 				 2);
 		f = fr[0];
 		g = fr[1];
@@ -829,6 +829,56 @@ static void test_rescan(void **state)
 	symbolizer__stats(s, &st);
 	assert_true(st.maps_reads >= 2);
 	assert_int_equal(st.objects, 3);
+	symbolizer__free(s);
+}
+
+/* A leaf (the code the thread ran) in no mapping read before the stack was taken: the maps are
+ * read again at once (a process first seen in its dynamic loader); a caller there is no proof
+ * (a broken frame chain) and waits for the rate limit. */
+static void test_rescan_leaf(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	const char *lld = fixture("TAILPROF_FIXTURE_LLD_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t in_lib = alpha_addr(lib, 0x7f0000100000ull);
+	uint64_t in_lld = alpha_addr(lld, 0x7f0000200000ull);
+	uint64_t addrs[2] = {in_lib, in_lld}, t0;
+	struct symbolizer_stats st;
+	char maps[8192] = "";
+	struct frame fr[2];
+	int r;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(511, 5, maps);
+	t0 = monotonic_ns();
+	assert_int_equal(symbolizer__resolve_user(s, 511, 5 * ns_per_tick, t0, addrs, 1, fr), 1);
+	append_elf_maps(maps, sizeof(maps), lld, 0x7f0000200000ull);
+	fake_process(511, 5, maps);
+	/* (what follows within 100 ms of the read, when the rate limit holds) */
+	/* a caller in the new library, in a stack taken after the read: no rescan */
+	r = symbolizer__resolve_user(s, 511, 5 * ns_per_tick, monotonic_ns(), addrs, 2, fr);
+	symbolizer__stats(s, &st);
+	if (monotonic_ns() - t0 < 100000000ull) {
+		assert_int_equal(r, 1);
+		assert_int_equal(st.maps_reads, 1);
+	}
+	/* the leaf there, in a stack taken before the read: no rescan either */
+	addrs[0] = in_lld;
+	r = symbolizer__resolve_user(s, 511, 5 * ns_per_tick, t0 - 1, addrs, 1, fr);
+	symbolizer__stats(s, &st);
+	if (monotonic_ns() - t0 < 100000000ull) {
+		assert_int_equal(r, 0);
+		assert_int_equal(st.maps_reads, 1);
+	}
+	/* the leaf there, in a stack taken after the read: read again at once */
+	assert_int_equal(
+	    symbolizer__resolve_user(s, 511, 5 * ns_per_tick, monotonic_ns(), addrs, 1, fr), 1);
+	assert_non_null(fr[0].obj);
+	assert_string_equal(object__path(fr[0].obj), lld);
+	assert_string_equal(object__lookup(fr[0].obj, fr[0].addr, NULL), "fixture_alpha");
+	symbolizer__stats(s, &st);
+	assert_true(st.maps_reads >= 2);
 	symbolizer__free(s);
 }
 
@@ -962,7 +1012,7 @@ static void test_live_self(void **state)
 	(void)state;
 	assert_non_null(s);
 	assert_non_null(getpid_addr);
-	assert_int_equal(symbolizer__resolve_user(s, getpid(), start_ns, addrs, 3, f), 3);
+	assert_int_equal(symbolizer__resolve_user(s, getpid(), start_ns, 0, addrs, 3, f), 3);
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	assert_true(n > 0);
 	exe[n] = '\0';
@@ -983,13 +1033,14 @@ static void test_live_self(void **state)
 
 	/* A wrong start time: not this process. */
 	assert_int_equal(
-	    symbolizer__resolve_user(s, getpid(), start_ns + 10000000000ull, addrs, 3, f), -ESRCH);
+	    symbolizer__resolve_user(s, getpid(), start_ns + 10000000000ull, 0, addrs, 3, f),
+	    -ESRCH);
 	for (int i = 0; i < 3; i++) {
 		assert_null(f[i].obj);
 		assert_int_equal(f[i].addr, addrs[i]);
 	}
 	/* A pid above pid_max. */
-	assert_int_equal(symbolizer__resolve_user(s, 0x7ffffff0, start_ns, addrs, 3, f), -ESRCH);
+	assert_int_equal(symbolizer__resolve_user(s, 0x7ffffff0, start_ns, 0, addrs, 3, f), -ESRCH);
 	assert_null(f[0].obj);
 	symbolizer__free(s);
 }
@@ -1015,7 +1066,7 @@ static const char *hidden_name(struct symbolizer *s, const char *path, uint32_t 
 	assert_int_equal(symlink("/", link), 0);
 	addr = bias + value + size / 2;
 	assert_int_equal(
-	    symbolizer__resolve_user(s, pid, (uint64_t)pid * ns_per_tick, &addr, 1, &f), 1);
+	    symbolizer__resolve_user(s, pid, (uint64_t)pid * ns_per_tick, 0, &addr, 1, &f), 1);
 	assert_non_null(f.obj);
 	*obj = f.obj;
 	return object__lookup(f.obj, f.addr, NULL);
@@ -1286,7 +1337,7 @@ static void test_jit_symbols(void **state)
 	snprintf(path, sizeof(path), "%s/1201/root/tmp/perf-1201.map", fake_root);
 	write_file(path, "7f0000001000 100 LazyCompile:*hot /srv/app.js:10\n"
 			 "7f0000002000 80 Builtin:ArrayPush\n");
-	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 3, f), 3);
+	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, 0, addrs, 3, f), 3);
 	assert_non_null(f[0].obj);
 	assert_string_equal(object__path(f[0].obj), "/tmp/perf-1201.map");
 	assert_int_equal(f[0].addr, addrs[0]); /* JIT frames keep their absolute address */
@@ -1301,7 +1352,7 @@ static void test_jit_symbols(void **state)
 	fputs("7f0000001000 100 LazyCompile:*reoptimized /srv/app.js:10\n", map);
 	fclose(map);
 	usleep(1100 * 1000); /* a changed map is read again at most once a second */
-	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 1, f), 1);
+	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, 0, addrs, 1, f), 1);
 	assert_string_equal(object__lookup(f[0].obj, f[0].addr, NULL),
 			    "LazyCompile:*reoptimized /srv/app.js:10");
 	symbolizer__stats(s, &st);
@@ -1509,6 +1560,7 @@ int main(void)
 	    cmocka_unit_test(test_perf_map_parse),    cmocka_unit_test(test_perf_map_open),
 	    cmocka_unit_test(test_jit_symbols),	      cmocka_unit_test(test_process_info),
 	    cmocka_unit_test(test_caps_evict_lru),    cmocka_unit_test(test_demangle),
+	    cmocka_unit_test(test_rescan_leaf),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
