@@ -125,7 +125,8 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
 				struct frame *out);
 /* Remembers that process (pid, start_ns) was forked by (parent_pid, parent_start_ns): until it
  * execs (symbolizer__forget_process) its maps are the parent's, which are used when its own
- * cannot be read (a child that lived a millisecond). Bounded: recent forks only. */
+ * cannot be read (a child that lived a millisecond, or the last samples of one that exited), and
+ * so is its vDSO when its memory cannot be read any more. Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   uint32_t parent_pid, uint64_t parent_start_ns);
 /* Reads and caches the maps of process (pid, start_ns) now, while it lives (its samples may come
@@ -138,11 +139,13 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 			     struct process_info *info);
 /* True when the maps of (pid, start_ns) are cached. */
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
-/* The process exec'd or exited: drop its cached maps (objects live on through references). */
+/* The process exec'd: drop its cached maps (objects live on through references) and its fork
+ * link (its image is its own now). */
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);
-/* The process exited: as symbolizer__forget_process, but its process_info stays known (recent
- * exits only), for the samples it takes while the kernel tears it down (exit_mmap comes after
- * the exit tracepoint). */
+/* The process exited: drop its cached maps, but its process_info stays known (recent exits only)
+ * and its fork link stays, for the samples it takes while the kernel tears it down (after the
+ * exit tracepoint: exit_mmap; where the tracepoint has a group_dead argument, as on 6.18, all of
+ * exit_mm, whose samples still have user stacks). */
 void symbolizer__forget_exited(struct symbolizer *s, uint32_t pid);
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -97,8 +98,10 @@ static void test_elf_read(const char *path, struct test_elf *te)
 	close(fd);
 }
 
-/* Value and size of a symbol of .symtab, like nm. */
-static void test_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size)
+/* Value and size of a symbol of the first section of type sh_type (SHT_SYMTAB: like nm;
+ * SHT_DYNSYM: like nm -D). */
+static void test_elf_symbol_in(const char *path, uint32_t sh_type, const char *name,
+			       uint64_t *value, uint64_t *size)
 {
 	int fd = open(path, O_RDONLY);
 	Elf_Scn *scn = NULL;
@@ -113,7 +116,7 @@ static void test_elf_symbol(const char *path, const char *name, uint64_t *value,
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != sh_type)
 			continue;
 		d = elf_getdata(scn, NULL);
 		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
@@ -134,6 +137,11 @@ static void test_elf_symbol(const char *path, const char *name, uint64_t *value,
 	close(fd);
 	if (!found)
 		fail_msg("no symbol %s in %s", name, path);
+}
+
+static void test_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size)
+{
+	test_elf_symbol_in(path, SHT_SYMTAB, name, value, size);
 }
 
 static void write_file(const char *path, const char *text)
@@ -618,10 +626,84 @@ static void test_fork_fallback(void **state)
 	/* another process that happens to get the pid later is not the parent's child */
 	f = resolve_one(s, 252, 10, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
 	assert_null(f.obj);
+	/* its exit event comes before its last samples (exit_mm): they still resolve */
+	symbolizer__forget_exited(s, 252);
+	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), 0);
+	assert_non_null(f.obj);
+	assert_string_equal(object__lookup(f.obj, f.addr, NULL), "fixture_alpha");
 	/* after an exec the parent's maps no longer apply */
 	symbolizer__forget_process(s, 252);
 	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
 	assert_null(f.obj);
+	symbolizer__free(s);
+}
+
+/* Writes n bytes at offset off of the fake /proc/PID/mem of pid (a sparse file). */
+static void fake_mem(uint32_t pid, uint64_t off, const void *buf, size_t n)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/mem", fake_root, pid);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
+	assert_int_equal(close(fd), 0);
+}
+
+/* A forked child whose maps were read but whose memory is gone by its first vDSO address: the
+ * vDSO is its parent's (this process's own vDSO plays it, its .dynsym the answer). */
+static void test_fork_vdso(void **state)
+{
+	const uint64_t at = 0x10000000;
+	const char *image = (const char *)getauxval(AT_SYSINFO_EHDR);
+	struct symbolizer *s = fake_symbolizer();
+	char maps[512], path[PATH_MAX + 64], line[512];
+	uint64_t value, size, addr, len = 0;
+	struct frame f;
+	FILE *self;
+
+	(void)state;
+	if (!image)
+		skip();
+	self = fopen("/proc/self/maps", "r");
+	assert_non_null(self);
+	while (fgets(line, sizeof(line), self)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			len = hi - lo;
+	}
+	fclose(self);
+	assert_true(len > 0);
+	snprintf(maps, sizeof(maps),
+		 "%" PRIx64 "-%" PRIx64 " r-xp 00000000 00:00 0                  [vdso]\n", at,
+		 at + len);
+	fake_process(271, 4, maps);
+	fake_mem(271, at, image, len);
+	fake_process(272, 9, maps); /* its child: maps read, its memory gone */
+	fake_process(273, 9, maps); /* the same, no one's child */
+	snprintf(path, sizeof(path), "%s/vdso.so", fake_root);
+	{
+		FILE *out = fopen(path, "w");
+
+		assert_non_null(out);
+		assert_int_equal(fwrite(image, 1, len, out), len);
+		assert_int_equal(fclose(out), 0);
+	}
+	test_elf_symbol_in(path, SHT_DYNSYM, "__vdso_clock_gettime", &value, &size);
+	symbolizer__note_fork(s, 272, 9 * ns_per_tick, 271, 4 * ns_per_tick);
+	resolve_one(s, 271, 4, 0x1000, 0); /* the parent seen (its maps cached) */
+	addr = at + value + size / 2;
+	/* in the mapping, so 1 frame, named or not */
+	assert_int_equal(symbolizer__resolve_user(s, 273, 9 * ns_per_tick, 0, &addr, 1, &f), 1);
+	assert_null(f.obj);
+	assert_int_equal(symbolizer__resolve_user(s, 272, 9 * ns_per_tick, 0, &addr, 1, &f), 1);
+	assert_non_null(f.obj);
+	assert_string_equal(object__path(f.obj), "[vdso]");
+	assert_int_equal(f.addr, value + size / 2);
+	assert_true(!strcmp(object__lookup(f.obj, f.addr, NULL), "clock_gettime") ||
+		    !strcmp(object__lookup(f.obj, f.addr, NULL), "__vdso_clock_gettime"));
 	symbolizer__free(s);
 }
 
@@ -1560,7 +1642,7 @@ int main(void)
 	    cmocka_unit_test(test_perf_map_parse),    cmocka_unit_test(test_perf_map_open),
 	    cmocka_unit_test(test_jit_symbols),	      cmocka_unit_test(test_process_info),
 	    cmocka_unit_test(test_caps_evict_lru),    cmocka_unit_test(test_demangle),
-	    cmocka_unit_test(test_rescan_leaf),
+	    cmocka_unit_test(test_rescan_leaf),	      cmocka_unit_test(test_fork_vdso),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
