@@ -383,7 +383,7 @@ static struct stack *sample_stack(struct collector *c, const struct tp_sample *s
 				   c->key->frames);
 	if (nu) {
 		int valid = symbolizer__resolve_user(
-		    c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
+		    c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, s->hdr.ts_ns,
 		    (const uint64_t *)s->addrs + nk, nu, c->key->frames + nk);
 
 		/* A frame-pointer walk through code built without frame pointers returns stack

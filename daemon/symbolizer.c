@@ -895,6 +895,34 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	return obj;
 }
 
+/* The vDSO at mapping m of p, a forked child whose own memory cannot be read any more (it exited
+ * before an address fell into its vDSO): its parent's, the child's until it execs, from the
+ * parent's cached maps (the same mapping). NULL when there is no such parent. */
+static struct object *fork_parent_vdso(struct symbolizer *s, const struct process *p,
+				       const struct proc_mapping *m)
+{
+	const struct fork_link *l = &s->forks[p->pid % FORK_LINKS];
+	const struct proc_mapping *pm;
+	struct mapping_obj *pmo;
+	struct process *parent;
+
+	if (l->child != p->pid || l->child_start != p->start_ns)
+		return NULL;
+	/* no read of the parent's maps here: this call's frames may borrow what a read frees */
+	parent = proc_find(s, l->parent);
+	if (!parent || parent->start_ns != l->parent_start || !parent->readable)
+		return NULL;
+	pm = proc_maps__find(&parent->maps, m->start);
+	if (!pm || pm->start != m->start || pm->end != m->end || strcmp(pm->path, "[vdso]"))
+		return NULL;
+	pmo = &parent->mobjs[pm - parent->maps.v];
+	if (!pmo->opened) {
+		pmo->obj = open_vdso(s, parent->pid, pm);
+		pmo->opened = true;
+	}
+	return object__get(pmo->obj);
+}
+
 /* Resolves addr in the cached mappings of p. Returns false when no mapping holds it. */
 static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, struct frame *f)
 {
@@ -914,6 +942,8 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 	} else if (!strcmp(m->path, "[vdso]")) {
 		if (!mo->opened) {
 			mo->obj = open_vdso(s, p->pid, m);
+			if (!mo->obj)
+				mo->obj = fork_parent_vdso(s, p, m);
 			mo->opened = true;
 		}
 	} else if (!m->path[0] || !strncmp(m->path, "[anon:", 6)) {
@@ -982,7 +1012,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s);
 }
 
-int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			     const uint64_t *addrs, uint32_t n, struct frame *out)
 {
 	bool rescanned = false;
@@ -1013,8 +1043,13 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 	for (uint32_t i = 0; i < n; i++) {
 		bool found = resolve_in(s, p, addrs[i], &out[i]);
 
+		/* The leaf was running, so mapped, when the stack was taken: maps read before then
+		 * are out of date (a process first seen in its dynamic loader, before its
+		 * libraries were mapped). Other addresses may be garbage from a broken frame
+		 * chain: they reread at most every RESCAN_INTERVAL_NS. */
 		if (!found && !rescanned &&
-		    monotonic_ns() - p->last_read_ns >= RESCAN_INTERVAL_NS) {
+		    ((i == 0 && ts_ns > p->last_read_ns) ||
+		     monotonic_ns() - p->last_read_ns >= RESCAN_INTERVAL_NS)) {
 			/* A library loaded since the last read, most likely. Old mappings stay
 			 * valid if the process is gone by now. */
 			rescanned = true;
@@ -1081,19 +1116,24 @@ void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 	};
 }
 
-void symbolizer__forget_process(struct symbolizer *s, uint32_t pid)
+static void drop_process(struct symbolizer *s, uint32_t pid)
 {
-	struct fork_link *l = &s->forks[pid % FORK_LINKS];
 	struct process *p;
-
-	/* after an exec the parent's maps say nothing about this process */
-	if (l->child == pid)
-		l->child = 0;
 
 	release_stale(s);
 	p = proc_find(s, pid);
 	if (p)
 		proc_drop(s, p);
+}
+
+void symbolizer__forget_process(struct symbolizer *s, uint32_t pid)
+{
+	struct fork_link *l = &s->forks[pid % FORK_LINKS];
+
+	/* after an exec the parent's maps say nothing about this process */
+	if (l->child == pid)
+		l->child = 0;
+	drop_process(s, pid);
 }
 
 void symbolizer__forget_exited(struct symbolizer *s, uint32_t pid)
@@ -1102,7 +1142,10 @@ void symbolizer__forget_exited(struct symbolizer *s, uint32_t pid)
 
 	if (p && p->info_read)
 		s->exited[pid % EXITED] = (struct exited){pid, p->start_ns, p->info};
-	symbolizer__forget_process(s, pid);
+	/* The fork link stays: a child that exits had its parent's maps all the same, and its
+	 * last samples come after its exit event, when its own maps are gone (the tracepoint
+	 * runs before exit_mm where it has a group_dead argument, as on 6.18). */
+	drop_process(s, pid);
 }
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)

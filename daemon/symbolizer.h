@@ -110,20 +110,23 @@ void symbolizer__free(struct symbolizer *s);
 
 /* Resolves n user addresses (leaf first) of process pid into out[0..n). start_ns identifies the
  * process with pid (tp_event_hdr.start_ns, boot-time ns): maps are read at the first call for a
- * (pid, start_ns) and cached; an address outside every cached mapping triggers one rescan
- * (rate-limited). Frames are borrowed: the objects stay valid until the next call into the
+ * (pid, start_ns) and cached; an address outside every cached mapping triggers one rescan,
+ * rate-limited, except for a leaf (code the thread was running, so mapped when it ran) outside
+ * maps read before ts_ns, when the stack was taken (CLOCK_MONOTONIC; 0: unknown): those maps are
+ * read again at once. Frames are borrowed: the objects stay valid until the next call into the
  * symbolizer; take references (object__get) to keep them. Returns the number of frames, from the
  * leaf, before the first address in no executable mapping (n when all are in one; beyond that a
  * frame-pointer walk went astray), or a negative errno when the process could not be read at
  * all (out is then filled with unresolved frames). */
-int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			     const uint64_t *addrs, uint32_t n, struct frame *out);
 /* Resolves n kernel addresses into out (obj = the kernel object). Frames borrowed as above. */
 void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
 				struct frame *out);
 /* Remembers that process (pid, start_ns) was forked by (parent_pid, parent_start_ns): until it
  * execs (symbolizer__forget_process) its maps are the parent's, which are used when its own
- * cannot be read (a child that lived a millisecond). Bounded: recent forks only. */
+ * cannot be read (a child that lived a millisecond, or the last samples of one that exited), and
+ * so is its vDSO when its memory cannot be read any more. Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   uint32_t parent_pid, uint64_t parent_start_ns);
 /* Reads and caches the maps of process (pid, start_ns) now, while it lives (its samples may come
@@ -136,11 +139,13 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 			     struct process_info *info);
 /* True when the maps of (pid, start_ns) are cached. */
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
-/* The process exec'd or exited: drop its cached maps (objects live on through references). */
+/* The process exec'd: drop its cached maps (objects live on through references) and its fork
+ * link (its image is its own now). */
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);
-/* The process exited: as symbolizer__forget_process, but its process_info stays known (recent
- * exits only), for the samples it takes while the kernel tears it down (exit_mmap comes after
- * the exit tracepoint). */
+/* The process exited: drop its cached maps, but its process_info stays known (recent exits only)
+ * and its fork link stays, for the samples it takes while the kernel tears it down (after the
+ * exit tracepoint: exit_mmap; where the tracepoint has a group_dead argument, as on 6.18, all of
+ * exit_mm, whose samples still have user stacks). */
 void symbolizer__forget_exited(struct symbolizer *s, uint32_t pid);
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 

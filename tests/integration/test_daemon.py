@@ -44,8 +44,17 @@ def names(sample):
     return [f["function"] for f in sample["frames"]]
 
 
-def wait_drained():
-    time.sleep(1.5)  # a sample is queryable at most 1 s after it was taken
+def wait_drained(d=None):
+    """Waits until what ran before the call is queryable: at most 1 s after a sample was taken
+    when the daemon keeps up; with d, also until d's newest window ends (its last drain) after
+    the call, for a daemon slowed by other work on the machine."""
+    since = time.time_ns()
+    time.sleep(1.5)
+    deadline = time.time() + 30
+    while d and max(w["end_unix_ns"] for w in d.json("/api/v1/windows?last=1m")["windows"]) \
+            < since:
+        assert time.time() < deadline, "no drain in 30 s"
+        time.sleep(0.2)
 
 
 # ---- tests (each takes the shared daemon) ----
@@ -102,8 +111,13 @@ def test_forked_children_without_exec(d):
     """Children that live a few ms and never exec are named from their parent's maps even
     when they are gone before theirs could be read."""
     p, pid = start_workload("tp_forker", 300, 2)
-    p.wait()
-    wait_drained()
+    out = p.communicate()[0]
+    wait_drained(d)
+    # The known answer is the CPU time the children spent in child_work, as they measured it.
+    # The kernel's fork, exit and page faults around it cost what they cost on that kernel and
+    # machine, so their share of all samples is no answer: 36-40% on Linux 6.18.44 in this VM
+    # alone (43% by perf's count), over half while other tests load its 2 CPUs.
+    expected = int(out.split("child_work_cpu_ns ")[1]) * FREQ / 1e9
     prof, _ = d.profile("comm=tp_forker&last=2m")
     total = prof.total()
     named = sum(s["values"][0] for s in prof.samples if "child_work" in names(s))
@@ -111,11 +125,11 @@ def test_forked_children_without_exec(d):
                if "child_work" not in names(s) and any(f["function"] == "[unknown]" and
                                                        f["mapping"] is None for f in s["frames"]))
     children = len({s["labels"]["pid"] for s in prof.samples}) - 1
-    print("  %d children: %d of %d samples in child_work, %d with unresolved user frames" %
-          (children, named, total, lost))
+    print("  %d children: %d samples in child_work, %.0f from its CPU time (%d samples in all), "
+          "%d with unresolved user frames" % (children, named, expected, total, lost))
     assert children >= 200, children
-    # the rest is the kernel's fork, exit and page-fault paths
-    assert named >= 0.7 * total, (named, total)
+    # sampling on this VM's cpu-clock puts 0.94-1.05 of a CPU time's samples where it was spent
+    assert 0.9 * expected <= named <= 1.1 * expected, (named, expected)
     assert lost <= 0.05 * total, (lost, total)
 
 

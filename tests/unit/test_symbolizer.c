@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -97,8 +98,10 @@ static void test_elf_read(const char *path, struct test_elf *te)
 	close(fd);
 }
 
-/* Value and size of a symbol of .symtab, like nm. */
-static void test_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size)
+/* Value and size of a symbol of the first section of type sh_type (SHT_SYMTAB: like nm;
+ * SHT_DYNSYM: like nm -D). */
+static void test_elf_symbol_in(const char *path, uint32_t sh_type, const char *name,
+			       uint64_t *value, uint64_t *size)
 {
 	int fd = open(path, O_RDONLY);
 	Elf_Scn *scn = NULL;
@@ -113,7 +116,7 @@ static void test_elf_symbol(const char *path, const char *name, uint64_t *value,
 		GElf_Shdr sh;
 		Elf_Data *d;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != sh_type)
 			continue;
 		d = elf_getdata(scn, NULL);
 		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
@@ -134,6 +137,11 @@ static void test_elf_symbol(const char *path, const char *name, uint64_t *value,
 	close(fd);
 	if (!found)
 		fail_msg("no symbol %s in %s", name, path);
+}
+
+static void test_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size)
+{
+	test_elf_symbol_in(path, SHT_SYMTAB, name, value, size);
 }
 
 static void write_file(const char *path, const char *text)
@@ -402,7 +410,7 @@ static void check_function(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 	offs[3] = size;
 	for (int i = 0; i < 4; i++)
 		addrs[i] = l->bias + value + offs[i];
-	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, addrs, 4, f), 4);
+	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, 0, addrs, 4, f), 4);
 	for (int i = 0; i < 4; i++) {
 		uint64_t sym_start = 0;
 		const char *name;
@@ -470,7 +478,7 @@ static void check_layout(const struct layout *l, uint32_t pid)
 	}
 	test_elf_symbol(l->symbols_of, "fixture_alpha", &value, &size);
 	addr = l->bias + value;
-	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, &addr, 1, &f), 1);
+	assert_int_equal(symbolizer__resolve_user(s, pid, start_ns, 0, &addr, 1, &f), 1);
 	object__range(f.obj, &start, &limit, &off);
 	assert_int_equal(start, vmin);
 	assert_int_equal(limit, vmax);
@@ -576,7 +584,7 @@ static struct frame resolve_one(struct symbolizer *s, uint32_t pid, uint64_t sta
 {
 	struct frame f;
 
-	int r = symbolizer__resolve_user(s, pid, starttime * ns_per_tick, &addr, 1, &f);
+	int r = symbolizer__resolve_user(s, pid, starttime * ns_per_tick, 0, &addr, 1, &f);
 
 	/* expect: 0 when the process was read (1 or 0 frames in an executable mapping), or the
 	 * error */
@@ -618,10 +626,84 @@ static void test_fork_fallback(void **state)
 	/* another process that happens to get the pid later is not the parent's child */
 	f = resolve_one(s, 252, 10, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
 	assert_null(f.obj);
+	/* its exit event comes before its last samples (exit_mm): they still resolve */
+	symbolizer__forget_exited(s, 252);
+	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), 0);
+	assert_non_null(f.obj);
+	assert_string_equal(object__lookup(f.obj, f.addr, NULL), "fixture_alpha");
 	/* after an exec the parent's maps no longer apply */
 	symbolizer__forget_process(s, 252);
 	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
 	assert_null(f.obj);
+	symbolizer__free(s);
+}
+
+/* Writes n bytes at offset off of the fake /proc/PID/mem of pid (a sparse file). */
+static void fake_mem(uint32_t pid, uint64_t off, const void *buf, size_t n)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/mem", fake_root, pid);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
+	assert_int_equal(close(fd), 0);
+}
+
+/* A forked child whose maps were read but whose memory is gone by its first vDSO address: the
+ * vDSO is its parent's (this process's own vDSO plays it, its .dynsym the answer). */
+static void test_fork_vdso(void **state)
+{
+	const uint64_t at = 0x10000000;
+	const char *image = (const char *)getauxval(AT_SYSINFO_EHDR);
+	struct symbolizer *s = fake_symbolizer();
+	char maps[512], path[PATH_MAX + 64], line[512];
+	uint64_t value, size, addr, len = 0;
+	struct frame f;
+	FILE *self;
+
+	(void)state;
+	if (!image)
+		skip();
+	self = fopen("/proc/self/maps", "r");
+	assert_non_null(self);
+	while (fgets(line, sizeof(line), self)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			len = hi - lo;
+	}
+	fclose(self);
+	assert_true(len > 0);
+	snprintf(maps, sizeof(maps),
+		 "%" PRIx64 "-%" PRIx64 " r-xp 00000000 00:00 0                  [vdso]\n", at,
+		 at + len);
+	fake_process(271, 4, maps);
+	fake_mem(271, at, image, len);
+	fake_process(272, 9, maps); /* its child: maps read, its memory gone */
+	fake_process(273, 9, maps); /* the same, no one's child */
+	snprintf(path, sizeof(path), "%s/vdso.so", fake_root);
+	{
+		FILE *out = fopen(path, "w");
+
+		assert_non_null(out);
+		assert_int_equal(fwrite(image, 1, len, out), len);
+		assert_int_equal(fclose(out), 0);
+	}
+	test_elf_symbol_in(path, SHT_DYNSYM, "__vdso_clock_gettime", &value, &size);
+	symbolizer__note_fork(s, 272, 9 * ns_per_tick, 271, 4 * ns_per_tick);
+	resolve_one(s, 271, 4, 0x1000, 0); /* the parent seen (its maps cached) */
+	addr = at + value + size / 2;
+	/* in the mapping, so 1 frame, named or not */
+	assert_int_equal(symbolizer__resolve_user(s, 273, 9 * ns_per_tick, 0, &addr, 1, &f), 1);
+	assert_null(f.obj);
+	assert_int_equal(symbolizer__resolve_user(s, 272, 9 * ns_per_tick, 0, &addr, 1, &f), 1);
+	assert_non_null(f.obj);
+	assert_string_equal(object__path(f.obj), "[vdso]");
+	assert_int_equal(f.addr, value + size / 2);
+	assert_true(!strcmp(object__lookup(f.obj, f.addr, NULL), "clock_gettime") ||
+		    !strcmp(object__lookup(f.obj, f.addr, NULL), "__vdso_clock_gettime"));
 	symbolizer__free(s);
 }
 
@@ -770,7 +852,7 @@ static void test_unresolved(void **state)
 		     "7ffd3b5f9000-7ffd3b5fb000 r-xp 00000000 00:00 0      [vdso]\n"
 		     "7f0000000000-7f0000010000 rwxp 00000000 00:00 0 \n");
 	/* vdso and the anonymous rwx mapping are executable; 0x1234 is the first address in none */
-	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, addrs, 4, f), 2);
+	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, 0, addrs, 4, f), 2);
 	for (int i = 0; i < 4; i++) {
 		assert_null(f[i].obj);
 		assert_int_equal(f[i].addr, addrs[i]);
@@ -778,7 +860,7 @@ static void test_unresolved(void **state)
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.unresolved, 4);
 	assert_int_equal(st.maps_reads, 1); /* no rescan right after the read */
-	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, addrs, 0, f), 0);
+	assert_int_equal(symbolizer__resolve_user(s, 401, 3 * ns_per_tick, 0, addrs, 0, f), 0);
 	symbolizer__free(s);
 }
 
@@ -816,7 +898,7 @@ static void test_rescan(void **state)
 		uint64_t addrs[2] = {in_lib, in_lld};
 		struct frame fr[2];
 
-		assert_int_equal(symbolizer__resolve_user(s, 501, 5 * ns_per_tick, addrs, 2, fr),
+		assert_int_equal(symbolizer__resolve_user(s, 501, 5 * ns_per_tick, 0, addrs, 2, fr),
 				 2);
 		f = fr[0];
 		g = fr[1];
@@ -829,6 +911,56 @@ static void test_rescan(void **state)
 	symbolizer__stats(s, &st);
 	assert_true(st.maps_reads >= 2);
 	assert_int_equal(st.objects, 3);
+	symbolizer__free(s);
+}
+
+/* A leaf (the code the thread ran) in no mapping read before the stack was taken: the maps are
+ * read again at once (a process first seen in its dynamic loader); a caller there is no proof
+ * (a broken frame chain) and waits for the rate limit. */
+static void test_rescan_leaf(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	const char *lld = fixture("TAILPROF_FIXTURE_LLD_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t in_lib = alpha_addr(lib, 0x7f0000100000ull);
+	uint64_t in_lld = alpha_addr(lld, 0x7f0000200000ull);
+	uint64_t addrs[2] = {in_lib, in_lld}, t0;
+	struct symbolizer_stats st;
+	char maps[8192] = "";
+	struct frame fr[2];
+	int r;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(511, 5, maps);
+	t0 = monotonic_ns();
+	assert_int_equal(symbolizer__resolve_user(s, 511, 5 * ns_per_tick, t0, addrs, 1, fr), 1);
+	append_elf_maps(maps, sizeof(maps), lld, 0x7f0000200000ull);
+	fake_process(511, 5, maps);
+	/* (what follows within 100 ms of the read, when the rate limit holds) */
+	/* a caller in the new library, in a stack taken after the read: no rescan */
+	r = symbolizer__resolve_user(s, 511, 5 * ns_per_tick, monotonic_ns(), addrs, 2, fr);
+	symbolizer__stats(s, &st);
+	if (monotonic_ns() - t0 < 100000000ull) {
+		assert_int_equal(r, 1);
+		assert_int_equal(st.maps_reads, 1);
+	}
+	/* the leaf there, in a stack taken before the read: no rescan either */
+	addrs[0] = in_lld;
+	r = symbolizer__resolve_user(s, 511, 5 * ns_per_tick, t0 - 1, addrs, 1, fr);
+	symbolizer__stats(s, &st);
+	if (monotonic_ns() - t0 < 100000000ull) {
+		assert_int_equal(r, 0);
+		assert_int_equal(st.maps_reads, 1);
+	}
+	/* the leaf there, in a stack taken after the read: read again at once */
+	assert_int_equal(
+	    symbolizer__resolve_user(s, 511, 5 * ns_per_tick, monotonic_ns(), addrs, 1, fr), 1);
+	assert_non_null(fr[0].obj);
+	assert_string_equal(object__path(fr[0].obj), lld);
+	assert_string_equal(object__lookup(fr[0].obj, fr[0].addr, NULL), "fixture_alpha");
+	symbolizer__stats(s, &st);
+	assert_true(st.maps_reads >= 2);
 	symbolizer__free(s);
 }
 
@@ -962,7 +1094,7 @@ static void test_live_self(void **state)
 	(void)state;
 	assert_non_null(s);
 	assert_non_null(getpid_addr);
-	assert_int_equal(symbolizer__resolve_user(s, getpid(), start_ns, addrs, 3, f), 3);
+	assert_int_equal(symbolizer__resolve_user(s, getpid(), start_ns, 0, addrs, 3, f), 3);
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	assert_true(n > 0);
 	exe[n] = '\0';
@@ -983,13 +1115,14 @@ static void test_live_self(void **state)
 
 	/* A wrong start time: not this process. */
 	assert_int_equal(
-	    symbolizer__resolve_user(s, getpid(), start_ns + 10000000000ull, addrs, 3, f), -ESRCH);
+	    symbolizer__resolve_user(s, getpid(), start_ns + 10000000000ull, 0, addrs, 3, f),
+	    -ESRCH);
 	for (int i = 0; i < 3; i++) {
 		assert_null(f[i].obj);
 		assert_int_equal(f[i].addr, addrs[i]);
 	}
 	/* A pid above pid_max. */
-	assert_int_equal(symbolizer__resolve_user(s, 0x7ffffff0, start_ns, addrs, 3, f), -ESRCH);
+	assert_int_equal(symbolizer__resolve_user(s, 0x7ffffff0, start_ns, 0, addrs, 3, f), -ESRCH);
 	assert_null(f[0].obj);
 	symbolizer__free(s);
 }
@@ -1015,7 +1148,7 @@ static const char *hidden_name(struct symbolizer *s, const char *path, uint32_t 
 	assert_int_equal(symlink("/", link), 0);
 	addr = bias + value + size / 2;
 	assert_int_equal(
-	    symbolizer__resolve_user(s, pid, (uint64_t)pid * ns_per_tick, &addr, 1, &f), 1);
+	    symbolizer__resolve_user(s, pid, (uint64_t)pid * ns_per_tick, 0, &addr, 1, &f), 1);
 	assert_non_null(f.obj);
 	*obj = f.obj;
 	return object__lookup(f.obj, f.addr, NULL);
@@ -1286,7 +1419,7 @@ static void test_jit_symbols(void **state)
 	snprintf(path, sizeof(path), "%s/1201/root/tmp/perf-1201.map", fake_root);
 	write_file(path, "7f0000001000 100 LazyCompile:*hot /srv/app.js:10\n"
 			 "7f0000002000 80 Builtin:ArrayPush\n");
-	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 3, f), 3);
+	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, 0, addrs, 3, f), 3);
 	assert_non_null(f[0].obj);
 	assert_string_equal(object__path(f[0].obj), "/tmp/perf-1201.map");
 	assert_int_equal(f[0].addr, addrs[0]); /* JIT frames keep their absolute address */
@@ -1301,7 +1434,7 @@ static void test_jit_symbols(void **state)
 	fputs("7f0000001000 100 LazyCompile:*reoptimized /srv/app.js:10\n", map);
 	fclose(map);
 	usleep(1100 * 1000); /* a changed map is read again at most once a second */
-	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, addrs, 1, f), 1);
+	assert_int_equal(symbolizer__resolve_user(s, 1201, 12 * ns_per_tick, 0, addrs, 1, f), 1);
 	assert_string_equal(object__lookup(f[0].obj, f[0].addr, NULL),
 			    "LazyCompile:*reoptimized /srv/app.js:10");
 	symbolizer__stats(s, &st);
@@ -1509,6 +1642,7 @@ int main(void)
 	    cmocka_unit_test(test_perf_map_parse),    cmocka_unit_test(test_perf_map_open),
 	    cmocka_unit_test(test_jit_symbols),	      cmocka_unit_test(test_process_info),
 	    cmocka_unit_test(test_caps_evict_lru),    cmocka_unit_test(test_demangle),
+	    cmocka_unit_test(test_rescan_leaf),	      cmocka_unit_test(test_fork_vdso),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
