@@ -93,6 +93,10 @@ def kernel_image(family):
         tmp = tempfile.mkdtemp(dir=CACHE, prefix=".dl-")
         try:
             r = run(["apt-get", "download", pkg], cwd=tmp)
+            if r.returncode:
+                # stale lists name a package the mirror no longer has: update, try again
+                run(["apt-get", "update", "-qq"])
+                r = run(["apt-get", "download", pkg], cwd=tmp)
             debs = glob.glob(os.path.join(tmp, "*.deb"))
             if r.returncode or not debs:
                 raise RuntimeError("apt-get download %s failed: %s" % (pkg, r.stdout[-500:]))
