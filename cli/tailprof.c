@@ -702,6 +702,26 @@ static void print_gc_status(const json_t *gc)
 	}
 }
 
+/* The features table of the status: each capability on or off, its variant and why (a daemon
+ * before the features report has none: nothing printed). */
+static void print_status_features(json_t *features)
+{
+	const char *name;
+	json_t *ft;
+
+	if (!json_is_object(features) || !json_object_size(features))
+		return;
+	printf("  features:\n    %-20s %-5s %-22s %s\n", "NAME", "STATE", "VARIANT", "REASON");
+	json_object_foreach(features, name, ft)
+	{
+		const char *variant = j_str(ft, "variant"), *reason = j_str(ft, "reason");
+
+		printf("    %-20s %-5s %-22s %s\n", name,
+		       json_is_true(json_object_get(ft, "enabled")) ? "on" : "off",
+		       *variant ? variant : "-", *reason ? reason : "-");
+	}
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	static const struct opt opts[] = {
@@ -713,6 +733,7 @@ static int cmd_status(int argc, char **argv)
 	const char *val;
 	bool json = false;
 	json_t *st, *healthy;
+	const char *offcpu_off;
 	int id, ret;
 
 	while ((id = opt_next(&it, &val)) != OPT_END) {
@@ -726,6 +747,9 @@ static int cmd_status(int argc, char **argv)
 	if ((ret = fetch_json("/api/v1/status", NULL, json, &st)) || json)
 		return ret;
 
+	/* why off-CPU is off, from the features report (older daemons have none) */
+	offcpu_off = json_string_value(
+	    json_object_get(json_object_get(json_object_get(st, "features"), "offcpu"), "reason"));
 	printf("tailprofd %s on %s (kernel %s), pid %s, up %s\n", j_str(st, "version"),
 	       j_str(st, "hostname"), j_str(st, "kernel"), f_int(st, "pid", b[0], 32),
 	       f_dur(st, "uptime_ns", b[1], 32));
@@ -749,13 +773,15 @@ static int cmd_status(int argc, char **argv)
 		       f_dur(st, "offcpu_min_ns", b[1], 32), f_int(st, "runq_count", b[2], 32),
 		       j_str(st, "offcpu_clock"), j_str(st, "offcpu_return"));
 	else
-		printf("  %-11s off (the scheduler programs did not load)\n", "off-CPU:");
+		printf("  %-11s off (%s)\n",
+		       "off-CPU:", offcpu_off ? offcpu_off : "the scheduler programs did not load");
 	print_gc_status(json_object_get(st, "gc"));
 	healthy = json_object_get(st, "healthy");
 	printf("  %-11s %s\n", "health:",
 	       !json_is_boolean(healthy) ? "-"
 	       : json_is_true(healthy)	 ? "healthy"
 					 : "UNHEALTHY");
+	print_status_features(json_object_get(st, "features"));
 	print_status_stages(json_object_get(st, "stages"));
 	json_decref(st);
 	return 0;
@@ -1465,7 +1491,8 @@ static void usage_status(FILE *f)
 	fprintf(f,
 		"Usage: tailprof status [--json]\n"
 		"\n"
-		"Shows the daemon: version, host, sampling, windows, samples, drops, health.\n"
+		"Shows the daemon: version, host, sampling, windows, samples, drops, health, and\n"
+		"the features this kernel runs (each on or off, its variant, why).\n"
 		"\n"
 		"Options:\n"
 		"  --json         print the API's JSON (GET /api/v1/status) unchanged\n"

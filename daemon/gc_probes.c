@@ -12,6 +12,8 @@
 #include <bpf/libbpf.h>
 
 #include "gc_discovery.h"
+#include "kernel_probe.h"
+#include "libbpf_log.h"
 #include "log.h"
 #include "gc.skel.h"
 
@@ -27,38 +29,35 @@ struct gc_attachment {
 	int nr;
 };
 
-struct gc_probes *gc_probes__new(int label_sources_fd)
+struct gc_probes *gc_probes__new(int label_sources_fd, struct features *f)
 {
 	struct gc_probes *p = calloc(1, sizeof(*p));
+	char why[200];
 	int err;
 
 	if (!p)
 		abort();
+	if (kernel_probe__uprobes(false, why, sizeof(why))) {
+		features__set(f, FEATURE_GC, false, "", "%s", why);
+		free(p);
+		errno = ENOTSUP;
+		return NULL;
+	}
+	libbpf_log__reset();
 	p->skel = gc_bpf__open();
-	if (!p->skel) {
-		err = -errno;
-		pr_err("failed to open the GC BPF object: %s", strerror(-err));
-		goto fail;
-	}
-	err = label_sources_fd > 0
-		  ? bpf_map__reuse_fd(p->skel->maps.label_sources, label_sources_fd)
-		  : 0;
+	err = p->skel ? 0 : -errno;
+	if (!err && label_sources_fd > 0)
+		err = bpf_map__reuse_fd(p->skel->maps.label_sources, label_sources_fd);
+	if (!err)
+		err = gc_bpf__load(p->skel);
 	if (err) {
-		pr_err("failed to share the label_sources map with the GC programs: %s",
-		       strerror(-err));
-		goto fail;
+		libbpf_log__load_failed(f, FEATURE_GC, "", "gc_bpf", err);
+		gc_probes__free(p);
+		errno = -err;
+		return NULL;
 	}
-	err = gc_bpf__load(p->skel);
-	if (err) {
-		pr_err("failed to load the GC BPF programs: %s (run with -v for the verifier log)",
-		       strerror(-err));
-		goto fail;
-	}
+	features__set(f, FEATURE_GC, true, "usdt+uprobe", NULL);
 	return p;
-fail:
-	gc_probes__free(p);
-	errno = -err;
-	return NULL;
 }
 
 void gc_probes__free(struct gc_probes *p)

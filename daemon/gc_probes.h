@@ -13,10 +13,11 @@
 #include "loader.h"
 #include "tailprof.h"
 
-/* Loads the programs and maps (nothing attached). Returns NULL with errno set after logging. */
-/* label_sources_fd: > 0, the label_sources map to share (probes__label_sources_fd); 0: its
- * own. */
-struct gc_probes *gc_probes__new(int label_sources_fd);
+/* Loads the programs and maps (nothing attached). label_sources_fd: > 0, the label_sources map
+ * to share (probes__label_sources_fd); 0: its own. Sets the gc capability in f (may be NULL):
+ * on, or off with what the kernel lacks or why the object did not load. Returns NULL with errno
+ * set when it is off (the features report says why; nothing logged here). */
+struct gc_probes *gc_probes__new(int label_sources_fd, struct features *f);
 /* Its label_sources map (bpf/lib/label_sources.bpf.h). */
 int gc_probes__label_sources_fd(const struct gc_probes *p);
 /* Detaches everything still attached (attachments must be freed first) and frees. NULL ok. */

@@ -13,9 +13,10 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "kernel_probe.h"
+#include "libbpf_log.h"
 #include "log.h"
 #include "sysinfo.h"
 #include "profile.skel.h"
@@ -46,43 +47,16 @@ struct loader {
 	uint64_t *epoch; /* mmap of unwind_epoch (a page) */
 };
 
-int loader__probe_kernel(void)
+int loader__probe_kernel(struct features *f)
 {
-	static const struct {
-		enum bpf_func_id id;
-		const char *name;
-	} helpers[] = {
-	    {BPF_FUNC_get_stack, "bpf_get_stack"},
-	    {BPF_FUNC_ringbuf_output, "bpf_ringbuf_output"},
-	    {BPF_FUNC_ringbuf_query, "bpf_ringbuf_query"},
-	    {BPF_FUNC_get_current_task, "bpf_get_current_task"},
-	    {BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns"},
-	};
+	char why[200];
 
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		pr_err(
-		    "kernel has no BTF (/sys/kernel/btf/vmlinux): tailprofd needs a kernel built "
-		    "with CONFIG_DEBUG_INFO_BTF=y");
-		return -ENOTSUP;
-	}
-	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1) {
-		pr_err("kernel cannot load BPF perf_event programs: tailprofd needs Linux 5.8 or "
-		       "later with CONFIG_BPF_EVENTS=y");
-		return -ENOTSUP;
-	}
-	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
-		pr_err("kernel has no BPF ring buffer: tailprofd needs Linux 5.8 or later");
-		return -ENOTSUP;
-	}
-	for (size_t i = 0; i < sizeof(helpers) / sizeof(helpers[0]); i++) {
-		if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, helpers[i].id, NULL) != 1) {
-			pr_err("kernel lacks the BPF helper %s for perf_event programs: tailprofd "
-			       "needs Linux 5.8 or later",
-			       helpers[i].name);
-			return -ENOTSUP;
-		}
-	}
-	return 0;
+	libbpf_log__install();
+	if (!kernel_probe__sampler(why, sizeof(why)))
+		return 0;
+	pr_err("%s", why);
+	features__set(f, FEATURE_CPU_SAMPLING, false, "", "%s", why);
+	return -ENOTSUP;
 }
 
 static int open_cpu_clock(uint32_t cpu, uint32_t frequency_hz)
@@ -141,23 +115,6 @@ int loader__sync_cpus(struct loader *l, uint8_t *online_out)
 	return sampled;
 }
 
-/* libbpf's messages, one level quieter than ours (its warnings are our debug output). A message
- * may be a whole verifier log (megabytes, many lines): it is formatted whole and logged a line at
- * a time, so nothing is cut. */
-static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char *buf, *line, *save = NULL;
-
-	if (log_get_level() < LOG_DEBUG)
-		return 0;
-	if (vasprintf(&buf, fmt, ap) < 0)
-		return 0;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		pr_debug(strncmp(line, "libbpf: ", 8) ? "libbpf: %s" : "%s", line);
-	free(buf);
-	return 0;
-}
-
 static void free_sched(struct loader *l)
 {
 	if (l->runq)
@@ -186,29 +143,6 @@ static bool sched_clock_is_global(void)
 	return !strcmp(buf, "tsc\n");
 }
 
-/* Whether the kernel has bpf_task_work_schedule_resume (Linux 6.18): then a captured block whose
- * user stack was not taken at switch-out gets it from a task work on its thread's way back to
- * user space, and no program runs on every syscall's return (raw_tp/sys_exit). */
-static bool kernel_has_task_work(void)
-{
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool has;
-
-	const char *force = getenv("TAILPROF_SCHED_RETURN");
-
-	if (force && !strcmp(force, "sys_exit"))
-		return false; /* for tests: the path of older kernels */
-	if (force && *force)
-		pr_warn("TAILPROF_SCHED_RETURN=%s ignored: the only value is sys_exit (for tests)",
-			force);
-	if (!vmlinux)
-		return false;
-	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) >
-	      0;
-	btf__free(vmlinux);
-	return has;
-}
-
 /* Maps bytes of BPF map m (BPF_F_MMAPABLE) into this process, read-write and shared. Returns the
  * mapping, or NULL with *err set to -errno. */
 static void *map_shared(const struct bpf_map *m, size_t bytes, int *err)
@@ -219,17 +153,42 @@ static void *map_shared(const struct bpf_map *m, size_t bytes, int *err)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Sets the scheduler's three capabilities off: reason applies to offcpu and runq_latency (one
+ * object serves both); quiet, it was asked for. */
+static void sched_off(struct features *f, bool quiet, const char *reason)
+{
+	features__set(f, FEATURE_OFFCPU, false, "", "%s", reason);
+	features__set(f, FEATURE_RUNQ, false, "", "%s", reason);
+	features__set(f, FEATURE_TASK_WORK, false, "", "off-CPU capture is off");
+	features__set_quiet(f, FEATURE_TASK_WORK);
+	if (quiet) {
+		features__set_quiet(f, FEATURE_OFFCPU);
+		features__set_quiet(f, FEATURE_RUNQ);
+	}
+}
+
 /* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
  * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
  * go into the profile program's `events` ring buffer. */
 static void load_sched(struct loader *l, const struct loader_opts *opts)
 {
+	struct features *f = opts->features;
+	char why[200];
 	int err;
 
+	if (features__forced_off(f, FEATURE_OFFCPU)) {
+		sched_off(f, true, features__forced_reason(f, FEATURE_OFFCPU));
+		return;
+	}
+	if (kernel_probe__sched(why, sizeof(why))) {
+		sched_off(f, false, why);
+		return;
+	}
+	libbpf_log__reset();
 	l->sched = sched_bpf__open();
 	if (!l->sched) {
 		err = -errno;
-		goto fail;
+		goto fail_load;
 	}
 	l->sched->rodata->slot_ns = opts->slot_ns;
 	l->sched->rodata->offcpu_min_ns = opts->offcpu_min_ns;
@@ -239,7 +198,7 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	if (getenv("TAILPROF_SCHED_CLOCK") && !strcmp(getenv("TAILPROF_SCHED_CLOCK"), "monotonic"))
 		l->block_clock_rq = false;
 	l->sched->rodata->block_clock_rq = l->block_clock_rq;
-	l->task_work = kernel_has_task_work();
+	l->task_work = !features__forced_off(f, FEATURE_TASK_WORK) && kernel_probe__task_work();
 	l->sched->rodata->use_task_work = l->task_work;
 	/* two variants of the switch program: the task work's is verified only by kernels that
 	 * have it (see capture_tw() in sched.bpf.c) */
@@ -279,20 +238,59 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	if (!err)
 		err = sched_bpf__load(l->sched);
 	if (err)
-		goto fail;
+		goto fail_load;
 	l->runq = map_shared(l->sched->maps.runq_hist, l->runq_bytes, &err);
 	if (!err)
 		l->ptab = map_shared(l->sched->maps.sched_ptab, l->ptab_bytes, &err);
-	if (!err)
+	if (!err && !opts->load_only)
 		err = sched_bpf__attach(l->sched);
-	if (err)
-		goto fail;
+	if (err) {
+		snprintf(why, sizeof(why), "the scheduler programs did not attach: %s",
+			 strerror(-err));
+		sched_off(f, false, why);
+		free_sched(l);
+		return;
+	}
+	features__set(f, FEATURE_OFFCPU, true, "tp_btf/sched_switch", NULL);
+	features__set(f, FEATURE_RUNQ, true, "tp_btf/sched_switch", NULL);
+	if (l->task_work) {
+		features__set(f, FEATURE_TASK_WORK, true, "task_work", NULL);
+	} else if (features__forced_off(f, FEATURE_TASK_WORK)) {
+		features__set(f, FEATURE_TASK_WORK, true, "sys_exit", "%s",
+			      features__forced_reason(f, FEATURE_TASK_WORK));
+		features__set_quiet(f, FEATURE_TASK_WORK);
+	} else {
+		features__set(
+		    f, FEATURE_TASK_WORK, true, "sys_exit",
+		    "the kernel lacks the kfunc bpf_task_work_schedule_resume (Linux 6.18): "
+		    "a program on every syscall's return (raw_tp/sys_exit) takes those "
+		    "stacks");
+	}
 	return;
-fail:
-	pr_warn("off-CPU and run-queue latency are off: failed to load the scheduler programs: %s "
-		"(run with -v for the verifier log)",
-		strerror(-err));
+fail_load:
+	sched_off(f, false, "");
+	libbpf_log__load_failed(f, FEATURE_OFFCPU, "", "sched_bpf", err);
+	libbpf_log__load_failed(f, FEATURE_RUNQ, "", "sched_bpf", err);
 	free_sched(l);
+}
+
+/* BPF_ENABLE_STATS: counts the run time of every program while the fd is open. */
+static void enable_stats(struct loader *l, struct features *f)
+{
+	if (features__forced_off(f, FEATURE_BPF_STATS)) {
+		features__set(f, FEATURE_BPF_STATS, false, "", "%s",
+			      features__forced_reason(f, FEATURE_BPF_STATS));
+		features__set_quiet(f, FEATURE_BPF_STATS);
+		return;
+	}
+	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (l->stats_fd >= 0)
+		features__set(f, FEATURE_BPF_STATS, true, "BPF_ENABLE_STATS", NULL);
+	else
+		features__set(f, FEATURE_BPF_STATS, false, "",
+			      "BPF_ENABLE_STATS failed (%s; Linux 5.8): the self-overhead figures "
+			      "read 0",
+			      strerror(errno));
 }
 
 /* Entries of unwind_pages: one per 16 rows (a page of code has some 80 rows in libc). */
@@ -306,7 +304,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	struct loader *l;
 	int err, n;
 
-	libbpf_set_print(print_libbpf);
+	libbpf_log__install();
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		abort();
@@ -382,10 +380,19 @@ struct loader *loader__new(const struct loader_opts *opts)
 			goto fail;
 		}
 	}
+	libbpf_log__reset();
 	err = profile_bpf__load(l->skel);
 	if (err) {
-		pr_err("failed to load BPF programs: %s (run with -v for the verifier log)",
-		       strerror(-err));
+		/* with the table unwinder, main tries again without it */
+		enum feature_id id = opts->unwind_tables ? FEATURE_EH_FRAME : FEATURE_CPU_SAMPLING;
+
+		libbpf_log__load_failed(opts->features, id,
+					opts->unwind_tables ? "frame_pointers" : "", "profile_bpf",
+					err);
+		if (!opts->unwind_tables)
+			pr_err("CPU sampling cannot run: %s",
+			       opts->features ? features__get(opts->features, id)->reason
+					      : strerror(-err));
 		goto fail;
 	}
 	l->counters = map_shared(l->skel->maps.counters, l->counters_bytes, &err);
@@ -418,18 +425,19 @@ struct loader *loader__new(const struct loader_opts *opts)
 			goto fail;
 		}
 	}
-	err = profile_bpf__attach(l->skel);
+	err = opts->load_only ? 0 : profile_bpf__attach(l->skel);
 	if (err) {
 		pr_err("failed to attach sched_process_exec/exit/fork tracepoints: %s",
 		       strerror(-err));
 		goto fail;
 	}
+	features__set(opts->features, FEATURE_CPU_SAMPLING, true, "perf_event/cpu-clock", NULL);
+	if (opts->unwind_tables)
+		features__set(opts->features, FEATURE_EH_FRAME, true, "bpf_loop", NULL);
 	load_sched(l, opts);
-	/* BPF_ENABLE_STATS: counts run time of every program while the fd is open */
-	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (l->stats_fd < 0)
-		pr_warn("cannot enable BPF run-time stats (%s): self-overhead will read 0",
-			strerror(errno));
+	enable_stats(l, opts->features);
+	if (opts->load_only)
+		return l;
 	if (loader__sync_cpus(l, NULL) <= 0) {
 		err = -ENODEV;
 		pr_err("failed to open the cpu-clock perf event on any CPU: %s", strerror(errno));
@@ -607,12 +615,6 @@ void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns
 	*ns = __atomic_load_n(&l->skel->bss->label_cost[0], __ATOMIC_RELAXED);
 	*clock_ns = __atomic_load_n(&l->skel->bss->label_cost[1], __ATOMIC_RELAXED);
 	*samples = __atomic_load_n(&l->skel->bss->label_cost[2], __ATOMIC_RELAXED);
-}
-
-bool loader__can_unwind_tables(void)
-{
-	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1 &&
-	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) == 1;
 }
 
 bool loader__unwind_tables(const struct loader *l)

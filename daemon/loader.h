@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "feature_table.h"
 #include "tailprof.h"
 
 struct loader_opts {
@@ -28,6 +29,10 @@ struct loader_opts {
 	bool unwind_tables;
 	uint32_t unwind_rows;	       /* rows of unwind_rows (8 bytes each), >= 1 */
 	uint32_t unwind_max_processes; /* processes in unwind_procs, >= 1 */
+	/* Filled in: cpu_sampling, eh_frame_unwinding (when unwind_tables), offcpu, runq_latency,
+	 * task_work, bpf_stats; read: what TAILPROF_FEATURES_OFF forced off. NULL: neither. */
+	struct features *features;
+	bool load_only; /* tailprofd --check: load the objects, attach nothing */
 };
 
 struct loader_prog_stats {
@@ -36,12 +41,15 @@ struct loader_prog_stats {
 	uint64_t run_cnt;
 };
 
-/* Checks that the kernel has what tailprofd needs (BTF, ring buffer, perf_event programs and the
- * helpers used). Returns 0, or -ENOTSUP after printing one line that names what is missing. */
-int loader__probe_kernel(void);
+/* Checks that the kernel has what CPU sampling needs (kernel_probe__sampler), and from then on
+ * takes libbpf's messages (libbpf_log.h). Returns 0, or -ENOTSUP after printing one line that
+ * names the first missing piece and setting cpu_sampling off with it in f (may be NULL). */
+int loader__probe_kernel(struct features *f);
 
-/* Opens, loads and attaches everything; enables BPF run-time stats (BPF_ENABLE_STATS) for the
- * loader's lifetime. Returns NULL with errno set after logging what failed. */
+/* Opens, loads and attaches everything (load_only: loads, attaches nothing); enables BPF run-time
+ * stats (BPF_ENABLE_STATS) for the loader's lifetime. Optional parts that the kernel lacks or
+ * rejects (the scheduler programs, the stats) are left off, as opts->features says. Returns NULL
+ * with errno set after logging what failed. */
 struct loader *loader__new(const struct loader_opts *opts);
 /* Detaches every program and frees. NULL allowed. */
 void loader__free(struct loader *l);
@@ -97,9 +105,6 @@ int loader__take_sched_procs(struct loader *l, uint32_t before,
 const char *loader__return_path(const struct loader *l);
 /* The scheduler programs' counters (TP_SCH_NR values, cumulative); zeros without them. */
 void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR]);
-/* Whether the kernel can run the table unwinder (bpf_loop and bpf_task_pt_regs in perf_event
- * programs: Linux 5.17). */
-bool loader__can_unwind_tables(void);
 /* True when the loaded programs walk user stacks with unwind tables. */
 bool loader__unwind_tables(const struct loader *l);
 /* The unwind_rows array, mapped into this process (writable; BPF reads it concurrently), and

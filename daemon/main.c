@@ -21,13 +21,16 @@
 #include "gc.h"
 #include "gc_probes.h"
 #include "config.h"
+#include "feature_table.h"
 #include "http_api.h"
+#include "kernel_probe.h"
 #include "loader.h"
 #include "log.h"
 #include "probes.h"
 #include "query.h"
 #include "stages.h"
 #include "symbolizer.h"
+#include "sysinfo.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
 #include "unwinder.h"
@@ -54,6 +57,7 @@ struct options {
 	bool unwind_tables;	       /* --unwind=dwarf */
 	size_t unwind_memory_bytes;    /* --unwind-memory */
 	uint32_t unwind_max_processes; /* --unwind-max-processes */
+	bool check;		       /* --check */
 };
 
 enum {
@@ -64,6 +68,7 @@ enum {
 	OPT_UNWIND_MEMORY,
 	OPT_UNWIND_PROCS,
 	OPT_OFFCPU_MIN,
+	OPT_CHECK,
 };
 
 static void usage(FILE *f)
@@ -98,6 +103,11 @@ static void usage(FILE *f)
 	    "                          suffix allowed (default 64M)\n"
 	    "      --unwind-max-processes N  processes with unwind tables, 1-65536\n"
 	    "                          (default 1024; 5 KiB of BPF memory each)\n"
+	    "      --check             load every BPF object these flags and the config would\n"
+	    "                          load, print what this kernel runs (each feature: on or\n"
+	    "                          off, variant, why) and exit, attaching nothing: 0 when\n"
+	    "                          all loaded, 1 when the kernel rejected one (its verifier\n"
+	    "                          log follows) or CPU sampling cannot run\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -221,6 +231,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"unwind-memory", required_argument, NULL, OPT_UNWIND_MEMORY},
 	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
 	    {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
+	    {"check", no_argument, NULL, OPT_CHECK},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -311,6 +322,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->unwind_max_processes = v;
 			break;
 		}
+		case OPT_CHECK:
+			o->check = true;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -470,14 +484,126 @@ static void reload(const struct options *o, struct config **cfg, struct collecto
 		n ? n->nr_apps : 0, n && n->nr_apps == 1 ? "" : "s", failed);
 }
 
+/* The GC programs, unless --gc off, the config or the test switch turned them off. */
+static struct gc_probes *load_gc(const struct options *o, const struct config *cfg,
+				 struct features *ft, int label_sources_fd)
+{
+	if (!o->gc.enabled) {
+		if (o->gc_set)
+			features__set(ft, FEATURE_GC, false, "", "--gc off");
+		else
+			features__set(ft, FEATURE_GC, false, "", "[gc] enabled = off in %s",
+				      cfg ? cfg->path : "the config");
+	} else if (features__forced_off(ft, FEATURE_GC)) {
+		features__set(ft, FEATURE_GC, false, "", "%s",
+			      features__forced_reason(ft, FEATURE_GC));
+	} else {
+		/* CPU profiling does not need them: off, the report says why */
+		return gc_probes__new(label_sources_fd, ft);
+	}
+	features__set_quiet(ft, FEATURE_GC);
+	return NULL;
+}
+
+/* Whether user stacks are walked with the table unwinder: --unwind=dwarf, not forced off, and
+ * the kernel has its helpers. Sets eh_frame_unwinding off with the reason where not. */
+static bool want_unwind_tables(const struct options *o, struct features *ft)
+{
+	char why[200];
+
+	if (!o->unwind_tables) {
+		features__set(ft, FEATURE_EH_FRAME, false, "frame_pointers", "--unwind=fp");
+	} else if (features__forced_off(ft, FEATURE_EH_FRAME)) {
+		features__set(ft, FEATURE_EH_FRAME, false, "frame_pointers", "%s",
+			      features__forced_reason(ft, FEATURE_EH_FRAME));
+	} else if (kernel_probe__unwind_tables(why, sizeof(why))) {
+		features__set(ft, FEATURE_EH_FRAME, false, "frame_pointers",
+			      "%s: user stacks are walked by frame pointers", why);
+		return false;
+	} else {
+		return true;
+	}
+	features__set_quiet(ft, FEATURE_EH_FRAME);
+	return false;
+}
+
+/* Everything tailprofd loads into the kernel, as the options and the config ask, each
+ * capability decided into ft: the stage maps and programs, the GC programs, the sampler (with
+ * the table unwinder, and again without it if the kernel rejects it) and the scheduler
+ * programs. load_only (--check): nothing attached. Returns 0, or -1 after logging why
+ * tailprofd cannot run (the kernel lacks what CPU sampling needs, the stage maps or the sampler
+ * did not load). */
+static int load_objects(struct options *o, const struct config *cfg, struct features *ft,
+			bool load_only, struct probes **probes, struct gc_probes **gc_probes,
+			struct loader **loader)
+{
+	struct loader_opts lopts;
+
+	if (loader__probe_kernel(ft))
+		return -1;
+	/* the stage maps first: the sampler reads the stage of each thread from one of them */
+	*probes = probes__new(&(struct probes_opts){
+	    .slot_ns = drain_period(o->window_ns),
+	    .features = ft,
+	});
+	if (!*probes)
+		return -1;
+	/* GC probes first too: the sampler shares their map of processes in a pause */
+	*gc_probes = load_gc(o, cfg, ft, probes__label_sources_fd(*probes));
+	o->unwind_tables = want_unwind_tables(o, ft);
+	lopts = (struct loader_opts){
+	    .frequency_hz = o->frequency_hz,
+	    .ringbuf_bytes = o->ringbuf_bytes,
+	    .slot_ns = drain_period(o->window_ns),
+	    .stage_stacks_fd = probes__stage_stacks_fd(*probes),
+	    /* tests/bench/stages.py measures what the stage label costs each sample */
+	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
+	    .offcpu_min_ns = o->offcpu_min_ns,
+	    .gc_pausing_fd = *gc_probes ? gc_probes__pausing_fd(*gc_probes) : 0,
+	    .label_sources_fd = probes__label_sources_fd(*probes),
+	    .unwind_tables = o->unwind_tables,
+	    .unwind_rows = o->unwind_memory_bytes / sizeof(struct tp_unwind_row),
+	    .unwind_max_processes = o->unwind_max_processes,
+	    .features = ft,
+	    .load_only = load_only,
+	};
+	*loader = loader__new(&lopts);
+	if (!*loader && lopts.unwind_tables) {
+		/* a kernel whose verifier rejects the walker still gets CPU profiles; the
+		 * features report says why the unwinder is off */
+		lopts.unwind_tables = o->unwind_tables = false;
+		*loader = loader__new(&lopts);
+	}
+	return *loader ? 0 : -1;
+}
+
+/* tailprofd --check: the features report on stdout, then a closing line. Returns the exit code:
+ * 1 when an object failed to load for a reason no probe found, or CPU sampling cannot run. */
+static int report_check(const struct features *ft)
+{
+	bool cpu = features__get(ft, FEATURE_CPU_SAMPLING)->enabled;
+	bool failed = features__any_load_failed(ft);
+
+	printf("tailprofd %s --check on Linux %s\n", TAILPROF_VERSION, sysinfo__kernel_release());
+	features__print(ft, stdout);
+	if (!cpu)
+		printf("\ntailprofd cannot run on this kernel: CPU sampling is off (above)\n");
+	else if (failed)
+		printf("\na BPF object failed to load (above): tailprofd would run here without "
+		       "the features it serves\n");
+	else
+		printf("\nevery object loaded\n");
+	return !cpu || failed;
+}
+
 int main(int argc, char **argv)
 {
 	struct symbolizer *sym = NULL;
 	struct loader *loader = NULL;
+	struct features *features = NULL;
 	struct gc_probes *gc_probes = NULL;
 	struct gc *gc = NULL;
 	struct unwinder *unwinder = NULL;
-	struct loader_opts lopts;
 	struct collector *coll = NULL;
 	struct http_api *http = NULL;
 	struct probes *probes = NULL;
@@ -509,13 +635,26 @@ int main(int argc, char **argv)
 		config__free(cfg);
 		return rc;
 	}
+	features = features__new();
+	if (features__parse_off(features, getenv("TAILPROF_FEATURES_OFF"),
+				getenv("TAILPROF_SCHED_RETURN"), err, sizeof(err))) {
+		fprintf(stderr, "tailprofd: %s\n", err);
+		ret = 2;
+		goto out;
+	}
 	if (o.verbose)
 		log_set_level(LOG_DEBUG);
 	if (!has_privileges()) {
 		pr_err(
 		    "tailprofd must run as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
 		    "CAP_DAC_READ_SEARCH): run it with sudo");
-		return 1;
+		goto out;
+	}
+	if (o.check) {
+		/* no listener, no signal handling: load, report, unload */
+		load_objects(&o, cfg, features, true, &probes, &gc_probes, &loader);
+		ret = report_check(features);
+		goto out;
 	}
 	/* Signals are read from a signalfd in the drain loop; block them before any thread
 	 * starts so that none of them takes one. */
@@ -540,8 +679,9 @@ int main(int argc, char **argv)
 		pr_err("%s", err);
 		goto out;
 	}
-	if (loader__probe_kernel())
+	if (load_objects(&o, cfg, features, false, &probes, &gc_probes, &loader))
 		goto out;
+	features__log(features);
 	sym = symbolizer__new(&(struct symbolizer_opts){
 	    .debug_dirs = o.debug_dirs,
 	    .nr_debug_dirs = o.nr_debug_dirs,
@@ -550,51 +690,9 @@ int main(int argc, char **argv)
 		pr_err("failed to start the symbolizer: %s", strerror(errno));
 		goto out;
 	}
-	/* the stage maps first: the sampler reads the stage of each thread from one of them */
-	probes = probes__new(&(struct probes_opts){.slot_ns = drain_period(o.window_ns)});
-	if (!probes)
-		goto out;
 	stages = stages__new(probes);
-	/* GC probes first too: the sampler shares their map of processes in a pause */
-	if (o.gc.enabled) {
-		/* CPU profiling does not need them: without GC probes, go on without GC pauses */
-		gc_probes = gc_probes__new(probes__label_sources_fd(probes));
-		if (gc_probes)
-			gc = gc__new(&o.gc, gc_probes);
-		else
-			pr_warn("GC pauses are not tracked (the GC programs did not load)");
-	}
-	if (o.unwind_tables && !loader__can_unwind_tables()) {
-		pr_warn("the kernel lacks bpf_loop or bpf_task_pt_regs for perf_event programs "
-			"(Linux 5.17): user stacks are walked by frame pointers");
-		o.unwind_tables = false;
-	}
-	lopts = (struct loader_opts){
-	    .frequency_hz = o.frequency_hz,
-	    .ringbuf_bytes = o.ringbuf_bytes,
-	    .slot_ns = drain_period(o.window_ns),
-	    .stage_stacks_fd = probes__stage_stacks_fd(probes),
-	    /* tests/bench/stages.py measures what the stage label costs each sample */
-	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
-	    .offcpu_min_ns = o.offcpu_min_ns,
-	    .gc_pausing_fd = gc_probes ? gc_probes__pausing_fd(gc_probes) : 0,
-	    .label_sources_fd = probes	    ? probes__label_sources_fd(probes)
-				: gc_probes ? gc_probes__label_sources_fd(gc_probes)
-					    : 0,
-	    .unwind_tables = o.unwind_tables,
-	    .unwind_rows = o.unwind_memory_bytes / sizeof(struct tp_unwind_row),
-	    .unwind_max_processes = o.unwind_max_processes,
-	};
-	loader = loader__new(&lopts);
-	if (!loader && lopts.unwind_tables) {
-		/* a kernel whose verifier rejects the walker still gets CPU profiles */
-		pr_warn("the table unwinder did not load: user stacks are walked by frame pointers "
-			"(--unwind=fp says so without this retry)");
-		lopts.unwind_tables = o.unwind_tables = false;
-		loader = loader__new(&lopts);
-	}
-	if (!loader)
-		goto out;
+	if (gc_probes)
+		gc = gc__new(&o.gc, gc_probes);
 	if (o.unwind_tables) {
 		uint32_t nr_rows, nr_pages;
 		struct tp_unwind_row *rows = loader__unwind_rows(loader, &nr_rows);
@@ -641,6 +739,7 @@ int main(int argc, char **argv)
 	    .stages = stages,
 	    .gc = gc,
 	    .gc_probes = gc_probes,
+	    .features = features,
 	};
 	http = http_api__start(lfd, &qctx);
 	if (!http) {
@@ -682,6 +781,7 @@ out:
 	probes__free(probes);
 	config__free(cfg);
 	symbolizer__free(sym);
+	features__free(features);
 	if (lfd >= 0)
 		close(lfd);
 	if (sfd >= 0)

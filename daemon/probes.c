@@ -16,6 +16,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "feature_table.h"
+#include "kernel_probe.h"
+#include "libbpf_log.h"
 #include "log.h"
 #include "stage.skel.h"
 
@@ -24,6 +27,8 @@ struct probes {
 	struct stage_bpf *base; /* owns the shared maps; no program loaded */
 	struct tp_stage_hist *hist;
 	size_t hist_bytes;
+	bool off;      /* stage probes are off: probes__attach refuses */
+	char why[400]; /* why, when off */
 };
 
 struct probe {
@@ -39,6 +44,60 @@ static void autoload_none(struct stage_bpf *s)
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, s->obj) bpf_program__set_autoload(prog, false);
+}
+
+static int share_maps(struct probes *p, struct stage_bpf *s);
+
+/* Whether the kernel loads every stage program: an instance of them all, loaded and freed (each
+ * stage loads its own pair when it attaches). 0 or libbpf's negative errno. */
+static int load_all_programs(struct probes *p)
+{
+	struct stage_bpf *s = stage_bpf__open();
+	int err;
+
+	if (!s)
+		return -errno;
+	s->rodata->slot_ns = p->opts.slot_ns;
+	err = share_maps(p, s);
+	if (!err)
+		err = stage_bpf__load(s);
+	stage_bpf__destroy(s);
+	return err;
+}
+
+/* Sets the stages and usdt_semaphores capabilities; stage probes off where the kernel lacks what
+ * they need, rejects their programs, or the test switch says so. */
+static void decide_stages(struct probes *p)
+{
+	struct features *f = p->opts.features;
+	int err;
+
+	if (kernel_probe__uprobe_ref_ctr(p->why, sizeof(p->why)))
+		features__set(f, FEATURE_USDT_SEMAPHORES, false, "", "%s", p->why);
+	else
+		features__set(f, FEATURE_USDT_SEMAPHORES, true, "ref_ctr_offset", NULL);
+	if (features__forced_off(f, FEATURE_STAGES)) {
+		p->off = true;
+		snprintf(p->why, sizeof(p->why), "%s", features__forced_reason(f, FEATURE_STAGES));
+		features__set(f, FEATURE_STAGES, false, "", "%s", p->why);
+		features__set_quiet(f, FEATURE_STAGES);
+		return;
+	}
+	if (kernel_probe__uprobes(true, p->why, sizeof(p->why))) {
+		p->off = true;
+		features__set(f, FEATURE_STAGES, false, "", "%s", p->why);
+		return;
+	}
+	libbpf_log__reset();
+	err = load_all_programs(p);
+	if (err) {
+		p->off = true;
+		libbpf_log__load_failed(f, FEATURE_STAGES, "", "stage_bpf", err);
+		snprintf(p->why, sizeof(p->why), "%s",
+			 f ? features__get(f, FEATURE_STAGES)->reason : strerror(-err));
+		return;
+	}
+	features__set(f, FEATURE_STAGES, true, "uprobe", NULL);
 }
 
 struct probes *probes__new(const struct probes_opts *opts)
@@ -77,6 +136,7 @@ struct probes *probes__new(const struct probes_opts *opts)
 		pr_err("failed to initialize the stage ids: %s", strerror(-err));
 		goto fail;
 	}
+	decide_stages(p);
 	return p;
 fail:
 	probes__free(p);
@@ -236,6 +296,11 @@ struct probe *probes__attach(struct probes *p, const struct probe_spec *spec, ch
 	struct probe *pr;
 	int rc, e;
 
+	if (p->off) {
+		snprintf(err, errlen, "stage probes are off: %s", p->why);
+		errno = ENOTSUP;
+		return NULL;
+	}
 	if (access(spec->binary, R_OK)) {
 		e = errno;
 		snprintf(err, errlen, "cannot read %s: %s", spec->binary, strerror(e));

@@ -11,8 +11,14 @@
 
 #include "tailprof.h"
 
+struct features;
+
 struct probes_opts {
 	uint64_t slot_ns; /* the drain period: one histogram slot each (tailprof.h) */
+	/* Filled in: stages (what the kernel lacks, or a stage object it rejects, turns stage
+	 * probes off: probes__attach refuses) and usdt_semaphores; read: TAILPROF_FEATURES_OFF.
+	 * NULL: neither. */
+	struct features *features;
 };
 
 enum probe_kind {
@@ -35,7 +41,9 @@ struct probe_stats {
 	uint64_t run_time_ns;	      /* both programs, while BPF stats are enabled */
 };
 
-/* Loads the shared maps. Returns NULL with errno set after logging what failed. */
+/* Loads the shared maps, then checks that the kernel has what stage probes need and that it
+ * loads the stage programs (an instance loaded and freed). Returns NULL with errno set after
+ * logging what failed (the maps; the programs only turn stages off). */
 struct probes *probes__new(const struct probes_opts *opts);
 /* Detaches every probe still attached and frees. NULL allowed. */
 void probes__free(struct probes *p);
@@ -43,7 +51,8 @@ void probes__free(struct probes *p);
 /* Attaches one stage or application. Returns the probe, or NULL with errno set and err (errlen
  * bytes) holding a sentence that names the binary, the symbol or probe and the problem: no such
  * file, no such function or USDT probe, a uretprobe on a Go binary (refused: Go moves goroutine
- * stacks, the return trampoline would corrupt them; use USDT). */
+ * stacks, the return trampoline would corrupt them; use USDT), stage probes off (ENOTSUP: the
+ * features report says why). */
 struct probe *probes__attach(struct probes *p, const struct probe_spec *spec, char *err,
 			     size_t errlen);
 /* Detaches and frees. NULL allowed. */

@@ -15,6 +15,7 @@
 #include "collector.h"
 #include "demangle.h"
 #include "gc.h"
+#include "feature_table.h"
 #include "gc_probes.h"
 #include "hashmap.h"
 #include "histogram.h"
@@ -911,6 +912,8 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "runq_count", json_integer(st.runq_count));
 	if (ctx->stages)
 		json_object_set_new(o, "stages", stages__status_json(ctx->stages));
+	if (ctx->features)
+		json_object_set_new(o, "features", features__json(ctx->features));
 	return dump(o);
 }
 
@@ -950,6 +953,16 @@ static void __attribute__((format(printf, 2, 3))) put(struct text *t, const char
 		t->buf = b;
 		t->cap = t->cap * 2 + n;
 	}
+}
+
+/* Appends text another module rendered (malloc'd; NULL: it ran out of memory) and frees it. */
+static void put_owned(struct text *t, char *text)
+{
+	if (!text)
+		t->failed = true;
+	else
+		put(t, "%s", text);
+	free(text);
 }
 
 static void metric(struct text *t, const char *name, const char *type, const char *help)
@@ -1330,15 +1343,10 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		    "Benchmark (TAILPROF_BENCH_LABEL_COST): samples whose stage lookup was timed.");
 		put(&t, "tailprof_bench_stage_label_samples_total %" PRIu64 "\n", samples);
 	}
-	if (ctx->stages) {
-		char *st_text = stages__metrics_text(ctx->stages);
-
-		if (!st_text)
-			t.failed = true;
-		else
-			put(&t, "%s", st_text);
-		free(st_text);
-	}
+	if (ctx->stages)
+		put_owned(&t, stages__metrics_text(ctx->stages));
+	if (ctx->features)
+		put_owned(&t, features__metrics_text(ctx->features));
 	if (t.failed) {
 		free(t.buf);
 		return NULL;

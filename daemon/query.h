@@ -11,6 +11,7 @@
 #include "window.h"
 
 struct collector;
+struct features;
 struct gc;
 struct gc_probes;
 struct loader;
@@ -57,10 +58,11 @@ struct query_ctx {
 	const char *listen;
 	uint32_t frequency_hz;
 	uint64_t retention_ns;
-	uint64_t offcpu_min_ns;	     /* blocks at least this long have stacks */
-	struct stages *stages;	     /* stage names, status and metrics; may be NULL */
-	struct gc *gc;		     /* GC tracking; NULL: --gc=off */
-	struct gc_probes *gc_probes; /* with gc */
+	uint64_t offcpu_min_ns;		 /* blocks at least this long have stacks */
+	struct stages *stages;		 /* stage names, status and metrics; may be NULL */
+	struct gc *gc;			 /* GC tracking; NULL: --gc=off */
+	struct gc_probes *gc_probes;	 /* with gc */
+	const struct features *features; /* what runs, for the status and /metrics; may be NULL */
 };
 
 /* Selects the windows of range, oldest first, into out[0..max). now_mono_ns bounds last=;

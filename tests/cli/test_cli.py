@@ -25,6 +25,16 @@ STATUS = {
          "processes": 2, "probes": 2},
         {"runtime": "go", "path": "/srv/app", "state": "unsupported", "processes": 1,
          "probes": 0, "reason": "stripped Go binary"}]},
+    "features": {
+        "cpu_sampling": {"enabled": True, "variant": "perf_event/cpu-clock", "reason": ""},
+        "eh_frame_unwinding": {"enabled": False, "variant": "frame_pointers",
+                               "reason": "--unwind=fp"},
+        "offcpu": {"enabled": False, "variant": "",
+                   "reason": "the verifier rejected sched_switch: R1 pointer ^= pointer "
+                             "prohibited; tailprofd --check prints more"},
+        "task_work": {"enabled": True, "variant": "sys_exit",
+                      "reason": "forced off by TAILPROF_FEATURES_OFF (tests)"},
+        "a_future_feature": {"enabled": True, "variant": "x", "reason": ""}},
 }
 GC = {"events": [
     {"pid": 41, "tid": 41, "comm": "python3.11", "runtime": "python", "kind": "pause",
@@ -86,6 +96,7 @@ PROFILE_HEADERS = {
 class FakeDaemon(http.server.BaseHTTPRequestHandler):
     requests = []
     with_stages = False
+    without_features = False
 
     def log_message(self, *args):
         pass
@@ -103,7 +114,10 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
         FakeDaemon.requests.append(self.path)
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
-        if url.path == "/api/v1/status" and FakeDaemon.with_stages:
+        if url.path == "/api/v1/status" and FakeDaemon.without_features:
+            self.reply(200, json.dumps({k: v for k, v in STATUS.items()
+                                        if k != "features"}).encode())
+        elif url.path == "/api/v1/status" and FakeDaemon.with_stages:
             self.reply(200, json.dumps(STATUS_STAGES).encode())
         elif url.path == "/api/v1/status":
             self.reply(200, STATUS_BODY)
@@ -174,6 +188,34 @@ def main():
         check("tailprofd 0.1.0 on h (kernel 6.1.0), pid 123, up 5m0s" in text, text)
         check("99 Hz on 2 CPUs" in text and "12 of 360 (10s each" in text, text)
         check(FakeDaemon.requests == ["/api/v1/status"], FakeDaemon.requests)
+
+    def status_features():
+        rc, out, err = t.run("--server", url, "status")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        lines = out.decode().splitlines()
+        i = lines.index("  features:")
+        check(lines[i + 1].split() == ["NAME", "STATE", "VARIANT", "REASON"], lines[i + 1])
+        rows = [l.split(None, 3) for l in lines[i + 2:i + 7]]
+        # every capability the daemon reports, in its order, a later one's too
+        check(rows == [
+            ["cpu_sampling", "on", "perf_event/cpu-clock", "-"],
+            ["eh_frame_unwinding", "off", "frame_pointers", "--unwind=fp"],
+            ["offcpu", "off", "-", "the verifier rejected sched_switch: R1 pointer ^= pointer "
+             "prohibited; tailprofd --check prints more"],
+            ["task_work", "on", "sys_exit", "forced off by TAILPROF_FEATURES_OFF (tests)"],
+            ["a_future_feature", "on", "x", "-"]], rows)
+        # the off-CPU line says why it is off
+        check("  off-CPU:    off (the verifier rejected sched_switch: R1" in out.decode(),
+              out.decode())
+        # a daemon from before the features report: no table, the old off-CPU line
+        FakeDaemon.without_features = True
+        try:
+            rc, out, err = t.run("--server", url, "status")
+        finally:
+            FakeDaemon.without_features = False
+        check(rc == 0 and "features:" not in out.decode(), out.decode())
+        check("off-CPU:    off (the scheduler programs did not load)" in out.decode(),
+              out.decode())
 
     def status_gc():
         rc, out, err = t.run("--server", url, "status")
@@ -389,6 +431,7 @@ def main():
     t.case("status prints readable text", status_text)
     t.case("status --json prints the body byte for byte (--server after)", status_json)
     t.case("status lists GC objects and unsupported runtimes", status_gc)
+    t.case("status prints the features table; the off-CPU line says why", status_features)
     t.case("gc prints a table of events and the totals", gc_text)
     t.case("gc --json prints the body; a bad --last exits 2", gc_json)
     t.case("windows prints a table, current marked, missing as -", windows_text)

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Kernel probes: libbpf's program, map and helper probes, BTF type lookups, sysfs files. */
+#include "kernel_probe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+/* Linux versions in the reasons below: where each piece first appeared (docs/kernels.md). */
+struct helper_need {
+	enum bpf_func_id id;
+	const char *name;
+	const char *since;
+};
+
+/* The first helper of needs[0..n) that programs of type `type` cannot call: 0, or -ENOTSUP after
+ * naming it and its Linux version in why. */
+static int probe_helpers(enum bpf_prog_type type, const char *kind, const struct helper_need *needs,
+			 size_t n, char *why, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (libbpf_probe_bpf_helper(type, needs[i].id, NULL) != 1) {
+			snprintf(why, len,
+				 "the kernel lacks the BPF helper %s for %s programs (Linux %s)",
+				 needs[i].name, kind, needs[i].since);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+/* Whether the kernel's BTF has a type `name` of kind `kind`: 1, 0, or -errno without BTF. */
+static int vmlinux_has(const char *name, int kind)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	int has;
+
+	if (!vmlinux)
+		return -errno;
+	has = btf__find_by_name_kind(vmlinux, name, kind) > 0;
+	btf__free(vmlinux);
+	return has;
+}
+
+/* Whether struct task_struct has a member `member` (CONFIG_SCHED_INFO gives it sched_info). */
+static bool task_struct_has(const char *member)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_member *m;
+	bool has = false;
+	int id;
+
+	if (!vmlinux)
+		return false;
+	id = btf__find_by_name_kind(vmlinux, "task_struct", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(vmlinux, id) : NULL;
+	m = t ? btf_members(t) : NULL;
+	for (int i = 0; t && i < btf_vlen(t) && !has; i++)
+		has = !strcmp(btf__name_by_offset(vmlinux, m[i].name_off), member);
+	btf__free(vmlinux);
+	return has;
+}
+
+int kernel_probe__sampler(char *why, size_t len)
+{
+	static const struct helper_need helpers[] = {
+	    {BPF_FUNC_get_stack, "bpf_get_stack", "4.18"},
+	    {BPF_FUNC_ringbuf_output, "bpf_ringbuf_output", "5.8"},
+	    {BPF_FUNC_ringbuf_query, "bpf_ringbuf_query", "5.8"},
+	    {BPF_FUNC_get_current_task, "bpf_get_current_task", "4.8"},
+	    {BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns", "4.1"},
+	    {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11"},
+	};
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		snprintf(
+		    why, len,
+		    "the kernel has no BTF (/sys/kernel/btf/vmlinux): tailprofd needs a kernel "
+		    "built with CONFIG_DEBUG_INFO_BTF=y");
+	else if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL) != 1)
+		snprintf(why, len,
+			 "the kernel cannot load BPF perf_event programs (CONFIG_BPF_EVENTS=y)");
+	else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
+		snprintf(why, len, "the kernel has no BPF ring buffer (Linux 5.8)");
+	else if (vmlinux_has("btf_trace_sched_process_exec", BTF_KIND_TYPEDEF) != 1)
+		snprintf(why, len,
+			 "the kernel has no BTF-typed tracepoints (tp_btf, Linux 5.5) for "
+			 "sched_process_exec");
+	else if (!probe_helpers(BPF_PROG_TYPE_PERF_EVENT, "perf_event", helpers,
+				sizeof(helpers) / sizeof(helpers[0]), why, len))
+		return 0;
+	return -ENOTSUP;
+}
+
+int kernel_probe__uprobes(bool stage_helpers, char *why, size_t len)
+{
+	static const struct helper_need helpers[] = {
+	    {BPF_FUNC_task_storage_get, "bpf_task_storage_get", "5.11"},
+	    {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11"},
+	};
+
+	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
+		snprintf(
+		    why, len,
+		    "the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe, Linux "
+		    "4.17 with CONFIG_UPROBE_EVENTS=y)");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) != 1) {
+		snprintf(why, len,
+			 "the kernel cannot load BPF uprobe programs (CONFIG_BPF_EVENTS=y)");
+		return -ENOTSUP;
+	}
+	return stage_helpers ? probe_helpers(BPF_PROG_TYPE_KPROBE, "uprobe", helpers,
+					     sizeof(helpers) / sizeof(helpers[0]), why, len)
+			     : 0;
+}
+
+int kernel_probe__uprobe_ref_ctr(char *why, size_t len)
+{
+	if (access("/sys/bus/event_source/devices/uprobe/type", F_OK)) {
+		snprintf(why, len, "the kernel has no uprobe PMU");
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset", F_OK)) {
+		snprintf(
+		    why, len,
+		    "the uprobe PMU takes no ref_ctr_offset (Linux 4.20): USDT probes behind a "
+		    "semaphore never fire");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int kernel_probe__sched(char *why, size_t len)
+{
+	/* tp_btf programs get the helpers of raw tracepoints: probed through those */
+	static const struct helper_need helpers[] = {
+	    {BPF_FUNC_task_storage_get, "bpf_task_storage_get", "5.11"},
+	    {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11"},
+	    {BPF_FUNC_get_task_stack, "bpf_get_task_stack", "5.9"},
+	    {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15"},
+	    {BPF_FUNC_map_lookup_percpu_elem, "bpf_map_lookup_percpu_elem", "5.19"},
+	};
+
+	if (vmlinux_has("btf_trace_sched_switch", BTF_KIND_TYPEDEF) != 1) {
+		snprintf(why, len, "the kernel has no tp_btf/sched_switch (Linux 5.5)");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1) {
+		snprintf(why, len, "the kernel has no BPF task storage (Linux 5.11)");
+		return -ENOTSUP;
+	}
+	if (!task_struct_has("sched_info")) {
+		snprintf(why, len,
+			 "the kernel keeps no scheduler statistics per task (CONFIG_SCHED_INFO: "
+			 "CONFIG_SCHEDSTATS or CONFIG_TASK_DELAY_ACCT)");
+		return -ENOTSUP;
+	}
+	return probe_helpers(BPF_PROG_TYPE_RAW_TRACEPOINT, "tracing", helpers,
+			     sizeof(helpers) / sizeof(helpers[0]), why, len);
+}
+
+bool kernel_probe__task_work(void)
+{
+	return vmlinux_has("bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) == 1;
+}
+
+int kernel_probe__unwind_tables(char *why, size_t len)
+{
+	static const struct helper_need helpers[] = {
+	    {BPF_FUNC_loop, "bpf_loop", "5.17"},
+	    {BPF_FUNC_task_pt_regs, "bpf_task_pt_regs", "5.15"},
+	};
+
+	return probe_helpers(BPF_PROG_TYPE_PERF_EVENT, "perf_event", helpers,
+			     sizeof(helpers) / sizeof(helpers[0]), why, len);
+}

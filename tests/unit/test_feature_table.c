@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Unit tests of the features table: the test switch's parsing, setting capabilities, and the
+ * JSON, Prometheus and --check views. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "feature_table.h"
+
+static const char *const keys[FEATURE_NR] = {
+    "cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
+    "stages",	    "usdt_semaphores",	  "gc",	    "bpf_stats",
+};
+
+/* A new table: every capability named, off, "not probed", nothing forced. */
+static void test_new_table_is_all_off(void **state)
+{
+	struct features *f = features__new();
+
+	for (int i = 0; i < FEATURE_NR; i++) {
+		const struct feature *ft = features__get(f, i);
+
+		assert_string_equal(ft->name, keys[i]);
+		assert_false(ft->enabled);
+		assert_string_equal(ft->variant, "");
+		assert_string_equal(ft->reason, "not probed");
+		assert_false(features__forced_off(f, i));
+	}
+	assert_false(features__any_load_failed(f));
+	features__free(f);
+	features__free(NULL);
+}
+
+static unsigned forced_mask(const struct features *f)
+{
+	unsigned m = 0;
+
+	for (int i = 0; i < FEATURE_NR; i++)
+		m |= features__forced_off(f, i) ? 1u << i : 0;
+	return m;
+}
+
+#define BIT(id) (1u << (id))
+
+static void test_parse_off(void **state)
+{
+	static const struct {
+		const char *off, *sched_return;
+		int rc;
+		unsigned forced;
+	} cases[] = {
+	    {NULL, NULL, 0, 0},
+	    {"", "", 0, 0},
+	    {"task_work", NULL, 0, BIT(FEATURE_TASK_WORK)},
+	    /* one object serves both: either takes the other along */
+	    {"offcpu", NULL, 0, BIT(FEATURE_OFFCPU) | BIT(FEATURE_RUNQ)},
+	    {"runq_latency", NULL, 0, BIT(FEATURE_OFFCPU) | BIT(FEATURE_RUNQ)},
+	    {"gc,stages,,bpf_stats,", NULL, 0,
+	     BIT(FEATURE_GC) | BIT(FEATURE_STAGES) | BIT(FEATURE_BPF_STATS)},
+	    {"eh_frame_unwinding", NULL, 0, BIT(FEATURE_EH_FRAME)},
+	    {NULL, "sys_exit", 0, BIT(FEATURE_TASK_WORK)},
+	    {"gc", "sys_exit", 0, BIT(FEATURE_GC) | BIT(FEATURE_TASK_WORK)},
+	    /* no fallback to test, or not a name */
+	    {"cpu_sampling", NULL, -EINVAL, 0},
+	    {"usdt_semaphores", NULL, -EINVAL, 0},
+	    {"gc,bogus", NULL, -EINVAL, 0},
+	    {"task", NULL, -EINVAL, 0},
+	    {"task_workx", NULL, -EINVAL, 0},
+	    {" gc", NULL, -EINVAL, 0},
+	    {NULL, "task_work", -EINVAL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct features *f = features__new();
+		char err[300] = "";
+		int rc =
+		    features__parse_off(f, cases[i].off, cases[i].sched_return, err, sizeof(err));
+
+		assert_int_equal(rc, cases[i].rc);
+		if (!rc) {
+			assert_int_equal(forced_mask(f), cases[i].forced);
+			assert_string_equal(err, "");
+		} else {
+			/* names the variable, and the names that are allowed */
+			assert_non_null(strstr(err, cases[i].off ? "TAILPROF_FEATURES_OFF: '"
+								 : "TAILPROF_SCHED_RETURN: '"));
+			assert_non_null(
+			    strstr(err, cases[i].off ? "eh_frame_unwinding, offcpu" : "sys_exit"));
+		}
+		features__free(f);
+	}
+}
+
+static void test_forced_reason_names_the_switch(void **state)
+{
+	struct features *f = features__new();
+	char err[300];
+
+	assert_int_equal(features__parse_off(f, NULL, "sys_exit", err, sizeof(err)), 0);
+	assert_string_equal(features__forced_reason(f, FEATURE_TASK_WORK),
+			    "forced off by TAILPROF_SCHED_RETURN=sys_exit (tests)");
+	features__free(f);
+	/* given both ways, the newer switch is the one named */
+	f = features__new();
+	assert_int_equal(features__parse_off(f, "task_work", "sys_exit", err, sizeof(err)), 0);
+	assert_string_equal(features__forced_reason(f, FEATURE_TASK_WORK),
+			    "forced off by TAILPROF_FEATURES_OFF (tests)");
+	assert_string_equal(features__forced_reason(f, FEATURE_GC), FEATURE_FORCED_OFF);
+	features__free(f);
+	assert_false(features__forced_off(NULL, FEATURE_GC));
+}
+
+static void test_set(void **state)
+{
+	struct features *f = features__new();
+	char long_variant[100];
+	const struct feature *ft = features__get(f, FEATURE_TASK_WORK);
+
+	features__set(f, FEATURE_TASK_WORK, true, "sys_exit", "the kernel lacks %s (Linux %d.%d)",
+		      "the kfunc", 6, 18);
+	assert_true(ft->enabled);
+	assert_string_equal(ft->variant, "sys_exit");
+	assert_string_equal(ft->reason, "the kernel lacks the kfunc (Linux 6.18)");
+	assert_false(ft->quiet);
+	features__set_quiet(f, FEATURE_TASK_WORK);
+	assert_true(ft->quiet);
+	/* a new state: the reason and the quiet mark go */
+	features__set(f, FEATURE_TASK_WORK, true, "task_work", NULL);
+	assert_string_equal(ft->reason, "");
+	assert_false(ft->quiet);
+	/* bounded copies */
+	memset(long_variant, 'v', sizeof(long_variant) - 1);
+	long_variant[sizeof(long_variant) - 1] = 0;
+	features__set(f, FEATURE_GC, false, long_variant, "%s", "");
+	assert_int_equal(strlen(features__get(f, FEATURE_GC)->variant), sizeof(ft->variant) - 1);
+	/* NULL table: nothing, no crash */
+	features__set(NULL, FEATURE_GC, true, "x", NULL);
+	features__set_quiet(NULL, FEATURE_GC);
+	features__set_load_failure(NULL, FEATURE_GC, "gc_bpf", "p", true, "log");
+	features__free(f);
+}
+
+static void test_json(void **state)
+{
+	struct features *f = features__new();
+	json_t *o;
+	const char *key;
+	json_t *v;
+	int i = 0;
+
+	features__set(f, FEATURE_OFFCPU, true, "tp_btf/sched_switch", NULL);
+	features__set(f, FEATURE_GC, false, "", "--gc off");
+	o = features__json(f);
+	assert_non_null(o);
+	assert_int_equal(json_object_size(o), FEATURE_NR);
+	/* every capability, in the documented order, each with three typed keys */
+	json_object_foreach(o, key, v)
+	{
+		assert_string_equal(key, keys[i++]);
+		assert_int_equal(json_object_size(v), 3);
+		assert_true(json_is_boolean(json_object_get(v, "enabled")));
+		assert_true(json_is_string(json_object_get(v, "variant")));
+		assert_true(json_is_string(json_object_get(v, "reason")));
+	}
+	v = json_object_get(o, "offcpu");
+	assert_true(json_is_true(json_object_get(v, "enabled")));
+	assert_string_equal(json_string_value(json_object_get(v, "variant")),
+			    "tp_btf/sched_switch");
+	assert_string_equal(json_string_value(json_object_get(v, "reason")), "");
+	v = json_object_get(o, "gc");
+	assert_true(json_is_false(json_object_get(v, "enabled")));
+	assert_string_equal(json_string_value(json_object_get(v, "reason")), "--gc off");
+	json_decref(o);
+	features__free(f);
+}
+
+static void test_metrics_text(void **state)
+{
+	struct features *f = features__new();
+	char *text;
+
+	features__set(f, FEATURE_CPU_SAMPLING, true, "perf_event/cpu-clock", NULL);
+	features__set(f, FEATURE_TASK_WORK, true, "sys_exit", "older kernel");
+	text = features__metrics_text(f);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "# TYPE tailprof_feature_enabled gauge\n"));
+	assert_non_null(strstr(text, "\ntailprof_feature_enabled{feature=\"cpu_sampling\"} 1\n"
+				     "tailprof_feature_enabled{feature=\"eh_frame_unwinding\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"offcpu\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"runq_latency\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"task_work\"} 1\n"
+				     "tailprof_feature_enabled{feature=\"stages\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"usdt_semaphores\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"gc\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"bpf_stats\"} 0\n"));
+	assert_int_equal(text[strlen(text) - 1], '\n');
+	free(text);
+	features__free(f);
+}
+
+/* The --check report: a line per capability, then each failure once with its log. */
+static void test_print(void **state)
+{
+	struct features *f = features__new();
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	for (int i = 0; i < FEATURE_NR; i++)
+		features__set(f, i, true, "v", NULL);
+	features__set(f, FEATURE_OFFCPU, false, "", "the verifier rejected sched_switch: R1");
+	features__set(f, FEATURE_RUNQ, false, "", "the verifier rejected sched_switch: R1");
+	/* one object load, two capabilities: printed once */
+	features__set_load_failure(f, FEATURE_OFFCPU, "sched_bpf", "sched_switch", true,
+				   "0: (85) call\nR1 pointer ^= pointer prohibited");
+	features__set_load_failure(f, FEATURE_RUNQ, "sched_bpf", "sched_switch", true,
+				   "0: (85) call\nR1 pointer ^= pointer prohibited");
+	features__set_load_failure(f, FEATURE_GC, "gc_bpf", "", false, NULL);
+	assert_true(features__any_load_failed(f));
+	m = open_memstream(&out, &len);
+	features__print(f, m);
+	fclose(m);
+	assert_non_null(strstr(out, "FEATURE              STATE VARIANT                REASON\n"
+				    "cpu_sampling         on    v                      -\n"));
+	assert_non_null(strstr(out, "\noffcpu               off   -                      the "
+				    "verifier rejected sched_switch: R1\n"));
+	assert_non_null(strstr(out, "\nsched_bpf, program sched_switch (offcpu): the verifier "
+				    "rejected it; the last lines of its log:\n"
+				    "  0: (85) call\n"
+				    "  R1 pointer ^= pointer prohibited\n"));
+	assert_null(strstr(out, "(runq_latency): the verifier"));
+	assert_non_null(
+	    strstr(out, "\ngc_bpf, program unnamed (gc): failed to load; libbpf said nothing\n"));
+	free(out);
+	features__free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_new_table_is_all_off),
+	    cmocka_unit_test(test_parse_off),
+	    cmocka_unit_test(test_forced_reason_names_the_switch),
+	    cmocka_unit_test(test_set),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_metrics_text),
+	    cmocka_unit_test(test_print),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
