@@ -73,10 +73,10 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 		if (n && id < 0) {
 			snprintf(
 			    err, len,
-			    "TAILPROF_FEATURES_OFF: '%.*s' cannot be forced off; give a "
+			    "TAILPROF_FEATURES_OFF: '%.*s%s' cannot be forced off; give a "
 			    "comma-separated list of eh_frame_unwinding, offcpu, runq_latency, "
 			    "task_work, stages, gc, bpf_stats",
-			    (int)n, p);
+			    n > 64 ? 64 : (int)n, p, n > 64 ? "..." : "");
 			return -EINVAL;
 		}
 		if (id >= 0)
@@ -88,10 +88,11 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 		f->forced |= (1u << FEATURE_OFFCPU) | (1u << FEATURE_RUNQ);
 	if (sched_return && *sched_return) {
 		if (strcmp(sched_return, "sys_exit")) {
-			snprintf(err, len,
-				 "TAILPROF_SCHED_RETURN: '%s' is not allowed; the only value is "
-				 "sys_exit (tests; the same as TAILPROF_FEATURES_OFF=task_work)",
-				 sched_return);
+			snprintf(
+			    err, len,
+			    "TAILPROF_SCHED_RETURN: '%.64s%s' is not allowed; the only value is "
+			    "sys_exit (tests; the same as TAILPROF_FEATURES_OFF=task_work)",
+			    sched_return, strlen(sched_return) > 64 ? "..." : "");
 			return -EINVAL;
 		}
 		if (!(f->forced & (1u << FEATURE_TASK_WORK)))
@@ -246,9 +247,9 @@ void features__print(const struct features *f, FILE *out)
 
 		if (!ft->load_failed || failure_seen(f, i))
 			continue;
-		fprintf(out, "\n%s, program %s (%s): %s\n", ft->object,
-			*ft->program ? ft->program : "unnamed", ft->name,
-			!ft->log       ? "failed to load; libbpf said nothing"
+		fprintf(out, "\n%s%s%s (%s): %s\n", ft->object, *ft->program ? ", program " : "",
+			ft->program, ft->name,
+			!ft->log       ? ft->reason
 			: ft->verifier ? "the verifier rejected it; the last lines of its log:"
 				       : "libbpf failed to load it; its last messages:");
 		for (line = ft->log; line && *line; line = *end ? end + 1 : end) {

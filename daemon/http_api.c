@@ -31,7 +31,21 @@
 
 #define MAX_PROFILE_SECONDS 3600
 
+static int listen_on(const char *addr, bool parse_only, char *err, size_t errlen);
+
 int http_api__listen(const char *addr, char *err, size_t errlen)
+{
+	return listen_on(addr, false, err, errlen);
+}
+
+int http_api__check_listen(const char *addr, char *err, size_t errlen)
+{
+	return listen_on(addr, true, err, errlen);
+}
+
+/* http_api__listen(); parse_only: the address is checked (its form, getaddrinfo) but no socket
+ * is made, 0 when it is good. */
+static int listen_on(const char *addr, bool parse_only, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
@@ -69,6 +83,10 @@ int http_api__listen(const char *addr, char *err, size_t errlen)
 	rc = getaddrinfo(hlen ? host : NULL, port, &hints, &ai);
 	if (rc)
 		goto usage;
+	if (parse_only) {
+		freeaddrinfo(ai);
+		return 0;
+	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot create a socket: %s", strerror(errno));

@@ -13,6 +13,9 @@ struct query_ctx;
  * -1 when it cannot listen (address in use, permission), after writing a sentence for people
  * into err (errlen bytes) that names the problem and the fix. */
 int http_api__listen(const char *listen, char *err, size_t errlen);
+/* The same check of the address's form, with no socket made (tailprofd --check: a running
+ * tailprofd may hold the port). Returns 0, or -2 after writing into err what is wrong. */
+int http_api__check_listen(const char *listen, char *err, size_t errlen);
 
 /* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server. Returns
  * NULL with errno set. */

@@ -2,6 +2,7 @@
 /* libbpf's print function and the tail of what it said of failed loads. */
 #include "libbpf_log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -115,6 +116,25 @@ static bool log_generic_line(const char *line)
 	       strstr(line, "failed to load BPF skeleton") || strstr(line, ": failed to load: ");
 }
 
+/* What to do about a load that failed with err for a reason of this machine's, not the
+ * program's; "" when there is nothing to say. */
+static const char *load_fix(int err)
+{
+	switch (-err) {
+	case EMFILE:
+	case ENFILE:
+		return "; raise the open-file limit (ulimit -n, LimitNOFILE= in a unit)";
+	case ENOMEM:
+		return "; the kernel (or the cgroup) has no memory for the BPF maps: give a "
+		       "smaller "
+		       "--unwind-memory or --ringbuf-size, or raise the memory limit";
+	case EPERM:
+		return "; run tailprofd as root (or with CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
+		       "CAP_DAC_READ_SEARCH)";
+	}
+	return "";
+}
+
 void libbpf_log__load_failed(struct features *f, enum feature_id id, const char *variant,
 			     const char *object, int err)
 {
@@ -125,7 +145,12 @@ void libbpf_log__load_failed(struct features *f, enum feature_id id, const char 
 	FILE *m;
 
 	pthread_mutex_lock(&load_log.lock);
-	t = load_log.verifier.nr ? &load_log.verifier : &load_log.warnings;
+	/* The verifier said no (EACCES, EINVAL, E2BIG): its log says why. A log with another
+	 * error is of a program that verified and then could not be made (no file descriptor
+	 * left, no memory): libbpf's own warnings say why. */
+	t = load_log.verifier.nr && (err == -EACCES || err == -EINVAL || err == -E2BIG)
+		? &load_log.verifier
+		: &load_log.warnings;
 	n = t->nr < LIBBPF_LOG_LINES ? t->nr : LIBBPF_LOG_LINES;
 	m = open_memstream(&text, &len);
 	if (!m)
@@ -144,8 +169,8 @@ void libbpf_log__load_failed(struct features *f, enum feature_id id, const char 
 			      t->program, cause ? cause : "(its log says nothing more)");
 	else
 		features__set(f, id, false, variant,
-			      "libbpf could not load %s: %s; tailprofd --check prints more", object,
-			      cause ? cause : strerror(-err));
+			      "libbpf could not load %s: %s%s; tailprofd --check prints more",
+			      object, cause ? cause : strerror(-err), load_fix(err));
 	features__set_load_failure(f, id, object, t->program, t == &load_log.verifier,
 				   n ? text : NULL);
 	pthread_mutex_unlock(&load_log.lock);

@@ -286,11 +286,32 @@ static void enable_stats(struct loader *l, struct features *f)
 	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (l->stats_fd >= 0)
 		features__set(f, FEATURE_BPF_STATS, true, "BPF_ENABLE_STATS", NULL);
+	else if (errno == EPERM)
+		features__set(
+		    f, FEATURE_BPF_STATS, false, "",
+		    "BPF_ENABLE_STATS needs CAP_SYS_ADMIN: the self-overhead figures read 0 "
+		    "(run as root, or add CAP_SYS_ADMIN)");
 	else
 		features__set(f, FEATURE_BPF_STATS, false, "",
 			      "BPF_ENABLE_STATS failed (%s; Linux 5.8): the self-overhead figures "
 			      "read 0",
 			      strerror(errno));
+}
+
+/* The table unwinder's maps loaded but could not be mapped into tailprofd (what, error err):
+ * eh_frame_unwinding falls back to frame pointers (main loads the sampler again without it),
+ * and --check reports the failure. */
+static void unwind_map_failed(const struct loader_opts *opts, const char *what, int err)
+{
+	pr_warn("failed to map %s (--unwind-memory %zu MiB): %s", what,
+		(size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) >> 20, strerror(-err));
+	features__set(opts->features, FEATURE_EH_FRAME, false, "frame_pointers",
+		      "cannot map %s (--unwind-memory %zu MiB) into tailprofd: %s; give a smaller "
+		      "--unwind-memory",
+		      what, (size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) >> 20,
+		      strerror(-err));
+	features__set_load_failure(opts->features, FEATURE_EH_FRAME, "profile_bpf", NULL, false,
+				   NULL);
 }
 
 /* Entries of unwind_pages: one per 16 rows (a page of code has some 80 rows in libc). */
@@ -408,7 +429,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 		    page;
 		l->rows = map_shared(l->skel->maps.unwind_rows, l->rows_bytes, &err);
 		if (err) {
-			pr_err("failed to map the unwind tables: %s", strerror(-err));
+			unwind_map_failed(opts, "the unwind tables", err);
 			goto fail;
 		}
 		l->pages_bytes =
@@ -416,12 +437,12 @@ struct loader *loader__new(const struct loader_opts *opts)
 		    page * page;
 		l->pages = map_shared(l->skel->maps.unwind_pages, l->pages_bytes, &err);
 		if (err) {
-			pr_err("failed to map the unwind page indexes: %s", strerror(-err));
+			unwind_map_failed(opts, "the unwind page indexes", err);
 			goto fail;
 		}
 		l->epoch = map_shared(l->skel->maps.unwind_epoch, page, &err);
 		if (err) {
-			pr_err("failed to map the unwind tables' epoch: %s", strerror(-err));
+			unwind_map_failed(opts, "the unwind tables' epoch", err);
 			goto fail;
 		}
 	}

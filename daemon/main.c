@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -577,23 +578,57 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	return *loader ? 0 : -1;
 }
 
-/* tailprofd --check: the features report on stdout, then a closing line. Returns the exit code:
- * 1 when an object failed to load for a reason no probe found, or CPU sampling cannot run. */
-static int report_check(const struct features *ft)
+/* tailprofd --check: the features report on stdout, then a closing line. loaded: what
+ * load_objects() returned. Returns the exit code: 1 when an object failed to load for a reason
+ * no probe found, CPU sampling cannot run, loading stopped early (its error was logged), or the
+ * report could not be written. */
+static int report_check(struct features *ft, int loaded)
 {
 	bool cpu = features__get(ft, FEATURE_CPU_SAMPLING)->enabled;
 	bool failed = features__any_load_failed(ft);
 
+	/* what loading never reached says so, not "not probed" */
+	for (int i = 0; loaded && i < FEATURE_NR; i++)
+		if (!strcmp(features__get(ft, i)->reason, "not probed"))
+			features__set(ft, i, false, "",
+				      "not reached: loading stopped at the error "
+				      "above");
 	printf("tailprofd %s --check on Linux %s\n", TAILPROF_VERSION, sysinfo__kernel_release());
 	features__print(ft, stdout);
-	if (!cpu)
+	if (loaded)
+		printf("\ntailprofd cannot start: loading stopped at the error logged above\n");
+	else if (!cpu)
 		printf("\ntailprofd cannot run on this kernel: CPU sampling is off (above)\n");
 	else if (failed)
 		printf("\na BPF object failed to load (above): tailprofd would run here without "
 		       "the features it serves\n");
 	else
 		printf("\nevery object loaded\n");
-	return !cpu || failed;
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "tailprofd: cannot write the report: %s\n", strerror(errno));
+		return 1;
+	}
+	return loaded || !cpu || failed;
+}
+
+/* Raises the soft limit on open files to the hard one: every BPF map and program, perf event
+ * (one per CPU), uprobe link and HTTP connection is a descriptor, and a daemon that runs out
+ * loses features or stops answering. Logs when the limit stays low. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r))
+		return;
+	if (r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+		getrlimit(RLIMIT_NOFILE, &r);
+	}
+	if (r.rlim_cur < 1024)
+		pr_warn("the open-file limit is %llu: tailprofd may run out of descriptors (BPF "
+			"maps, perf events, probes); raise it (ulimit -n, LimitNOFILE= in a unit)",
+			(unsigned long long)r.rlim_cur);
 }
 
 int main(int argc, char **argv)
@@ -650,10 +685,16 @@ int main(int argc, char **argv)
 		    "CAP_DAC_READ_SEARCH): run it with sudo");
 		goto out;
 	}
+	raise_nofile();
 	if (o.check) {
-		/* no listener, no signal handling: load, report, unload */
-		load_objects(&o, cfg, features, true, &probes, &gc_probes, &loader);
-		ret = report_check(features);
+		/* no listener (a running tailprofd may hold the port: its form is checked), no
+		 * signal handling: load, report, unload */
+		if (http_api__check_listen(o.listen, err, sizeof(err))) {
+			ret = usage_error("%s", err);
+			goto out;
+		}
+		rc = load_objects(&o, cfg, features, true, &probes, &gc_probes, &loader);
+		ret = report_check(features, rc);
 		goto out;
 	}
 	/* Signals are read from a signalfd in the drain loop; block them before any thread

@@ -222,6 +222,8 @@ static void test_print(void **state)
 				   "0: (85) call\nR1 pointer ^= pointer prohibited");
 	features__set_load_failure(f, FEATURE_RUNQ, "sched_bpf", "sched_switch", true,
 				   "0: (85) call\nR1 pointer ^= pointer prohibited");
+	features__set(f, FEATURE_GC, false, "",
+		      "libbpf could not load gc_bpf: Too many open files");
 	features__set_load_failure(f, FEATURE_GC, "gc_bpf", "", false, NULL);
 	assert_true(features__any_load_failed(f));
 	m = open_memstream(&out, &len);
@@ -236,8 +238,9 @@ static void test_print(void **state)
 				    "  0: (85) call\n"
 				    "  R1 pointer ^= pointer prohibited\n"));
 	assert_null(strstr(out, "(runq_latency): the verifier"));
+	/* no log kept: the reason says what failed */
 	assert_non_null(
-	    strstr(out, "\ngc_bpf, program unnamed (gc): failed to load; libbpf said nothing\n"));
+	    strstr(out, "\ngc_bpf (gc): libbpf could not load gc_bpf: Too many open files\n"));
 	free(out);
 	features__free(f);
 }

@@ -146,12 +146,37 @@ static void test_libbpf_error(void **state)
 	features__free(f);
 }
 
+/* A program that verified, then could not be made (no file descriptor left): libbpf prints the
+ * log of the successful verification; the cause is the error, with what to do about it. */
+static void test_out_of_descriptors(void **state)
+{
+	struct features *f = features__new();
+	const struct feature *ft = features__get(f, FEATURE_STAGES);
+
+	libbpf_log__reset();
+	libbpf_log__capture(LIBBPF_WARN, "libbpf: prog 'uprobe_stage_enter': BPF program load "
+					 "failed: Too many open files\n");
+	libbpf_log__capture(LIBBPF_WARN, "libbpf: prog 'uprobe_stage_enter': -- BEGIN PROG LOAD "
+					 "LOG --\nprocessed 88 insns (limit 1000000) "
+					 "max_states_per_insn 0\n-- END PROG LOAD LOG --\n");
+	libbpf_log__capture(LIBBPF_WARN, "libbpf: prog 'uprobe_stage_enter': failed to load: "
+					 "-24\n");
+	libbpf_log__load_failed(f, FEATURE_STAGES, "", "stage_bpf", -EMFILE);
+	assert_false(ft->verifier);
+	assert_string_equal(ft->reason,
+			    "libbpf could not load stage_bpf: prog 'uprobe_stage_enter': BPF "
+			    "program load failed: Too many open files; raise the open-file limit "
+			    "(ulimit -n, LimitNOFILE= in a unit); tailprofd --check prints more");
+	features__free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_verifier_rejection),
 	    cmocka_unit_test(test_latest_log_and_reset),
 	    cmocka_unit_test(test_libbpf_error),
+	    cmocka_unit_test(test_out_of_descriptors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
