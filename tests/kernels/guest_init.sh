@@ -38,7 +38,9 @@ echo "KM uname $(uname -r)"
 echo "KM nproc $(grep -c ^processor /proc/cpuinfo)"
 
 t0=$(now)
-tailprofd --check >/tmp/check.txt 2>&1
+# the flags and config the daemon gets below
+tailprofd --check --window 1s --retention 10m --config /etc/tailprofd.conf \
+	$(cat /etc/tailprofd.flags 2>/dev/null) >/tmp/check.txt 2>&1
 echo "KM check-rc $?"
 echo "KM check-seconds $(($(now) - t0))"
 emit check /tmp/check.txt
