@@ -58,7 +58,8 @@ const volatile __u32 block_clock_rq = 0;   /* 1: time blocks with rq->clock (sch
 					    * clock on every CPU), 0: with bpf_ktime_get_ns */
 const volatile __u32 use_task_work = 0;	   /* 1: unpredicted captures get their user stack from
 					    * a task work (bpf_task_work_schedule_resume, Linux
-					    * 6.18), and sys_exit is not attached */
+					    * 6.18): sched_switch_tw is loaded, not sched_switch
+					    * and sys_exit (the loader sets both) */
 
 #define TASK_RUNNING	  0
 #define TP_NR_EXECVE	  59	     /* x86-64 */
