@@ -931,6 +931,11 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	tp_unwind_user(procs, pc, sp, bp, out, res, log);
 	if (res->reason == TP_UNWIND_TRUNCATED)
 		*flags |= TP_SAMPLE_USTACK_TRUNCATED;
+	/* a PC in no mapping of the process's tables (read while it was still being mapped, in
+	 * its dynamic loader, say): tailprofd reads its maps again, as for a CPU sample. Without
+	 * this a thread that mostly blocks kept its leaf alone until a CPU sample said so */
+	if (res->reason == TP_UNWIND_NO_MAPPING)
+		*flags |= TP_SAMPLE_UNWIND_RESCAN;
 	nr = res->nr > TP_MAX_STACK_DEPTH ? TP_MAX_STACK_DEPTH : res->nr;
 	/* cache walks that the words read decide: not those cut by a failed read or an unknown
 	 * mapping (they change as the process maps and touches memory) */

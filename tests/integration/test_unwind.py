@@ -221,6 +221,31 @@ def test_dlopen_picked_up(d):
     assert after > before
 
 
+def test_dlopen_picked_up_off_cpu():
+    """The same for a thread that only blocks there: an off-CPU walk that meets a PC in no
+    known mapping makes user space rescan too, so the plugin's frames appear within a drain
+    period or two of the dlopen. CPU sampling at 1 Hz, so that no CPU sample does it (at 199 Hz
+    one sometimes lands in the sleeps' few microseconds on a CPU)."""
+    plugin = os.path.join(WL, "libtp_plugin.so")
+    d = Daemon("--frequency", "1", "--window", "1s")
+    try:
+        p, pid = start([os.path.join(WL, "tp_dlopen_late"), "1", "3", plugin, "nap"])
+        p.wait()
+        time.sleep(1.5)
+        prof = d.profile("type=offcpu&pid=%d&last=2m" % pid)[0]
+    finally:
+        d.stop()
+    naps = [s for s in prof.samples if "hrtimer_nanosleep" in names(s["frames"])]
+    total = sum(s["values"][1] for s in naps)
+    chained = sum(s["values"][1] for s in naps
+                  if in_order(names(user_frames(s)), ["plugin_nap", "run_plugin", "main"]))
+    print("  %.2f of %.2f s asleep in the plugin carry plugin_nap <- run_plugin <- main"
+          % (chained / 1e9, total / 1e9))
+    assert total >= 0.9 * 3e9, ("too little sleep seen", total)
+    # the first sleeps come before the rescan: at most 1 s of 3
+    assert chained >= 2e9, (chained, total, [names(user_frames(s)) for s in naps[:3]])
+
+
 def test_fp_flag_and_metrics(d):
     """--unwind=fp walks by frame pointers only (the qsort chain breaks in libc); the default
     daemon reports its tables and walks on /metrics."""
@@ -257,6 +282,7 @@ def main():
     time.sleep(2)  # tables of the processes already running are built at the first drains
     tests = [test_qsort_comparator_chain_through_libc, test_python_native_stack,
              test_deep_stacks_truncated_explicitly, test_signal_frame, test_dlopen_picked_up,
+             test_dlopen_picked_up_off_cpu,
              test_fp_flag_and_metrics]
     run_tests(tests, [d])
 
