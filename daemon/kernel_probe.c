@@ -33,36 +33,49 @@ static int probe_helpers(enum bpf_prog_type type, const char *kind, const struct
 	return 0;
 }
 
+/* The kernel's BTF, parsed once for all the probes (some 37 ms each time on this machine kind,
+ * several MB) and freed by kernel_probe__release(). NULL without BTF. */
+static struct btf *vmlinux_btf;
+
+static struct btf *vmlinux(void)
+{
+	if (!vmlinux_btf)
+		vmlinux_btf = btf__load_vmlinux_btf();
+	return vmlinux_btf;
+}
+
+void kernel_probe__release(void)
+{
+	btf__free(vmlinux_btf);
+	vmlinux_btf = NULL;
+}
+
 /* Whether the kernel's BTF has a type `name` of kind `kind`: 1, 0, or -errno without BTF. */
 static int vmlinux_has(const char *name, int kind)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	int has;
+	struct btf *btf = vmlinux();
 
-	if (!vmlinux)
+	if (!btf)
 		return -errno;
-	has = btf__find_by_name_kind(vmlinux, name, kind) > 0;
-	btf__free(vmlinux);
-	return has;
+	return btf__find_by_name_kind(btf, name, kind) > 0;
 }
 
 /* Whether struct task_struct has a member `member` (CONFIG_SCHED_INFO gives it sched_info). */
 static bool task_struct_has(const char *member)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
+	struct btf *btf = vmlinux();
 	const struct btf_type *t;
 	const struct btf_member *m;
 	bool has = false;
 	int id;
 
-	if (!vmlinux)
+	if (!btf)
 		return false;
-	id = btf__find_by_name_kind(vmlinux, "task_struct", BTF_KIND_STRUCT);
-	t = id > 0 ? btf__type_by_id(vmlinux, id) : NULL;
+	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	m = t ? btf_members(t) : NULL;
 	for (int i = 0; t && i < btf_vlen(t) && !has; i++)
-		has = !strcmp(btf__name_by_offset(vmlinux, m[i].name_off), member);
-	btf__free(vmlinux);
+		has = !strcmp(btf__name_by_offset(btf, m[i].name_off), member);
 	return has;
 }
 

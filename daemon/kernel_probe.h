@@ -29,5 +29,8 @@ int kernel_probe__uprobes(bool stage_helpers, char *why, size_t len);
  * semaphores of USDT probes attached by path in every process that maps the file. 0 or
  * -ENOTSUP with why. */
 int kernel_probe__uprobe_ref_ctr(char *why, size_t len);
+/* Frees the kernel's BTF that the probes parse once and keep (several MB): call when the objects
+ * are loaded. A later probe parses it again. */
+void kernel_probe__release(void);
 
 #endif

@@ -303,13 +303,13 @@ static void enable_stats(struct loader *l, struct features *f)
  * and --check reports the failure. */
 static void unwind_map_failed(const struct loader_opts *opts, const char *what, int err)
 {
-	pr_warn("failed to map %s (--unwind-memory %zu MiB): %s", what,
-		(size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) >> 20, strerror(-err));
+	size_t mib = (size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) >> 20;
+
+	pr_warn("failed to map %s (--unwind-memory %zu MiB): %s", what, mib, strerror(-err));
 	features__set(opts->features, FEATURE_EH_FRAME, false, "frame_pointers",
 		      "cannot map %s (--unwind-memory %zu MiB) into tailprofd: %s; give a smaller "
 		      "--unwind-memory",
-		      what, (size_t)opts->unwind_rows * sizeof(struct tp_unwind_row) >> 20,
-		      strerror(-err));
+		      what, mib, strerror(-err));
 	features__set_load_failure(opts->features, FEATURE_EH_FRAME, "profile_bpf", NULL, false,
 				   NULL);
 }

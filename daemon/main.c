@@ -575,6 +575,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 		lopts.unwind_tables = o->unwind_tables = false;
 		*loader = loader__new(&lopts);
 	}
+	kernel_probe__release();
 	return *loader ? 0 : -1;
 }
 
@@ -820,6 +821,7 @@ out:
 	gc__free(gc);
 	gc_probes__free(gc_probes);
 	probes__free(probes);
+	kernel_probe__release(); /* where loading stopped early */
 	config__free(cfg);
 	symbolizer__free(sym);
 	features__free(features);

@@ -38,16 +38,15 @@ echo "KM uname $(uname -r)"
 echo "KM nproc $(grep -c ^processor /proc/cpuinfo)"
 
 t0=$(now)
-# the flags and config the daemon gets below
-tailprofd --check --window 1s --retention 10m --config /etc/tailprofd.conf \
-	$(cat /etc/tailprofd.flags 2>/dev/null) >/tmp/check.txt 2>&1
+# --check with the flags and config the daemon gets below
+FLAGS="--window 1s --retention 10m --config /etc/tailprofd.conf $(cat /etc/tailprofd.flags 2>/dev/null)"
+tailprofd --check $FLAGS >/tmp/check.txt 2>&1
 echo "KM check-rc $?"
 echo "KM check-seconds $(($(now) - t0))"
 emit check /tmp/check.txt
 
 t0=$(now)
-tailprofd --window 1s --retention 10m --config /etc/tailprofd.conf $(cat /etc/tailprofd.flags 2>/dev/null) \
-	>/tmp/daemon.log 2>&1 &
+tailprofd $FLAGS >/tmp/daemon.log 2>&1 &
 daemon=$!
 healthy=""
 while [ $(($(now) - t0)) -lt 240 ]; do
