@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,7 @@ static void test_window(void **state)
 /* Starts a fixture that waits, and returns once it runs the fixture's image. */
 static pid_t spawn(const char *path)
 {
-	char maps[64], buf[4096];
+	char syscall_path[64];
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
@@ -70,18 +71,21 @@ static pid_t spawn(const char *path)
 		execl(path, path, "wait", (char *)NULL);
 		_exit(127);
 	}
-	/* started once its executable is mapped: /proc/PID/exe names it as soon as the exec
-	 * begins, before its segments are mapped, and a scan then found no object (1 run in 6) */
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	/* started once it waits in pause(): /proc/PID/exe names the program as soon as its exec
+	 * begins, and the kernel maps its segments one by one after that, so a scan before then
+	 * found a half-mapped executable and no object (1 run in 6 while other processes come and
+	 * go, with only the first segment mapped) */
+	snprintf(syscall_path, sizeof(syscall_path), "/proc/%d/syscall", pid);
 	for (int i = 0; i < 500; i++) {
-		FILE *f = fopen(maps, "re");
-		bool mapped = false;
+		FILE *f = fopen(syscall_path, "re");
+		long nr = -1;
 
-		while (f && !mapped && fgets(buf, sizeof(buf), f))
-			mapped = strstr(buf, path) != NULL;
-		if (f)
+		if (f) {
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -1;
 			fclose(f);
-		if (mapped)
+		}
+		if (nr == SYS_pause)
 			return pid;
 		usleep(2000);
 	}
