@@ -39,6 +39,13 @@ struct pid_set {
 
 enum unwind_op { UNWIND_ADD, UNWIND_RESCAN, UNWIND_FORGET };
 
+/* A new image's maps read within its first milliseconds (a CPU sample in its dynamic loader
+ * made it known) lack its libraries, and nothing reads them again before its first long block's
+ * stacks are taken on its way back, nor before it exits: so every process that exec'd is read
+ * once more this long after the exec, when it is known by then. */
+#define RECHECK_NS  (300 * NSEC_PER_MSEC)
+#define RECHECK_MAX 1024
+
 struct unwind_req {
 	enum unwind_op op;
 	uint32_t pid;
@@ -96,6 +103,13 @@ struct collector {
 	size_t nr_unwind_ops, cap_unwind_ops;
 
 	struct repeats repeats;
+	/* processes that exec'd lately: their maps are read again RECHECK_NS after the exec
+	 * (recheck_due), a ring of RECHECK_MAX; the oldest is overwritten when it is full */
+	struct recheck {
+		uint32_t pid;
+		uint64_t start_ns, due_ns;
+	} rechecks[RECHECK_MAX];
+	size_t recheck_head, nr_rechecks;
 
 	/* scratch for one stack key */
 	struct stack *key;
@@ -346,6 +360,36 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 	unwind_queue(c, UNWIND_FORGET, pid, 0);
 }
 
+/* Process (pid, start_ns) exec'd at now: its maps are read again at the first drain from
+ * now + RECHECK_NS on (recheck_due). */
+static void recheck_later(struct collector *c, uint32_t pid, uint64_t start_ns, uint64_t now)
+{
+	c->rechecks[(c->recheck_head + c->nr_rechecks) % RECHECK_MAX] =
+	    (struct recheck){.pid = pid, .start_ns = start_ns, .due_ns = now + RECHECK_NS};
+	if (c->nr_rechecks < RECHECK_MAX)
+		c->nr_rechecks++;
+	else
+		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
+}
+
+/* The rechecks due at now, in exec order: the symbolizer's maps and the unwinder's tables of
+ * each process that is known (one that exited or exec'd again meanwhile is not). */
+static void recheck_due(struct collector *c, uint64_t now)
+{
+	while (c->nr_rechecks) {
+		const struct recheck *r = &c->rechecks[c->recheck_head];
+
+		if (r->due_ns > now)
+			break;
+		if (pid_set__has(&c->known, r->pid, r->start_ns)) {
+			symbolizer__reread_process(c->opts.symbolizer, r->pid, r->start_ns);
+			unwind_queue(c, UNWIND_RESCAN, r->pid, r->start_ns);
+		}
+		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
+		c->nr_rechecks--;
+	}
+}
+
 /* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
  * read while it lives: from now on its samples may wait for the next drain, and they are walked
  * with its unwind tables. */
@@ -539,6 +583,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXIT:
 		/* in order after the process's earlier samples, which used the old maps */
 		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT);
+		if (hdr->kind == TP_EV_EXEC)
+			recheck_later(c, hdr->pid, hdr->start_ns, sysinfo__mono_ns());
 		if (c->opts.gc && hdr->kind == TP_EV_EXEC)
 			gc__process_exec(c->opts.gc, hdr->pid);
 		else if (c->opts.gc)
@@ -809,6 +855,7 @@ static void drain(struct collector *c, bool tick)
 	n = ring_buffer__consume(c->rb);
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
+	recheck_due(c, now);
 	if (tick) {
 		repeats_prune(c);
 		window_ring__advance(c->ring, now);

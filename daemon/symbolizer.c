@@ -1081,6 +1081,16 @@ int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_
 	return get_process(s, pid, start_ns, &err) ? 0 : err;
 }
 
+int symbolizer__reread_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+{
+	struct process *p = proc_find(s, pid);
+	int err = 0;
+
+	if (p && p->start_ns == start_ns)
+		return read_process(s, p);
+	return get_process(s, pid, start_ns, &err) ? 0 : err;
+}
+
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			     struct process_info *info)
 {

@@ -133,6 +133,10 @@ void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns
  * after it has exited: a new process's first block, say). Returns 0 or a negative errno
  * (-ESRCH: gone, or another process has the pid). */
 int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+/* Reads the maps of process (pid, start_ns) again now, cached or not (they were read before it
+ * had mapped its libraries, say); on failure the cached ones stay. Returns 0 or a negative
+ * errno (-ESRCH: gone, or another process has the pid). */
+int symbolizer__reread_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* Fills *info for process (pid, start_ns) when its maps are cached (after a resolve). Returns 0
  * or -ESRCH. */
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
