@@ -155,7 +155,9 @@ static __always_inline void record(__u32 stage, __u64 now, const struct tp_stage
 	sp->duration_ns = dur;
 	sp->request_id = f->request_id;
 	sp->stage = stage;
-	sp->pad = 0;
+	sp->accounting = TP_ACCT_NONE;
+	sp->cpu_ns = 0;
+	sp->runq_ns = 0;
 	/* no wakeup: spans are read at the next drain */
 	bpf_ringbuf_submit(sp, BPF_RB_NO_WAKEUP);
 }

@@ -160,9 +160,19 @@ struct tp_span {
 	__u64 duration_ns;
 	__u64 request_id;
 	__u32 stage;
-	__u32 pad;
+	__u32 accounting; /* TP_ACCT_*: how cpu_ns and runq_ns were measured */
+	/* The thread's own scheduler accounting over the span (TP_ACCT_EXACT), else 0: time on a
+	 * CPU and time runnable in a run queue; the rest of duration_ns it was blocked. */
+	__u64 cpu_ns;
+	__u64 runq_ns;
 };
-_Static_assert(sizeof(struct tp_span) == 40, "tp_span layout");
+_Static_assert(sizeof(struct tp_span) == 56, "tp_span layout");
+
+/* tp_span.accounting */
+enum tp_span_accounting {
+	TP_ACCT_NONE = 0,  /* not measured: tailprofd estimates from samples ("sampled") */
+	TP_ACCT_EXACT = 1, /* from sum_exec_runtime and sched_info.run_delay ("exact") */
+};
 
 /* Counters of the stage programs, in `stage_metrics` (one __u64 each, atomic adds). */
 enum tp_stage_metric {

@@ -1154,6 +1154,8 @@ void collector__status(struct collector *c, struct collector_status *st)
 	st->window_bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		st->window_bytes += window__bytes(window_ring__get(r, i));
+	for (size_t i = 0; i < window_ring__nr_pinned(r); i++)
+		st->window_bytes += window__bytes(window_ring__pinned(r, i));
 	st->expected_samples = 0;
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
 		st->expected_samples += c->cpu_sampled_ns_total[cpu] / c->period_ns;

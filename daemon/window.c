@@ -76,6 +76,9 @@ struct window_ring {
 	struct window **slots; /* circular, nr_windows */
 	size_t head;	       /* slot of the oldest window */
 	size_t count;
+	/* evicted windows that pins keep, oldest first */
+	struct window **pinned;
+	size_t nr_pinned, cap_pinned;
 };
 
 struct window *window__new(uint64_t start_ns, uint64_t end_ns, uint32_t nr_cpus)
@@ -377,8 +380,74 @@ void window_ring__free(struct window_ring *r)
 		return;
 	for (size_t i = 0; i < r->count; i++)
 		window__free(window_ring__get(r, i), r->opts.stacks, r->opts.tasks);
+	for (size_t i = 0; i < r->nr_pinned; i++)
+		window__free(r->pinned[i], r->opts.stacks, r->opts.tasks);
+	free(r->pinned);
 	free(r->slots);
 	free(r);
+}
+
+void window_ring__pin(struct window_ring *r, struct window *w)
+{
+	(void)r;
+	w->pins++;
+}
+
+void window_ring__unpin(struct window_ring *r, struct window *w)
+{
+	if (!w->pins || --w->pins)
+		return;
+	for (size_t i = 0; i < r->nr_pinned; i++) {
+		if (r->pinned[i] != w)
+			continue;
+		memmove(&r->pinned[i], &r->pinned[i + 1],
+			(r->nr_pinned - i - 1) * sizeof(*r->pinned));
+		r->nr_pinned--;
+		window__free(w, r->opts.stacks, r->opts.tasks);
+		return;
+	}
+}
+
+size_t window_ring__nr_pinned(const struct window_ring *r)
+{
+	return r->nr_pinned;
+}
+
+struct window *window_ring__pinned(const struct window_ring *r, size_t i)
+{
+	return r->pinned[i];
+}
+
+struct window *window_ring__find(const struct window_ring *r, uint64_t start_ns)
+{
+	for (size_t i = r->count; i-- > 0;) {
+		struct window *w = window_ring__get(r, i);
+
+		if (w->start_ns == start_ns)
+			return w;
+		if (w->start_ns < start_ns)
+			break;
+	}
+	for (size_t i = 0; i < r->nr_pinned; i++)
+		if (r->pinned[i]->start_ns == start_ns)
+			return r->pinned[i];
+	return NULL;
+}
+
+/* Keeps evicted window w in the pinned list (it has pins). false: no memory. */
+static bool keep_pinned(struct window_ring *r, struct window *w)
+{
+	if (r->nr_pinned == r->cap_pinned) {
+		size_t cap = r->cap_pinned ? 2 * r->cap_pinned : 16;
+		struct window **v = realloc(r->pinned, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		r->pinned = v;
+		r->cap_pinned = cap;
+	}
+	r->pinned[r->nr_pinned++] = w;
+	return true;
 }
 
 size_t window_ring__count(const struct window_ring *r)
@@ -418,7 +487,12 @@ static void push_window(struct window_ring *r, uint64_t start)
 		w->wall_offset_ns = cur->wall_offset_ns;
 	}
 	if (r->count == r->opts.nr_windows) {
-		window__free(r->slots[r->head], r->opts.stacks, r->opts.tasks);
+		struct window *old = r->slots[r->head];
+
+		/* a pinned window stays (the pin budget bounds how many); without memory to list
+		 * it, it goes as an unpinned one would */
+		if (!old->pins || !keep_pinned(r, old))
+			window__free(old, r->opts.stacks, r->opts.tasks);
 		r->slots[r->head] = w;
 		r->head = (r->head + 1) % r->opts.nr_windows;
 	} else {

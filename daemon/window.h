@@ -122,6 +122,7 @@ struct window {
 	struct stage_window *stages; /* stage latencies and slow spans (stages.h), NULL: none */
 	struct gc_window *gc;	     /* GC events that started in the window (gc.h), NULL: none */
 	struct window_sched *sched;  /* NULL until a scheduler event lands here */
+	uint32_t pins;		     /* spikes that keep this window past the ring's eviction */
 };
 
 struct window_ring_opts {
@@ -150,6 +151,17 @@ size_t window_ring__count(const struct window_ring *r);
 struct window *window_ring__get(const struct window_ring *r, size_t i);
 uint64_t window_ring__window_ns(const struct window_ring *r);
 uint32_t window_ring__capacity(const struct window_ring *r);
+
+/* Pinning (spikes.h): a window with pins is not freed when the ring evicts it; it moves to the
+ * ring's pinned list and is freed at its last unpin. pin: pins++; unpin: pins-- (at 0, frees w
+ * when the ring no longer holds it). */
+void window_ring__pin(struct window_ring *r, struct window *w);
+void window_ring__unpin(struct window_ring *r, struct window *w);
+/* Evicted windows kept by pins, oldest first: i in [0, window_ring__nr_pinned). */
+size_t window_ring__nr_pinned(const struct window_ring *r);
+struct window *window_ring__pinned(const struct window_ring *r, size_t i);
+/* The window that starts at start_ns (CLOCK_MONOTONIC), in the ring or pinned; NULL: none. */
+struct window *window_ring__find(const struct window_ring *r, uint64_t start_ns);
 
 /* Creates a detached window over [start_ns, end_ns) (e.g. an exact-interval capture). */
 struct window *window__new(uint64_t start_ns, uint64_t end_ns, uint32_t nr_cpus);

@@ -161,6 +161,38 @@ static void test_samples_by_timestamp_and_eviction_release(void **state)
 	assert_null(window_ring__window_at(f->ring, 5 * SEC));
 }
 
+/* A pinned window outlives its eviction, is found by its start, and goes (with its stacks) at
+ * its last unpin. */
+static void test_pinned_window_outlives_eviction(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w0;
+
+	window_ring__advance(f->ring, 0);
+	w0 = window_ring__current(f->ring);
+	assert_int_equal(
+	    window__add(w0, make_stack(f, 0x1000), make_task(f, 7, "a"), 2, f->stacks, f->tasks),
+	    0);
+	window_ring__pin(f->ring, w0);
+	window_ring__pin(f->ring, w0);
+	for (int t = 15; t <= 45; t += 10) /* ring of 3: windows 20, 30, 40 s */
+		window_ring__advance(f->ring, (uint64_t)t * SEC);
+	assert_int_equal(window_ring__get(f->ring, 0)->start_ns, 20 * SEC);
+	assert_int_equal(window_ring__nr_pinned(f->ring), 1);
+	assert_ptr_equal(window_ring__pinned(f->ring, 0), w0);
+	assert_ptr_equal(window_ring__find(f->ring, 0), w0);
+	assert_ptr_equal(window_ring__find(f->ring, 30 * SEC), window_ring__get(f->ring, 1));
+	assert_null(window_ring__find(f->ring, 10 * SEC)); /* evicted unpinned */
+	assert_int_equal(released, 0);
+	assert_int_equal(w0->samples, 2);
+	window_ring__unpin(f->ring, w0);
+	assert_int_equal(window_ring__nr_pinned(f->ring), 1);
+	window_ring__unpin(f->ring, w0);
+	assert_int_equal(window_ring__nr_pinned(f->ring), 0);
+	assert_int_equal(released, 1);
+	assert_null(window_ring__find(f->ring, 0));
+}
+
 static void test_expected_and_drops(void **state)
 {
 	struct fixture *f = *state;
@@ -248,6 +280,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gap_longer_than_retention, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_samples_by_timestamp_and_eviction_release, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_pinned_window_outlives_eviction, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_expected_and_drops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_entries_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_intern_identity, setup, teardown),
