@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "log.h"
 #include "probes.h"
+#include "spikes.h"
 #include "stages.h"
 #include "symbolizer.h"
 #include "sysinfo.h"
@@ -866,8 +867,12 @@ static void drain(struct collector *c, bool tick)
 		if (c->opts.stages) {
 			stages__sync_names(c->opts.stages);
 			if (c->stage_window && c->stage_window != w &&
-			    window_held(c->ring, c->stage_window))
+			    window_held(c->ring, c->stage_window)) {
 				stages__window_closed(c->opts.stages, c->stage_window);
+				if (c->opts.spikes)
+					spikes__window_closed(c->opts.spikes, c->ring,
+							      c->stage_window);
+			}
 			c->stage_window = w;
 		}
 		w->wall_offset_ns = offset;

@@ -21,6 +21,7 @@
 struct gc;
 struct loader;
 struct probes;
+struct spikes;
 struct stages;
 struct symbolizer;
 struct unwinder;
@@ -35,6 +36,7 @@ struct collector_opts {
 	uint64_t drain_ns;     /* <= 1 s */
 	struct probes *probes; /* stage probes (not owned); NULL: no stages */
 	struct stages *stages; /* the stage registry (not owned); with probes */
+	struct spikes *spikes; /* spike detection (not owned); NULL: none */
 	struct gc *gc;	       /* GC tracking (not owned); NULL: --gc=off */
 	int gc_events_fd;      /* with gc: the GC programs' ring buffer (gc_probes.h) */
 };

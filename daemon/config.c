@@ -22,7 +22,7 @@ struct parse {
 	int err_line;
 	char err[512];
 	/* the section being read */
-	enum { SEC_NONE, SEC_DAEMON, SEC_STAGE, SEC_APP, SEC_GC, SEC_BAD } kind;
+	enum { SEC_NONE, SEC_DAEMON, SEC_STAGE, SEC_APP, SEC_GC, SEC_SPIKES, SEC_BAD } kind;
 	char section[128];
 	struct config_stage *stage;
 	struct config_app *app;
@@ -114,11 +114,16 @@ static int start_section_at(struct parse *p, const char *section)
 		p->kind = SEC_GC;
 		return 1;
 	}
+	if (!strcmp(section, "spikes")) {
+		p->kind = SEC_SPIKES;
+		return 1;
+	}
 	if (strcmp(kind, "stage") && strcmp(kind, "usdt-app"))
-		return fail(p,
-			    "unknown section [%s]; allowed: [daemon], [gc], [stage NAME], "
-			    "[usdt-app NAME]",
-			    section);
+		return fail(
+		    p,
+		    "unknown section [%s]; allowed: [daemon], [gc], [spikes], [stage NAME], "
+		    "[usdt-app NAME]",
+		    section);
 	if (!config__valid_stage_name(name))
 		return fail(p,
 			    "[%s]: give a name of 1 to %d letters, digits, '_', '.' or '-' after "
@@ -228,6 +233,32 @@ static int set_gc(struct parse *p, const char *key, const char *value)
 	return fail(p, "unknown key '%s' in [gc]; allowed: enabled, jvm, python, go", key);
 }
 
+static int set_spikes(struct parse *p, const char *key, const char *value)
+{
+	static const char *const keys[] = {"k",		"baseline_windows", "min_requests",
+					   "min_rise",	"pin_budget",	    "state_dir",
+					   "write_rate"};
+	struct config_setting *s[] = {
+	    &p->c->spikes_k,	     &p->c->spikes_baseline_windows, &p->c->spikes_min_requests,
+	    &p->c->spikes_min_rise,  &p->c->spikes_pin_budget,	     &p->c->spikes_state_dir,
+	    &p->c->spikes_write_rate};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(key, keys[i]))
+			continue;
+		if (s[i]->value)
+			return fail(p, "%s: given twice in [spikes] (first at line %d)", key,
+				    s[i]->line);
+		s[i]->value = xstrdup(value);
+		s[i]->line = p->line;
+		return 1;
+	}
+	return fail(p,
+		    "unknown key '%s' in [spikes]; allowed: k, baseline_windows, min_requests, "
+		    "min_rise, pin_budget, state_dir, write_rate",
+		    key);
+}
+
 static int handler(void *user, const char *section, const char *key, const char *value)
 {
 	struct parse *p = user;
@@ -246,6 +277,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return set_daemon(p, key, value);
 	case SEC_GC:
 		return set_gc(p, key, value);
+	case SEC_SPIKES:
+		return set_spikes(p, key, value);
 	case SEC_APP:
 		if (!strcmp(key, "binary"))
 			return set_string(p, &p->app->binary, key, value);
@@ -368,6 +401,13 @@ void config__free(struct config *c)
 	free(c->gc_jvm.value);
 	free(c->gc_python.value);
 	free(c->gc_go.value);
+	free(c->spikes_k.value);
+	free(c->spikes_baseline_windows.value);
+	free(c->spikes_min_requests.value);
+	free(c->spikes_min_rise.value);
+	free(c->spikes_pin_budget.value);
+	free(c->spikes_state_dir.value);
+	free(c->spikes_write_rate.value);
 	free(c->path);
 	free(c);
 }

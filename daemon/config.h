@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The configuration file (INI, parsed with inih): [daemon] settings that flags override,
  * [stage NAME] sections (a function's entry and return, or a USDT begin/end pair),
- * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h) and a [gc]
- * section (enabled = auto|off; jvm, python, go = on|off).
+ * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h), a [gc]
+ * section (enabled = auto|off; jvm, python, go = on|off) and a [spikes] section (spike detection
+ * and keeping: k, baseline_windows, min_requests, min_rise, pin_budget, state_dir, write_rate).
  *
  * Only syntax and values are checked here; whether binaries and symbols exist is the probes'
  * business, per stage, at attach time. */
@@ -51,6 +52,9 @@ struct config {
 	struct config_setting frequency, window, retention, listen, ringbuf_size;
 	/* [gc]: enabled is "auto" or "off", the runtimes "on" or "off" (checked here) */
 	struct config_setting gc_enabled, gc_jvm, gc_python, gc_go;
+	/* [spikes]: as written, checked by spikes_opts__set when applied (flags win) */
+	struct config_setting spikes_k, spikes_baseline_windows, spikes_min_requests,
+	    spikes_min_rise, spikes_pin_budget, spikes_state_dir, spikes_write_rate;
 };
 
 /* Reads and checks the file at path. Returns a config to free with config__free, or NULL with

@@ -4,6 +4,16 @@
 
 #include <string.h>
 
+uint64_t histogram__rank(uint64_t count, uint32_t q_permille)
+{
+	/* ceil(count * q / 1000) without overflow for any realistic count */
+	uint64_t rank = count / 1000 * q_permille + ((count % 1000) * q_permille + 999) / 1000;
+
+	if (!count)
+		return 0;
+	return rank < 1 ? 1 : rank > count ? count : rank;
+}
+
 uint64_t histogram__percentile(const uint64_t *buckets, uint64_t count, uint64_t max_ns,
 			       uint32_t q_permille)
 {
@@ -11,12 +21,7 @@ uint64_t histogram__percentile(const uint64_t *buckets, uint64_t count, uint64_t
 
 	if (!count)
 		return 0;
-	/* ceil(count * q / 1000) without overflow for any realistic count */
-	rank = count / 1000 * q_permille + ((count % 1000) * q_permille + 999) / 1000;
-	if (rank < 1)
-		rank = 1;
-	if (rank > count)
-		rank = count;
+	rank = histogram__rank(count, q_permille);
 	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++) {
 		cum += buckets[b];
 		if (cum >= rank) {

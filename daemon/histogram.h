@@ -27,6 +27,10 @@ struct hist_summary {
 uint64_t histogram__percentile(const uint64_t *buckets, uint64_t count, uint64_t max_ns,
 			       uint32_t q_permille);
 
+/* The nearest rank of the q-th per-mille of count values: ceil(count * q / 1000), within
+ * [1, count] (0 when count is 0). */
+uint64_t histogram__rank(uint64_t count, uint32_t q_permille);
+
 /* Fills out (count, percentiles, max, low_sample) from TP_HIST_BUCKETS buckets. */
 void histogram__summarize(const uint64_t *buckets, uint64_t sum_ns, uint64_t max_ns,
 			  struct hist_summary *out);

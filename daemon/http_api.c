@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* HTTP endpoints: /api/v1/{status,windows,profile,gc}, /debug/pprof/profile, /healthz, /metrics. */
+/* HTTP endpoints: /api/v1/{status,windows,profile,gc,stages,spans,spikes}, /debug/pprof/profile,
+ * /healthz, /metrics. */
 #include "http_api.h"
 
 #include <ctype.h>
@@ -24,6 +25,7 @@
 #include "gc_discovery.h"
 #include "log.h"
 #include "query.h"
+#include "spikes.h"
 #include "stages.h"
 #include "sysinfo.h"
 #include "tailprof.h"
@@ -430,10 +432,73 @@ static struct window **select_windows(const struct query_ctx *ctx, const struct 
 	return ws;
 }
 
+/* Whether s is a spike id as the API takes it: 1-64 characters of [A-Za-z0-9._-]. */
+static bool valid_spike_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= SPIKE_ID_LEN)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
+			return false;
+	return true;
+}
+
+/* GET /api/v1/profile?spike=ID[&baseline=1]: the windows of a spike or of its baseline. Called
+ * under the read lock and the encoder slot, which it releases. */
+static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_api *h,
+				     const struct params *p, struct profile_filter *filter)
+{
+	const char *name = param(p, "spike"), *baseline = param(p, "baseline");
+	struct window_ring *ring = collector__ring(h->ctx->collector);
+	struct window **ws = NULL;
+	char id[SPIKE_ID_LEN], v[ECHO_MAX * 4 + 8];
+	size_t n = 0, max = window_ring__count(ring) + window_ring__nr_pinned(ring) + 1;
+	bool base = baseline && !strcmp(baseline, "1");
+	int rc;
+
+	if (baseline && strcmp(baseline, "1") && strcmp(baseline, "0")) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		return send_error(conn, 400, "baseline: '%s' is not 0 or 1",
+				  printable(baseline, v, sizeof(v), ECHO_MAX));
+	}
+	rc = spikes__resolve(h->ctx->spikes, name, NULL, id);
+	if (!rc && (ws = calloc(max, sizeof(*ws))))
+		rc = spikes__windows(h->ctx->spikes, ring, id, base, ws, max, &n);
+	if (rc || !ws) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		free(ws);
+		if (!ws && !rc)
+			return send_error(conn, 500, "out of memory");
+		return send_error(conn, 404,
+				  "spike: no spike '%s' is held; GET /api/v1/spikes lists them",
+				  printable(name, v, sizeof(v), ECHO_MAX));
+	}
+	if (!n) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		free(ws);
+		return send_error(conn, 404,
+				  "spike '%s': none of its %s windows is held any more (the ring "
+				  "moved on and its pins were released)",
+				  id, base ? "baseline" : "spike");
+	}
+	{
+		enum MHD_Result ret = send_profile(conn, h, ws, n, filter, NULL);
+
+		encoder_leave(h);
+		free(ws);
+		return ret;
+	}
+}
+
 static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_api *h)
 {
-	static const char *const allowed[] = {"type", "last", "from",  "to",
-					      "pid",  "comm", "stage", NULL};
+	static const char *const allowed[] = {"type", "last",  "from",	"to",	    "pid",
+					      "comm", "stage", "spike", "baseline", NULL};
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	struct query_range range;
@@ -454,6 +519,16 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_a
 				  "type: '%s' is not a profile type; allowed: cpu, "
 				  "offcpu, wall",
 				  printable(type, v, sizeof(v), ECHO_MAX));
+	if (param(&p, "spike") && (param(&p, "last") || param(&p, "from") || param(&p, "to")))
+		return send_error(
+		    conn, 400, "spike: a spike names its own windows; drop last=, from= and to=");
+	if (param(&p, "baseline") && !param(&p, "spike"))
+		return send_error(conn, 400, "baseline: only with spike=ID");
+	if (param(&p, "spike") && !valid_spike_id(param(&p, "spike")))
+		return send_error(conn, 400,
+				  "spike: '%s' is not a spike id (1-64 characters of "
+				  "A-Z a-z 0-9 . _ -) or latest",
+				  printable(param(&p, "spike"), v, sizeof(v), ECHO_MAX));
 	encoder_enter(h);
 	collector__rdlock(h->ctx->collector);
 	if (parse_stage(&p, h->ctx, &filter, err, sizeof(err))) {
@@ -461,6 +536,8 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_a
 		encoder_leave(h);
 		return send_error(conn, 400, "%s", err);
 	}
+	if (param(&p, "spike"))
+		return spike_profile(conn, h, &p, &filter);
 	ws = select_windows(h->ctx, &range, &n);
 	if (!ws) {
 		collector__unlock(h->ctx->collector);
@@ -616,6 +693,55 @@ static enum MHD_Result handle_gc(struct MHD_Connection *conn, struct http_api *h
 	return send_json(conn, 200, body);
 }
 
+/* GET /api/v1/spikes and /api/v1/spikes/ID. */
+static enum MHD_Result handle_spikes(struct MHD_Connection *conn, struct http_api *h,
+				     const char *id)
+{
+	static const char *const allowed[] = {"stage", "last", "from", "to", NULL};
+	static const char *const none[] = {NULL};
+	struct params p = {.allowed = id ? none : allowed};
+	struct spike_filter f = {.from_unix_ns = INT64_MIN, .to_unix_ns = INT64_MAX};
+	struct query_range range;
+	struct window_ring *ring;
+	char err[512], v[ECHO_MAX * 4 + 8], rid[SPIKE_ID_LEN];
+	char *body;
+	bool found;
+
+	if (get_params(conn, &p))
+		return send_error(conn, 400, "%s", p.err);
+	if (id && !valid_spike_id(id))
+		return send_error(conn, 400,
+				  "'%s' is not a spike id (1-64 characters of A-Z a-z 0-9 . _ -) "
+				  "or latest",
+				  printable(id, v, sizeof(v), ECHO_MAX));
+	if (!id) {
+		if (parse_range(&p, &range, err, sizeof(err)))
+			return send_error(conn, 400, "%s", err);
+		if (range.last_ns)
+			f.from_unix_ns = sysinfo__real_ns() - (int64_t)range.last_ns;
+		if (range.has_from)
+			f.from_unix_ns = range.from_unix_ns;
+		if (range.has_to)
+			f.to_unix_ns = range.to_unix_ns;
+		f.stage = param(&p, "stage");
+	}
+	collector__rdlock(h->ctx->collector);
+	ring = collector__ring(h->ctx->collector);
+	if (!id) {
+		body = spikes__list_json(h->ctx->spikes, ring, &f);
+		collector__unlock(h->ctx->collector);
+		return send_json(conn, 200, body);
+	}
+	if (spikes__resolve(h->ctx->spikes, id, NULL, rid)) {
+		collector__unlock(h->ctx->collector);
+		return send_error(conn, 404, "no spike '%s' is held; GET /api/v1/spikes lists them",
+				  id);
+	}
+	body = spikes__get_json(h->ctx->spikes, ring, rid, &found);
+	collector__unlock(h->ctx->collector);
+	return send_json(conn, 200, body);
+}
+
 /* GET /api/v1/stages and /api/v1/spans. */
 static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_api *h, bool spans)
 {
@@ -673,6 +799,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return handle_stages(conn, h, false);
 	if (!strcmp(url, "/api/v1/spans"))
 		return handle_stages(conn, h, true);
+	if (!strcmp(url, "/api/v1/spikes") && ctx->spikes)
+		return handle_spikes(conn, h, NULL);
+	if (!strncmp(url, "/api/v1/spikes/", 15) && ctx->spikes)
+		return handle_spikes(conn, h, url + 15);
 	if (!strcmp(url, "/debug/pprof/profile"))
 		return handle_debug_profile(conn, h);
 	if (!strcmp(url, "/healthz")) {
@@ -700,7 +830,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	}
 	return send_error(conn, 404,
 			  "%s: no such path; see /api/v1/status, /api/v1/windows, "
-			  "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/gc, "
+			  "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/spikes, "
+			  "/api/v1/gc, "
 			  "/debug/pprof/profile, /metrics, /healthz",
 			  printable(url, u, sizeof(u), ECHO_MAX));
 }

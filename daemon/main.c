@@ -29,6 +29,7 @@
 #include "log.h"
 #include "probes.h"
 #include "query.h"
+#include "spikes.h"
 #include "stages.h"
 #include "symbolizer.h"
 #include "sysinfo.h"
@@ -59,6 +60,8 @@ struct options {
 	size_t unwind_memory_bytes;    /* --unwind-memory */
 	uint32_t unwind_max_processes; /* --unwind-max-processes */
 	bool check;		       /* --check */
+	struct spikes_opts spikes;     /* [spikes], --spike-*, --pin-budget, --state-dir */
+	uint32_t spikes_set;	       /* bit per spikes_flags entry given as a flag */
 };
 
 enum {
@@ -70,6 +73,23 @@ enum {
 	OPT_UNWIND_PROCS,
 	OPT_OFFCPU_MIN,
 	OPT_CHECK,
+	OPT_SPIKE_K,
+	OPT_SPIKE_BASELINE,
+	OPT_SPIKE_MIN_REQUESTS,
+	OPT_PIN_BUDGET,
+	OPT_STATE_DIR,
+};
+
+/* The spike flags and their [spikes] keys. */
+static const struct {
+	int opt;
+	const char *flag, *key;
+} spikes_flags[] = {
+    {OPT_SPIKE_K, "--spike-k", "k"},
+    {OPT_SPIKE_BASELINE, "--spike-baseline-windows", "baseline_windows"},
+    {OPT_SPIKE_MIN_REQUESTS, "--spike-min-requests", "min_requests"},
+    {OPT_PIN_BUDGET, "--pin-budget", "pin_budget"},
+    {OPT_STATE_DIR, "--state-dir", "state_dir"},
 };
 
 static void usage(FILE *f)
@@ -109,6 +129,15 @@ static void usage(FILE *f)
 	    "                          off, variant, why) and exit, attaching nothing: 0 when\n"
 	    "                          all loaded, 1 when the kernel rejected one (its verifier\n"
 	    "                          log follows) or CPU sampling cannot run\n"
+	    "      --spike-k K         a stage's window is a spike when its p95 is over K x the\n"
+	    "                          median p95 of its recent ordinary windows (default 2)\n"
+	    "      --spike-baseline-windows N  ordinary windows that median takes, 10-1000\n"
+	    "                          (default 30); N/2 spike windows in a row: a level shift\n"
+	    "      --spike-min-requests N  windows with fewer requests of a stage are not\n"
+	    "                          judged (default 20)\n"
+	    "      --pin-budget N      windows that spikes keep past the ring (default 64)\n"
+	    "      --state-dir DIR     write each closed spike (JSON and profiles) there, read\n"
+	    "                          them back at start-up (default: none)\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -233,6 +262,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
 	    {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
 	    {"check", no_argument, NULL, OPT_CHECK},
+	    {"spike-k", required_argument, NULL, OPT_SPIKE_K},
+	    {"spike-baseline-windows", required_argument, NULL, OPT_SPIKE_BASELINE},
+	    {"spike-min-requests", required_argument, NULL, OPT_SPIKE_MIN_REQUESTS},
+	    {"pin-budget", required_argument, NULL, OPT_PIN_BUDGET},
+	    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -253,6 +287,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .unwind_memory_bytes = 64 << 20,
 	    .unwind_max_processes = 1024,
 	    .offcpu_min_ns = NSEC_PER_MSEC,
+	    .spikes = SPIKES_OPTS_DEFAULT,
 	};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":F:w:r:l:c:vVh", longopts, NULL)) != -1) {
@@ -326,6 +361,21 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_CHECK:
 			o->check = true;
 			break;
+		case OPT_SPIKE_K:
+		case OPT_SPIKE_BASELINE:
+		case OPT_SPIKE_MIN_REQUESTS:
+		case OPT_PIN_BUDGET:
+		case OPT_STATE_DIR:
+			for (size_t i = 0; i < sizeof(spikes_flags) / sizeof(spikes_flags[0]);
+			     i++) {
+				if (spikes_flags[i].opt != c)
+					continue;
+				if (spikes_opts__set(&o->spikes, spikes_flags[i].key, optarg, msg,
+						     sizeof(msg)))
+					return usage_error("%s %s", spikes_flags[i].flag, msg);
+				o->spikes_set |= 1u << i;
+			}
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -386,6 +436,32 @@ static int apply_config_settings(struct options *o, const struct config *cfg)
 		if (set_option(o, c, keys[i].s->value, msg, sizeof(msg)))
 			return usage_error("%s:%d: %s %s", cfg->path, keys[i].s->line, keys[i].key,
 					   msg);
+	}
+	/* [spikes]: a flag wins */
+	{
+		const struct config_setting *sp[] = {&cfg->spikes_k,
+						     &cfg->spikes_baseline_windows,
+						     &cfg->spikes_min_requests,
+						     &cfg->spikes_min_rise,
+						     &cfg->spikes_pin_budget,
+						     &cfg->spikes_state_dir,
+						     &cfg->spikes_write_rate};
+		static const char *const keys[] = {"k",		"baseline_windows", "min_requests",
+						   "min_rise",	"pin_budget",	    "state_dir",
+						   "write_rate"};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			bool flag = false;
+
+			for (size_t f = 0; f < sizeof(spikes_flags) / sizeof(spikes_flags[0]); f++)
+				flag |= !strcmp(spikes_flags[f].key, keys[i]) &&
+					(o->spikes_set & (1u << f));
+			if (!sp[i]->value || flag)
+				continue;
+			if (spikes_opts__set(&o->spikes, keys[i], sp[i]->value, msg, sizeof(msg)))
+				return usage_error("%s:%d: [spikes] %s %s", cfg->path, sp[i]->line,
+						   keys[i], msg);
+		}
 	}
 	/* [gc]: values were checked when the file was read */
 	if (cfg->gc_enabled.value && !o->gc_set)
@@ -644,6 +720,7 @@ int main(int argc, char **argv)
 	struct http_api *http = NULL;
 	struct probes *probes = NULL;
 	struct stages *stages = NULL;
+	struct spikes *spikes = NULL;
 	struct config *cfg = NULL;
 	struct options o;
 	struct query_ctx qctx;
@@ -754,6 +831,11 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	spikes = spikes__new(&o.spikes, stages, o.window_ns);
+	if (!spikes) {
+		pr_err("failed to start spike detection: %s", strerror(errno));
+		goto out;
+	}
 	coll = collector__new(&(struct collector_opts){
 	    .loader = loader,
 	    .symbolizer = sym,
@@ -763,6 +845,7 @@ int main(int argc, char **argv)
 	    .drain_ns = drain_period(o.window_ns),
 	    .probes = probes,
 	    .stages = stages,
+	    .spikes = spikes,
 	    .gc = gc,
 	    .gc_events_fd = gc_probes ? gc_probes__events_fd(gc_probes) : -1,
 	    .unwinder = unwinder,
@@ -779,6 +862,7 @@ int main(int argc, char **argv)
 	    .retention_ns = o.retention_ns,
 	    .offcpu_min_ns = o.offcpu_min_ns,
 	    .stages = stages,
+	    .spikes = spikes,
 	    .gc = gc,
 	    .gc_probes = gc_probes,
 	    .features = features,
@@ -814,6 +898,8 @@ int main(int argc, char **argv)
 out:
 	/* teardown in reverse: stop serving before the data it reads goes away */
 	http_api__stop(http);
+	/* pins are released into the ring, so before it goes */
+	spikes__free(spikes, coll ? collector__ring(coll) : NULL);
 	collector__free(coll);
 	stages__free(stages);
 	unwinder__free(unwinder);

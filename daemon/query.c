@@ -21,9 +21,11 @@
 #include "histogram.h"
 #include "loader.h"
 #include "pprof.h"
+#include "spikes.h"
 #include "stages.h"
 #include "sysinfo.h"
 #include "tailprof_config.h"
+#include "textbuf.h"
 #include "timeparse.h"
 
 size_t query__select(struct window_ring *r, const struct query_range *range, uint64_t now_mono_ns,
@@ -919,57 +921,6 @@ char *query__status_json(const struct query_ctx *ctx)
 
 /* ---- Prometheus ---- */
 
-struct text {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
-
-static void __attribute__((format(printf, 2, 3))) put(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (t->failed)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			t->failed = true;
-			return;
-		}
-		if ((size_t)n < t->cap - t->len) {
-			t->len += n;
-			return;
-		}
-		char *b = realloc(t->buf, t->cap * 2 + n);
-
-		if (!b) {
-			t->failed = true;
-			return;
-		}
-		t->buf = b;
-		t->cap = t->cap * 2 + n;
-	}
-}
-
-/* Appends text another module rendered (malloc'd; NULL: it ran out of memory) and frees it. */
-static void put_owned(struct text *t, char *text)
-{
-	if (!text)
-		t->failed = true;
-	else
-		put(t, "%s", text);
-	free(text);
-}
-
-static void metric(struct text *t, const char *name, const char *type, const char *help)
-{
-	put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* One line per CPU that was ever sampled: its received or its expected samples. */
 static void put_per_cpu(struct text *t, struct collector *c, const char *name, bool expected)
 {
@@ -977,7 +928,7 @@ static void put_per_cpu(struct text *t, struct collector *c, const char *name, b
 		uint64_t r, e;
 
 		if (collector__cpu_totals(c, cpu, &r, &e))
-			put(t, "%s{cpu=\"%u\"} %" PRIu64 "\n", name, cpu, expected ? e : r);
+			text_put(t, "%s{cpu=\"%u\"} %" PRIu64 "\n", name, cpu, expected ? e : r);
 	}
 }
 
@@ -1004,49 +955,52 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 				gc_totals__add(&tot[w->gc->v[k].runtime], &w->gc->v[k]);
 	}
 	gc__stats(ctx->gc, &gs);
-	metric(t, "tailprof_gc_pauses_total", "counter",
-	       "GC pauses (JVM and CPython collections, Go stop-the-world), by runtime.");
+	text_metric(t, "tailprof_gc_pauses_total", "counter",
+		    "GC pauses (JVM and CPython collections, Go stop-the-world), by runtime.");
 	for (unsigned rt = 1; rt < TP_GC_RUNTIME_NR; rt++)
-		put(t, "tailprof_gc_pauses_total{runtime=\"%s\"} %" PRIu64 "\n",
-		    gc_runtime_name(rt), gs.pauses[rt]);
-	metric(t, "tailprof_gc_pause_seconds_total", "counter", "Time in GC pauses, by runtime.");
+		text_put(t, "tailprof_gc_pauses_total{runtime=\"%s\"} %" PRIu64 "\n",
+			 gc_runtime_name(rt), gs.pauses[rt]);
+	text_metric(t, "tailprof_gc_pause_seconds_total", "counter",
+		    "Time in GC pauses, by runtime.");
 	for (unsigned rt = 1; rt < TP_GC_RUNTIME_NR; rt++)
-		put(t, "tailprof_gc_pause_seconds_total{runtime=\"%s\"} %.9f\n",
-		    gc_runtime_name(rt), gs.pause_ns[rt] / 1e9);
-	metric(t, "tailprof_gc_max_pause_seconds", "gauge",
-	       "Longest GC pause in the windows held, by runtime.");
+		text_put(t, "tailprof_gc_pause_seconds_total{runtime=\"%s\"} %.9f\n",
+			 gc_runtime_name(rt), gs.pause_ns[rt] / 1e9);
+	text_metric(t, "tailprof_gc_max_pause_seconds", "gauge",
+		    "Longest GC pause in the windows held, by runtime.");
 	for (unsigned rt = 1; rt < TP_GC_RUNTIME_NR; rt++)
-		put(t, "tailprof_gc_max_pause_seconds{runtime=\"%s\"} %.9f\n", gc_runtime_name(rt),
-		    tot[rt].max_pause_ns / 1e9);
-	metric(t, "tailprof_gc_probes_attached", "gauge",
-	       "GC probes attached now (USDT and uprobes, the dlopen uretprobe included).");
-	put(t, "tailprof_gc_probes_attached %d\n", gs.probes_attached);
-	metric(t, "tailprof_gc_attaches_total", "counter", "Objects GC probes were attached to.");
-	put(t, "tailprof_gc_attaches_total %" PRIu64 "\n", gs.attaches);
-	metric(t, "tailprof_gc_detaches_total", "counter",
-	       "Objects GC probes were detached from (no process used them any more).");
-	put(t, "tailprof_gc_detaches_total %" PRIu64 "\n", gs.detaches);
-	metric(t, "tailprof_gc_scans_total", "counter", "Process maps read for GC discovery.");
-	put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
-	metric(t, "tailprof_gc_bpf_total", "counter",
-	       "GC program counters: probe hits, events lost (ring buffer full), ends without "
-	       "a begin, phases not timed (map full).");
+		text_put(t, "tailprof_gc_max_pause_seconds{runtime=\"%s\"} %.9f\n",
+			 gc_runtime_name(rt), tot[rt].max_pause_ns / 1e9);
+	text_metric(t, "tailprof_gc_probes_attached", "gauge",
+		    "GC probes attached now (USDT and uprobes, the dlopen uretprobe included).");
+	text_put(t, "tailprof_gc_probes_attached %d\n", gs.probes_attached);
+	text_metric(t, "tailprof_gc_attaches_total", "counter",
+		    "Objects GC probes were attached to.");
+	text_put(t, "tailprof_gc_attaches_total %" PRIu64 "\n", gs.attaches);
+	text_metric(t, "tailprof_gc_detaches_total", "counter",
+		    "Objects GC probes were detached from (no process used them any more).");
+	text_put(t, "tailprof_gc_detaches_total %" PRIu64 "\n", gs.detaches);
+	text_metric(t, "tailprof_gc_scans_total", "counter", "Process maps read for GC discovery.");
+	text_put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
+	text_metric(t, "tailprof_gc_bpf_total", "counter",
+		    "GC program counters: probe hits, events lost (ring buffer full), ends without "
+		    "a begin, phases not timed (map full).");
 	for (int m = 0; m < TP_GCM_NR; m++)
-		put(t, "tailprof_gc_bpf_total{counter=\"%s\"} %" PRIu64 "\n", metric_names[m],
-		    gs.metrics[m]);
-	metric(t, "tailprof_gc_late_total", "counter",
-	       "GC events older than every window held (not kept).");
-	put(t, "tailprof_gc_late_total %" PRIu64 "\n", gs.late);
+		text_put(t, "tailprof_gc_bpf_total{counter=\"%s\"} %" PRIu64 "\n", metric_names[m],
+			 gs.metrics[m]);
+	text_metric(t, "tailprof_gc_late_total", "counter",
+		    "GC events older than every window held (not kept).");
+	text_put(t, "tailprof_gc_late_total %" PRIu64 "\n", gs.late);
 	np = ctx->gc_probes ? gc_probes__prog_stats(ctx->gc_probes, progs, 16) : 0;
-	metric(t, "tailprof_gc_bpf_run_time_seconds_total", "counter",
-	       "Run time of each GC BPF program (BPF_ENABLE_STATS).");
+	text_metric(t, "tailprof_gc_bpf_run_time_seconds_total", "counter",
+		    "Run time of each GC BPF program (BPF_ENABLE_STATS).");
 	for (size_t i = 0; i < np; i++)
-		put(t, "tailprof_gc_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n",
-		    progs[i].name, progs[i].run_time_ns / 1e9);
-	metric(t, "tailprof_gc_bpf_run_count_total", "counter", "Runs of each GC BPF program.");
+		text_put(t, "tailprof_gc_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n",
+			 progs[i].name, progs[i].run_time_ns / 1e9);
+	text_metric(t, "tailprof_gc_bpf_run_count_total", "counter",
+		    "Runs of each GC BPF program.");
 	for (size_t i = 0; i < np; i++)
-		put(t, "tailprof_gc_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n",
-		    progs[i].name, progs[i].run_cnt);
+		text_put(t, "tailprof_gc_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n",
+			 progs[i].name, progs[i].run_cnt);
 }
 
 /* The table unwinder: what BPF counted, and what user space holds. */
@@ -1073,47 +1027,51 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	const struct unwinder_stats *u = &st->unwind;
 
 	for (size_t i = 0; i < sizeof(bpf) / sizeof(bpf[0]); i++) {
-		metric(t, bpf[i].name, "counter", bpf[i].help);
-		put(t, "%s %" PRIu64 "\n", bpf[i].name,
-		    st->unwind_bpf[bpf[i].m - TP_M_UNWIND_STACKS]);
+		text_metric(t, bpf[i].name, "counter", bpf[i].help);
+		text_put(t, "%s %" PRIu64 "\n", bpf[i].name,
+			 st->unwind_bpf[bpf[i].m - TP_M_UNWIND_STACKS]);
 	}
-	metric(t, "tailprof_unwind_stops_total", "counter",
-	       "Table walks that ended early, by reason (the rest reached the outermost frame or "
-	       "were truncated).");
+	text_metric(
+	    t, "tailprof_unwind_stops_total", "counter",
+	    "Table walks that ended early, by reason (the rest reached the outermost frame or "
+	    "were truncated).");
 	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
-		put(t, "tailprof_unwind_stops_total{reason=\"%s\"} %" PRIu64 "\n", stops[i].reason,
-		    st->unwind_bpf[stops[i].m - TP_M_UNWIND_STACKS]);
-	metric(t, "tailprof_unwind_processes", "gauge", "Processes with unwind mappings in BPF.");
-	put(t, "tailprof_unwind_processes %" PRIu64 "\n", u->processes);
-	metric(t, "tailprof_unwind_tables", "gauge", "Unwind tables (one per object) in BPF.");
-	put(t, "tailprof_unwind_tables %" PRIu64 "\n", u->tables);
-	metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of those tables.");
-	put(t, "tailprof_unwind_table_rows %" PRIu64 "\n", u->table_rows);
-	metric(t, "tailprof_unwind_table_bytes", "gauge",
-	       "BPF memory those rows use (8 bytes a row).");
-	put(t, "tailprof_unwind_table_bytes %" PRIu64 "\n",
-	    u->table_rows * sizeof(struct tp_unwind_row));
-	metric(t, "tailprof_unwind_capacity_bytes", "gauge",
-	       "BPF memory reserved for unwind tables (--unwind-memory).");
-	put(t, "tailprof_unwind_capacity_bytes %" PRIu64 "\n",
-	    u->capacity_rows * sizeof(struct tp_unwind_row));
-	metric(t, "tailprof_unwind_objects_without_table_total", "counter",
-	       "Objects walked by frame pointers instead, by reason.");
-	put(t, "tailprof_unwind_objects_without_table_total{reason=\"over_budget\"} %" PRIu64 "\n",
+		text_put(t, "tailprof_unwind_stops_total{reason=\"%s\"} %" PRIu64 "\n",
+			 stops[i].reason, st->unwind_bpf[stops[i].m - TP_M_UNWIND_STACKS]);
+	text_metric(t, "tailprof_unwind_processes", "gauge",
+		    "Processes with unwind mappings in BPF.");
+	text_put(t, "tailprof_unwind_processes %" PRIu64 "\n", u->processes);
+	text_metric(t, "tailprof_unwind_tables", "gauge", "Unwind tables (one per object) in BPF.");
+	text_put(t, "tailprof_unwind_tables %" PRIu64 "\n", u->tables);
+	text_metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of those tables.");
+	text_put(t, "tailprof_unwind_table_rows %" PRIu64 "\n", u->table_rows);
+	text_metric(t, "tailprof_unwind_table_bytes", "gauge",
+		    "BPF memory those rows use (8 bytes a row).");
+	text_put(t, "tailprof_unwind_table_bytes %" PRIu64 "\n",
+		 u->table_rows * sizeof(struct tp_unwind_row));
+	text_metric(t, "tailprof_unwind_capacity_bytes", "gauge",
+		    "BPF memory reserved for unwind tables (--unwind-memory).");
+	text_put(t, "tailprof_unwind_capacity_bytes %" PRIu64 "\n",
+		 u->capacity_rows * sizeof(struct tp_unwind_row));
+	text_metric(t, "tailprof_unwind_objects_without_table_total", "counter",
+		    "Objects walked by frame pointers instead, by reason.");
+	text_put(
+	    t, "tailprof_unwind_objects_without_table_total{reason=\"over_budget\"} %" PRIu64 "\n",
 	    u->over_budget);
-	put(t, "tailprof_unwind_objects_without_table_total{reason=\"no_cfi\"} %" PRIu64 "\n",
-	    u->no_cfi);
-	put(t, "tailprof_unwind_objects_without_table_total{reason=\"unreadable\"} %" PRIu64 "\n",
-	    u->failed);
-	metric(t, "tailprof_unwind_rescans_total", "counter",
-	       "Maps re-read because BPF met a PC in no known mapping (dlopen, JIT).");
-	put(t, "tailprof_unwind_rescans_total %" PRIu64 "\n", u->rescans);
-	metric(t, "tailprof_unwind_processes_dropped_total", "counter",
-	       "Processes left to frame pointers: --unwind-max-processes reached.");
-	put(t, "tailprof_unwind_processes_dropped_total %" PRIu64 "\n", u->procs_dropped);
-	metric(t, "tailprof_unwind_build_seconds_total", "counter",
-	       "Time spent building unwind tables.");
-	put(t, "tailprof_unwind_build_seconds_total %.6f\n", u->build_ns / 1e9);
+	text_put(t, "tailprof_unwind_objects_without_table_total{reason=\"no_cfi\"} %" PRIu64 "\n",
+		 u->no_cfi);
+	text_put(t,
+		 "tailprof_unwind_objects_without_table_total{reason=\"unreadable\"} %" PRIu64 "\n",
+		 u->failed);
+	text_metric(t, "tailprof_unwind_rescans_total", "counter",
+		    "Maps re-read because BPF met a PC in no known mapping (dlopen, JIT).");
+	text_put(t, "tailprof_unwind_rescans_total %" PRIu64 "\n", u->rescans);
+	text_metric(t, "tailprof_unwind_processes_dropped_total", "counter",
+		    "Processes left to frame pointers: --unwind-max-processes reached.");
+	text_put(t, "tailprof_unwind_processes_dropped_total %" PRIu64 "\n", u->procs_dropped);
+	text_metric(t, "tailprof_unwind_build_seconds_total", "counter",
+		    "Time spent building unwind tables.");
+	text_put(t, "tailprof_unwind_build_seconds_total %.6f\n", u->build_ns / 1e9);
 }
 
 /* Prometheus le bounds of the run-queue histogram: 2^k microseconds, k = 0 .. 22 (1 us to 4.2 s),
@@ -1126,10 +1084,10 @@ static void put_sched_counter(struct text *t, const struct collector_status *st,
 			      const char *help, const char *label, size_t n,
 			      const char *const labels[], const int metrics[])
 {
-	metric(t, name, "counter", help);
+	text_metric(t, name, "counter", help);
 	for (size_t i = 0; i < n; i++)
-		put(t, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, labels[i],
-		    st->sched_metrics[metrics[i]]);
+		text_put(t, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, labels[i],
+			 st->sched_metrics[metrics[i]]);
 }
 
 static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
@@ -1145,31 +1103,32 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	struct loader_prog_stats progs[16];
 	size_t nr = ctx->loader ? loader__prog_stats(ctx->loader, progs, 16) : 0;
 
-	metric(t, "tailprof_context_switches_total", "counter",
-	       "Context switches seen (runs of the sched_switch program).");
+	text_metric(t, "tailprof_context_switches_total", "counter",
+		    "Context switches seen (runs of the sched_switch program).");
 	for (size_t p = 0; p < nr; p++)
 		if (!strcmp(progs[p].name, "sched_switch"))
-			put(t, "tailprof_context_switches_total %" PRIu64 "\n", progs[p].run_cnt);
+			text_put(t, "tailprof_context_switches_total %" PRIu64 "\n",
+				 progs[p].run_cnt);
 	uint64_t cum = 0;
 	uint32_t i = 0;
 
-	metric(t, "tailprof_offcpu_samples_total", "counter",
-	       "Blocks at least --offcpu-min long, stored with their stacks.");
-	put(t, "tailprof_offcpu_samples_total %" PRIu64 "\n", st->offcpu_samples);
-	metric(t, "tailprof_offcpu_seconds_total", "counter", "Blocked time of those blocks.");
-	put(t, "tailprof_offcpu_seconds_total %.9f\n", st->offcpu_ns / 1e9);
-	metric(t, "tailprof_short_blocks_total", "counter",
-	       "Blocks shorter than --offcpu-min (counted per process, no stacks).");
-	put(t, "tailprof_short_blocks_total %" PRIu64 "\n", st->short_blocks);
-	metric(t, "tailprof_short_blocks_seconds_total", "counter",
-	       "Blocked time of those blocks.");
-	put(t, "tailprof_short_blocks_seconds_total %.9f\n", st->short_blocked_ns / 1e9);
-	metric(t, "tailprof_sched_drops_total", "counter",
-	       "Scheduler events not recorded in full, by reason.");
+	text_metric(t, "tailprof_offcpu_samples_total", "counter",
+		    "Blocks at least --offcpu-min long, stored with their stacks.");
+	text_put(t, "tailprof_offcpu_samples_total %" PRIu64 "\n", st->offcpu_samples);
+	text_metric(t, "tailprof_offcpu_seconds_total", "counter", "Blocked time of those blocks.");
+	text_put(t, "tailprof_offcpu_seconds_total %.9f\n", st->offcpu_ns / 1e9);
+	text_metric(t, "tailprof_short_blocks_total", "counter",
+		    "Blocks shorter than --offcpu-min (counted per process, no stacks).");
+	text_put(t, "tailprof_short_blocks_total %" PRIu64 "\n", st->short_blocks);
+	text_metric(t, "tailprof_short_blocks_seconds_total", "counter",
+		    "Blocked time of those blocks.");
+	text_put(t, "tailprof_short_blocks_seconds_total %.9f\n", st->short_blocked_ns / 1e9);
+	text_metric(t, "tailprof_sched_drops_total", "counter",
+		    "Scheduler events not recorded in full, by reason.");
 	for (int r = 0; r < TP_SCH_NR; r++)
 		if (reasons[r])
-			put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
-			    reasons[r], st->sched_metrics[r]);
+			text_put(t, "tailprof_sched_drops_total{reason=\"%s\"} %" PRIu64 "\n",
+				 reasons[r], st->sched_metrics[r]);
 	put_sched_counter(
 	    t, st, "tailprof_offcpu_kernel_stacks_total",
 	    "Kernel stacks of captured blocks, by source: cache (return addresses "
@@ -1191,15 +1150,17 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    "or by sys_exit on the thread's way back to user space.",
 	    "path", 3, (const char *const[]){"switch_out", "task_work", "sys_exit"},
 	    (const int[]){TP_SCH_EARLY_USTACK, TP_SCH_TASK_WORK, TP_SCH_SYS_EXIT});
-	metric(t, "tailprof_offcpu_early_stacks_wasted_total", "counter",
-	       "User stacks taken at switch-out for blocks that turned out shorter than "
-	       "--offcpu-min (mispredicted).");
-	put(t, "tailprof_offcpu_early_stacks_wasted_total %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_EARLY_WASTED]);
-	metric(t, "tailprof_offcpu_repeats_total", "counter",
-	       "Captured blocks sent without frames: both stacks verified where the thread blocked "
-	       "as those of its last sample, which tailprofd kept.");
-	put(t, "tailprof_offcpu_repeats_total %" PRIu64 "\n", st->sched_metrics[TP_SCH_REPEAT]);
+	text_metric(t, "tailprof_offcpu_early_stacks_wasted_total", "counter",
+		    "User stacks taken at switch-out for blocks that turned out shorter than "
+		    "--offcpu-min (mispredicted).");
+	text_put(t, "tailprof_offcpu_early_stacks_wasted_total %" PRIu64 "\n",
+		 st->sched_metrics[TP_SCH_EARLY_WASTED]);
+	text_metric(
+	    t, "tailprof_offcpu_repeats_total", "counter",
+	    "Captured blocks sent without frames: both stacks verified where the thread blocked "
+	    "as those of its last sample, which tailprofd kept.");
+	text_put(t, "tailprof_offcpu_repeats_total %" PRIu64 "\n",
+		 st->sched_metrics[TP_SCH_REPEAT]);
 	put_sched_counter(
 	    t, st, "tailprof_offcpu_blocked_again_total",
 	    "Blocks in a syscall whose earlier captured block still waits for its user "
@@ -1207,25 +1168,27 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    "page fault in the copy out, say: a sample of its own, without user stack).",
 	    "kernel_path", 2, (const char *const[]){"same", "other"},
 	    (const int[]){TP_SCH_AGAIN_SAME, TP_SCH_AGAIN_OTHER});
-	metric(t, "tailprof_offcpu_switch_sp_mispredicted_total", "counter",
-	       "Kernel stacks verified at switch-out and not used: the switch saved another stack "
-	       "pointer than foreseen (the kernel stack is then taken at switch-in).");
-	put(t, "tailprof_offcpu_switch_sp_mispredicted_total %" PRIu64 "\n",
-	    st->sched_metrics[TP_SCH_KSTACK_EARLY_MISSED]);
-	metric(t, "tailprof_runq_latency_seconds", "histogram",
-	       "Time runnable threads waited for a CPU (wake-up or preemption to running).");
+	text_metric(
+	    t, "tailprof_offcpu_switch_sp_mispredicted_total", "counter",
+	    "Kernel stacks verified at switch-out and not used: the switch saved another stack "
+	    "pointer than foreseen (the kernel stack is then taken at switch-in).");
+	text_put(t, "tailprof_offcpu_switch_sp_mispredicted_total %" PRIu64 "\n",
+		 st->sched_metrics[TP_SCH_KSTACK_EARLY_MISSED]);
+	text_metric(t, "tailprof_runq_latency_seconds", "histogram",
+		    "Time runnable threads waited for a CPU (wake-up or preemption to running).");
 	for (int k = 0; k <= RUNQ_LE_MAX_LOG2_US; k++) {
 		uint64_t le_ns = 1000ull << k;
 
 		/* a log-linear bucket counts as its midpoint (within 1.6%, tp_hist.h) */
 		for (; i < TP_HIST_OVERFLOW && tp_hist_value(i) <= le_ns; i++)
 			cum += b[i];
-		put(t, "tailprof_runq_latency_seconds_bucket{le=\"%.9g\"} %" PRIu64 "\n",
-		    le_ns / 1e9, cum);
+		text_put(t, "tailprof_runq_latency_seconds_bucket{le=\"%.9g\"} %" PRIu64 "\n",
+			 le_ns / 1e9, cum);
 	}
-	put(t, "tailprof_runq_latency_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", st->runq_count);
-	put(t, "tailprof_runq_latency_seconds_sum %.9f\n", st->runq_sum_ns / 1e9);
-	put(t, "tailprof_runq_latency_seconds_count %" PRIu64 "\n", st->runq_count);
+	text_put(t, "tailprof_runq_latency_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n",
+		 st->runq_count);
+	text_put(t, "tailprof_runq_latency_seconds_sum %.9f\n", st->runq_sum_ns / 1e9);
+	text_put(t, "tailprof_runq_latency_seconds_count %" PRIu64 "\n", st->runq_count);
 }
 
 char *query__metrics_text(const struct query_ctx *ctx)
@@ -1241,115 +1204,124 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	t.buf[0] = 0;
 	collector__status(ctx->collector, &st);
 
-	metric(&t, "tailprof_up", "gauge",
-	       "1 once probes are attached and the first drain is done.");
-	put(&t, "tailprof_up %d\n", st.healthy);
-	metric(&t, "tailprof_samples_total", "counter", "Samples with stacks stored in windows.");
-	put(&t, "tailprof_samples_total %" PRIu64 "\n", st.samples);
-	metric(&t, "tailprof_idle_samples_total", "counter", "Samples of idle CPUs (no stack).");
-	put(&t, "tailprof_idle_samples_total %" PRIu64 "\n", st.idle_samples);
-	metric(&t, "tailprof_received_samples_total", "counter",
-	       "Samples the BPF program saw, per CPU.");
+	text_metric(&t, "tailprof_up", "gauge",
+		    "1 once probes are attached and the first drain is done.");
+	text_put(&t, "tailprof_up %d\n", st.healthy);
+	text_metric(&t, "tailprof_samples_total", "counter",
+		    "Samples with stacks stored in windows.");
+	text_put(&t, "tailprof_samples_total %" PRIu64 "\n", st.samples);
+	text_metric(&t, "tailprof_idle_samples_total", "counter",
+		    "Samples of idle CPUs (no stack).");
+	text_put(&t, "tailprof_idle_samples_total %" PRIu64 "\n", st.idle_samples);
+	text_metric(&t, "tailprof_received_samples_total", "counter",
+		    "Samples the BPF program saw, per CPU.");
 	put_per_cpu(&t, ctx->collector, "tailprof_received_samples_total", false);
-	metric(&t, "tailprof_expected_samples_total", "counter",
-	       "Samples expected from the frequency and the time each CPU was sampled, per CPU.");
+	text_metric(
+	    &t, "tailprof_expected_samples_total", "counter",
+	    "Samples expected from the frequency and the time each CPU was sampled, per CPU.");
 	put_per_cpu(&t, ctx->collector, "tailprof_expected_samples_total", true);
-	metric(&t, "tailprof_drops_total", "counter", "Samples or stacks lost, by reason.");
+	text_metric(&t, "tailprof_drops_total", "counter", "Samples or stacks lost, by reason.");
 	for (int d = 0; d < DROP_NR; d++)
-		put(&t, "tailprof_drops_total{reason=\"%s\"} %" PRIu64 "\n", window_drop_names[d],
-		    st.drops[d]);
-	metric(&t, "tailprof_windows", "gauge", "Windows held in the ring.");
-	put(&t, "tailprof_windows %u\n", st.windows);
-	metric(&t, "tailprof_windows_max", "gauge", "Capacity of the ring (retention / window).");
-	put(&t, "tailprof_windows_max %u\n", st.max_windows);
-	metric(&t, "tailprof_cpus_sampled", "gauge", "CPUs with an attached cpu-clock event.");
-	put(&t, "tailprof_cpus_sampled %d\n", st.cpus_sampled);
-	metric(&t, "tailprof_stacks", "gauge", "Distinct stacks interned.");
-	put(&t, "tailprof_stacks %" PRIu64 "\n", st.stacks);
-	metric(&t, "tailprof_objects", "gauge", "ELF objects with cached symbol tables.");
-	put(&t, "tailprof_objects %" PRIu64 "\n", st.sym.objects);
-	metric(&t, "tailprof_processes", "gauge", "Processes with cached memory maps.");
-	put(&t, "tailprof_processes %" PRIu64 "\n", st.sym.processes);
-	metric(&t, "tailprof_unresolved_frames_total", "counter",
-	       "User frames in no known mapping.");
-	put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
-	metric(
+		text_put(&t, "tailprof_drops_total{reason=\"%s\"} %" PRIu64 "\n",
+			 window_drop_names[d], st.drops[d]);
+	text_metric(&t, "tailprof_windows", "gauge", "Windows held in the ring.");
+	text_put(&t, "tailprof_windows %u\n", st.windows);
+	text_metric(&t, "tailprof_windows_max", "gauge",
+		    "Capacity of the ring (retention / window).");
+	text_put(&t, "tailprof_windows_max %u\n", st.max_windows);
+	text_metric(&t, "tailprof_cpus_sampled", "gauge", "CPUs with an attached cpu-clock event.");
+	text_put(&t, "tailprof_cpus_sampled %d\n", st.cpus_sampled);
+	text_metric(&t, "tailprof_stacks", "gauge", "Distinct stacks interned.");
+	text_put(&t, "tailprof_stacks %" PRIu64 "\n", st.stacks);
+	text_metric(&t, "tailprof_objects", "gauge", "ELF objects with cached symbol tables.");
+	text_put(&t, "tailprof_objects %" PRIu64 "\n", st.sym.objects);
+	text_metric(&t, "tailprof_processes", "gauge", "Processes with cached memory maps.");
+	text_put(&t, "tailprof_processes %" PRIu64 "\n", st.sym.processes);
+	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
+		    "User frames in no known mapping.");
+	text_put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
+	text_metric(
 	    &t, "tailprof_cut_stacks_total", "counter",
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
-	put(&t, "tailprof_cut_stacks_total %" PRIu64 "\n", st.cut_stacks);
-	metric(&t, "tailprof_fork_fallbacks_total", "counter",
-	       "Samples of a child gone before its maps were read, resolved with its parent's.");
-	put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);
-	metric(&t, "tailprof_maps_read_failures_total", "counter",
-	       "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
-	put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);
+	text_put(&t, "tailprof_cut_stacks_total %" PRIu64 "\n", st.cut_stacks);
+	text_metric(
+	    &t, "tailprof_fork_fallbacks_total", "counter",
+	    "Samples of a child gone before its maps were read, resolved with its parent's.");
+	text_put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);
+	text_metric(&t, "tailprof_maps_read_failures_total", "counter",
+		    "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
+	text_put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);
 	put_unwind_metrics(&t, &st);
-	metric(&t, "tailprof_debug_files_total", "counter",
-	       "Objects named from a separate debug file (build ID or .gnu_debuglink).");
-	put(&t, "tailprof_debug_files_total %" PRIu64 "\n", st.sym.debug_files);
-	metric(&t, "tailprof_minidebuginfo_total", "counter",
-	       "Objects named from their MiniDebugInfo (.gnu_debugdata).");
-	put(&t, "tailprof_minidebuginfo_total %" PRIu64 "\n", st.sym.minidebuginfo);
-	metric(&t, "tailprof_perf_map_reads_total", "counter",
-	       "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
-	put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);
-	metric(
+	text_metric(&t, "tailprof_debug_files_total", "counter",
+		    "Objects named from a separate debug file (build ID or .gnu_debuglink).");
+	text_put(&t, "tailprof_debug_files_total %" PRIu64 "\n", st.sym.debug_files);
+	text_metric(&t, "tailprof_minidebuginfo_total", "counter",
+		    "Objects named from their MiniDebugInfo (.gnu_debugdata).");
+	text_put(&t, "tailprof_minidebuginfo_total %" PRIu64 "\n", st.sym.minidebuginfo);
+	text_metric(&t, "tailprof_perf_map_reads_total", "counter",
+		    "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
+	text_put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);
+	text_metric(
 	    &t, "tailprof_perf_map_rejected_total", "counter",
 	    "JIT perf maps refused: a symbolic link, not the process's user, not a regular file, "
 	    "or too large.");
-	put(&t, "tailprof_perf_map_rejected_total %" PRIu64 "\n", st.sym.perf_map_rejected);
-	metric(&t, "tailprof_symbol_cache_evictions_total", "counter",
-	       "Entries dropped from the symbolizer's caches for their caps, by cache.");
-	put(&t, "tailprof_symbol_cache_evictions_total{cache=\"processes\"} %" PRIu64 "\n",
-	    st.sym.evicted_processes);
-	put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
-	    st.sym.evicted_objects);
+	text_put(&t, "tailprof_perf_map_rejected_total %" PRIu64 "\n", st.sym.perf_map_rejected);
+	text_metric(&t, "tailprof_symbol_cache_evictions_total", "counter",
+		    "Entries dropped from the symbolizer's caches for their caps, by cache.");
+	text_put(&t, "tailprof_symbol_cache_evictions_total{cache=\"processes\"} %" PRIu64 "\n",
+		 st.sym.evicted_processes);
+	text_put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
+		 st.sym.evicted_objects);
 	put_sched_metrics(&t, ctx, &st);
-	metric(&t, "tailprof_window_bytes", "gauge", "Heap bytes of the windows' sample tables.");
-	put(&t, "tailprof_window_bytes %" PRIu64 "\n", st.window_bytes);
-	metric(&t, "tailprof_interned_bytes", "gauge", "Heap bytes of interned stacks and tasks.");
-	put(&t, "tailprof_interned_bytes %" PRIu64 "\n", st.interned_bytes);
-	metric(&t, "tailprof_resident_memory_bytes", "gauge", "Resident set size of tailprofd.");
-	put(&t, "tailprof_resident_memory_bytes %" PRIu64 "\n", sysinfo__rss_bytes());
-	metric(&t, "tailprof_cpu_seconds_total", "counter",
-	       "User and system CPU time of tailprofd.");
-	put(&t, "tailprof_cpu_seconds_total %.6f\n", sysinfo__cpu_ns() / 1e9);
+	text_metric(&t, "tailprof_window_bytes", "gauge",
+		    "Heap bytes of the windows' sample tables.");
+	text_put(&t, "tailprof_window_bytes %" PRIu64 "\n", st.window_bytes);
+	text_metric(&t, "tailprof_interned_bytes", "gauge",
+		    "Heap bytes of interned stacks and tasks.");
+	text_put(&t, "tailprof_interned_bytes %" PRIu64 "\n", st.interned_bytes);
+	text_metric(&t, "tailprof_resident_memory_bytes", "gauge",
+		    "Resident set size of tailprofd.");
+	text_put(&t, "tailprof_resident_memory_bytes %" PRIu64 "\n", sysinfo__rss_bytes());
+	text_metric(&t, "tailprof_cpu_seconds_total", "counter",
+		    "User and system CPU time of tailprofd.");
+	text_put(&t, "tailprof_cpu_seconds_total %.6f\n", sysinfo__cpu_ns() / 1e9);
 	if (ctx->loader)
 		nr_progs = loader__prog_stats(ctx->loader, progs, 32);
-	metric(&t, "tailprof_bpf_run_time_seconds_total", "counter",
-	       "Run time of each BPF program (BPF_ENABLE_STATS): the in-kernel self-overhead.");
+	text_metric(
+	    &t, "tailprof_bpf_run_time_seconds_total", "counter",
+	    "Run time of each BPF program (BPF_ENABLE_STATS): the in-kernel self-overhead.");
 	for (size_t i = 0; i < nr_progs; i++)
-		put(&t, "tailprof_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n", progs[i].name,
-		    progs[i].run_time_ns / 1e9);
-	metric(&t, "tailprof_bpf_run_count_total", "counter", "Runs of each BPF program.");
+		text_put(&t, "tailprof_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n",
+			 progs[i].name, progs[i].run_time_ns / 1e9);
+	text_metric(&t, "tailprof_bpf_run_count_total", "counter", "Runs of each BPF program.");
 	for (size_t i = 0; i < nr_progs; i++)
-		put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n", progs[i].name,
-		    progs[i].run_cnt);
+		text_put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n",
+			 progs[i].name, progs[i].run_cnt);
 	if (ctx->gc)
 		put_gc_metrics(&t, ctx);
 	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
 		uint64_t ns, clock_ns, samples;
 
 		loader__label_cost(ctx->loader, &ns, &clock_ns, &samples);
-		metric(&t, "tailprof_bench_stage_label_ns_total", "counter",
-		       "Benchmark (TAILPROF_BENCH_LABEL_COST): ns in the sampler's stage lookup "
-		       "(part=lookup) and in the clock reads that timed it (part=clock).");
-		put(&t,
-		    "tailprof_bench_stage_label_ns_total{part=\"lookup\"} %" PRIu64 "\n"
-		    "tailprof_bench_stage_label_ns_total{part=\"clock\"} %" PRIu64 "\n",
-		    ns, clock_ns);
-		metric(
+		text_metric(
+		    &t, "tailprof_bench_stage_label_ns_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_LABEL_COST): ns in the sampler's stage lookup "
+		    "(part=lookup) and in the clock reads that timed it (part=clock).");
+		text_put(&t,
+			 "tailprof_bench_stage_label_ns_total{part=\"lookup\"} %" PRIu64 "\n"
+			 "tailprof_bench_stage_label_ns_total{part=\"clock\"} %" PRIu64 "\n",
+			 ns, clock_ns);
+		text_metric(
 		    &t, "tailprof_bench_stage_label_samples_total", "counter",
 		    "Benchmark (TAILPROF_BENCH_LABEL_COST): samples whose stage lookup was timed.");
-		put(&t, "tailprof_bench_stage_label_samples_total %" PRIu64 "\n", samples);
+		text_put(&t, "tailprof_bench_stage_label_samples_total %" PRIu64 "\n", samples);
 	}
 	if (ctx->stages)
-		put_owned(&t, stages__metrics_text(ctx->stages));
+		text_put_owned(&t, stages__metrics_text(ctx->stages));
+	if (ctx->spikes)
+		text_put_owned(&t,
+			       spikes__metrics_text(ctx->spikes, collector__ring(ctx->collector)));
 	if (ctx->features)
-		put_owned(&t, features__metrics_text(ctx->features));
-	if (t.failed) {
-		free(t.buf);
-		return NULL;
-	}
-	return t.buf;
+		text_put_owned(&t, features__metrics_text(ctx->features));
+	return text_finish(&t);
 }

@@ -18,25 +18,46 @@
 
 #include "tailprof.h"
 
+struct collector;
+struct query_ctx;
 struct stages;
 struct window;
 struct window_ring;
 
-#define SPIKES_MAX_HELD	      256 /* episodes held in memory; the oldest unpinned go first */
+#define SPIKES_MAX_HELD	      256 /* episodes held in memory; the oldest closed ones go first */
 #define SPIKE_ID_LEN	      65  /* 1-64 characters of [A-Za-z0-9._-], NUL included */
 #define SPIKE_REASON_LEN      256
 #define SPIKE_FINGERPRINT_LEN 65
+#define SPIKES_MIN_BASELINE   5	   /* ordinary windows before the k rule judges */
+#define SPIKES_MAX_BASELINE   1000 /* baseline_windows at most */
 
 struct spikes_opts {
 	double k;		   /* a spike: p95 > k x the baseline median; > 1 */
-	uint32_t baseline_windows; /* ordinary windows the baseline median takes, >= 5 */
+	uint32_t baseline_windows; /* ordinary windows the baseline median takes, 10..1000 */
 	uint32_t min_requests;	   /* windows with fewer requests of the stage are not judged */
 	uint64_t min_rise_ns;	   /* and p95 - baseline >= this */
 	uint32_t pin_budget;	   /* windows pinned at most; the oldest pins go first */
 	const char *state_dir;	   /* NULL: spikes are not written to disk */
-	uint32_t alert_lookback;   /* windows before an alert's startsAt that it marks (2) */
-	uint64_t window_ns;	   /* the ring's window length */
+	uint32_t write_rate;	   /* write requests (marks, alerts) a minute */
+	uint32_t alert_lookback;   /* windows before an alert's startsAt that it marks */
 };
+
+/* The defaults: k 2, baseline_windows 30, min_requests 20, min_rise 0, pin_budget 64, no state
+ * directory, write_rate 60, alert_lookback 2. */
+#define SPIKES_OPTS_DEFAULT                                                                        \
+	((struct spikes_opts){.k = 2.0,                                                            \
+			      .baseline_windows = 30,                                              \
+			      .min_requests = 20,                                                  \
+			      .pin_budget = 64,                                                    \
+			      .write_rate = 60,                                                    \
+			      .alert_lookback = 2})
+
+/* Sets the option named key ([spikes] key: k, baseline_windows, min_requests, min_rise,
+ * pin_budget, state_dir, write_rate) from its text. Returns 0, or -EINVAL with msg (msglen
+ * bytes) saying what is allowed ("give a number above 1, e.g. 2 or 2.5"); -ENOENT for an unknown
+ * key. The value is referenced, not copied, for state_dir. */
+int spikes_opts__set(struct spikes_opts *o, const char *key, const char *value, char *msg,
+		     size_t msglen);
 
 /* POST /api/v1/marks: mark the windows around time as a spike. */
 struct spike_mark {
@@ -60,6 +81,20 @@ struct spike_alert {
 
 struct spikes;
 
+/* Returns the detector over the ring of windows of window_ns each (neither owned), or NULL with
+ * errno set (ENOMEM; EINVAL for options out of range). */
+struct spikes *spikes__new(const struct spikes_opts *o, struct stages *stages, uint64_t window_ns);
+/* Releases every pin and frees s. ring: the ring the pins are in (NULL: it is already freed).
+ * NULL s allowed. */
+void spikes__free(struct spikes *s, struct window_ring *ring);
+const struct spikes_opts *spikes__opts(const struct spikes *s);
+
+/* Window w of ring was just closed (its stage histograms compacted): judges each stage's p95
+ * there, opens, extends and closes episodes, applies queued marks and alerts, and pins and
+ * unpins windows. Costs O(stages x baseline_windows) and allocates nothing that grows with
+ * history. Under the collector's write lock. */
+void spikes__window_closed(struct spikes *s, struct window_ring *ring, struct window *w);
+
 /* Queues a mark, applied at the next window close (or when its windows close); id (SPIKE_ID_LEN
  * bytes) receives the id its episode will have. Any thread. Returns 0, -EINVAL (err, errlen:
  * what is wrong and what is allowed, e.g. a stage that is not known), or -EAGAIN (the queue is
@@ -70,5 +105,30 @@ int spikes__mark(struct spikes *s, const struct spike_mark *m, char *id, char *e
  * (same group key, fingerprint and startsAt) changes nothing. Any thread. Returns 0 or -EAGAIN
  * (the queue is full: answer 503 so that Alertmanager retries). */
 int spikes__alerts(struct spikes *s, const struct spike_alert *a, size_t n);
+
+/* Which spikes a listing takes: of one stage (NULL: all), and overlapping [from, to] (Unix ns). */
+struct spike_filter {
+	const char *stage;
+	int64_t from_unix_ns, to_unix_ns;
+};
+
+/* JSON (malloc'd, NUL-terminated; NULL on ENOMEM) under the collector's read lock:
+ * GET /api/v1/spikes: {"spikes": [...]} oldest first (README and docs/spikes.md give the keys);
+ * GET /api/v1/spikes/ID: that spike with "evidence" and "requests", or NULL with *found false. */
+char *spikes__list_json(struct spikes *s, struct window_ring *ring, const struct spike_filter *f);
+char *spikes__get_json(struct spikes *s, struct window_ring *ring, const char *id, bool *found);
+
+/* The windows of spike id (baseline: its baseline windows instead), oldest first, into
+ * out[0..max); *n their number. Returns 0, -ENOENT (no such spike) or -ESTALE (a spike read
+ * back from the state directory: its windows are gone; spikes__stored_profile has its profiles).
+ * Under the collector's read lock. */
+int spikes__windows(struct spikes *s, struct window_ring *ring, const char *id, bool baseline,
+		    struct window **out, size_t max, size_t *n);
+/* Whether id is the newest spike ("latest"): resolves "latest" (of stage, NULL: any) into id
+ * (SPIKE_ID_LEN bytes). Returns 0 or -ENOENT. */
+int spikes__resolve(struct spikes *s, const char *name, const char *stage, char *id);
+
+/* Prometheus text of the spike metrics (malloc'd; NULL on ENOMEM), under the read lock. */
+char *spikes__metrics_text(struct spikes *s, struct window_ring *ring);
 
 #endif

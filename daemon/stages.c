@@ -17,6 +17,7 @@
 #include "log.h"
 #include "probes.h"
 #include "sysinfo.h"
+#include "textbuf.h"
 #include "timeparse.h"
 #include "window.h"
 
@@ -168,8 +169,7 @@ static void compact(struct stage_stats *st)
 	st->dense = NULL;
 }
 
-/* Adds st's histogram to acc[TP_HIST_BUCKETS]. */
-static void accumulate(const struct stage_stats *st, uint64_t *acc)
+void stage_stats__accumulate(const struct stage_stats *st, uint64_t *acc)
 {
 	if (st->dense) {
 		for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
@@ -178,6 +178,40 @@ static void accumulate(const struct stage_stats *st, uint64_t *acc)
 		for (uint32_t i = 0; i < st->nr_cells; i++)
 			acc[st->cells[i].bucket] += st->cells[i].count;
 	}
+}
+
+uint64_t stage_stats__percentile(const struct stage_stats *st, uint32_t q_permille)
+{
+	uint64_t total = 0, rank, cum = 0, v;
+	uint32_t b;
+
+	if (!st)
+		return 0;
+	if (st->dense) {
+		uint64_t *acc = xcalloc(TP_HIST_BUCKETS, sizeof(*acc));
+
+		stage_stats__accumulate(st, acc);
+		for (b = 0; b < TP_HIST_BUCKETS; b++)
+			total += acc[b];
+		v = histogram__percentile(acc, total, st->max_ns, q_permille);
+		free(acc);
+		return v;
+	}
+	/* cells are in bucket order (compact): the same nearest-rank walk without a dense copy */
+	for (uint32_t i = 0; i < st->nr_cells; i++)
+		total += st->cells[i].count;
+	if (!total)
+		return 0;
+	rank = histogram__rank(total, q_permille);
+	for (uint32_t i = 0; i < st->nr_cells; i++) {
+		cum += st->cells[i].count;
+		if (cum < rank)
+			continue;
+		b = st->cells[i].bucket;
+		v = b == TP_HIST_OVERFLOW ? st->max_ns : tp_hist_value(b);
+		return v < st->max_ns || !st->max_ns ? v : st->max_ns;
+	}
+	return st->max_ns;
 }
 
 /* ---- registry ---- */
@@ -427,6 +461,19 @@ const char *stages__name(const struct stages *s, uint32_t id)
 	return s->stages[id].name;
 }
 
+uint64_t stages__threshold_ns(const struct stages *s, uint32_t id)
+{
+	return id && id < TP_MAX_STAGES ? s->stages[id].threshold_ns : 0;
+}
+
+uint32_t stages__id(const struct stages *s, const char *name)
+{
+	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
+		if (s->stages[id].name[0] && !strcmp(s->stages[id].name, name))
+			return id;
+	return 0;
+}
+
 uint64_t stages__mask(const struct stages *s, const char *name)
 {
 	uint64_t m = 0;
@@ -531,7 +578,7 @@ void stages__window_closed(struct stages *s, struct window *w)
 			continue;
 		}
 		memset(acc, 0, TP_HIST_BUCKETS * sizeof(*acc));
-		accumulate(st, acc);
+		stage_stats__accumulate(st, acc);
 		compact(st);
 		/* the buckets' own total: count was taken a moment before them */
 		total = 0;
@@ -541,6 +588,27 @@ void stages__window_closed(struct stages *s, struct window *w)
 				    histogram__percentile(acc, total, st->max_ns, 950));
 	}
 	free(acc);
+}
+
+void stages__span_id(const struct tp_span *sp, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u-%" PRIu64, sp->tid, (uint64_t)sp->start_ns);
+}
+
+void stages__span_accounting(const struct tp_span *sp, struct window *const *ws, size_t n,
+			     struct span_accounting *out)
+{
+	(void)ws;
+	(void)n;
+	*out = (struct span_accounting){0};
+	if (sp->accounting == TP_ACCT_EXACT && sp->cpu_ns + sp->runq_ns <= sp->duration_ns) {
+		out->cpu_ns = sp->cpu_ns;
+		out->runq_ns = sp->runq_ns;
+		out->offcpu_ns = sp->duration_ns - sp->cpu_ns - sp->runq_ns;
+		out->exact = true;
+		return;
+	}
+	out->offcpu_ns = sp->duration_ns;
 }
 
 /* ---- JSON ---- */
@@ -599,8 +667,8 @@ char *stages__stages_json(struct stages *s, struct window *const *windows, size_
 			if (!st || !st->count || !name)
 				continue;
 			memset(one, 0, TP_HIST_BUCKETS * sizeof(*one));
-			accumulate(st, one);
-			accumulate(st, acc + (size_t)id * TP_HIST_BUCKETS);
+			stage_stats__accumulate(st, one);
+			stage_stats__accumulate(st, acc + (size_t)id * TP_HIST_BUCKETS);
 			sums[id] += st->sum_ns;
 			counts[id] += st->count;
 			if (st->max_ns > maxs[id])
@@ -781,36 +849,6 @@ void *stages__status_json(struct stages *s)
 
 /* ---- Prometheus ---- */
 
-struct text {
-	char *buf;
-	size_t len, cap;
-	bool failed;
-};
-
-static void __attribute__((format(printf, 2, 3))) put(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	while (!t->failed) {
-		va_start(ap, fmt);
-		n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n >= 0 && (size_t)n < t->cap - t->len) {
-			t->len += n;
-			return;
-		}
-		char *b = n < 0 ? NULL : realloc(t->buf, t->cap * 2 + n);
-
-		if (!b) {
-			t->failed = true;
-			return;
-		}
-		t->buf = b;
-		t->cap = t->cap * 2 + n;
-	}
-}
-
 static void probe_lines(struct text *t, const char *label, const char *name, const struct probe *pr)
 {
 	struct probe_stats ps;
@@ -818,10 +856,10 @@ static void probe_lines(struct text *t, const char *label, const char *name, con
 	if (!pr)
 		return;
 	probe__stats(pr, &ps);
-	put(t, "tailprof_stage_probe_hits_total{%s=\"%s\"} %" PRIu64 "\n", label, name,
-	    ps.enter_cnt);
-	put(t, "tailprof_stage_probe_run_time_seconds_total{%s=\"%s\"} %.9f\n", label, name,
-	    ps.run_time_ns / 1e9);
+	text_put(t, "tailprof_stage_probe_hits_total{%s=\"%s\"} %" PRIu64 "\n", label, name,
+		 ps.enter_cnt);
+	text_put(t, "tailprof_stage_probe_run_time_seconds_total{%s=\"%s\"} %.9f\n", label, name,
+		 ps.run_time_ns / 1e9);
 }
 
 char *stages__metrics_text(struct stages *s)
@@ -838,8 +876,9 @@ char *stages__metrics_text(struct stages *s)
 	if (!t.buf)
 		return NULL;
 	t.buf[0] = 0;
-	put(&t, "# HELP tailprof_stage_latency_seconds Latency of each stage (bucket midpoints "
-		"within 1.6%%).\n# TYPE tailprof_stage_latency_seconds histogram\n");
+	text_put(&t,
+		 "# HELP tailprof_stage_latency_seconds Latency of each stage (bucket midpoints "
+		 "within 1.6%%).\n# TYPE tailprof_stage_latency_seconds histogram\n");
 	for (uint32_t id = 1; id < TP_MAX_STAGES; id++) {
 		struct stage *st = &s->stages[id];
 		uint64_t cum = 0;
@@ -849,44 +888,43 @@ char *stages__metrics_text(struct stages *s)
 		for (size_t i = 0; i < PROM_BUCKETS; i++) {
 			cum += st->prom[i];
 			if (i < PROM_BUCKETS - 1)
-				put(&t,
+				text_put(
+				    &t,
 				    "tailprof_stage_latency_seconds_bucket{stage=\"%s\",le=\"%g\"} "
 				    "%" PRIu64 "\n",
 				    st->name, prom_le_ns[i] / 1e9, cum);
 			else
-				put(&t,
-				    "tailprof_stage_latency_seconds_bucket{stage=\"%s\",le=\"+"
-				    "Inf\"} "
-				    "%" PRIu64 "\n",
-				    st->name, cum);
+				text_put(&t,
+					 "tailprof_stage_latency_seconds_bucket{stage=\"%s\",le=\"+"
+					 "Inf\"} "
+					 "%" PRIu64 "\n",
+					 st->name, cum);
 		}
-		put(&t, "tailprof_stage_latency_seconds_sum{stage=\"%s\"} %.9f\n", st->name,
-		    st->total_sum_ns / 1e9);
-		put(&t, "tailprof_stage_latency_seconds_count{stage=\"%s\"} %" PRIu64 "\n",
-		    st->name, st->total_count);
+		text_put(&t, "tailprof_stage_latency_seconds_sum{stage=\"%s\"} %.9f\n", st->name,
+			 st->total_sum_ns / 1e9);
+		text_put(&t, "tailprof_stage_latency_seconds_count{stage=\"%s\"} %" PRIu64 "\n",
+			 st->name, st->total_count);
 	}
-	put(&t, "# HELP tailprof_stage_probe_hits_total Entries of each stage probe (BPF run "
-		"count).\n# TYPE tailprof_stage_probe_hits_total counter\n");
-	put(&t, "# HELP tailprof_stage_probe_run_time_seconds_total BPF run time of each stage "
-		"probe, entry and exit (BPF_ENABLE_STATS).\n"
-		"# TYPE tailprof_stage_probe_run_time_seconds_total counter\n");
+	text_put(&t, "# HELP tailprof_stage_probe_hits_total Entries of each stage probe (BPF run "
+		     "count).\n# TYPE tailprof_stage_probe_hits_total counter\n");
+	text_put(&t,
+		 "# HELP tailprof_stage_probe_run_time_seconds_total BPF run time of each stage "
+		 "probe, entry and exit (BPF_ENABLE_STATS).\n"
+		 "# TYPE tailprof_stage_probe_run_time_seconds_total counter\n");
 	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
 		if (s->stages[id].probe)
 			probe_lines(&t, "stage", s->stages[id].name, s->stages[id].probe);
 	for (size_t i = 0; i < s->nr_apps; i++)
 		probe_lines(&t, "usdt_app", s->apps[i].name, s->apps[i].probe);
-	put(&t, "# HELP tailprof_stage_attach_failures_total Stages and applications that failed "
-		"to attach.\n# TYPE tailprof_stage_attach_failures_total counter\n");
-	put(&t, "tailprof_stage_attach_failures_total %" PRIu64 "\n", s->attach_failures);
+	text_put(&t,
+		 "# HELP tailprof_stage_attach_failures_total Stages and applications that failed "
+		 "to attach.\n# TYPE tailprof_stage_attach_failures_total counter\n");
+	text_put(&t, "tailprof_stage_attach_failures_total %" PRIu64 "\n", s->attach_failures);
 	probes__metrics(s->probes, m);
-	put(&t, "# HELP tailprof_stage_errors_total Stage probe events not timed, by reason.\n"
-		"# TYPE tailprof_stage_errors_total counter\n");
+	text_put(&t, "# HELP tailprof_stage_errors_total Stage probe events not timed, by reason.\n"
+		     "# TYPE tailprof_stage_errors_total counter\n");
 	for (int i = 0; i < TP_SM_NR; i++)
-		put(&t, "tailprof_stage_errors_total{reason=\"%s\"} %" PRIu64 "\n", sm_names[i],
-		    m[i]);
-	if (t.failed) {
-		free(t.buf);
-		return NULL;
-	}
-	return t.buf;
+		text_put(&t, "tailprof_stage_errors_total{reason=\"%s\"} %" PRIu64 "\n",
+			 sm_names[i], m[i]);
+	return text_finish(&t);
 }

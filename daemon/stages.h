@@ -45,6 +45,13 @@ struct stage_window {
 	struct stage_stats *by_id[TP_MAX_STAGES];
 };
 
+/* The q-th per-mille latency of st (histogram__percentile's rule), dense or compacted; 0 when
+ * st is NULL or empty. */
+uint64_t stage_stats__percentile(const struct stage_stats *st, uint32_t q_permille);
+
+/* Adds st's histogram (dense or compacted) to acc[TP_HIST_BUCKETS]. */
+void stage_stats__accumulate(const struct stage_stats *st, uint64_t *acc);
+
 /* Frees a window's stage data. NULL allowed. */
 void stage_window__free(struct stage_window *sw);
 
@@ -63,6 +70,10 @@ void stages__sync_names(struct stages *s);
 
 /* The name of stage id, or NULL when no stage has that id. */
 const char *stages__name(const struct stages *s, uint32_t id);
+/* The configured absolute p95 limit of stage id ([stage] threshold), 0: none. */
+uint64_t stages__threshold_ns(const struct stages *s, uint32_t id);
+/* The id of the stage named name, 0 when none. */
+uint32_t stages__id(const struct stages *s, const char *name);
 /* Bit i set for every stage id i named name (0: no such stage). */
 uint64_t stages__mask(const struct stages *s, const char *name);
 /* Comma-separated known stage names into buf (for error messages). */
@@ -76,6 +87,19 @@ void stages__add_span(struct stages *s, const struct tp_span *span, struct windo
 /* w was just closed: compacts its histograms and makes its p95 of each stage the stage's
  * slow-span threshold for the next window (stages with no data there keep theirs). */
 void stages__window_closed(struct stages *s, struct window *w);
+
+/* A span's id, unique within the daemon: "<tid>-<start ns>" (1-64 characters of [0-9-]). */
+#define SPAN_ID_LEN 48
+void stages__span_id(const struct tp_span *sp, char *buf, size_t len);
+
+/* Where a span's time went (ns): cpu + runq + offcpu == duration. exact: from the thread's own
+ * scheduler accounting (tp_span.accounting); else estimated from what windows ws[0..n) hold. */
+struct span_accounting {
+	uint64_t cpu_ns, runq_ns, offcpu_ns;
+	bool exact;
+};
+void stages__span_accounting(const struct tp_span *sp, struct window *const *ws, size_t n,
+			     struct span_accounting *out);
 
 /* JSON (malloc'd, NUL-terminated; NULL on ENOMEM): GET /api/v1/stages over windows[0..n) (see
  * README for the keys), GET /api/v1/spans (mask: stages to list, ~0 for all), and the "stages"

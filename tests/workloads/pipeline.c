@@ -11,7 +11,17 @@
  * a preemption at a trap's exit is inside the probes' measurement at the begin trap, outside it
  * at the end trap (where only INSIDE and AROUND see it).
  * Usage: tp_pipeline SECONDS LOG [DELAY_SECONDS] — prints its pid, waits DELAY, then serves
- * requests for SECONDS. */
+ * requests for SECONDS.
+ * Spike modes (environment; each turns the every-20th slow path off, and logs "# start UNIX_NS"
+ * first, CLOCK_REALTIME when serving began):
+ *   TP_BURST_EVERY=S  in the last second of every S seconds of serving (TP_BURST_LEN=L: the
+ *                     last L seconds), compute also spends 15 ms in compute_burst_path, or,
+ *                     built with -DWITH_GC_PROBES (tp_pipeline_gc), 15 ms in a GC pause between
+ *                     CPython's USDT probes python:gc__start and gc__done (gc_pause);
+ *   TP_SHIFT_AT=S     from S seconds of serving on, compute spins 9 ms instead of 3 (for good). */
+#ifdef WITH_GC_PROBES
+#include <sys/sdt.h>
+#endif
 #ifdef USE_USDT
 #define TAILPROF_STAGE_DEFINE
 #include <tailprof/stage.h>
@@ -31,6 +41,7 @@
 #endif
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,13 +87,48 @@ __attribute__((noinline)) void compute_slow_path(void)
 	BURN_NS(30000000);
 }
 
+/* spike modes (see the top) */
+static uint64_t serve_start_ns, burst_every_ns, burst_len_ns, shift_at_ns;
+
+__attribute__((noinline)) void compute_burst_path(void)
+{
+	BURN_NS(15000000);
+}
+
+#ifdef WITH_GC_PROBES
+__attribute__((noinline)) void gc_pause(void)
+{
+	DTRACE_PROBE1(python, gc__start, 2);
+	BURN_NS(15000000);
+	DTRACE_PROBE1(python, gc__done, 0L);
+}
+#endif
+
+static bool in_burst(void)
+{
+	uint64_t t;
+
+	if (!burst_every_ns)
+		return false;
+	t = (now_ns() - serve_start_ns) % burst_every_ns;
+	return t >= burst_every_ns - burst_len_ns;
+}
+
 __attribute__((noinline)) void compute(unsigned long req)
 {
+	bool spike_modes = burst_every_ns || shift_at_ns;
 	STAGE_START();
 
 	BEGIN("compute", req);
-	BURN_NS(3000000);
-	if (req % 20 == 19)
+	BURN_NS(shift_at_ns && now_ns() - serve_start_ns >= shift_at_ns ? 9000000 : 3000000);
+	if (in_burst()) {
+#ifdef WITH_GC_PROBES
+		gc_pause();
+#else
+		compute_burst_path();
+#endif
+	}
+	if (!spike_modes && req % 20 == 19)
 		compute_slow_path();
 	END("compute", req);
 	STAGE_DONE();
@@ -112,9 +158,29 @@ __attribute__((noinline)) void serialize(unsigned long req)
 	STAGE_DONE();
 }
 
+/* Seconds from the environment variable name (0 when unset). */
+static uint64_t env_ns(const char *name, double def)
+{
+	const char *v = getenv(name);
+
+	return (uint64_t)((v ? atof(v) : def) * 1e9);
+}
+
 __attribute__((noinline)) void serve(double seconds)
 {
 	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+	struct timespec rt;
+
+	serve_start_ns = now_ns();
+	burst_every_ns = env_ns("TP_BURST_EVERY", 0);
+	burst_len_ns = env_ns("TP_BURST_LEN", 1);
+	shift_at_ns = env_ns("TP_SHIFT_AT", 0);
+	if (burst_every_ns || shift_at_ns) {
+		clock_gettime(CLOCK_REALTIME, &rt);
+		fprintf(logf, "# start %llu\n",
+			(unsigned long long)rt.tv_sec * 1000000000ULL +
+			    (unsigned long long)rt.tv_nsec);
+	}
 
 	for (unsigned long req = 0; now_ns() < end; req++) {
 		timed(fetch, "fetch", req);
