@@ -783,7 +783,7 @@ int main(int argc, char **argv)
 	    .gc_probes = gc_probes,
 	    .features = features,
 	};
-	http = http_api__start(lfd, &qctx);
+	http = http_api__start(lfd, &qctx, NULL);
 	if (!http) {
 		pr_err("failed to start the HTTP server on %s", o.listen);
 		goto out;

@@ -15,6 +15,7 @@ struct features;
 struct gc;
 struct gc_probes;
 struct loader;
+struct spikes;
 struct stages;
 
 /* A time range as the API takes it: last=DURATION, or from=/to= (Unix ns; either may be open). */
@@ -60,6 +61,7 @@ struct query_ctx {
 	uint64_t retention_ns;
 	uint64_t offcpu_min_ns;		 /* blocks at least this long have stacks */
 	struct stages *stages;		 /* stage names, status and metrics; may be NULL */
+	struct spikes *spikes;		 /* spike detection; may be NULL */
 	struct gc *gc;			 /* GC tracking; NULL: --gc=off */
 	struct gc_probes *gc_probes;	 /* with gc */
 	const struct features *features; /* what runs, for the status and /metrics; may be NULL */
