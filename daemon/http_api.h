@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The HTTP API (libmicrohttpd, one thread per connection so a long request never blocks the
- * others): paths and bytes; the data comes from query.c under the collector's read lock. */
+ * others): paths and bytes; the data comes from query.c under the collector's read lock, and the
+ * two write endpoints (POST /api/v1/marks, /api/v1/alertmanager; docs/api-writes.md) hand what
+ * marks.c parsed to the spike module. */
 #ifndef TAILPROF_HTTP_API_H
 #define TAILPROF_HTTP_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct query_ctx;
 
@@ -17,10 +20,45 @@ int http_api__listen(const char *listen, char *err, size_t errlen);
  * tailprofd may hold the port). Returns 0, or -2 after writing into err what is wrong. */
 int http_api__check_listen(const char *listen, char *err, size_t errlen);
 
-/* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server. Returns
- * NULL with errno set. */
-struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx);
+/* The write endpoints' rate limit; zero means default. Marks and alerts go to ctx->spikes
+ * (spikes__mark, spikes__alerts); with ctx->spikes NULL those endpoints answer 503. */
+struct http_api_opts {
+	uint32_t write_rate_per_min; /* write requests a minute, both endpoints together, beyond
+				      * which they answer 503 with Retry-After; config [spikes]
+				      * write_rate; 0: 60 */
+	uint32_t write_burst;	     /* requests taken at once after a quiet time; 0: 20 */
+};
+
+/* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server; opts is
+ * copied, NULL for the defaults. Returns NULL with errno set. */
+struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
+				 const struct http_api_opts *opts);
 /* Stops accepting, waits for requests in flight, closes the socket. NULL allowed. */
 void http_api__stop(struct http_api *h);
+
+/* The write endpoints and what became of their requests, for /metrics
+ * (tailprof_api_writes_total{endpoint,result}). */
+enum http_write_endpoint {
+	HTTP_WRITE_MARKS,	 /* "marks" */
+	HTTP_WRITE_ALERTMANAGER, /* "alertmanager" */
+	HTTP_WRITE_ENDPOINTS,
+};
+enum http_write_result {
+	HTTP_WRITE_ACCEPTED,	 /* "accepted": 200, handed to the spike module */
+	HTTP_WRITE_INVALID,	 /* "invalid": 400 (body), 413 (too large), 415 (Content-Type) */
+	HTTP_WRITE_RATE_LIMITED, /* "rate_limited": 503, beyond write_rate */
+	HTTP_WRITE_UNAVAILABLE,	 /* "unavailable": 503, the spike module's queue is full or it is
+				  * not running */
+	HTTP_WRITE_RESULTS,
+};
+struct http_write_counts {
+	uint64_t n[HTTP_WRITE_ENDPOINTS][HTTP_WRITE_RESULTS]; /* since start */
+};
+
+/* Copies the counters of the write endpoints into *out. Any thread. */
+void http_api__write_counts(struct http_api *h, struct http_write_counts *out);
+/* Their Prometheus text (format 0.0.4, # HELP and # TYPE included) appended to *text, a malloc'd
+ * NUL-terminated string (NULL: a new one). Returns 0 or -ENOMEM (*text left as it was). */
+int http_api__write_metrics_text(const struct http_write_counts *c, char **text);
 
 #endif

@@ -867,7 +867,8 @@ int main(int argc, char **argv)
 	    .gc_probes = gc_probes,
 	    .features = features,
 	};
-	http = http_api__start(lfd, &qctx);
+	http = http_api__start(lfd, &qctx,
+			       &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate});
 	if (!http) {
 		pr_err("failed to start the HTTP server on %s", o.listen);
 		goto out;

@@ -98,7 +98,7 @@ struct spikes {
 	size_t seen_next;
 	uint64_t mark_seq;
 	int64_t oldest_unix_ns, newest_unix_ns; /* what marks may name: the ring's span */
-	uint64_t marks_total, alerts_total, alert_repeats;
+	uint64_t marks_total, alerts_total, alert_repeats, alerts_outside;
 };
 
 /* ---- options ---- */
@@ -649,7 +649,9 @@ static void cover_held(struct spikes *s, struct window_ring *ring, struct episod
 		e->wall_offset_ns = w->wall_offset_ns;
 		e->nr_windows = (uint32_t)((e->end_ns - e->start_ns) / s->window_ns);
 	}
-	if (e->planned_end_ns && e->end_ns >= e->planned_end_ns)
+	/* its planned end passed (windows without data, or before the ring, included) */
+	if (e->planned_end_ns &&
+	    (e->end_ns >= e->planned_end_ns || s->last_closed_end_ns >= e->planned_end_ns))
 		episode_close(s, ring, e);
 }
 
@@ -699,11 +701,19 @@ static void apply_alert(struct spikes *s, struct window_ring *ring, const struct
 	uint64_t start, lookback = (uint64_t)s->o.alert_lookback * s->window_ns;
 	uint32_t stage = a->stage[0] ? stages__id(s->stages, a->stage) : 0;
 
+	if (!e && !a->firing && a->ends_unix_ns && window_ring__count(ring) &&
+	    to_mono(a->ends_unix_ns, offset) < window_ring__get(ring, 0)->start_ns) {
+		s->alerts_outside++; /* resolved before anything held: nothing to keep */
+		return;
+	}
 	if (!e) {
 		char prefix[40];
 
 		start = to_mono(a->starts_unix_ns, offset);
 		start = align_down(s, start > lookback ? start - lookback : 0);
+		/* an alert older than the ring: its episode starts with what is held */
+		if (window_ring__count(ring) && start < window_ring__get(ring, 0)->start_ns)
+			start = window_ring__get(ring, 0)->start_ns;
 		e = episode_new(s, ring, stage, SRC_ALERTMANAGER, start,
 				s->o.alert_lookback + ALERT_EXTRA_PINS);
 		if (!e)
@@ -1028,6 +1038,10 @@ static json_t *episode_json(struct spikes *s, struct window_ring *ring, const st
 		json_object_set_new(o, "unpinned_windows", json_integer((json_int_t)e->unpinned));
 	if (e->reason[0])
 		json_object_set_new(o, "reason", json_string(e->reason));
+	if (e->source == SRC_ALERTMANAGER) {
+		set_time(o, "alert_starts", e->alert_starts_unix_ns);
+		json_object_set_new(o, "fingerprint", json_string(e->fingerprint));
+	}
 	if (e->kind == KIND_LEVEL_SHIFT) {
 		char t[40], msg[200];
 
@@ -1206,7 +1220,9 @@ char *spikes__metrics_text(struct spikes *s, struct window_ring *ring)
 	text_metric(&t, "tailprof_spike_alerts_total", "counter",
 		    "Alertmanager alerts received, and those that repeated a delivery.");
 	text_put(&t, "tailprof_spike_alerts_total{result=\"applied\"} %" PRIu64 "\n",
-		 s->alerts_total - s->alert_repeats);
+		 s->alerts_total - s->alert_repeats - s->alerts_outside);
+	text_put(&t, "tailprof_spike_alerts_total{result=\"outside_ring\"} %" PRIu64 "\n",
+		 s->alerts_outside);
 	text_put(&t, "tailprof_spike_alerts_total{result=\"repeat\"} %" PRIu64 "\n",
 		 s->alert_repeats);
 	pthread_mutex_unlock(&s->mu);
