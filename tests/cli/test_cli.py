@@ -4,12 +4,15 @@
 import gzip
 import http.server
 import json
+import datetime
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.parse
 
 STATUS = {
@@ -92,11 +95,76 @@ PROFILE_HEADERS = {
     "X-Tailprof-Windows": "30",
 }
 
+# Spikes, oldest first: two of compute, a level shift of io still open, a mark of no stage.
+T0 = 1795986000000000000  # 2026-11-29T21:00:00Z
+S = 1000000000
+
+
+def rfc(ns):
+    return (f"2026-11-29T21:{(ns - T0) // S // 60:02d}:{(ns - T0) // S % 60:02d}."
+            f"{(ns - T0) % S // 1000000:03d}Z")
+
+
+def spike(sid, stage, start_s, end_s, **kw):
+    d = {"id": sid, "stage": stage, "kind": "spike", "start": rfc(T0 + start_s * S),
+         "end": rfc(T0 + end_s * S), "start_unix_ns": T0 + start_s * S,
+         "end_unix_ns": T0 + end_s * S, "open": False, "windows": (end_s - start_s) // 10,
+         "p95_ns": 41200000, "baseline_p95_ns": 10100000, "peak_p95_ns": 55100000,
+         "request_count": 1234, "pattern": "random", "source": "detected", "pinned": True,
+         "causes": []}
+    d.update(kw)
+    return d
+
+
+SPIKE_1 = spike("s-1", "compute", 0, 30, pattern="periodic", period_ns=8000000000,
+                period_spread_ns=200000000, a_future_key={"x": 1}, causes=[
+                    {"kind": "runq", "share": 0.62, "summary": "compute threads waited for a "
+                     "CPU: run-queue p95 4.1ms against 80us", "runq_p95_ns": 4100000,
+                     "baseline_runq_p95_ns": 80000, "waits": 1200},
+                    {"kind": "gc", "share": 0.2, "summary": "3 Go GC pauses overlapped slow "
+                     "requests", "pause_ns": 5000000, "pauses": 3, "runtime": "go"}])
+SPIKE_IO = spike("io.2", "io", 60, 180, kind="level_shift", open=True, p95_ns=90000000,
+                 baseline_p95_ns=30000000, summary="io's p95 moved from 30ms to 90ms and "
+                 "stayed", causes=[{"kind": "offcpu", "share": 0.8, "summary": "blocked in "
+                                    "read", "offcpu_ns": 800000000}])
+SPIKE_4 = spike("s-4", "compute", 200, 220, causes=[{"kind": "cpu", "share": 0.5,
+                                                      "summary": "more CPU per request"}])
+SPIKE_MARK = spike("m_3", "", 300, 320, source="mark", pattern="unknown", reason="deploy 42",
+                   p95_ns=12000000, baseline_p95_ns=0)
+SPIKES = [SPIKE_1, SPIKE_IO, SPIKE_4, SPIKE_MARK]
+EVIDENCE = {"runq": {"p95_ns": 4100000, "baseline_p95_ns": 80000, "waits": 1200},
+            "top_waiters": [{"pid": 41, "comm": "app", "wait_ns": 90000000},
+                            {"pid": 7, "comm": "kworker/0:1", "wait_ns": 2000000}],
+            "windows_unix_ns": [T0, T0 + 10 * S], "gc": {"pauses": 3, "by_runtime": {
+                "go": {"pause_ns": 5000000, "max_pause_ns": 2500000}}},
+            "sampled_share": 0.25, "note": "a later daemon's figure"}
+REQUESTS = [
+    {"id": "r-9", "stage": "compute", "pid": 42, "tid": 43, "start": rfc(T0 + 12 * S),
+     "start_unix_ns": T0 + 12 * S, "duration_ns": 120000000, "request_id": "req-abc",
+     "cpu_ns": 20000000, "runq_ns": 80000000, "offcpu_ns": 20000000, "accounting": "exact"},
+    {"id": "r-7", "stage": "compute", "pid": 42, "tid": 44, "start": rfc(T0 + 15 * S),
+     "start_unix_ns": T0 + 15 * S, "duration_ns": 61500000, "request_id": "",
+     "cpu_ns": 30000000, "runq_ns": 1500000, "offcpu_ns": 30000000, "accounting": "sampled"}]
+SPIKE_DETAIL = {s["id"]: dict(s, evidence=EVIDENCE if s is SPIKE_1 else {},
+                              requests=REQUESTS if s is SPIKE_1 else []) for s in SPIKES}
+SPIKE_PROFILE = gzip.compress(b"spike windows" * 50, mtime=0)
+BASELINE_PROFILE = gzip.compress(b"baseline windows" * 50, mtime=0)
+REQUEST_PROFILE = gzip.compress(b"one request" * 50, mtime=0)
+SPIKE_HEADERS = {"X-Tailprof-Samples": "500", "X-Tailprof-Windows": "3",
+                 "X-Tailprof-Start-Unix-Ns": str(T0),
+                 "X-Tailprof-End-Unix-Ns": str(T0 + 30 * S)}
+BASELINE_HEADERS = {"X-Tailprof-Samples": "2000", "X-Tailprof-Windows": "12",
+                    "X-Tailprof-Start-Unix-Ns": str(T0 - 120 * S),
+                    "X-Tailprof-End-Unix-Ns": str(T0)}
+
 
 class FakeDaemon(http.server.BaseHTTPRequestHandler):
     requests = []
+    posts = []  # (path, parsed JSON body) of each POST
     with_stages = False
     without_features = False
+    no_spikes = False
+    marks_503 = False
 
     def log_message(self, *args):
         pass
@@ -127,6 +195,28 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
             self.reply(200, WINDOWS_BODY)
         elif url.path == "/api/v1/gc":
             self.reply(200, GC_BODY)
+        elif url.path == "/api/v1/spikes":
+            spikes = [] if FakeDaemon.no_spikes else SPIKES
+            if "stage" in q:
+                spikes = [s for s in spikes if s["stage"] == q["stage"][0]]
+            self.reply(200, json.dumps({"spikes": spikes}, indent=2).encode())
+        elif url.path.startswith("/api/v1/spikes/"):
+            sid = url.path[len("/api/v1/spikes/"):]
+            if sid in SPIKE_DETAIL:
+                self.reply(200, json.dumps(SPIKE_DETAIL[sid], indent=1).encode())
+            else:
+                self.reply(404, b'{"error": "spike: \'%s\' is not held (see /api/v1/spikes)"}'
+                           % sid.encode())
+        elif url.path == "/api/v1/profile" and "request" in q:
+            self.reply(200, REQUEST_PROFILE, "application/octet-stream",
+                       {"X-Tailprof-Samples": "7"})
+        elif url.path == "/api/v1/profile" and "spike" in q:
+            if q["spike"] == ["no-base"] and "baseline" in q:
+                self.reply(500, b'{"error": "baseline: no ordinary windows held"}')
+            elif "baseline" in q:
+                self.reply(200, BASELINE_PROFILE, "application/octet-stream", BASELINE_HEADERS)
+            else:
+                self.reply(200, SPIKE_PROFILE, "application/octet-stream", SPIKE_HEADERS)
         elif url.path == "/api/v1/profile":
             if q.get("type") != ["cpu"]:
                 self.reply(400, b'{"error": "type: \'%s\' is not supported (allowed: cpu)"}'
@@ -135,6 +225,24 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
                 self.reply(200, PROFILE_BODY, "application/octet-stream", PROFILE_HEADERS)
         else:
             self.reply(404, b'{"error": "no such path"}')
+
+    def do_POST(self):
+        FakeDaemon.requests.append(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            doc = body
+        FakeDaemon.posts.append((self.path, self.headers.get("Content-Type"), doc))
+        if self.path != "/api/v1/marks":
+            self.reply(404, b'{"error": "no such path"}')
+        elif FakeDaemon.marks_503:
+            self.reply(503, b'{"error": "marks: too many marks (at most 10 a minute); try '
+                       b'again later"}')
+        elif isinstance(doc, dict) and doc.get("stage") == "nope":
+            self.reply(400, b'{"error": "stage: \'nope\' is not a stage (known: compute, io)"}')
+        else:
+            self.reply(200, b'{"id": "m-77"}')
 
 
 def closed_port():
@@ -154,6 +262,7 @@ class Runner:
         e = {k: v for k, v in os.environ.items() if k != "TAILPROF_SERVER"}
         e.update(env or {})
         FakeDaemon.requests.clear()
+        FakeDaemon.posts.clear()
         p = subprocess.run([self.exe, *args], capture_output=True, env=e, timeout=30)
         return p.returncode, p.stdout, p.stderr.decode(errors="replace")
 
@@ -425,6 +534,324 @@ def main():
               FakeDaemon.requests)
         os.unlink(out)
 
+    def cells(line):
+        """A table row's cells: columns are two or more blanks apart."""
+        return re.split(r" {2,}", line.strip())
+
+    def spikes_table():
+        rc, out, err = t.run("--server", url, "spikes", "--last", "1h")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/spikes?last=1h"], FakeDaemon.requests)
+        lines = out.decode().splitlines()
+        check(cells(lines[0]) == ["ID", "STAGE", "START", "WINDOWS", "P95 VS BASELINE",
+                                  "PATTERN", "TOP CAUSE", "SOURCE"], lines[0])
+        check(cells(lines[1]) == ["s-1", "compute", "2026-11-29T21:00:00.000Z", "3",
+                                  "41.2ms vs 10.1ms (4.1x)", "periodic 8s ±200ms", "runq 62%",
+                                  "detected"], lines[1])
+        # open and a level shift: both marks
+        check(cells(lines[2]) == ["*L", "io.2", "io", "2026-11-29T21:01:00.000Z", "12",
+                                  "90ms vs 30ms (3.0x)", "random", "offcpu 80%", "detected"],
+              lines[2])
+        check(cells(lines[3])[:2] == ["s-4", "compute"] and cells(lines[3])[-2:] ==
+              ["cpu 50%", "detected"], lines[3])
+        # a mark of no stage, no baseline, no causes
+        check(cells(lines[4]) == ["m_3", "-", "2026-11-29T21:05:00.000Z", "2", "12ms",
+                                  "unknown", "-", "mark"], lines[4])
+        # columns line up: ± is one column wide
+        check(len({l.index("20") for l in lines[1:5]}) == 1, lines)
+        check(lines[1].index("runq") == lines[2].index("offcpu"), lines)
+        check("* open: still going" in lines and any(l.startswith("L level shift")
+                                                     for l in lines), lines)
+        check(not any(l != l.rstrip() for l in lines), "trailing blanks")
+        rc, out, err = t.run("--server", url, "spikes", "--stage", "compute", "--from",
+                             "1795986000", "--to", "2026-11-29T22:00:00Z")
+        check(rc == 0 and "s-4" in out.decode() and "io.2" not in out.decode(), out)
+        check(FakeDaemon.requests == ["/api/v1/spikes?stage=compute&from=1795986000&to="
+                                      "2026-11-29T22%3A00%3A00Z"], FakeDaemon.requests)
+
+    def spikes_json_and_empty():
+        rc, out, err = t.run("--server", url, "spikes", "--json")
+        check(rc == 0 and out == json.dumps({"spikes": SPIKES}, indent=2).encode(),
+              f"rc {rc}: --json changed the body")
+        check(FakeDaemon.requests == ["/api/v1/spikes"], FakeDaemon.requests)
+        FakeDaemon.no_spikes = True
+        try:
+            rc, out, err = t.run("--server", url, "spikes")
+            rc2, out2, err2 = t.run("--server", url, "explain", "latest", "--stage", "io")
+        finally:
+            FakeDaemon.no_spikes = False
+        text = out.decode()
+        check(rc == 0 and text.startswith("no spikes in this range\n"), text)
+        check("tailprof stages" in text and "[spikes]" in text, text)
+        check(rc2 == 1 and out2 == b"", f"rc {rc2}")
+        check("no spikes held of stage io, so there is no latest" in err2, err2)
+        check(FakeDaemon.requests == ["/api/v1/spikes?stage=io"], FakeDaemon.requests)
+
+    def explain_text():
+        rc, out, err = t.run("--server", url, "explain", "s-1")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/spikes/s-1"], FakeDaemon.requests)
+        text = out.decode()
+        lines = text.splitlines()
+        check(lines[0] == "spike s-1: stage compute", lines[0])
+        check("  when:     2026-11-29T21:00:00.000Z to 2026-11-29T21:00:30.000Z (30s, 3 windows)"
+              in lines, text)
+        check("  p95:      41.2ms vs baseline 10.1ms (4.1x), peak 55.1ms, 1234 requests" in lines,
+              text)
+        check("  pattern:  periodic 8s ±200ms" in lines, text)
+        check("  source:   detected, pinned (its windows are kept)" in lines, text)
+        # one line per cause, highest share first, with its sentence and figures
+        i = lines.index("causes, by share:")
+        check(cells(lines[i + 1]) == ["runq", "62%", "compute threads waited for a CPU: run-queue"
+                                      " p95 4.1ms against 80us (runq_p95 4.1ms, baseline_runq_p95"
+                                      " 80us, waits 1200)"], lines[i + 1])
+        check(cells(lines[i + 2]) == ["gc", "20%", "3 Go GC pauses overlapped slow requests "
+                                      "(pause 5ms, pauses 3, runtime go)"], lines[i + 2])
+        # the evidence, generically: objects, arrays of objects, times, shares, unknown keys
+        i = lines.index("evidence:")
+        check(lines[i + 1] == "  runq: p95 4.1ms, baseline_p95 80us, waits 1200", lines[i + 1])
+        check(lines[i + 2:i + 5] == ["  top_waiters:", "    - pid 41, comm app, wait 90ms",
+                                     "    - pid 7, comm kworker/0:1, wait 2ms"], lines[i + 2:])
+        check("  windows_unix_ns: 2026-11-29T21:00:00.000Z, 2026-11-29T21:00:10.000Z" in lines,
+              text)
+        check("      go: pause 5ms, max_pause 2.5ms" in lines, text)
+        check("  sampled_share: 25%" in lines and "  note: a later daemon's figure" in lines, text)
+        # the slowest requests with their accounting
+        i = lines.index("slowest requests (2 of 2):")
+        check(cells(lines[i + 1]) == ["ID", "PID/TID", "START", "DURATION", "CPU", "RUNQ",
+                                      "OFFCPU", "ACCOUNTING", "REQUEST_ID"], lines[i + 1])
+        check(cells(lines[i + 2]) == ["r-9", "42/43", "2026-11-29T21:00:12.000Z", "120ms",
+                                      "20ms", "80ms", "20ms", "exact", "req-abc"], lines[i + 2])
+        check(cells(lines[i + 3]) == ["r-7", "42/44", "2026-11-29T21:00:15.000Z", "61.5ms",
+                                      "30ms", "1.5ms", "30ms", "sampled", "-"], lines[i + 3])
+        check("tailprof pull --spike s-1 -o spike.pb.gz --baseline base.pb.gz" in text, text)
+        check("tailprof pull --request r-9 -o request.pb.gz" in text, text)
+
+    def explain_latest():
+        rc, out, err = t.run("--server", url, "explain", "latest")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        # the newest of all: a mark of no stage
+        check(FakeDaemon.requests == ["/api/v1/spikes", "/api/v1/spikes/m_3"],
+              FakeDaemon.requests)
+        lines = out.decode().splitlines()
+        check(lines[0] == "spike m_3: no stage", lines[0])
+        check("  source:   mark, pinned (its windows are kept)" in lines, lines)
+        check("  reason:   deploy 42" in lines and "causes: none found" in lines, lines)
+        rc, out, err = t.run("--server", url, "explain", "--stage", "compute", "latest",
+                             "--json")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/spikes?stage=compute", "/api/v1/spikes/s-4"],
+              FakeDaemon.requests)
+        check(out == json.dumps(SPIKE_DETAIL["s-4"], indent=1).encode(), "--json changed it")
+        # a level shift that is still open, with its own summary
+        rc, out, err = t.run("--server", url, "explain", "latest", "--stage", "io")
+        lines = out.decode().splitlines()
+        check(rc == 0 and lines[0] == "level shift io.2: stage io, still open", lines)
+        check("  summary:  io's p95 moved from 30ms to 90ms and stayed" in lines, lines)
+
+    def explain_errors():
+        rc, out, err = t.run("--server", url, "explain", "gone-1")
+        check(rc == 1 and out == b"", f"rc {rc}")
+        check("tailprof: server error (404): spike: 'gone-1' is not held (see /api/v1/spikes)"
+              in err, err)
+        for args, needle in (
+                (["explain", "a/b"], "'a/b' is not a spike id (1-64 characters of A-Z"),
+                (["explain", "x" * 65], "is not a spike id"),
+                (["explain"], "explain needs a spike: an id (see tailprof spikes) or latest"),
+                (["explain", "s-1", "s-4"], "unexpected argument 's-4'"),
+                (["explain", "s-1", "--stage", "io"], "--stage goes with latest"),
+                (["spikes", "--last", "5x"], "--last: '5x' is not a positive duration"),
+                (["spikes", "--last", "1h", "--from", "1795986000"],
+                 "--last cannot be combined with --from/--to")):
+            rc, out, err = t.run("--server", url, *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check(needle in err, f"{args}: {err!r}")
+        check(FakeDaemon.requests == [], FakeDaemon.requests)
+        # 64 characters are fine
+        rc, _, err = t.run("--server", url, "explain", "x" * 64)
+        check(rc == 1 and "(404)" in err, err)
+
+    def pull_spike_baseline():
+        d = tempfile.mkdtemp()
+        sp, base = os.path.join(d, "spike.pb.gz"), os.path.join(d, "base.pb.gz")
+        rc, out, err = t.run("--server", url, "pull", "--spike", "s-1", "--type", "offcpu",
+                             "--stage", "compute", "-o", sp, "--baseline", base)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == [
+            "/api/v1/profile?spike=s-1&type=offcpu&stage=compute",
+            "/api/v1/profile?spike=s-1&type=offcpu&stage=compute&baseline=1"],
+            FakeDaemon.requests)
+        with open(sp, "rb") as f:
+            check(f.read() == SPIKE_PROFILE, "the spike file differs from the body")
+        with open(base, "rb") as f:
+            check(f.read() == BASELINE_PROFILE, "the baseline file differs from the body")
+        check(sorted(os.listdir(d)) == ["base.pb.gz", "spike.pb.gz"], os.listdir(d))
+        check(out == b"", out)
+        check(err.splitlines() == [
+            f"wrote {sp} (spike s-1): 500 samples, 2026-11-29T21:00:00.000Z to "
+            "2026-11-29T21:00:30.000Z (30s, 3 windows)",
+            f"wrote {base} (baseline of spike s-1): 2000 samples, 2026-11-29T20:58:00.000Z to "
+            "2026-11-29T21:00:00.000Z (2m0s, 12 windows)",
+            f"compare: go tool pprof -top -diff_base {base} {sp}"], err)
+        # latest of a stage, type cpu by default; no --baseline: one file, one hint
+        os.unlink(base)
+        rc, out, err = t.run("--server", url, "pull", "--spike", "latest", "--stage", "compute",
+                             "-o", sp)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/spikes?stage=compute",
+                                      "/api/v1/profile?spike=s-4&type=cpu&stage=compute"],
+              FakeDaemon.requests)
+        check(f"wrote {sp} (spike s-4): 500 samples" in err and
+              f"look: go tool pprof -top {sp}" in err, err)
+        check(sorted(os.listdir(d)) == ["spike.pb.gz"], os.listdir(d))
+        # the latest of all, to stdout
+        rc, out, err = t.run("--server", url, "pull", "--spike", "latest", "-o", "-")
+        check(rc == 0 and out == SPIKE_PROFILE, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/spikes", "/api/v1/profile?spike=m_3&type=cpu"],
+              FakeDaemon.requests)
+        os.unlink(sp)
+        os.rmdir(d)
+
+    def pull_spike_fails_whole():
+        # the baseline fails after the spike came: neither file is written, nothing is left
+        d = tempfile.mkdtemp()
+        sp, base = os.path.join(d, "spike.pb.gz"), os.path.join(d, "base.pb.gz")
+        with open(sp, "wb") as f:
+            f.write(b"older profile")
+        rc, out, err = t.run("--server", url, "pull", "--spike", "no-base", "-o", sp,
+                             "--baseline", base)
+        check(rc == 1, f"rc {rc}")
+        check("tailprof: server error (500): baseline: no ordinary windows held" in err, err)
+        check(sorted(os.listdir(d)) == ["spike.pb.gz"], os.listdir(d))
+        with open(sp, "rb") as f:
+            check(f.read() == b"older profile", "the existing file changed")
+        os.unlink(sp)
+        os.rmdir(d)
+
+    def pull_request():
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "req.pb.gz")
+        rc, out, err = t.run("--server", url, "pull", "--request", "r-9", "-o", path)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/profile?request=r-9"], FakeDaemon.requests)
+        with open(path, "rb") as f:
+            check(f.read() == REQUEST_PROFILE, "the file differs from the body")
+        check(err == f"wrote {path} (request r-9): 7 samples\n", err)
+        rc, out, err = t.run("--server", url, "pull", "--request", "r-7", "--type", "wall",
+                             "-o", path)
+        check(rc == 0 and FakeDaemon.requests == ["/api/v1/profile?request=r-7&type=wall"],
+              FakeDaemon.requests)
+        os.unlink(path)
+        os.rmdir(d)
+
+    def pull_spike_usage():
+        for args, needle in (
+                (["--spike", "s-1", "--last", "5m"],
+                 "--spike cannot be combined with --last/--from/--to"),
+                (["--from", "1795986000", "--spike", "s-1"],
+                 "--spike cannot be combined with --last/--from/--to"),
+                (["--request", "r-9", "--to", "1795986000"],
+                 "--request cannot be combined with --last/--from/--to"),
+                (["--spike", "s-1", "--request", "r-9"],
+                 "--spike and --request cannot be combined"),
+                (["--spike", "s-1", "--pid", "42"], "--spike cannot be combined with --pid"),
+                (["--request", "r-9", "--stage", "compute"],
+                 "--request cannot be combined with --stage"),
+                (["--baseline", "b.pb.gz", "--last", "5m"], "--baseline goes with --spike"),
+                (["--spike", "s 1"], "--spike: 's 1' is not a spike id"),
+                (["--request", "r/9"], "--request: 'r/9' is not a request id"),
+                (["--spike", "s-1", "--baseline", "-"], "--baseline needs a file name"),
+                (["--spike", "s-1", "--baseline", "x"], "--baseline and -o name the same file"),
+                (["--spike", "s-1", "--type", "heap"], "allowed: cpu, offcpu, wall")):
+            rc, out, err = t.run("--server", url, "pull", "-o", "x", *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check(needle in err, f"{args}: {err!r}")
+        check(FakeDaemon.requests == [], FakeDaemon.requests)
+        check(not os.path.exists("x"), "a file was written")
+
+    def mark_post():
+        rc, out, err = t.run("--server", url, "mark", "--stage", "compute", "--reason",
+                             "deploy 42 \"blue\"", "--time", "2026-11-29T22:00:05+01:00",
+                             "--before", "30s", "--after", "1m")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(out == b"m-77\n", out)
+        check("tailprof explain m-77" in err, err)
+        check(FakeDaemon.posts == [("/api/v1/marks", "application/json", {
+            "time": "2026-11-29T21:00:05.000Z", "reason": "deploy 42 \"blue\"",
+            "stage": "compute", "before": "30s", "after": "1m"})], FakeDaemon.posts)
+        # defaults: now, no stage, no before/after; Unix seconds too
+        before = time.time()
+        rc, out, err = t.run("--server", url, "mark")
+        check(rc == 0 and out == b"m-77\n", f"rc {rc}, stderr {err}")
+        body = FakeDaemon.posts[0][2]
+        check(sorted(body) == ["reason", "time"] and body["reason"] == "", body)
+        when = datetime.datetime.strptime(body["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+        check(before - 1 <= when <= time.time() + 1, f"time {body['time']} is not now")
+        rc, out, err = t.run("--server", url, "mark", "--time", "1795986005.5", "--json")
+        check(rc == 0 and out == b'{"id": "m-77"}', out)
+        check(FakeDaemon.posts[0][2]["time"] == "2026-11-29T21:00:05.500Z", FakeDaemon.posts)
+
+    def mark_errors():
+        FakeDaemon.marks_503 = True
+        try:
+            rc, out, err = t.run("--server", url, "mark", "--reason", "x")
+        finally:
+            FakeDaemon.marks_503 = False
+        check(rc == 1 and out == b"", f"rc {rc}")
+        check("tailprof: server error (503): marks: too many marks (at most 10 a minute)" in err,
+              err)
+        check("try again in a few seconds" in err, err)
+        rc, out, err = t.run("--server", url, "mark", "--stage", "nope")
+        check(rc == 1 and "server error (400): stage: 'nope' is not a stage (known: compute, "
+              "io)" in err, err)
+        for args, needle in (
+                (["--before", "5x"], "--before: '5x' is not a duration (use e.g. 500ms"),
+                (["--after", "soon"], "--after: 'soon' is not a duration"),
+                (["--time", "yesterday"], "--time: 'yesterday' is not a time"),
+                (["now"], "unexpected argument 'now'")):
+            rc, out, err = t.run("--server", url, "mark", *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check(needle in err, f"{args}: {err!r}")
+        check(FakeDaemon.posts == [], FakeDaemon.posts)
+
+    def spikes_daemon_down():
+        down = f"http://127.0.0.1:{closed_port()}"
+        for args in (["spikes"], ["explain", "latest"], ["explain", "s-1"], ["mark"],
+                     ["pull", "--spike", "s-1", "-o", os.path.join(tmp, "y.pb.gz")]):
+            rc, out, err = t.run("--server", down, *args)
+            check(rc == 1, f"{args}: rc {rc}")
+            check(f"cannot reach tailprofd at {down}: Connection refused" in err, err)
+            check("start it with: sudo tailprofd" in err, err)
+        check(not os.path.exists(os.path.join(tmp, "y.pb.gz")), "a file was left")
+
+    def spikes_helps():
+        rc, out, _ = t.run("--help")
+        text = out.decode()
+        for cmd in ("spikes", "explain", "mark"):
+            check(f"\n  {cmd} " in text, text)
+            rc, out, _ = t.run(cmd, "--help")
+            check(rc == 0 and out.startswith(f"Usage: tailprof {cmd}".encode()), out[:40])
+            check(b"--server URL" in out, out)
+        rc, out, _ = t.run("pull", "--help")
+        for opt in (b"--spike ID", b"--baseline FILE", b"--request ID", b"-diff_base"):
+            check(opt in out, opt)
+        rc, out, _ = t.run("help", "explain")
+        check(rc == 0 and b"latest" in out and b"--stage NAME" in out, out)
+
+    t.case("spikes prints a table: p95 vs baseline, pattern, cause, marks", spikes_table)
+    t.case("spikes --json passes the body; an empty list says where to look", spikes_json_and_empty)
+    t.case("explain prints the header, causes, evidence and requests", explain_text)
+    t.case("explain latest resolves client-side, with and without --stage", explain_latest)
+    t.case("explain: 404 exits 1, bad ids and flags exit 2", explain_errors)
+    t.case("pull --spike --baseline writes both files and the diff hint", pull_spike_baseline)
+    t.case("pull --spike --baseline failing writes neither file", pull_spike_fails_whole)
+    t.case("pull --request writes the request's profile", pull_request)
+    t.case("pull --spike/--request usage errors exit 2", pull_spike_usage)
+    t.case("mark POSTs the JSON and prints the id", mark_post)
+    t.case("mark: 503 and 400 exit 1, bad flags exit 2", mark_errors)
+    t.case("spikes, explain, mark and pull --spike with the daemon down", spikes_daemon_down)
+    t.case("--help lists spikes, explain, mark and pull's new flags", spikes_helps)
     t.case("stages prints per-window and whole-range rows; --json; bad --last", stages_table)
     t.case("status shows stage hit rates, failures and the 1% warning", status_stages)
     t.case("pull --stage sends stage=", pull_stage)
