@@ -1,0 +1,768 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The on-disk store of closed spikes: one file a spike, written atomically, scanned at open and
+ * read back without trusting a length it holds. The format is in docs/spikes-store.md. */
+#include "spike_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "spike_file.h"
+
+#define FILE_SUFFIX ".spike"
+#define TMP_SUFFIX  ".tmp"
+/* ID.spike.SEQ.tmp */
+#define FILE_NAME_LEN (SPIKE_STORE_ID_MAX + sizeof(FILE_SUFFIX) + 24 + sizeof(TMP_SUFFIX))
+
+enum entry_state {
+	ENTRY_SPIKE,   /* readable: listed, counted against both bounds */
+	ENTRY_CORRUPT, /* reported; counted against max_bytes, evicted first */
+	ENTRY_UNKNOWN, /* a newer format: kept, counted in unknown_format only */
+};
+
+struct entry {
+	char id[SPIKE_STORE_ID_MAX + 1];
+	int64_t start_unix_ns; /* INT64_MIN for corrupt and unknown files: they sort first */
+	uint64_t bytes;
+	enum entry_state state;
+	bool reported; /* a problem of this file was reported: not again */
+};
+
+struct spike_store {
+	pthread_mutex_t lock; /* guards entries, nr, cap and st; the rest is set at open */
+	int dirfd;	      /* DIR/spikes, flock'd */
+	char *path;	      /* DIR/spikes, for messages */
+	uint64_t max_bytes;
+	uint32_t max_spikes;
+	uint64_t seq;	       /* of temp files; atomic */
+	struct entry *entries; /* sorted by (start_unix_ns, id) */
+	size_t nr, cap;
+	struct spike_store_stats st;
+};
+
+static bool valid_id(const char *id)
+{
+	return spike_file__valid_name(id, SPIKE_STORE_ID_MAX);
+}
+
+static void file_name(char *buf, const char *id)
+{
+	snprintf(buf, FILE_NAME_LEN, "%s" FILE_SUFFIX, id);
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n > m && !strcmp(s + n - m, suffix);
+}
+
+/* -- the index (callers hold the lock) -- */
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->start_unix_ns != y->start_unix_ns)
+		return x->start_unix_ns < y->start_unix_ns ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static struct entry *find(struct spike_store *s, const char *id)
+{
+	for (size_t i = 0; i < s->nr; i++)
+		if (!strcmp(s->entries[i].id, id))
+			return &s->entries[i];
+	return NULL;
+}
+
+static int reserve(struct spike_store *s)
+{
+	struct entry *n;
+	size_t cap;
+
+	if (s->nr < s->cap)
+		return 0;
+	cap = s->cap ? 2 * s->cap : 64;
+	n = realloc(s->entries, cap * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	s->entries = n;
+	s->cap = cap;
+	return 0;
+}
+
+static void account(struct spike_store *s, const struct entry *e, int sign)
+{
+	if (e->state == ENTRY_UNKNOWN) {
+		s->st.unknown_format += sign;
+		return;
+	}
+	s->st.bytes += sign * (int64_t)e->bytes;
+	if (e->state == ENTRY_SPIKE)
+		s->st.spikes += sign;
+}
+
+/* Inserts e in order; the caller has reserved room. */
+static void insert(struct spike_store *s, const struct entry *e)
+{
+	size_t lo = 0, hi = s->nr;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (entry_cmp(&s->entries[mid], e) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	memmove(&s->entries[lo + 1], &s->entries[lo], (s->nr - lo) * sizeof(*e));
+	s->entries[lo] = *e;
+	s->nr++;
+	account(s, e, 1);
+}
+
+static void drop(struct spike_store *s, struct entry *e)
+{
+	size_t i = e - s->entries;
+
+	account(s, e, -1);
+	memmove(e, e + 1, (s->nr - i - 1) * sizeof(*e));
+	s->nr--;
+}
+
+static bool over_bounds(const struct spike_store *s)
+{
+	return s->st.spikes > s->max_spikes || s->st.bytes > s->max_bytes;
+}
+
+/* Removes the oldest files beyond the bounds, corrupt ones first (they sort first), never a file
+ * of a newer format nor the spike keep. Returns how many files went. */
+static unsigned int evict(struct spike_store *s, const char *keep)
+{
+	char name[FILE_NAME_LEN];
+	unsigned int nr = 0;
+	size_t i = 0;
+
+	while (i < s->nr && over_bounds(s)) {
+		struct entry *e = &s->entries[i];
+		bool bytes_over = s->st.bytes > s->max_bytes;
+
+		if (e->state == ENTRY_UNKNOWN || (keep && !strcmp(e->id, keep)) ||
+		    (!bytes_over && e->state != ENTRY_SPIKE)) {
+			i++;
+			continue;
+		}
+		file_name(name, e->id);
+		/* dropped from the index even when unlink fails, so that the loop ends */
+		if (unlinkat(s->dirfd, name, 0) && errno != ENOENT)
+			pr_warn("failed to remove %s/%s to keep the spike store in its bounds: %s",
+				s->path, name, strerror(errno));
+		drop(s, e);
+		s->st.evicted++;
+		nr++;
+	}
+	return nr;
+}
+
+/* -- reading a file -- */
+
+/* Opens DIR/spikes/ID.spike for reading: never through a symlink, never blocking on a FIFO.
+ * Returns the fd, -ENOENT, -EBADMSG (not a regular file: why says so) or -errno. */
+static int open_spike(struct spike_store *s, const char *id, struct stat *sb, char *why,
+		      size_t whylen)
+{
+	char name[FILE_NAME_LEN];
+	int fd;
+
+	file_name(name, id);
+	fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP) {
+		snprintf(why, whylen, "a symlink, not followed");
+		return -EBADMSG;
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, sb)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	if (!S_ISREG(sb->st_mode)) {
+		close(fd);
+		snprintf(why, whylen, "not a regular file");
+		return -EBADMSG;
+	}
+	return fd;
+}
+
+/* Reads the head and the JSON of the spike id. Returns 0 with *json (malloc'd), -ENOENT,
+ * -EPROTONOSUPPORT (h->version), -EBADMSG (why), -ENOMEM or another -errno; *size is the file's
+ * size when it could be opened. */
+static int read_spike(struct spike_store *s, const char *id, struct spike_file_head *h, char **json,
+		      uint64_t *size, char *why, size_t whylen)
+{
+	struct stat sb;
+	int fd, err;
+
+	*json = NULL;
+	fd = open_spike(s, id, &sb, why, whylen);
+	if (fd < 0)
+		return fd;
+	*size = sb.st_size;
+	err = spike_file__read_head(fd, sb.st_size, id, h, why, whylen);
+	if (!err)
+		err = spike_file__read_section(fd, h, 0, (uint8_t **)json, why, whylen);
+	if (!err && strlen(*json) != h->sec[0].len) {
+		snprintf(why, whylen, "a NUL inside its JSON");
+		err = -EBADMSG;
+		free(*json);
+		*json = NULL;
+	}
+	close(fd);
+	return err;
+}
+
+/* why for an error of a read that is not corruption (-EBADMSG has its own) */
+static void why_errno(char *why, size_t whylen, int err)
+{
+	if (err != -EBADMSG)
+		snprintf(why, whylen, "cannot read it: %s", strerror(-err));
+}
+
+/* Reports a problem with the file of e once, and counts it. The caller holds the lock. */
+static void warn_bad(struct spike_store *s, struct entry *e, const char *why)
+{
+	if (e->reported)
+		return;
+	pr_warn("spike store: %s/%s" FILE_SUFFIX " is corrupt (%s): skipped", s->path, e->id, why);
+	s->st.corrupt++;
+	e->reported = true;
+}
+
+/* Reports a problem with the file of id once, and counts it. With unlist, a listed spike becomes
+ * a corrupt file (first to be evicted). Takes the lock. */
+static void report_bad(struct spike_store *s, const char *id, const char *why, bool unlist)
+{
+	struct entry *e, c;
+
+	pthread_mutex_lock(&s->lock);
+	e = find(s, id);
+	if (e)
+		warn_bad(s, e, why);
+	if (e && unlist && e->state == ENTRY_SPIKE) {
+		c = *e;
+		drop(s, e);
+		c.state = ENTRY_CORRUPT;
+		c.start_unix_ns = INT64_MIN;
+		insert(s, &c); /* room: the entry just dropped */
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* A file that vanished: forget it (someone removed it by hand). Takes the lock. */
+static void forget(struct spike_store *s, const char *id)
+{
+	struct entry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = find(s, id);
+	if (e && e->state != ENTRY_UNKNOWN)
+		drop(s, e);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* -- open: the scan -- */
+
+/* Indexes DIR/spikes/NAME (a .spike file of a valid id). Returns 0 or -ENOMEM. */
+static int scan_spike(struct spike_store *s, const char *id, const struct stat *lsb)
+{
+	struct entry e = {.start_unix_ns = INT64_MIN, .bytes = lsb->st_size};
+	char why[128] = "";
+	struct spike_file_head h;
+	char *json;
+	int err;
+
+	snprintf(e.id, sizeof(e.id), "%s", id);
+	err = read_spike(s, id, &h, &json, &e.bytes, why, sizeof(why));
+	free(json);
+	if (err == -ENOENT)
+		return 0; /* gone meanwhile */
+	if (err == -ENOMEM)
+		return err;
+	if (err == -EPROTONOSUPPORT) {
+		pr_warn("spike store: kept %s/%s" FILE_SUFFIX ": format version %" PRIu32
+			", newer than this tailprofd reads (%d); a newer tailprofd reads it",
+			s->path, id, h.version, SPIKE_STORE_FORMAT_VERSION);
+		e.state = ENTRY_UNKNOWN;
+	} else if (err) {
+		why_errno(why, sizeof(why), err);
+		e.state = ENTRY_CORRUPT;
+		warn_bad(s, &e, why);
+	} else {
+		e.state = ENTRY_SPIKE;
+		e.start_unix_ns = h.start_unix_ns;
+	}
+	if (reserve(s))
+		return -ENOMEM;
+	s->entries[s->nr++] = e; /* sorted once the scan is done */
+	account(s, &e, 1);
+	return 0;
+}
+
+/* Removes temp files a crash left and indexes the spike files. Returns 0 or -errno. */
+static int scan(struct spike_store *s)
+{
+	unsigned int nr_tmp = 0;
+	struct dirent *d;
+	DIR *dir;
+	int fd, err = 0;
+
+	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	while (!err && (errno = 0, d = readdir(dir))) {
+		char id[SPIKE_STORE_ID_MAX + 1];
+		size_t n = strlen(d->d_name);
+		struct stat lsb;
+
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		if (fstatat(s->dirfd, d->d_name, &lsb, AT_SYMLINK_NOFOLLOW))
+			continue; /* gone meanwhile */
+		if (has_suffix(d->d_name, TMP_SUFFIX) && !S_ISDIR(lsb.st_mode)) {
+			/* ours alone: the directory is locked */
+			if (!unlinkat(s->dirfd, d->d_name, 0))
+				nr_tmp++;
+			continue;
+		}
+		if (!has_suffix(d->d_name, FILE_SUFFIX) ||
+		    n - strlen(FILE_SUFFIX) > SPIKE_STORE_ID_MAX ||
+		    (!S_ISREG(lsb.st_mode) && !S_ISLNK(lsb.st_mode))) {
+			pr_debug("spike store: ignored %s/%s: not a spike file", s->path,
+				 d->d_name);
+			continue;
+		}
+		memcpy(id, d->d_name, n - strlen(FILE_SUFFIX));
+		id[n - strlen(FILE_SUFFIX)] = '\0';
+		if (!valid_id(id)) {
+			pr_debug("spike store: ignored %s/%s: not a spike id", s->path, d->d_name);
+			continue;
+		}
+		err = scan_spike(s, id, &lsb);
+	}
+	if (!err && errno)
+		err = -errno;
+	closedir(dir);
+	if (nr_tmp)
+		pr_info("spike store: removed %u temp files an interrupted write left in %s",
+			nr_tmp, s->path);
+	if (s->nr)
+		qsort(s->entries, s->nr, sizeof(*s->entries), entry_cmp);
+	return err;
+}
+
+static void sync_dir(struct spike_store *s, const char *what)
+{
+	if (fsync(s->dirfd))
+		pr_warn("failed to fsync %s after %s: %s", s->path, what, strerror(errno));
+}
+
+struct spike_store *spike_store__open(const struct spike_store_opts *o, char *err, size_t errlen)
+{
+	struct spike_store *s;
+	int dfd = -1, e;
+
+	if (!o || !o->dir || !o->dir[0]) {
+		snprintf(err, errlen, "no state directory given");
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		abort(); /* fixed size (STYLE.md) */
+	s->dirfd = -1;
+	s->max_bytes = o->max_bytes ? o->max_bytes : SPIKE_STORE_DEFAULT_BYTES;
+	s->max_spikes = o->max_spikes ? o->max_spikes : SPIKE_STORE_DEFAULT_SPIKES;
+	pthread_mutex_init(&s->lock, NULL);
+	if (asprintf(&s->path, "%s/spikes", o->dir) < 0)
+		abort();
+
+	if (mkdir(o->dir, 0700) && errno != EEXIST) {
+		e = errno;
+		snprintf(err, errlen, "cannot create the state directory %s: %s; %s", o->dir,
+			 strerror(e),
+			 e == ENOENT ? "create its parent or give another --state-dir"
+				     : "give a writable --state-dir");
+		goto fail;
+	}
+	dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		e = errno;
+		if (e == ENOTDIR)
+			snprintf(err, errlen,
+				 "the state directory %s is not a directory; give a directory as "
+				 "--state-dir",
+				 o->dir);
+		else
+			snprintf(err, errlen,
+				 "cannot open the state directory %s: %s; check its permissions",
+				 o->dir, strerror(e));
+		goto fail;
+	}
+	if (mkdirat(dfd, "spikes", 0700) && errno != EEXIST) {
+		e = errno;
+		snprintf(err, errlen,
+			 "cannot create %s: %s; make %s writable by tailprofd or give "
+			 "another --state-dir",
+			 s->path, strerror(e), o->dir);
+		goto fail;
+	}
+	s->dirfd = openat(dfd, "spikes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->dirfd < 0) {
+		struct stat lsb;
+
+		e = errno;
+		if ((e == ELOOP || e == ENOTDIR) &&
+		    !fstatat(dfd, "spikes", &lsb, AT_SYMLINK_NOFOLLOW) && S_ISLNK(lsb.st_mode)) {
+			e = ELOOP;
+			snprintf(err, errlen,
+				 "%s is a symlink; make it a directory (tailprofd follows no link "
+				 "there)",
+				 s->path);
+		} else if (e == ENOTDIR) {
+			snprintf(err, errlen,
+				 "%s is not a directory; move it away or give another --state-dir",
+				 s->path);
+		} else {
+			snprintf(err, errlen, "cannot open %s: %s; check its permissions", s->path,
+				 strerror(e));
+		}
+		goto fail;
+	}
+	if (faccessat(s->dirfd, ".", W_OK | X_OK, 0)) {
+		e = errno;
+		snprintf(err, errlen,
+			 "%s is not writable: %s; make it writable by tailprofd or give another "
+			 "--state-dir",
+			 s->path, strerror(e));
+		goto fail;
+	}
+	if (flock(s->dirfd, LOCK_EX | LOCK_NB)) {
+		e = errno == EWOULDBLOCK ? EBUSY : errno;
+		if (e == EBUSY)
+			snprintf(err, errlen,
+				 "%s is in use by another tailprofd; give each its own --state-dir",
+				 s->path);
+		else
+			snprintf(err, errlen, "cannot lock %s: %s", s->path, strerror(e));
+		goto fail;
+	}
+	close(dfd);
+	dfd = -1;
+	e = -scan(s);
+	if (e) {
+		snprintf(err, errlen, "cannot read %s: %s", s->path, strerror(e));
+		goto fail;
+	}
+	if (evict(s, NULL))
+		sync_dir(s, "evicting spikes");
+	return s;
+fail:
+	if (dfd >= 0)
+		close(dfd);
+	spike_store__free(s);
+	errno = e;
+	return NULL;
+}
+
+void spike_store__free(struct spike_store *s)
+{
+	if (!s)
+		return;
+	if (s->dirfd >= 0)
+		close(s->dirfd); /* releases the flock */
+	pthread_mutex_destroy(&s->lock);
+	free(s->entries);
+	free(s->path);
+	free(s);
+}
+
+/* -- save -- */
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Writes the temp file tmp: header and table, JSON, blobs; fsync'd. Returns 0 or -errno. */
+static int write_tmp(struct spike_store *s, const char *tmp, const uint8_t *head, size_t head_len,
+		     const char *json, const struct spike_blob *blobs, size_t n)
+{
+	int fd, err;
+
+	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_full(fd, head, head_len);
+	if (!err)
+		err = write_full(fd, json, strlen(json));
+	for (size_t i = 0; !err && i < n; i++)
+		err = write_full(fd, blobs[i].data, blobs[i].len);
+	if (!err && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_ns,
+		      const char *json, const struct spike_blob *blobs, size_t n)
+{
+	uint8_t head[SPIKE_FILE_MAX_HEAD_LEN];
+	char tmp[FILE_NAME_LEN], name[FILE_NAME_LEN];
+	struct entry e = {.start_unix_ns = start_unix_ns, .state = ENTRY_SPIKE};
+	struct entry *old;
+	uint64_t seq;
+	int head_len, err;
+
+	head_len = spike_file__build_head(head, id, start_unix_ns, json, blobs, n, &e.bytes);
+	if (head_len < 0)
+		return head_len;
+	snprintf(e.id, sizeof(e.id), "%s", id);
+	file_name(name, id);
+	if (e.bytes > s->max_bytes) {
+		pr_warn("spike store: spike %s not written: %" PRIu64
+			" bytes, more than the store's bound of %" PRIu64,
+			id, e.bytes, s->max_bytes);
+		err = -EFBIG;
+		goto count;
+	}
+	seq = __atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED);
+	snprintf(tmp, sizeof(tmp), "%s" FILE_SUFFIX ".%" PRIu64 TMP_SUFFIX, id, seq);
+	err = write_tmp(s, tmp, head, head_len, json, blobs, n);
+	if (err) {
+		pr_warn("failed to write spike %s to %s/%s: %s", id, s->path, tmp, strerror(-err));
+		unlinkat(s->dirfd, tmp, 0);
+		goto count;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	err = reserve(s); /* before find: it may move the entries */
+	old = find(s, id);
+	if (!err && old && old->state == ENTRY_UNKNOWN) {
+		err = -EEXIST;
+		pr_warn("spike store: spike %s not written: %s/%s, of a newer format, is kept", id,
+			s->path, name);
+	}
+	if (!err && renameat(s->dirfd, tmp, s->dirfd, name)) {
+		err = -errno;
+		pr_warn("failed to rename %s/%s to %s: %s", s->path, tmp, name, strerror(errno));
+	}
+	if (!err) {
+		if (old)
+			drop(s, old);
+		insert(s, &e);
+		s->st.saved++;
+		evict(s, id);
+	}
+	if (err)
+		s->st.save_failed++;
+	pthread_mutex_unlock(&s->lock);
+	if (err) {
+		unlinkat(s->dirfd, tmp, 0);
+		return err;
+	}
+	/* the rename and the evictions reach the disk */
+	if (fsync(s->dirfd)) {
+		err = -errno;
+		pr_warn("failed to fsync %s after writing spike %s: %s", s->path, id,
+			strerror(errno));
+		goto count;
+	}
+	return 0;
+count:
+	pthread_mutex_lock(&s->lock);
+	s->st.save_failed++;
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* -- reads -- */
+
+struct each_item {
+	char id[SPIKE_STORE_ID_MAX + 1];
+};
+
+int spike_store__each(struct spike_store *s,
+		      int (*fn)(void *arg, const char *id, int64_t start_unix_ns, const char *json),
+		      void *arg)
+{
+	struct each_item *items;
+	size_t nr = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	items = malloc((s->nr ? s->nr : 1) * sizeof(*items));
+	for (size_t i = 0; items && i < s->nr; i++)
+		if (s->entries[i].state == ENTRY_SPIKE)
+			memcpy(items[nr++].id, s->entries[i].id, sizeof(items->id));
+	pthread_mutex_unlock(&s->lock);
+	if (!items)
+		return -ENOMEM;
+
+	for (size_t i = 0; !ret && i < nr; i++) {
+		const char *id = items[i].id;
+		char why[128] = "";
+		struct spike_file_head h;
+		uint64_t size;
+		char *json;
+		int err;
+
+		err = read_spike(s, id, &h, &json, &size, why, sizeof(why));
+		if (err == -ENOENT) {
+			forget(s, id);
+		} else if (err == -ENOMEM) {
+			ret = err;
+		} else if (err) {
+			why_errno(why, sizeof(why), err);
+			report_bad(s, id, why, true);
+		} else {
+			ret = fn(arg, id, h.start_unix_ns, json);
+		}
+		free(json);
+	}
+	free(items);
+	return ret;
+}
+
+int spike_store__read_blob(struct spike_store *s, const char *id, const char *name, uint8_t **out,
+			   size_t *len)
+{
+	char why[128] = "";
+	const struct entry *e;
+	enum entry_state state;
+	struct spike_file_head h;
+	struct stat sb;
+	int fd, err;
+	uint32_t i;
+
+	*out = NULL;
+	*len = 0;
+	if (!valid_id(id) || !spike_file__valid_name(name, SPIKE_STORE_NAME_MAX))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	e = find(s, id);
+	state = e ? e->state : ENTRY_UNKNOWN;
+	pthread_mutex_unlock(&s->lock);
+	if (state == ENTRY_UNKNOWN)
+		return -ENOENT; /* not stored, or not of a format we read */
+	if (state == ENTRY_CORRUPT)
+		return -EBADMSG; /* reported already */
+
+	fd = open_spike(s, id, &sb, why, sizeof(why));
+	if (fd == -ENOENT) {
+		forget(s, id);
+		return fd;
+	}
+	if (fd < 0) {
+		why_errno(why, sizeof(why), fd);
+		report_bad(s, id, why, fd == -EBADMSG);
+		return fd;
+	}
+	err = spike_file__read_head(fd, sb.st_size, id, &h, why, sizeof(why));
+	if (err) {
+		/* a file of a newer format put there by hand: corrupt to us */
+		if (err == -EPROTONOSUPPORT)
+			snprintf(why, sizeof(why), "format version %" PRIu32, h.version);
+		else
+			why_errno(why, sizeof(why), err);
+		report_bad(s, id, why, err == -EBADMSG || err == -EPROTONOSUPPORT);
+		close(fd);
+		return err == -EPROTONOSUPPORT ? -EBADMSG : err;
+	}
+	for (i = 1; i < h.nr_sections && strcmp(h.sec[i].name, name); i++)
+		;
+	if (i == h.nr_sections) {
+		close(fd);
+		return -ENOENT;
+	}
+	err = spike_file__read_section(fd, &h, i, out, why, sizeof(why));
+	close(fd);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		if (err != -EBADMSG)
+			snprintf(why, sizeof(why), "cannot read blob %s: %s", name, strerror(-err));
+		/* its JSON and other blobs may be whole: it stays listed */
+		report_bad(s, id, why, false);
+		return err;
+	}
+	*len = h.sec[i].len;
+	if (!*len) {
+		free(*out);
+		*out = NULL;
+	}
+	return 0;
+}
+
+int spike_store__remove(struct spike_store *s, const char *id)
+{
+	char name[FILE_NAME_LEN];
+	struct entry *e;
+	int err = 0;
+
+	if (!valid_id(id))
+		return -EINVAL;
+	file_name(name, id);
+	pthread_mutex_lock(&s->lock);
+	e = find(s, id);
+	if (!e)
+		err = -ENOENT;
+	else if (e->state == ENTRY_UNKNOWN)
+		err = -EPERM;
+	else if (unlinkat(s->dirfd, name, 0) && errno != ENOENT)
+		err = -errno;
+	else
+		drop(s, e);
+	pthread_mutex_unlock(&s->lock);
+	if (!err)
+		sync_dir(s, "removing a spike");
+	return err;
+}
+
+void spike_store__stats(struct spike_store *s, struct spike_store_stats *st)
+{
+	pthread_mutex_lock(&s->lock);
+	*st = s->st;
+	pthread_mutex_unlock(&s->lock);
+}
