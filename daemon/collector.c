@@ -900,6 +900,9 @@ static void drain(struct collector *c, bool tick)
 		}
 	}
 
+	/* spikes that closed: to the state directory (it takes the read lock per profile) */
+	if (tick && c->opts.spikes)
+		spikes__save_pending(c->opts.spikes);
 	if (tick) {
 		pthread_mutex_lock(&c->drain_mu);
 		c->drained_up_to_ns = now;

@@ -206,7 +206,7 @@ send_error_hdr(struct MHD_Connection *conn, unsigned int status, struct header h
 
 /* ---- query parameters ---- */
 
-#define MAX_PARAMS 8
+#define MAX_PARAMS 16
 #define ECHO_MAX   64 /* bytes of a bad value echoed in an error */
 
 /* The query parameters of one request: each allowed one at most once and with a value. */
@@ -233,6 +233,9 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
 	for (int i = 0; p->allowed[i]; i++) {
 		if (strcmp(key, p->allowed[i]))
 			continue;
+		if (i >= MAX_PARAMS)
+			abort(); /* a handler's allowed list outgrew MAX_PARAMS: a bug, caught by
+				    tests */
 		if (!value) {
 			snprintf(p->err, sizeof(p->err), "%s: needs a value (%s=...)", key, key);
 			return MHD_NO;
@@ -385,6 +388,20 @@ struct http_api {
 	struct http_write_counts writes; /* under mu */
 };
 
+/* A response of gzip pprof buf[0..len) (taken over, freed on failure), or NULL. */
+static struct MHD_Response *pprof_response(uint8_t *buf, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+
+	if (!r) {
+		free(buf);
+		return NULL;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+	MHD_add_response_header(r, "Content-Disposition", "attachment; filename=\"profile.pb.gz\"");
+	return r;
+}
+
 static enum MHD_Result send_profile(struct MHD_Connection *conn, struct http_api *h,
 				    struct window *const *ws, size_t n,
 				    const struct profile_filter *filter,
@@ -404,13 +421,9 @@ static enum MHD_Result send_profile(struct MHD_Connection *conn, struct http_api
 	malloc_trim(0);
 	if (err)
 		return send_error(conn, 500, "cannot encode the profile: %s", strerror(-err));
-	r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(buf);
+	r = pprof_response(buf, len);
+	if (!r)
 		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
-	MHD_add_response_header(r, "Content-Disposition", "attachment; filename=\"profile.pb.gz\"");
 	snprintf(v, sizeof(v), "%" PRIu64, sum.samples);
 	MHD_add_response_header(r, "X-Tailprof-Samples", v);
 	snprintf(v, sizeof(v), "%u", sum.windows);
@@ -472,6 +485,42 @@ static bool valid_spike_id(const char *s)
 	return true;
 }
 
+/* A spike read back from the state directory: its stored profile. */
+static enum MHD_Result stored_spike_profile(struct MHD_Connection *conn, struct http_api *h,
+					    const char *id, const struct profile_filter *filter,
+					    bool baseline)
+{
+	static const char *const types[] = {"cpu", "offcpu", "wall"};
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (filter->has_pid || filter->comm)
+		return send_error(conn, 400,
+				  "spike '%s' was read back from the state directory: its profiles "
+				  "are stored whole; drop pid= and comm=",
+				  id);
+	rc = spikes__stored_profile(h->ctx->spikes, id, types[filter->type], filter->has_stage,
+				    baseline, &buf, &len);
+	if (rc == -ENOENT)
+		return send_error(
+		    conn, 404, "spike '%s' (from the state directory) has no stored %s%s profile%s",
+		    id, types[filter->type], baseline ? " baseline" : "",
+		    filter->has_stage ? " of its stage" : "");
+	if (rc)
+		return send_error(conn, 500, "spike '%s': its stored profile cannot be read (%s)",
+				  id, strerror(-rc));
+	r = pprof_response(buf, len);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "X-Tailprof-Stored", "1");
+	ret = MHD_queue_response(conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* GET /api/v1/profile?spike=ID[&baseline=1]: the windows of a spike or of its baseline. Called
  * under the read lock and the encoder slot, which it releases. */
 static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_api *h,
@@ -494,6 +543,12 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 	rc = spikes__resolve(h->ctx->spikes, name, NULL, id);
 	if (!rc && (ws = calloc(max, sizeof(*ws))))
 		rc = spikes__windows(h->ctx->spikes, ring, id, base, ws, max, &n);
+	if (rc == -ESTALE) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		free(ws);
+		return stored_spike_profile(conn, h, id, filter, base);
+	}
 	if (rc || !ws) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "probes.h"
 #include "query.h"
+#include "spike_store.h"
 #include "spikes.h"
 #include "stages.h"
 #include "symbolizer.h"
@@ -721,6 +722,7 @@ int main(int argc, char **argv)
 	struct probes *probes = NULL;
 	struct stages *stages = NULL;
 	struct spikes *spikes = NULL;
+	struct spike_store *store = NULL;
 	struct config *cfg = NULL;
 	struct options o;
 	struct query_ctx qctx;
@@ -836,6 +838,14 @@ int main(int argc, char **argv)
 		pr_err("failed to start spike detection: %s", strerror(errno));
 		goto out;
 	}
+	if (o.spikes.state_dir) {
+		store = spike_store__open(&(struct spike_store_opts){.dir = o.spikes.state_dir},
+					  err, sizeof(err));
+		if (!store) {
+			pr_err("--state-dir: %s", err);
+			goto out;
+		}
+	}
 	coll = collector__new(&(struct collector_opts){
 	    .loader = loader,
 	    .symbolizer = sym,
@@ -867,6 +877,10 @@ int main(int argc, char **argv)
 	    .gc_probes = gc_probes,
 	    .features = features,
 	};
+	if (store && spikes__attach_store(spikes, store, &qctx)) {
+		pr_err("--state-dir: out of memory reading the stored spikes");
+		goto out;
+	}
 	http = http_api__start(lfd, &qctx,
 			       &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate});
 	if (!http) {
@@ -901,6 +915,7 @@ out:
 	http_api__stop(http);
 	/* pins are released into the ring, so before it goes */
 	spikes__free(spikes, coll ? collector__ring(coll) : NULL);
+	spike_store__free(store);
 	collector__free(coll);
 	stages__free(stages);
 	unwinder__free(unwinder);

@@ -18,88 +18,13 @@
 #include "histogram.h"
 #include "log.h"
 #include "spike_explain.h"
+#include "spikes_internal.h"
 #include "stages.h"
 #include "textbuf.h"
 #include "timeparse.h"
 #include "window.h"
 
-#define MARK_QUEUE	 64  /* marks waiting for the next window close */
-#define ALERT_QUEUE	 256 /* alerts waiting for the next window close */
-#define ALERT_SEEN	 512 /* deliveries remembered, to drop repeats */
-#define ALERT_EXTRA_PINS 10  /* an open alert pins at most lookback + this many windows */
-#define MARK_MAX_SIDE	 32  /* a mark's before/after, in windows, at most */
-#define SHIFT_PINNED	 2   /* a level shift keeps its first windows pinned, and the one before */
-
-enum spike_kind { KIND_SPIKE, KIND_LEVEL_SHIFT };
-enum spike_source { SRC_DETECTED, SRC_MARK, SRC_ALERTMANAGER, SRC_NR };
-static const char *const source_names[SRC_NR] = {"detected", "mark", "alertmanager"};
-
-struct episode {
-	char id[SPIKE_ID_LEN];
-	uint32_t stage; /* 0: none */
-	char stage_name[TP_STAGE_NAME_LEN];
-	enum spike_kind kind;
-	enum spike_source source;
-	bool open;
-	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC, window bounds: [start, end) so far */
-	uint64_t planned_end_ns;   /* marks and resolved alerts: where it ends; 0: open-ended */
-	int64_t wall_offset_ns;	   /* realtime - monotonic when it was last extended */
-	uint32_t nr_windows;	   /* spike windows so far */
-	uint64_t peak_p95_ns;	   /* the highest window p95 of the stage, and that window */
-	uint64_t peak_start_ns;
-	uint64_t baseline_p95_ns;   /* the stage's baseline median when it began */
-	uint64_t level_after_ns;    /* level shifts: the median p95 of the new level */
-	uint64_t p95_ns;	    /* of the spike windows merged (cached when closed) */
-	uint64_t request_count;	    /* requests of the stage in the spike windows (when closed) */
-	uint64_t *pins;		    /* starts of the windows it pins, in order */
-	uint32_t nr_pins, cap_pins; /* cap_pins bounds them */
-	uint64_t unpinned;	    /* windows beyond cap_pins: counted, not kept */
-	char reason[SPIKE_REASON_LEN];
-	char fingerprint[SPIKE_FINGERPRINT_LEN]; /* alerts */
-	int64_t alert_starts_unix_ns;
-	json_t *explained; /* causes, evidence, requests: cached when closed */
-};
-
-struct stage_det {
-	uint64_t *base; /* ring of the last baseline_windows ordinary p95 values */
-	uint32_t nr_base, head;
-	uint64_t *run; /* p95 of each window of the open detected episode (level-shift seed) */
-	uint32_t nr_run;
-	struct episode *open; /* the detected episode going on */
-	uint64_t last_p95_ns; /* of the last judged window */
-	bool judged;	      /* a window was judged */
-	uint64_t median_ns;   /* baseline median as of the last judged window */
-	uint64_t totals[SRC_NR];
-};
-
-struct alert_seen {
-	uint64_t key;
-};
-
-struct spikes {
-	struct spikes_opts o;
-	struct stages *stages;
-	uint64_t window_ns;
-	struct stage_det det[TP_MAX_STAGES];
-	uint64_t *scratch; /* baseline_windows values for the median */
-	struct episode *eps[SPIKES_MAX_HELD];
-	size_t nr_eps;
-	uint64_t totals_nostage[SRC_NR];
-	uint32_t total_pins;
-	uint64_t pins_released, episodes_dropped, alerts_counted_windows, last_closed_end_ns;
-	/* queued by other threads: under mu */
-	pthread_mutex_t mu;
-	struct spike_mark marks[MARK_QUEUE];
-	char mark_ids[MARK_QUEUE][SPIKE_ID_LEN];
-	size_t nr_marks;
-	struct spike_alert alerts[ALERT_QUEUE];
-	size_t nr_alerts;
-	uint64_t seen[ALERT_SEEN];
-	size_t seen_next;
-	uint64_t mark_seq;
-	int64_t oldest_unix_ns, newest_unix_ns; /* what marks may name: the ring's span */
-	uint64_t marks_total, alerts_total, alert_repeats, alerts_outside;
-};
+const char *const spikes_source_names[SRC_NR] = {"detected", "mark", "alertmanager"};
 
 /* ---- options ---- */
 
@@ -226,6 +151,7 @@ static void episode_free(struct episode *e)
 		return;
 	free(e->pins);
 	json_decref(e->explained);
+	json_decref(e->stored);
 	free(e);
 }
 
@@ -364,7 +290,7 @@ static bool make_room(struct spikes *s, struct window_ring *ring)
 	return false;
 }
 
-static struct episode *episode_new(struct spikes *s, struct window_ring *ring, uint32_t stage,
+struct episode *spikes_episode_new(struct spikes *s, struct window_ring *ring, uint32_t stage,
 				   enum spike_source src, uint64_t start_ns, uint32_t cap_pins)
 {
 	struct episode *e;
@@ -424,7 +350,7 @@ static void base_push(struct spikes *s, struct stage_det *d, uint64_t p95)
 }
 
 /* The spike windows of e held in ring, oldest first, into out[0..max). */
-static size_t spike_windows(const struct episode *e, struct window_ring *ring, struct window **out,
+size_t spikes_spike_windows(const struct episode *e, struct window_ring *ring, struct window **out,
 			    size_t max)
 {
 	size_t n = 0;
@@ -442,11 +368,11 @@ static size_t spike_windows(const struct episode *e, struct window_ring *ring, s
 }
 
 /* p95 and request count of e's stage over its spike windows merged. */
-static void merged_p95(const struct episode *e, struct window_ring *ring, uint64_t *p95,
+void spikes_merged_p95(const struct episode *e, struct window_ring *ring, uint64_t *p95,
 		       uint64_t *count)
 {
 	struct window *ws[64];
-	size_t n = spike_windows(e, ring, ws, 64);
+	size_t n = spikes_spike_windows(e, ring, ws, 64);
 	uint64_t *acc, total = 0, max = 0;
 
 	*p95 = 0;
@@ -486,7 +412,7 @@ static bool near_episode(const struct spikes *s, uint32_t stage, uint64_t start_
 /* The baseline of e: as many ordinary windows as it has spike windows, nearest before it (after
  * it only when too few are held), none in or next to an episode of its stage, and with requests
  * of its stage when it has one. Into out[0..max), oldest first. */
-static size_t baseline_windows(const struct spikes *s, const struct episode *e,
+size_t spikes_baseline_windows(const struct spikes *s, const struct episode *e,
 			       struct window_ring *ring, struct window **out, size_t max)
 {
 	size_t want = e->nr_windows ? e->nr_windows : 1, n = 0, count = window_ring__count(ring);
@@ -523,7 +449,7 @@ static size_t baseline_windows(const struct spikes *s, const struct episode *e,
 	return n;
 }
 
-static json_t *explain(struct spikes *s, struct window_ring *ring, const struct episode *e)
+json_t *spikes_explain(struct spikes *s, struct window_ring *ring, const struct episode *e)
 {
 	struct window *sw[64], *bw[64];
 	struct spike_explain_in in = {
@@ -533,8 +459,8 @@ static json_t *explain(struct spikes *s, struct window_ring *ring, const struct 
 	    .baseline_p95_ns = e->baseline_p95_ns,
 	};
 
-	in.nr_spike = spike_windows(e, ring, sw, 64);
-	in.nr_base = baseline_windows(s, e, ring, bw, 64);
+	in.nr_spike = spikes_spike_windows(e, ring, sw, 64);
+	in.nr_base = spikes_baseline_windows(s, e, ring, bw, 64);
 	in.spike = sw;
 	in.base = bw;
 	return spike_explain(&in);
@@ -543,9 +469,10 @@ static json_t *explain(struct spikes *s, struct window_ring *ring, const struct 
 static void episode_close(struct spikes *s, struct window_ring *ring, struct episode *e)
 {
 	e->open = false;
-	merged_p95(e, ring, &e->p95_ns, &e->request_count);
+	spikes_merged_p95(e, ring, &e->p95_ns, &e->request_count);
 	json_decref(e->explained);
-	e->explained = explain(s, ring, e);
+	e->explained = spikes_explain(s, ring, e);
+	e->to_save = s->store != NULL;
 }
 
 /* ---- detection ---- */
@@ -586,7 +513,7 @@ static void judge(struct spikes *s, struct window_ring *ring, struct window *w, 
 		return;
 	}
 	if (!e) {
-		e = episode_new(s, ring, id, SRC_DETECTED, w->start_ns, shift_after + 3);
+		e = spikes_episode_new(s, ring, id, SRC_DETECTED, w->start_ns, shift_after + 3);
 		if (!e)
 			return;
 		make_id(s, e->stage_name[0] ? e->stage_name : "stage",
@@ -627,7 +554,7 @@ static uint64_t align_down(const struct spikes *s, uint64_t t)
 	return t - t % s->window_ns;
 }
 
-static uint64_t to_mono(int64_t unix_ns, int64_t offset)
+uint64_t spikes_to_mono(int64_t unix_ns, int64_t offset)
 {
 	int64_t m = unix_ns - offset;
 
@@ -658,7 +585,7 @@ static void cover_held(struct spikes *s, struct window_ring *ring, struct episod
 static void apply_mark(struct spikes *s, struct window_ring *ring, const struct spike_mark *m,
 		       const char *id, int64_t offset)
 {
-	uint64_t t = to_mono(m->time_unix_ns, offset), before, after;
+	uint64_t t = spikes_to_mono(m->time_unix_ns, offset), before, after;
 	uint32_t stage = m->stage[0] ? stages__id(s->stages, m->stage) : 0;
 	struct episode *e;
 
@@ -668,8 +595,8 @@ static void apply_mark(struct spikes *s, struct window_ring *ring, const struct 
 		before = MARK_MAX_SIDE * s->window_ns;
 	if (after > MARK_MAX_SIDE * s->window_ns)
 		after = MARK_MAX_SIDE * s->window_ns;
-	e = episode_new(s, ring, stage, SRC_MARK, align_down(s, t > before ? t - before : 0),
-			2 * MARK_MAX_SIDE + 2);
+	e = spikes_episode_new(s, ring, stage, SRC_MARK, align_down(s, t > before ? t - before : 0),
+			       2 * MARK_MAX_SIDE + 2);
 	if (!e)
 		return;
 	snprintf(e->id, sizeof(e->id), "%s", id);
@@ -702,20 +629,20 @@ static void apply_alert(struct spikes *s, struct window_ring *ring, const struct
 	uint32_t stage = a->stage[0] ? stages__id(s->stages, a->stage) : 0;
 
 	if (!e && !a->firing && a->ends_unix_ns && window_ring__count(ring) &&
-	    to_mono(a->ends_unix_ns, offset) < window_ring__get(ring, 0)->start_ns) {
+	    spikes_to_mono(a->ends_unix_ns, offset) < window_ring__get(ring, 0)->start_ns) {
 		s->alerts_outside++; /* resolved before anything held: nothing to keep */
 		return;
 	}
 	if (!e) {
 		char prefix[40];
 
-		start = to_mono(a->starts_unix_ns, offset);
+		start = spikes_to_mono(a->starts_unix_ns, offset);
 		start = align_down(s, start > lookback ? start - lookback : 0);
 		/* an alert older than the ring: its episode starts with what is held */
 		if (window_ring__count(ring) && start < window_ring__get(ring, 0)->start_ns)
 			start = window_ring__get(ring, 0)->start_ns;
-		e = episode_new(s, ring, stage, SRC_ALERTMANAGER, start,
-				s->o.alert_lookback + ALERT_EXTRA_PINS);
+		e = spikes_episode_new(s, ring, stage, SRC_ALERTMANAGER, start,
+				       s->o.alert_lookback + ALERT_EXTRA_PINS);
 		if (!e)
 			return;
 		snprintf(prefix, sizeof(prefix), "alert-%.16s", a->fingerprint);
@@ -730,7 +657,8 @@ static void apply_alert(struct spikes *s, struct window_ring *ring, const struct
 	if (!e->open)
 		return;
 	if (!a->firing && a->ends_unix_ns) {
-		uint64_t end = align_down(s, to_mono(a->ends_unix_ns, offset)) + s->window_ns;
+		uint64_t end =
+		    align_down(s, spikes_to_mono(a->ends_unix_ns, offset)) + s->window_ns;
 
 		e->planned_end_ns = end > e->start_ns ? end : e->start_ns + s->window_ns;
 	}
@@ -868,363 +796,4 @@ void spikes__window_closed(struct spikes *s, struct window_ring *ring, struct wi
 	s->oldest_unix_ns = (int64_t)oldest->start_ns + oldest->wall_offset_ns;
 	s->newest_unix_ns = (int64_t)w->end_ns + w->wall_offset_ns;
 	pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- pattern ---- */
-
-struct pattern {
-	bool periodic;
-	uint64_t period_ns, spread_ns;
-};
-
-/* Over the starts of one stage's episodes (ascending, n of them): the longest chain of 3 or more
- * starts, each within 15% of a period P after the previous one, P taken from each pair of
- * starts; its members are periodic with the median of its intervals as the period and the
- * largest distance of an interval from it as the spread. out[i] for each start. */
-static void find_period(const uint64_t *starts, size_t n, struct pattern *out)
-{
-	size_t best_len = 0, chain[SPIKES_MAX_HELD], best[SPIKES_MAX_HELD];
-
-	for (size_t i = 0; i < n; i++)
-		out[i] = (struct pattern){0};
-	for (size_t i = 0; i + 2 < n; i++) {
-		for (size_t j = i + 1; j < n; j++) {
-			uint64_t p = starts[j] - starts[i], lo, hi;
-			size_t len = 0, k = j;
-
-			if (!p)
-				continue;
-			lo = p - p * 15 / 100;
-			hi = p + p * 15 / 100;
-			chain[len++] = i;
-			chain[len++] = j;
-			for (size_t m = k + 1; m < n; m++) {
-				uint64_t d = starts[m] - starts[chain[len - 1]];
-
-				if (d > hi)
-					break;
-				if (d >= lo)
-					chain[len++] = m;
-			}
-			if (len > best_len) {
-				best_len = len;
-				memcpy(best, chain, len * sizeof(*chain));
-			}
-		}
-	}
-	if (best_len < 3)
-		return;
-	{
-		uint64_t d[SPIKES_MAX_HELD], period, spread = 0;
-		size_t nd = best_len - 1;
-
-		for (size_t i = 0; i < nd; i++)
-			d[i] = starts[best[i + 1]] - starts[best[i]];
-		for (size_t i = 1; i < nd; i++)
-			for (size_t j = i; j && d[j - 1] > d[j]; j--) {
-				uint64_t t = d[j];
-
-				d[j] = d[j - 1];
-				d[j - 1] = t;
-			}
-		period = nd % 2 ? d[nd / 2] : (d[nd / 2 - 1] + d[nd / 2]) / 2;
-		for (size_t i = 0; i < nd; i++) {
-			uint64_t dev = d[i] > period ? d[i] - period : period - d[i];
-
-			spread = dev > spread ? dev : spread;
-		}
-		for (size_t i = 0; i < best_len; i++)
-			out[best[i]] = (struct pattern){true, period, spread};
-	}
-}
-
-/* The pattern of every held episode, by index: over each stage's detected and marked spikes. */
-static void patterns(const struct spikes *s, struct pattern *out)
-{
-	uint64_t starts[SPIKES_MAX_HELD];
-	size_t idx[SPIKES_MAX_HELD];
-	struct pattern p[SPIKES_MAX_HELD];
-	bool done[SPIKES_MAX_HELD] = {0};
-
-	for (size_t i = 0; i < s->nr_eps; i++) {
-		size_t n = 0;
-
-		if (done[i])
-			continue;
-		for (size_t j = i; j < s->nr_eps; j++) {
-			const struct episode *e = s->eps[j];
-
-			if (done[j] || strcmp(e->stage_name, s->eps[i]->stage_name) ||
-			    e->kind == KIND_LEVEL_SHIFT)
-				continue;
-			done[j] = true;
-			idx[n] = j;
-			starts[n++] = e->start_ns;
-		}
-		/* held in order of creation: sort by start (marks may name the past) */
-		for (size_t a = 1; a < n; a++)
-			for (size_t b = a; b && starts[b - 1] > starts[b]; b--) {
-				uint64_t t = starts[b];
-				size_t ti = idx[b];
-
-				starts[b] = starts[b - 1];
-				idx[b] = idx[b - 1];
-				starts[b - 1] = t;
-				idx[b - 1] = ti;
-			}
-		find_period(starts, n, p);
-		for (size_t a = 0; a < n; a++)
-			out[idx[a]] = p[a];
-		out[i] = s->eps[i]->kind == KIND_LEVEL_SHIFT ? (struct pattern){0} : out[i];
-	}
-}
-
-/* ---- JSON ---- */
-
-static void set_time(json_t *o, const char *key, int64_t unix_ns)
-{
-	char buf[40], k[48];
-
-	json_object_set_new(o, key, json_string(tp_format_rfc3339(unix_ns, buf, sizeof(buf))));
-	snprintf(k, sizeof(k), "%s_unix_ns", key);
-	json_object_set_new(o, k, json_integer(unix_ns));
-}
-
-static json_t *episode_json(struct spikes *s, struct window_ring *ring, const struct episode *e,
-			    const struct pattern *pat, bool full)
-{
-	json_t *o = json_object(), *ex = e->explained, *causes;
-	int64_t off = e->wall_offset_ns;
-	uint64_t p95 = e->p95_ns, count = e->request_count;
-	char a[32], b[32];
-
-	if (!o)
-		return NULL;
-	if (e->open) {
-		merged_p95(e, ring, &p95, &count);
-		ex = NULL;
-	}
-	if (!ex) {
-		struct episode tmp = *e;
-
-		tmp.p95_ns = p95;
-		ex = explain(s, ring, &tmp);
-	} else {
-		json_incref(ex);
-	}
-	json_object_set_new(o, "id", json_string(e->id));
-	json_object_set_new(o, "stage", json_string(e->stage_name));
-	json_object_set_new(o, "kind",
-			    json_string(e->kind == KIND_LEVEL_SHIFT ? "level_shift" : "spike"));
-	set_time(o, "start", (int64_t)e->start_ns + off);
-	set_time(o, "end", (int64_t)e->end_ns + off);
-	json_object_set_new(o, "open", json_boolean(e->open));
-	json_object_set_new(o, "windows", json_integer(e->nr_windows));
-	json_object_set_new(o, "p95_ns", json_integer((json_int_t)p95));
-	json_object_set_new(o, "baseline_p95_ns", json_integer((json_int_t)e->baseline_p95_ns));
-	json_object_set_new(o, "peak_p95_ns", json_integer((json_int_t)e->peak_p95_ns));
-	if (e->peak_p95_ns)
-		set_time(o, "peak_window_start", (int64_t)e->peak_start_ns + off);
-	json_object_set_new(o, "request_count", json_integer((json_int_t)count));
-	json_object_set_new(o, "pattern", json_string(pat->periodic ? "periodic" : "random"));
-	if (pat->periodic) {
-		json_object_set_new(o, "period_ns", json_integer((json_int_t)pat->period_ns));
-		json_object_set_new(o, "period_spread_ns",
-				    json_integer((json_int_t)pat->spread_ns));
-	}
-	json_object_set_new(o, "source", json_string(source_names[e->source]));
-	json_object_set_new(o, "pinned", json_boolean(e->nr_pins > 0));
-	if (e->unpinned)
-		json_object_set_new(o, "unpinned_windows", json_integer((json_int_t)e->unpinned));
-	if (e->reason[0])
-		json_object_set_new(o, "reason", json_string(e->reason));
-	if (e->source == SRC_ALERTMANAGER) {
-		set_time(o, "alert_starts", e->alert_starts_unix_ns);
-		json_object_set_new(o, "fingerprint", json_string(e->fingerprint));
-	}
-	if (e->kind == KIND_LEVEL_SHIFT) {
-		char t[40], msg[200];
-
-		json_object_set_new(o, "level_after_ns",
-				    json_integer((json_int_t)e->level_after_ns));
-		snprintf(msg, sizeof(msg), "%s p95 went from %s to %s at %s and stayed",
-			 e->stage_name, tp_format_duration(e->baseline_p95_ns, a, sizeof(a)),
-			 tp_format_duration(e->level_after_ns, b, sizeof(b)),
-			 tp_format_rfc3339((int64_t)e->start_ns + off, t, sizeof(t)));
-		json_object_set_new(o, "summary", json_string(msg));
-	}
-	causes = ex ? json_object_get(ex, "causes") : NULL;
-	json_object_set(o, "causes", causes ? causes : json_array());
-	if (full && ex) {
-		json_object_set(o, "evidence", json_object_get(ex, "evidence"));
-		json_object_set(o, "requests", json_object_get(ex, "requests"));
-	}
-	json_decref(ex);
-	return o;
-}
-
-static char *dump(json_t *root)
-{
-	char *str = root ? json_dumps(root, JSON_COMPACT) : NULL;
-
-	json_decref(root);
-	return str;
-}
-
-char *spikes__list_json(struct spikes *s, struct window_ring *ring, const struct spike_filter *f)
-{
-	json_t *root = json_object(), *arr = json_array();
-	struct pattern *pat = calloc(SPIKES_MAX_HELD, sizeof(*pat));
-
-	if (!root || !arr || !pat) {
-		json_decref(root);
-		json_decref(arr);
-		free(pat);
-		return NULL;
-	}
-	patterns(s, pat);
-	for (size_t i = 0; i < s->nr_eps; i++) {
-		const struct episode *e = s->eps[i];
-		int64_t start = (int64_t)e->start_ns + e->wall_offset_ns;
-		int64_t end = (int64_t)e->end_ns + e->wall_offset_ns;
-
-		if (f && f->stage && strcmp(f->stage, e->stage_name))
-			continue;
-		if (f && (end < f->from_unix_ns || start > f->to_unix_ns))
-			continue;
-		json_array_append_new(arr, episode_json(s, ring, e, &pat[i], false));
-	}
-	free(pat);
-	json_object_set_new(root, "spikes", arr);
-	return dump(root);
-}
-
-static struct episode *find(const struct spikes *s, const char *id)
-{
-	for (size_t i = 0; i < s->nr_eps; i++)
-		if (!strcmp(s->eps[i]->id, id))
-			return s->eps[i];
-	return NULL;
-}
-
-char *spikes__get_json(struct spikes *s, struct window_ring *ring, const char *id, bool *found)
-{
-	struct pattern *pat;
-	char *out;
-
-	*found = false;
-	for (size_t i = 0; i < s->nr_eps; i++) {
-		if (strcmp(s->eps[i]->id, id))
-			continue;
-		*found = true;
-		pat = calloc(SPIKES_MAX_HELD, sizeof(*pat));
-		if (!pat)
-			return NULL;
-		patterns(s, pat);
-		out = dump(episode_json(s, ring, s->eps[i], &pat[i], true));
-		free(pat);
-		return out;
-	}
-	return NULL;
-}
-
-int spikes__windows(struct spikes *s, struct window_ring *ring, const char *id, bool baseline,
-		    struct window **out, size_t max, size_t *n)
-{
-	struct episode *e = find(s, id);
-
-	*n = 0;
-	if (!e)
-		return -ENOENT;
-	*n = baseline ? baseline_windows(s, e, ring, out, max) : spike_windows(e, ring, out, max);
-	return 0;
-}
-
-int spikes__resolve(struct spikes *s, const char *name, const char *stage, char *id)
-{
-	if (strcmp(name, "latest")) {
-		if (!find(s, name))
-			return -ENOENT;
-		snprintf(id, SPIKE_ID_LEN, "%s", name);
-		return 0;
-	}
-	for (size_t i = s->nr_eps; i-- > 0;) {
-		if (stage && strcmp(stage, s->eps[i]->stage_name))
-			continue;
-		snprintf(id, SPIKE_ID_LEN, "%s", s->eps[i]->id);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* ---- metrics ---- */
-
-char *spikes__metrics_text(struct spikes *s, struct window_ring *ring)
-{
-	struct text t = {0};
-	bool active[TP_MAX_STAGES] = {0};
-
-	(void)ring;
-	for (size_t i = 0; i < s->nr_eps; i++)
-		if (s->eps[i]->open && s->eps[i]->stage)
-			active[s->eps[i]->stage] = true;
-	text_metric(&t, "tailprof_stage_p95_seconds", "gauge",
-		    "p95 latency of the stage in the last window judged (enough requests).");
-	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
-		if (s->det[id].judged && stages__name(s->stages, id))
-			text_put(&t, "tailprof_stage_p95_seconds{stage=\"%s\"} %.9f\n",
-				 stages__name(s->stages, id), s->det[id].last_p95_ns / 1e9);
-	text_metric(&t, "tailprof_stage_baseline_p95_seconds", "gauge",
-		    "Median p95 of the stage's recent ordinary windows (the spike baseline).");
-	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
-		if (s->det[id].judged && stages__name(s->stages, id))
-			text_put(&t, "tailprof_stage_baseline_p95_seconds{stage=\"%s\"} %.9f\n",
-				 stages__name(s->stages, id), s->det[id].median_ns / 1e9);
-	text_metric(&t, "tailprof_spike_active", "gauge",
-		    "1 while a spike episode of the stage goes on, else 0.");
-	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
-		if ((s->det[id].judged || active[id]) && stages__name(s->stages, id))
-			text_put(&t, "tailprof_spike_active{stage=\"%s\"} %d\n",
-				 stages__name(s->stages, id), active[id]);
-	text_metric(&t, "tailprof_spikes_total", "counter",
-		    "Spike episodes begun, by stage (\"\" for marks of no stage) and source.");
-	for (uint32_t id = 0; id < TP_MAX_STAGES; id++) {
-		const uint64_t *tot = id ? s->det[id].totals : s->totals_nostage;
-		const char *name = id ? stages__name(s->stages, id) : "";
-
-		for (int src = 0; name && src < SRC_NR; src++)
-			if (tot[src] || (id && s->det[id].judged))
-				text_put(
-				    &t,
-				    "tailprof_spikes_total{stage=\"%s\",source=\"%s\"} %" PRIu64
-				    "\n",
-				    name, source_names[src], tot[src]);
-	}
-	text_metric(&t, "tailprof_spike_pinned_windows", "gauge",
-		    "Windows pinned by spikes (pin_budget bounds them).");
-	text_put(&t, "tailprof_spike_pinned_windows %u\n", s->total_pins);
-	text_metric(&t, "tailprof_spike_pins_released_total", "counter",
-		    "Pins released early to keep within pin_budget, oldest first.");
-	text_put(&t, "tailprof_spike_pins_released_total %" PRIu64 "\n", s->pins_released);
-	text_metric(&t, "tailprof_spike_windows_unpinned_total", "counter",
-		    "Windows of long-open marks and alerts counted but not pinned (their cap).");
-	text_put(&t, "tailprof_spike_windows_unpinned_total %" PRIu64 "\n",
-		 s->alerts_counted_windows);
-	text_metric(&t, "tailprof_spikes_dropped_total", "counter",
-		    "Episodes dropped from memory, the oldest first, past the episodes held.");
-	text_put(&t, "tailprof_spikes_dropped_total %" PRIu64 "\n", s->episodes_dropped);
-	pthread_mutex_lock(&s->mu);
-	text_metric(&t, "tailprof_spike_marks_total", "counter",
-		    "Marks received (POST /api/v1/marks).");
-	text_put(&t, "tailprof_spike_marks_total %" PRIu64 "\n", s->marks_total);
-	text_metric(&t, "tailprof_spike_alerts_total", "counter",
-		    "Alertmanager alerts received, and those that repeated a delivery.");
-	text_put(&t, "tailprof_spike_alerts_total{result=\"applied\"} %" PRIu64 "\n",
-		 s->alerts_total - s->alert_repeats - s->alerts_outside);
-	text_put(&t, "tailprof_spike_alerts_total{result=\"outside_ring\"} %" PRIu64 "\n",
-		 s->alerts_outside);
-	text_put(&t, "tailprof_spike_alerts_total{result=\"repeat\"} %" PRIu64 "\n",
-		 s->alert_repeats);
-	pthread_mutex_unlock(&s->mu);
-	return text_finish(&t);
 }

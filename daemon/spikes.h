@@ -128,6 +128,26 @@ int spikes__windows(struct spikes *s, struct window_ring *ring, const char *id, 
  * (SPIKE_ID_LEN bytes). Returns 0 or -ENOENT. */
 int spikes__resolve(struct spikes *s, const char *name, const char *stage, char *id);
 
+struct spike_store;
+struct query_ctx;
+
+/* Writes each spike that closes from now on to store (spikes_saver.c: its JSON with evidence and
+ * requests, and its profiles), and reads back the spikes store holds as closed episodes without
+ * windows (listed with "stored": true; their profiles through spikes__stored_profile). ctx: how
+ * profiles are encoded (query.h). Neither is owned. Call once, before the drain runs. Returns 0
+ * or -ENOMEM. */
+int spikes__attach_store(struct spikes *s, struct spike_store *store, const struct query_ctx *ctx);
+/* Writes the spikes closed since the last call (a few a call; the rest wait for the next). The
+ * drain thread calls it, holding no lock: it takes the read lock per profile. */
+void spikes__save_pending(struct spikes *s);
+/* The blob name of a stored profile: TYPE[.stage][.baseline], e.g. "cpu.stage.baseline". */
+void spikes__blob_name(const char *type, bool stage, bool baseline, char *buf, size_t len);
+/* A stored spike's profile (type "cpu", "offcpu" or "wall"; stage: its stage's samples only;
+ * baseline: its baseline's) into *out (malloc'd), *len bytes. Returns 0, -ENOENT (no state
+ * directory, no such spike or profile), -EBADMSG (corrupt: reported), or another -errno. */
+int spikes__stored_profile(struct spikes *s, const char *id, const char *type, bool stage,
+			   bool baseline, uint8_t **out, size_t *len);
+
 /* Prometheus text of the spike metrics (malloc'd; NULL on ENOMEM), under the read lock. */
 char *spikes__metrics_text(struct spikes *s, struct window_ring *ring);
 

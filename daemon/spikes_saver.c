@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Spikes and the state directory: each closed spike is written there (its JSON with evidence and
+ * requests, and its profiles: cpu, offcpu and wall, of the spike windows and of the baseline, of
+ * every process and of its stage's samples), and what is there is read back at start-up. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "collector.h"
+#include "log.h"
+#include "query.h"
+#include "spike_store.h"
+#include "spikes_internal.h"
+#include "stages.h"
+#include "sysinfo.h"
+#include "window.h"
+
+#define MAX_PROFILE_WINDOWS 128
+#define SAVES_PER_DRAIN	    4 /* spikes written per drain at most: a burst waits its turn */
+
+static const char *const type_names[] = {"cpu", "offcpu", "wall"};
+
+void spikes__blob_name(const char *type, bool stage, bool baseline, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", type, stage ? ".stage" : "", baseline ? ".baseline" : "");
+}
+
+/* Reads one stored spike back as a held episode (closed, no windows). */
+static int load_one(void *arg, const char *id, int64_t start_unix_ns, const char *json)
+{
+	struct spikes *s = arg;
+	int64_t offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	json_t *o = json_loads(json, 0, NULL);
+	const char *kind, *source, *stage;
+	struct episode *e;
+	int src = SRC_DETECTED;
+
+	if (!o || !json_is_object(o)) {
+		pr_warn("state directory: spike %s: its JSON does not parse; skipped", id);
+		json_decref(o);
+		return 0;
+	}
+	source = json_string_value(json_object_get(o, "source"));
+	for (int i = 0; source && i < SRC_NR; i++)
+		if (!strcmp(source, spikes_source_names[i]))
+			src = i;
+	e = spikes_episode_new(s, NULL, 0, src, spikes_to_mono(start_unix_ns, offset), 1);
+	if (!e) {
+		json_decref(o);
+		return 0;
+	}
+	/* spikes_episode_new counted it: it was counted when it began, before the restart */
+	if (src < SRC_NR)
+		s->totals_nostage[src]--;
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	stage = json_string_value(json_object_get(o, "stage"));
+	snprintf(e->stage_name, sizeof(e->stage_name), "%s", stage ? stage : "");
+	kind = json_string_value(json_object_get(o, "kind"));
+	e->kind = kind && !strcmp(kind, "level_shift") ? KIND_LEVEL_SHIFT : KIND_SPIKE;
+	e->open = false;
+	e->wall_offset_ns = offset;
+	e->end_ns = spikes_to_mono(json_integer_value(json_object_get(o, "end_unix_ns")), offset);
+	e->nr_windows = (uint32_t)json_integer_value(json_object_get(o, "windows"));
+	e->stored = o;
+	s->loaded++;
+	return 0;
+}
+
+int spikes__attach_store(struct spikes *s, struct spike_store *store, const struct query_ctx *ctx)
+{
+	s->store = store;
+	s->ctx = ctx;
+	return spike_store__each(store, load_one, s);
+}
+
+/* The profile of e's windows (baseline: its baseline windows) of type, of every process or of its
+ * stage's samples, into *out. Takes the read lock. 0, -ENOENT (no windows), or -errno. */
+static int encode(struct spikes *s, const char *id, bool baseline, enum profile_type type,
+		  bool stage, uint8_t **out, size_t *len)
+{
+	struct window_ring *ring = collector__ring(s->ctx->collector);
+	struct window *ws[MAX_PROFILE_WINDOWS];
+	struct profile_filter f = {.type = type};
+	struct profile_summary sum;
+	struct episode *e;
+	size_t n = 0;
+	int rc = -ENOENT;
+
+	collector__rdlock(s->ctx->collector);
+	e = spikes_find(s, id);
+	if (e && (!stage || e->stage)) {
+		n = baseline ? spikes_baseline_windows(s, e, ring, ws, MAX_PROFILE_WINDOWS)
+			     : spikes_spike_windows(e, ring, ws, MAX_PROFILE_WINDOWS);
+		f.has_stage = stage;
+		f.stage_mask = stage ? 1ULL << e->stage : 0;
+	}
+	if (n)
+		rc = query__cpu_profile(s->ctx, ws, n, &f, NULL, out, len, &sum);
+	collector__unlock(s->ctx->collector);
+	return rc;
+}
+
+/* Writes spike id: its JSON, then up to 12 profiles, each encoded under the read lock on its own
+ * so that the drain waits for one encoding at most. */
+static void save_one(struct spikes *s, const char *id)
+{
+	struct spike_blob blobs[12];
+	char names[12][32], *json = NULL;
+	size_t n = 0;
+	int64_t start = 0;
+	json_t *o = NULL;
+	struct episode *e;
+	int rc;
+
+	collector__rdlock(s->ctx->collector);
+	e = spikes_find(s, id);
+	if (e) {
+		o = spikes_episode_json(s, collector__ring(s->ctx->collector), e, true);
+		start = (int64_t)e->start_ns + e->wall_offset_ns;
+	}
+	collector__unlock(s->ctx->collector);
+	if (!o)
+		return;
+	json = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	for (int t = 0; t < 3 && json; t++)
+		for (int stage = 0; stage < 2; stage++)
+			for (int base = 0; base < 2; base++) {
+				uint8_t *buf = NULL;
+				size_t len = 0;
+
+				if (encode(s, id, base, (enum profile_type)t, stage, &buf, &len))
+					continue;
+				spikes__blob_name(type_names[t], stage, base, names[n],
+						  sizeof(names[n]));
+				blobs[n] = (struct spike_blob){names[n], buf, len};
+				n++;
+			}
+	rc = json ? spike_store__save(s->store, id, start, json, blobs, n) : -ENOMEM;
+	if (rc) {
+		s->saves_failed++;
+		pr_warn("state directory: spike %s not written: %s", id, strerror(-rc));
+	}
+	for (size_t i = 0; i < n; i++)
+		free((void *)blobs[i].data);
+	free(json);
+}
+
+void spikes__save_pending(struct spikes *s)
+{
+	char ids[SAVES_PER_DRAIN][SPIKE_ID_LEN];
+	size_t n = 0;
+
+	if (!s->store)
+		return;
+	/* the drain thread (here) is the only one that writes episodes and to_save; readers never
+	 * look at to_save, so clearing it under the read lock races with nobody */
+	collector__rdlock(s->ctx->collector);
+	for (size_t i = 0; i < s->nr_eps && n < SAVES_PER_DRAIN; i++)
+		if (s->eps[i]->to_save) {
+			snprintf(ids[n++], SPIKE_ID_LEN, "%s", s->eps[i]->id);
+			s->eps[i]->to_save = false;
+		}
+	collector__unlock(s->ctx->collector);
+	for (size_t i = 0; i < n; i++)
+		save_one(s, ids[i]);
+}
+
+int spikes__stored_profile(struct spikes *s, const char *id, const char *type, bool stage,
+			   bool baseline, uint8_t **out, size_t *len)
+{
+	char name[32];
+
+	if (!s->store)
+		return -ENOENT;
+	spikes__blob_name(type, stage, baseline, name, sizeof(name));
+	return spike_store__read_blob(s->store, id, name, out, len);
+}
