@@ -961,7 +961,7 @@ static enum MHD_Result write_begin(struct MHD_Connection *conn, struct http_api 
 
 	if (strcmp(method, "POST"))
 		return send_error_hdr(conn, 405, (struct header){"Allow", "POST"},
-				      "%s: %s takes POST only (see docs/api-writes.md)",
+				      "%s: %s takes POST only (see docs/spike-marks.md)",
 				      printable(method, v, sizeof(v), ECHO_MAX), write_paths[e]);
 	if (!json_content_type(type)) {
 		count_write(h, e, HTTP_WRITE_INVALID);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The HTTP API (libmicrohttpd, one thread per connection so a long request never blocks the
  * others): paths and bytes; the data comes from query.c under the collector's read lock, and the
- * two write endpoints (POST /api/v1/marks, /api/v1/alertmanager; docs/api-writes.md) hand what
+ * two write endpoints (POST /api/v1/marks, /api/v1/alertmanager; docs/spike-marks.md) hand what
  * marks.c parsed to the spike module. */
 #ifndef TAILPROF_HTTP_API_H
 #define TAILPROF_HTTP_API_H

@@ -2,7 +2,7 @@
 /* The write endpoints' pure parts: the bodies of POST /api/v1/marks and of an Alertmanager
  * webhook (POST /api/v1/alertmanager) into spikes.h's structs, and the token bucket that limits
  * how often they are taken. No I/O, no clock, no locks: callers pass the time and serialize the
- * bucket. docs/api-writes.md describes the bodies and the answers. */
+ * bucket. docs/spike-marks.md describes the bodies and the answers. */
 #ifndef TAILPROF_MARKS_H
 #define TAILPROF_MARKS_H
 

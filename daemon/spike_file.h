@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The file of one stored spike, format version 1: its header and section table built for a
- * write, and read back checked, trusting no length it holds. docs/spikes-store.md draws the
+ * write, and read back checked, trusting no length it holds. docs/spike-store.md draws the
  * layout; spike_store.c is its only user (directory, atomic writes, index). Pure: no state,
  * reads through pread on a descriptor the caller opened. */
 #ifndef TAILPROF_SPIKE_FILE_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The on-disk store of closed spikes: one file a spike, written atomically, scanned at open and
- * read back without trusting a length it holds. The format is in docs/spikes-store.md. */
+ * read back without trusting a length it holds. The format is in docs/spike-store.md. */
 #include "spike_store.h"
 
 #include <dirent.h>

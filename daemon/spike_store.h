@@ -2,7 +2,7 @@
 /* The on-disk store of closed spikes (--state-dir DIR): one file a spike in DIR/spikes, its JSON
  * and its named blobs (gzip pprof profiles), written atomically, listed and read again after a
  * restart. The store knows nothing of spikes: an id, a start time, a JSON text and named blobs.
- * docs/spikes-store.md gives the file format and the reasons for its rules.
+ * docs/spike-store.md gives the file format and the reasons for its rules.
  *
  * Files: DIR/spikes/ID.spike (mode 0600), written as ID.spike.SEQ.tmp, fsync'd, renamed over,
  * and the directory fsync'd; temp files left by a crash are removed at open. A file of a newer

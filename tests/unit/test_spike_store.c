@@ -489,7 +489,7 @@ struct damage {
 	bool at_scan;
 };
 
-/* Layout of spike k's file (see docs/spikes-store.md): a 96-byte header, 7 x 48 bytes of table
+/* Layout of spike k's file (see docs/spike-store.md): a 96-byte header, 7 x 48 bytes of table
  * (ends at 432), the JSON, the blobs. */
 static const struct damage damages[] = {
     {"cut in the prelude", 10, 0, true},      {"cut in the header", 60, 0, true},
