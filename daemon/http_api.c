@@ -543,6 +543,23 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 	rc = spikes__resolve(h->ctx->spikes, name, NULL, id);
 	if (!rc && (ws = calloc(max, sizeof(*ws))))
 		rc = spikes__windows(h->ctx->spikes, ring, id, base, ws, max, &n);
+	if (rc == -ESTALE && filter->has_stage) {
+		const char *stage = spikes__stage(h->ctx->spikes, id);
+
+		/* stored profiles are of every process, or of the spike's own stage */
+		if (!stage || !*stage ||
+		    stages__mask(h->ctx->stages, stage) != filter->stage_mask) {
+			collector__unlock(h->ctx->collector);
+			encoder_leave(h);
+			free(ws);
+			return send_error(
+			    conn, 400,
+			    "stage: spike '%s' was read back from the state directory "
+			    "with profiles of every process%s%s; drop stage=%s%s",
+			    id, stage && *stage ? " and of its stage " : "", stage ? stage : "",
+			    stage && *stage ? " or give stage=" : "", stage ? stage : "");
+		}
+	}
 	if (rc == -ESTALE) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);

@@ -148,6 +148,10 @@ void spikes__blob_name(const char *type, bool stage, bool baseline, char *buf, s
 int spikes__stored_profile(struct spikes *s, const char *id, const char *type, bool stage,
 			   bool baseline, uint8_t **out, size_t *len);
 
+/* The stage name of spike id ("" for a mark of no stage), or NULL when no such spike is held.
+ * Under the collector's read lock; valid while it is held. */
+const char *spikes__stage(struct spikes *s, const char *id);
+
 /* Prometheus text of the spike metrics (malloc'd; NULL on ENOMEM), under the read lock. */
 char *spikes__metrics_text(struct spikes *s, struct window_ring *ring);
 

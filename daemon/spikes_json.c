@@ -328,6 +328,13 @@ int spikes__windows(struct spikes *s, struct window_ring *ring, const char *id, 
 	return 0;
 }
 
+const char *spikes__stage(struct spikes *s, const char *id)
+{
+	struct episode *e = spikes_find(s, id);
+
+	return e ? e->stage_name : NULL;
+}
+
 int spikes__resolve(struct spikes *s, const char *name, const char *stage, char *id)
 {
 	if (strcmp(name, "latest")) {
