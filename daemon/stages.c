@@ -672,6 +672,8 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 {
 	json_t *root = json_object(), *arr = json_array();
 	struct span_list all = {};
+	struct span_accounting acct;
+	char id[SPAN_ID_LEN];
 	size_t nr;
 
 	/* sized by what the windows hold, which the ring bounds */
@@ -713,6 +715,13 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 		set_time(o, "start", (int64_t)sp->start_ns + offset);
 		json_object_set_new(o, "duration_ns", json_integer(sp->duration_ns));
 		json_object_set_new(o, "request_id", json_integer((json_int_t)sp->request_id));
+		stages__span_id(sp, id, sizeof(id));
+		json_object_set_new(o, "id", json_string(id));
+		stages__span_accounting(sp, windows, n, &acct);
+		json_object_set_new(o, "cpu_ns", json_integer((json_int_t)acct.cpu_ns));
+		json_object_set_new(o, "runq_ns", json_integer((json_int_t)acct.runq_ns));
+		json_object_set_new(o, "offcpu_ns", json_integer((json_int_t)acct.offcpu_ns));
+		json_object_set_new(o, "accounting", json_string(acct.exact ? "exact" : "sampled"));
 		json_array_append_new(arr, o);
 	}
 	free(all.v);
