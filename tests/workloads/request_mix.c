@@ -4,8 +4,9 @@
  * of the thread's own CPU time (CLOCK_THREAD_CPUTIME_ID: however long it waits for a CPU) under
  * compute_answer; the others spin about 0.3 ms (so that the previous window's p95, the slow-span
  * threshold, is a fast request's and the slow ones are sent as spans). After each request it
- * sleeps 1 ms. Logs "REQUEST SLOW DURATION_NS CPU_NS" lines to LOG when LOG is given: the
- * request's duration and thread CPU time, measured around handle_request.
+ * sleeps 1 ms. Logs "REQUEST SLOW DURATION_NS CPU_NS START_UNIX_NS" lines to LOG when LOG is
+ * given: the request's duration and thread CPU time, measured around handle_request, and the
+ * wall-clock time it started.
  * Usage: tp_request SECONDS [LOG] — prints its pid, then serves requests for SECONDS. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,13 +72,19 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	end = now_ns() + (uint64_t)(seconds * 1e9);
 	for (unsigned long req = 0; now_ns() < end; req++) {
-		uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
+		struct timespec wall;
+		uint64_t t0, c0;
 
+		clock_gettime(CLOCK_REALTIME, &wall);
+		t0 = now_ns();
+		c0 = thread_cpu_ns();
 		handle_request(req);
 		if (log)
-			fprintf(log, "%lu %d %llu %llu\n", req, req % SLOW_EVERY == SLOW_EVERY - 1,
+			fprintf(log, "%lu %d %llu %llu %llu\n", req,
+				req % SLOW_EVERY == SLOW_EVERY - 1,
 				(unsigned long long)(now_ns() - t0),
-				(unsigned long long)(thread_cpu_ns() - c0));
+				(unsigned long long)(thread_cpu_ns() - c0),
+				(unsigned long long)wall.tv_sec * 1000000000ULL + wall.tv_nsec);
 		nanosleep(&gap, NULL);
 	}
 	if (log)
