@@ -15,6 +15,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by the loader before load: the drain period (one histogram slot each). */
 const volatile __u64 slot_ns = 500000000;
+/* Set by the loader before load: 1 to measure each slow span's CPU and run-queue time
+ * (TP_ACCT_EXACT), when the kernel has what sched_now() reads (kernel_probe.h). */
+const volatile __u32 exact_accounting = 0;
 
 /* stage_stacks: task -> the stages the thread is in (tailprof.h). Written by the programs here,
  * read by perf_sample (profile.bpf.c, same map through reuse). Task storage: it goes away with
@@ -88,6 +91,56 @@ static __always_inline void bump(__u32 metric)
 		__sync_fetch_and_add(v, 1);
 }
 
+/* Reads of the current thread's scheduler accounting that sched_now() tries for a consistent
+ * one (another CPU may update this run queue's clock, a preemption the thread's runtime). */
+#define SCHED_NOW_TRIES 3
+
+/* The current thread's CPU time and run-queue wait so far: *run_delay its sched_info.run_delay
+ * (complete while it runs: sched_info_arrive adds each wait when it gets a CPU), *runtime its
+ * se.sum_exec_runtime plus the part of the current slice that update_curr() has not added yet.
+ * The kernel's task_sched_runtime() takes that part as rq->clock_task - se.exec_start after
+ * updating the run queue's clock; without its lock, rq->clock_task is as old as the last tick or
+ * switch on this CPU (4 ms at HZ=250). Both of the run queue's clocks advance together at each
+ * update (clock_task by the same delta minus IRQ and steal time), and rq->clock is
+ * sched_clock_cpu(), one clock for every CPU, so the time since that update is
+ * ktime - rq->clock up to a constant (the offset between CLOCK_MONOTONIC and sched_clock):
+ *   runtime = sum_exec_runtime + (clock_task - exec_start) + (ktime - clock)
+ * is the CPU time so far plus that constant, the same on every CPU: the difference of two reads
+ * (entry and exit, on any CPUs) is the CPU time between them; IRQ and steal time since each
+ * read's last clock update count as CPU time. The run queue is the running thread's own CPU's,
+ * through se.cfs_rq->rq (CONFIG_FAIR_GROUP_SCHED): the per-CPU variable runqueues would need
+ * CONFIG_KALLSYMS_ALL, which kernels (this machine kind's) lack. Returns false when this kernel
+ * or the loader said no (exact_accounting), or no consistent read was had. */
+static __always_inline bool sched_now(__u64 *runtime, __u64 *run_delay)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct rq *rq;
+	__u64 sum, start, clk, clk_task, now;
+
+	if (!exact_accounting || !bpf_core_field_exists(t->sched_info.run_delay) ||
+	    !bpf_core_field_exists(t->se.cfs_rq))
+		return false;
+	rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+	if (!rq)
+		return false;
+	for (int i = 0; i < SCHED_NOW_TRIES; i++) {
+		sum = BPF_CORE_READ(t, se.sum_exec_runtime);
+		start = BPF_CORE_READ(t, se.exec_start);
+		clk = BPF_CORE_READ(rq, clock);
+		clk_task = BPF_CORE_READ(rq, clock_task);
+		now = bpf_ktime_get_ns();
+		*run_delay = BPF_CORE_READ(t, sched_info.run_delay);
+		/* the same again: nothing moved while we read */
+		if (BPF_CORE_READ(rq, clock) == clk && BPF_CORE_READ(t, se.exec_start) == start &&
+		    BPF_CORE_READ(t, se.sum_exec_runtime) == sum) {
+			/* modulo 2^64: only differences of two reads are meaningful */
+			*runtime = sum + (clk_task - start) + (now - clk);
+			return true;
+		}
+	}
+	return false;
+}
+
 static __always_inline void stage_enter(__u32 stage, __u64 request_id)
 {
 	struct tp_stage_stack *st;
@@ -109,6 +162,7 @@ static __always_inline void stage_enter(__u32 stage, __u64 request_id)
 		f->stage = stage;
 		f->request_id = request_id;
 		f->start_ns = bpf_ktime_get_ns();
+		f->accounting = sched_now(&f->runtime_ns, &f->run_delay_ns);
 	} else {
 		bump(TP_SM_TOO_DEEP);
 	}
@@ -117,7 +171,7 @@ static __always_inline void stage_enter(__u32 stage, __u64 request_id)
 
 static __always_inline void record(__u32 stage, __u64 now, const struct tp_stage_frame *f)
 {
-	__u64 dur = now - f->start_ns, *slow, old;
+	__u64 dur = now - f->start_ns, *slow, old, runtime, run_delay;
 	__u32 idx = (__u32)((now / slot_ns) % TP_STAGE_SLOTS) * TP_MAX_STAGES + stage, b;
 	struct tp_stage_hist *h = bpf_map_lookup_elem(&stage_hist, &idx);
 	struct tp_span *sp;
@@ -158,6 +212,22 @@ static __always_inline void record(__u32 stage, __u64 now, const struct tp_stage
 	sp->accounting = TP_ACCT_NONE;
 	sp->cpu_ns = 0;
 	sp->runq_ns = 0;
+	if (f->accounting && sched_now(&runtime, &run_delay)) {
+		__u64 cpu = runtime - f->runtime_ns, runq = run_delay - f->run_delay_ns;
+
+		/* the reads' errors (microseconds) must not make the parts exceed the whole */
+		if ((__s64)cpu < 0)
+			cpu = 0;
+		if (cpu > dur)
+			cpu = dur;
+		if ((__s64)runq < 0)
+			runq = 0;
+		if (runq > dur - cpu)
+			runq = dur - cpu;
+		sp->cpu_ns = cpu;
+		sp->runq_ns = runq;
+		sp->accounting = TP_ACCT_EXACT;
+	}
 	/* no wakeup: spans are read at the next drain */
 	bpf_ringbuf_submit(sp, BPF_RB_NO_WAKEUP);
 }

@@ -128,8 +128,13 @@ struct tp_stage_frame {
 	__u64 start_ns;	  /* CLOCK_MONOTONIC at entry */
 	__u64 request_id; /* the application's request id (USDT), 0 for uprobes */
 	__u32 stage;
-	__u32 pad;
+	__u32 accounting; /* 1: runtime_ns and run_delay_ns were read at entry */
+	/* The thread's CPU time at entry, as stage.bpf.c's sched_now() counts it (meaningful only
+	 * as a difference with another read), and its sched_info.run_delay then. */
+	__u64 runtime_ns;
+	__u64 run_delay_ns;
 };
+_Static_assert(sizeof(struct tp_stage_frame) == 40, "tp_stage_frame layout");
 
 /* The stages a thread is in, innermost at frames[depth - 1]. depth counts past TP_STAGE_DEPTH
  * (those frames are not timed) so that entries and exits stay balanced. */
@@ -138,7 +143,7 @@ struct tp_stage_stack {
 	__u32 pad;
 	struct tp_stage_frame frames[TP_STAGE_DEPTH];
 };
-_Static_assert(sizeof(struct tp_stage_stack) == 8 + 24 * TP_STAGE_DEPTH, "tp_stage_stack layout");
+_Static_assert(sizeof(struct tp_stage_stack) == 8 + 40 * TP_STAGE_DEPTH, "tp_stage_stack layout");
 
 /* Latencies of one stage that ended in one drain period: stage_hist[slot * TP_MAX_STAGES + id],
  * slot = (end_ts / slot_ns) % TP_STAGE_SLOTS. BPF adds atomically; tailprofd takes each ended
@@ -172,6 +177,9 @@ _Static_assert(sizeof(struct tp_span) == 56, "tp_span layout");
 enum tp_span_accounting {
 	TP_ACCT_NONE = 0,  /* not measured: tailprofd estimates from samples ("sampled") */
 	TP_ACCT_EXACT = 1, /* from sum_exec_runtime and sched_info.run_delay ("exact") */
+	/* tailprofd's own, never sent by BPF: cpu_ns and runq_ns hold its estimate from samples,
+	 * made once the span's window closed (stages.h) */
+	TP_ACCT_SAMPLED = 2,
 };
 
 /* Counters of the stage programs, in `stage_metrics` (one __u64 each, atomic adds). */

@@ -516,7 +516,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 		return;
 	}
 	if (blocked_ns) {
-		if (!window__add_offcpu(w, stack, task, blocked_ns, c->stacks, c->tasks)) {
+		if (!window__add_recorded(w, stack, task, s->hdr.ts_ns, blocked_ns, s->cpu,
+					  c->stacks, c->tasks)) {
 			c->st.offcpu_samples++;
 			c->st.offcpu_ns += blocked_ns;
 		} else {
@@ -529,10 +530,11 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 			window__add(cap->w, intern_table__ref(stack), intern_table__ref(task), 1,
 				    c->stacks, c->tasks);
 	}
-	if (!window__add(w, stack, task, 1, c->stacks, c->tasks))
+	/* with its record: request profiles (stages.h) take a span's thread's samples */
+	if (!window__add_recorded(w, stack, task, s->hdr.ts_ns, 0, s->cpu, c->stacks, c->tasks))
 		c->st.samples++;
 	else
-		c->st.drops[DROP_NO_MEMORY]++; /* window__add counted it in w */
+		c->st.drops[DROP_NO_MEMORY]++; /* counted in w too */
 }
 
 /* A record of stacks is whole: its frame counts fit TP_MAX_STACK_DEPTH and the record. */
@@ -833,6 +835,19 @@ static bool window_held(struct window_ring *r, const struct window *w)
 	return false;
 }
 
+/* The spans of window w, which just closed, without exact accounting get their estimate from the
+ * samples of the windows that still hold records (every sample of a span that ended in w came
+ * before this tick: its thread ran its end probe after them). */
+static void settle_spans(struct collector *c, struct window *w)
+{
+	size_t n = window_ring__count(c->ring), first = n > 3 ? n - 3 : 0, nr = 0;
+	struct window *recent[3];
+
+	for (size_t i = first; i < n; i++)
+		recent[nr++] = window_ring__get(c->ring, i);
+	stages__settle_spans(w, recent, nr);
+}
+
 static void drain(struct collector *c, bool tick)
 {
 	uint64_t now;
@@ -869,12 +884,15 @@ static void drain(struct collector *c, bool tick)
 			if (c->stage_window && c->stage_window != w &&
 			    window_held(c->ring, c->stage_window)) {
 				stages__window_closed(c->opts.stages, c->stage_window);
+				settle_spans(c, c->stage_window);
 				if (c->opts.spikes)
 					spikes__window_closed(c->opts.spikes, c->ring,
 							      c->stage_window);
 			}
 			c->stage_window = w;
 		}
+		/* after the spans of the window just closed took their estimates from them */
+		window_ring__drop_records(c->ring);
 		w->wall_offset_ns = offset;
 		c->last_tick_ns = now;
 		sync_cpus(c, now);
@@ -1021,6 +1039,7 @@ struct collector *collector__new(const struct collector_opts *opts)
 	    .window_ns = opts->window_ns,
 	    .nr_windows = opts->nr_windows,
 	    .nr_cpus = c->nr_cpus,
+	    .sample_period_ns = c->period_ns,
 	    .stacks = c->stacks,
 	    .tasks = c->tasks,
 	});
@@ -1159,11 +1178,14 @@ void collector__status(struct collector *c, struct collector_status *st)
 	size_t n = window_ring__count(r);
 
 	*st = c->st;
-	st->window_bytes = 0;
-	for (size_t i = 0; i < n; i++)
-		st->window_bytes += window__bytes(window_ring__get(r, i));
-	for (size_t i = 0; i < window_ring__nr_pinned(r); i++)
-		st->window_bytes += window__bytes(window_ring__pinned(r, i));
+	st->window_bytes = st->record_bytes = st->records = 0;
+	for (size_t i = 0; i < n + window_ring__nr_pinned(r); i++) {
+		struct window *w = i < n ? window_ring__get(r, i) : window_ring__pinned(r, i - n);
+
+		st->window_bytes += window__bytes(w);
+		st->record_bytes += w->cap_records * sizeof(*w->records);
+		st->records += w->nr_records;
+	}
 	st->expected_samples = 0;
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++)
 		st->expected_samples += c->cpu_sampled_ns_total[cpu] / c->period_ns;

@@ -52,6 +52,8 @@ struct collector_status {
 	uint64_t stacks, tasks; /* interned now */
 	uint64_t interned_bytes;
 	uint64_t window_bytes;
+	uint64_t record_bytes; /* of those, the per-sample records (window.h) */
+	uint64_t records;      /* records held now */
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
 	uint64_t cut_stacks;	    /* user stacks ended at an address in no executable mapping */

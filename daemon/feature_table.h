@@ -24,6 +24,7 @@ enum feature_id {
 	FEATURE_USDT_SEMAPHORES, /* the kernel sets USDT semaphores (uprobe ref_ctr_offset) */
 	FEATURE_GC,		 /* GC pauses (the GC object) */
 	FEATURE_BPF_STATS,	 /* BPF_ENABLE_STATS, for the self-overhead figures */
+	FEATURE_REQUEST_ACCT,	 /* slow spans' exact CPU and run-queue time; else from samples */
 	FEATURE_NR,
 };
 
@@ -53,9 +54,9 @@ void features__free(struct features *f);
 
 /* Reads the test switches: off, a comma-separated list of capabilities whose preferred variant
  * is forced off (TAILPROF_FEATURES_OFF: eh_frame_unwinding, offcpu, runq_latency, task_work,
- * stages, gc, bpf_stats; offcpu and runq_latency go together, one object serves both), and
- * sched_return (TAILPROF_SCHED_RETURN: "sys_exit", the older alias of task_work). Either may
- * be NULL. Returns 0, or -EINVAL after writing into err (len bytes) a sentence naming the bad
+ * stages, gc, bpf_stats, request_accounting; offcpu and runq_latency go together, one object serves
+ * both), and sched_return (TAILPROF_SCHED_RETURN: "sys_exit", the older alias of task_work). Either
+ * may be NULL. Returns 0, or -EINVAL after writing into err (len bytes) a sentence naming the bad
  * value and the names allowed. */
 int features__parse_off(struct features *f, const char *off, const char *sched_return, char *err,
 			size_t len);

@@ -352,6 +352,20 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
 	return 0;
 }
 
+/* Parses type= into *t (left as it is when not given). Returns 0, or -1 after writing the error
+ * into err. */
+static int parse_type(const struct params *p, enum profile_type *t, char *err, size_t len)
+{
+	const char *type = param(p, "type");
+	char v[ECHO_MAX * 4 + 8];
+
+	if (!type || !query__parse_type(type, t))
+		return 0;
+	snprintf(err, len, "type: '%s' is not a profile type; allowed: cpu, offcpu, wall",
+		 printable(type, v, sizeof(v), ECHO_MAX));
+	return -1;
+}
+
 /* Resolves stage=NAME into f (under the read lock: the registry changes on reload). Returns 0,
  * or -1 after writing the error into err. */
 static int parse_stage(const struct params *p, const struct query_ctx *ctx,
@@ -402,35 +416,47 @@ static struct MHD_Response *pprof_response(uint8_t *buf, size_t len)
 	return r;
 }
 
+static enum MHD_Result send_pprof(struct MHD_Connection *conn, int err, uint8_t *buf, size_t len,
+				  const struct profile_summary *sum);
+
 static enum MHD_Result send_profile(struct MHD_Connection *conn, struct http_api *h,
 				    struct window *const *ws, size_t n,
 				    const struct profile_filter *filter,
 				    const struct query_range *range)
 {
 	struct profile_summary sum;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	char v[32];
 	int err;
 
 	err = query__cpu_profile(h->ctx, ws, n, filter, range, &buf, &len, &sum);
 	collector__unlock(h->ctx->collector);
 	/* a profile over a full ring frees tens of MB of temporary tables: give them back */
 	malloc_trim(0);
+	return send_pprof(conn, err, buf, len, &sum);
+}
+
+/* Answers with the profile buf (len bytes, taken over) that an encoder made with result err, and
+ * its summary in the X-Tailprof-* headers. */
+static enum MHD_Result send_pprof(struct MHD_Connection *conn, int err, uint8_t *buf, size_t len,
+				  const struct profile_summary *sum)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char v[32];
+
 	if (err)
 		return send_error(conn, 500, "cannot encode the profile: %s", strerror(-err));
 	r = pprof_response(buf, len);
 	if (!r)
 		return MHD_NO;
-	snprintf(v, sizeof(v), "%" PRIu64, sum.samples);
+	snprintf(v, sizeof(v), "%" PRIu64, sum->samples);
 	MHD_add_response_header(r, "X-Tailprof-Samples", v);
-	snprintf(v, sizeof(v), "%u", sum.windows);
+	snprintf(v, sizeof(v), "%u", sum->windows);
 	MHD_add_response_header(r, "X-Tailprof-Windows", v);
-	snprintf(v, sizeof(v), "%" PRId64, sum.start_unix_ns);
+	snprintf(v, sizeof(v), "%" PRId64, sum->start_unix_ns);
 	MHD_add_response_header(r, "X-Tailprof-Start-Unix-Ns", v);
-	snprintf(v, sizeof(v), "%" PRId64, sum.end_unix_ns);
+	snprintf(v, sizeof(v), "%" PRId64, sum->end_unix_ns);
 	MHD_add_response_header(r, "X-Tailprof-End-Unix-Ns", v);
 	ret = MHD_queue_response(conn, 200, r);
 	MHD_destroy_response(r);
@@ -594,14 +620,75 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 	}
 }
 
+/* GET /api/v1/profile?request=SPAN_ID[&type=]: the profile of one span of the windows that keep
+ * their per-sample records (type: PROFILE_WALL unless given). */
+static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struct http_api *h,
+					      const struct params *p)
+{
+	static const char *const alone[] = {"last", "from", "to", "pid", "comm", "stage"};
+	const char *id = param(p, "request");
+	enum profile_type t = PROFILE_WALL;
+	char msg[512];
+	struct window_ring *ring;
+	struct window **ws, *where = NULL;
+	const struct tp_span *sp;
+	struct profile_summary sum;
+	char v[ECHO_MAX * 4 + 8];
+	uint8_t *buf = NULL;
+	size_t n, len = 0;
+	int err;
+
+	for (size_t i = 0; i < sizeof(alone) / sizeof(alone[0]); i++)
+		if (param(p, alone[i]))
+			return send_error(
+			    conn, 400,
+			    "%s: not with request= (a span is one thread over its own "
+			    "time); give request= alone, or with type=",
+			    alone[i]);
+	if (parse_type(p, &t, msg, sizeof(msg)))
+		return send_error(conn, 400, "%s", msg);
+	if (!stages__span_id_valid(id))
+		return send_error(conn, 400,
+				  "request: '%s' is not a span id; give the id of a span as "
+				  "/api/v1/spans lists it (TID-START_NS, e.g. 4242-1234567890)",
+				  printable(id, v, sizeof(v), ECHO_MAX));
+	encoder_enter(h);
+	collector__rdlock(h->ctx->collector);
+	ring = collector__ring(h->ctx->collector);
+	n = window_ring__count(ring) + window_ring__nr_pinned(ring);
+	ws = calloc(n + 1, sizeof(*ws));
+	if (!ws) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		return send_error(conn, 500, "out of memory");
+	}
+	n = window_ring__with_records(ring, ws, n);
+	sp = stages__find_span(ws, n, id, &where);
+	if (!sp) {
+		collector__unlock(h->ctx->collector);
+		encoder_leave(h);
+		free(ws);
+		return send_error(conn, 404,
+				  "request: no span '%s' here; spans are kept for request profiles "
+				  "in the current and the previous window and in pinned (spike) "
+				  "windows: list them with /api/v1/spans",
+				  printable(id, v, sizeof(v), ECHO_MAX));
+	}
+	err = query__request_profile(h->ctx, sp, where->wall_offset_ns, ws, n, t, &buf, &len, &sum);
+	collector__unlock(h->ctx->collector);
+	encoder_leave(h);
+	free(ws);
+	return send_pprof(conn, err, buf, len, &sum);
+}
+
 static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_api *h)
 {
-	static const char *const allowed[] = {"type", "last",  "from",	"to",	    "pid",
-					      "comm", "stage", "spike", "baseline", NULL};
+	static const char *const allowed[] = {"type",	  "last",    "from",  "to",
+					      "pid",	  "comm",    "stage", "spike",
+					      "baseline", "request", NULL};
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	struct query_range range;
-	const char *type;
 	struct window **ws;
 	enum MHD_Result ret;
 	char err[512], v[ECHO_MAX * 4 + 8];
@@ -609,15 +696,16 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_a
 
 	if (get_params(conn, &p))
 		return send_error(conn, 400, "%s", p.err);
-	type = param(&p, "type");
+	if (param(&p, "request")) {
+		if (param(&p, "spike") || param(&p, "baseline"))
+			return send_error(
+			    conn, 400, "request: not with spike= or baseline=; give one of them");
+		return handle_request_profile(conn, h, &p);
+	}
 	if (parse_filter(&p, &filter, err, sizeof(err)) ||
-	    parse_range(&p, &range, err, sizeof(err)))
+	    parse_range(&p, &range, err, sizeof(err)) ||
+	    parse_type(&p, &filter.type, err, sizeof(err)))
 		return send_error(conn, 400, "%s", err);
-	if (type && query__parse_type(type, &filter.type))
-		return send_error(conn, 400,
-				  "type: '%s' is not a profile type; allowed: cpu, "
-				  "offcpu, wall",
-				  printable(type, v, sizeof(v), ECHO_MAX));
 	if (param(&p, "spike") && (param(&p, "last") || param(&p, "from") || param(&p, "to")))
 		return send_error(
 		    conn, 400, "spike: a spike names its own windows; drop last=, from= and to=");

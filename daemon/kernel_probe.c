@@ -60,8 +60,8 @@ static int vmlinux_has(const char *name, int kind)
 	return btf__find_by_name_kind(btf, name, kind) > 0;
 }
 
-/* Whether struct task_struct has a member `member` (CONFIG_SCHED_INFO gives it sched_info). */
-static bool task_struct_has(const char *member)
+/* Whether the kernel's struct `name` has a member `member`. */
+static bool struct_has(const char *name, const char *member)
 {
 	struct btf *btf = vmlinux();
 	const struct btf_type *t;
@@ -71,12 +71,18 @@ static bool task_struct_has(const char *member)
 
 	if (!btf)
 		return false;
-	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	id = btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	m = t ? btf_members(t) : NULL;
 	for (int i = 0; t && i < btf_vlen(t) && !has; i++)
 		has = !strcmp(btf__name_by_offset(btf, m[i].name_off), member);
 	return has;
+}
+
+/* Whether struct task_struct has a member `member` (CONFIG_SCHED_INFO gives it sched_info). */
+static bool task_struct_has(const char *member)
+{
+	return struct_has("task_struct", member);
 }
 
 int kernel_probe__sampler(char *why, size_t len)
@@ -193,4 +199,21 @@ int kernel_probe__unwind_tables(char *why, size_t len)
 
 	return probe_helpers(BPF_PROG_TYPE_PERF_EVENT, "perf_event", helpers,
 			     sizeof(helpers) / sizeof(helpers[0]), why, len);
+}
+
+int kernel_probe__request_accounting(char *why, size_t len)
+{
+	if (!task_struct_has("sched_info")) {
+		snprintf(why, len,
+			 "the kernel keeps no scheduler statistics per task (CONFIG_SCHED_INFO): "
+			 "spans are accounted from samples");
+		return -ENOTSUP;
+	}
+	if (!struct_has("sched_entity", "cfs_rq") || !struct_has("cfs_rq", "rq")) {
+		snprintf(why, len,
+			 "a task's run queue is not reachable from it (sched_entity.cfs_rq, "
+			 "CONFIG_FAIR_GROUP_SCHED): spans are accounted from samples");
+		return -ENOTSUP;
+	}
+	return 0;
 }

@@ -29,6 +29,10 @@ int kernel_probe__uprobes(bool stage_helpers, char *why, size_t len);
  * semaphores of USDT probes attached by path in every process that maps the file. 0 or
  * -ENOTSUP with why. */
 int kernel_probe__uprobe_ref_ctr(char *why, size_t len);
+/* What exact span accounting in the stage programs needs (bpf/stage.bpf.c, sched_now): per-task
+ * scheduler statistics (CONFIG_SCHED_INFO) and the running task's run queue through
+ * sched_entity.cfs_rq and cfs_rq.rq (CONFIG_FAIR_GROUP_SCHED). 0, or -ENOTSUP with why. */
+int kernel_probe__request_accounting(char *why, size_t len);
 /* Frees the kernel's BTF that the probes parse once and keep (several MB): call when the objects
  * are loaded. A later probe parses it again. */
 void kernel_probe__release(void);

@@ -29,6 +29,7 @@ struct probes {
 	size_t hist_bytes;
 	bool off;      /* stage probes are off: probes__attach refuses */
 	char why[400]; /* why, when off */
+	bool exact;    /* spans get their exact accounting (rodata exact_accounting) */
 };
 
 struct probe {
@@ -58,11 +59,32 @@ static int load_all_programs(struct probes *p)
 	if (!s)
 		return -errno;
 	s->rodata->slot_ns = p->opts.slot_ns;
+	s->rodata->exact_accounting = p->exact;
 	err = share_maps(p, s);
 	if (!err)
 		err = stage_bpf__load(s);
 	stage_bpf__destroy(s);
 	return err;
+}
+
+/* Sets request_accounting: exact (sched_now in bpf/stage.bpf.c) where the kernel has what it
+ * reads and the test switch allows it, else spans are accounted from samples. */
+static void decide_accounting(struct probes *p)
+{
+	struct features *f = p->opts.features;
+	char why[400];
+
+	p->exact = false;
+	if (features__forced_off(f, FEATURE_REQUEST_ACCT)) {
+		features__set(f, FEATURE_REQUEST_ACCT, true, "sampled", "%s",
+			      features__forced_reason(f, FEATURE_REQUEST_ACCT));
+		features__set_quiet(f, FEATURE_REQUEST_ACCT);
+	} else if (kernel_probe__request_accounting(why, sizeof(why))) {
+		features__set(f, FEATURE_REQUEST_ACCT, true, "sampled", "%s", why);
+	} else {
+		p->exact = true;
+		features__set(f, FEATURE_REQUEST_ACCT, true, "sum_exec_runtime", NULL);
+	}
 }
 
 /* Sets the stages and usdt_semaphores capabilities; stage probes off where the kernel lacks what
@@ -81,20 +103,34 @@ static void decide_stages(struct probes *p)
 		snprintf(p->why, sizeof(p->why), "%s", features__forced_reason(f, FEATURE_STAGES));
 		features__set(f, FEATURE_STAGES, false, "", "%s", p->why);
 		features__set_quiet(f, FEATURE_STAGES);
+		features__set(f, FEATURE_REQUEST_ACCT, false, "", "stage probes are off");
+		features__set_quiet(f, FEATURE_REQUEST_ACCT);
 		return;
 	}
 	if (kernel_probe__uprobes(true, p->why, sizeof(p->why))) {
 		p->off = true;
 		features__set(f, FEATURE_STAGES, false, "", "%s", p->why);
+		features__set(f, FEATURE_REQUEST_ACCT, false, "", "stage probes are off");
+		features__set_quiet(f, FEATURE_REQUEST_ACCT);
 		return;
 	}
+	decide_accounting(p);
 	libbpf_log__reset();
 	err = load_all_programs(p);
+	if (err && p->exact) {
+		/* the stages without their accounting rather than no stages */
+		libbpf_log__load_failed(f, FEATURE_REQUEST_ACCT, "sampled", "stage_bpf", err);
+		p->exact = false;
+		libbpf_log__reset();
+		err = load_all_programs(p);
+	}
 	if (err) {
 		p->off = true;
 		libbpf_log__load_failed(f, FEATURE_STAGES, "", "stage_bpf", err);
 		snprintf(p->why, sizeof(p->why), "%s",
 			 f ? features__get(f, FEATURE_STAGES)->reason : strerror(-err));
+		features__set(f, FEATURE_REQUEST_ACCT, false, "", "stage probes are off");
+		features__set_quiet(f, FEATURE_REQUEST_ACCT);
 		return;
 	}
 	features__set(f, FEATURE_STAGES, true, "uprobe", NULL);
@@ -335,6 +371,7 @@ struct probe *probes__attach(struct probes *p, const struct probe_spec *spec, ch
 		goto fail;
 	}
 	pr->skel->rodata->slot_ns = p->opts.slot_ns;
+	pr->skel->rodata->exact_accounting = p->exact;
 	autoload_none(pr->skel);
 	switch (spec->kind) {
 	case PROBE_FUNCTION:

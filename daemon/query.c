@@ -338,9 +338,12 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 	return true;
 }
 
-int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
-		       const struct profile_filter *filter, const struct query_range *range,
-		       uint8_t **out, size_t *len, struct profile_summary *sum)
+/* The profile of the merged entries mt of type `type` over [start, end) (Unix ns): gzip pprof in
+ * a malloc'd *out of *len bytes; what: the comment that says what it covers. Fills sum->samples.
+ * Returns 0 or -ENOMEM/-EIO. */
+static int encode_profile(const struct query_ctx *ctx, const struct merge_table *mt,
+			  enum profile_type type, int64_t start, int64_t end, const char *what,
+			  uint8_t **out, size_t *len, struct profile_summary *sum)
 {
 	/* sample types per profile type; the last is pprof's default (-sample_index) */
 	static const struct pprof_value_type types[3][3] = {
@@ -351,51 +354,22 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 			      {"wall", "nanoseconds"}},
 	};
 	static const size_t nr_types[3] = {2, 2, 3};
-	enum profile_type type = filter ? filter->type : PROFILE_CPU;
-	struct collector_status st;
-	struct merge_table mt = {};
 	struct mapping_table maps = {};
 	struct demangle_cache dc = {};
 	struct stack_names *sn = NULL;
 	struct pprof_builder *b = NULL;
-	char comments[6][160], t0[32], t1[32], dur[32], min[32];
+	char comments[6][160], min[32];
 	const char *comment_ptrs[6];
 	uint64_t period = collector__period_ns(ctx->collector);
 	size_t nr_comments;
-	int64_t start, end;
 	int err = -ENOMEM;
-
-	collector__status(ctx->collector, &st);
-	memset(sum, 0, sizeof(*sum));
-	if (n) {
-		start = window_start_unix(windows[0], st.started_mono_ns);
-		end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
-	} else {
-		/* nothing selected: the profile still says which span it is about */
-		end = sysinfo__real_ns();
-		if (range && range->has_to && range->to_unix_ns < end)
-			end = range->to_unix_ns;
-		start = end;
-		if (range && range->last_ns)
-			start = end - (int64_t)range->last_ns;
-		else if (range && range->has_from && range->from_unix_ns < end)
-			start = range->from_unix_ns;
-	}
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < windows[i]->nr_entries; j++)
-			if (entry_has(&windows[i]->entries[j], type) &&
-			    filter_match(filter, windows[i]->entries[j].task) &&
-			    merge_add(&mt, &windows[i]->entries[j]))
-				goto out;
 
 	snprintf(comments[0], sizeof(comments[0]), "host: %s", sysinfo__hostname());
 	snprintf(comments[1], sizeof(comments[1]), "kernel: %s", sysinfo__kernel_release());
 	snprintf(comments[2], sizeof(comments[2]), "tailprofd: %s", TAILPROF_VERSION);
 	snprintf(comments[3], sizeof(comments[3]), "sampling: cpu-clock at %u Hz, all CPUs",
 		 ctx->frequency_hz);
-	snprintf(comments[4], sizeof(comments[4]), "windows: %zu, %s to %s (%s)", n,
-		 tp_format_rfc3339(start, t0, sizeof(t0)), tp_format_rfc3339(end, t1, sizeof(t1)),
-		 tp_format_duration(end - start, dur, sizeof(dur)));
+	snprintf(comments[4], sizeof(comments[4]), "%s", what);
 	for (int i = 0; i < 6; i++)
 		comment_ptrs[i] = comments[i];
 	nr_comments = 5;
@@ -419,8 +393,8 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 	sn = malloc(sizeof(*sn));
 	if (!b || !sn)
 		goto out;
-	for (size_t i = 0; i < mt.n; i++) {
-		const struct merged *m = &mt.v[i];
+	for (size_t i = 0; i < mt->n; i++) {
+		const struct merged *m = &mt->v[i];
 		const struct task *tk = m->task;
 		char pid[16], tid[16], ns_pid[16];
 		struct pprof_label labels[8] = {
@@ -473,16 +447,117 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 			goto out;
 	}
 	err = pprof_builder__finish(b, out, len);
-	sum->windows = n;
-	sum->start_unix_ns = start;
-	sum->end_unix_ns = end;
 out:
 	pprof_builder__free(b);
 	free(sn);
-	free(mt.v);
-	hashmap__clear(&mt.index);
 	mapping_table__free(&maps);
 	demangle_cache__free(&dc);
+	return err;
+}
+
+int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		       const struct profile_filter *filter, const struct query_range *range,
+		       uint8_t **out, size_t *len, struct profile_summary *sum)
+{
+	enum profile_type type = filter ? filter->type : PROFILE_CPU;
+	struct collector_status st;
+	struct merge_table mt = {};
+	char what[160], t0[32], t1[32], dur[32];
+	int64_t start, end;
+	int err = -ENOMEM;
+
+	collector__status(ctx->collector, &st);
+	memset(sum, 0, sizeof(*sum));
+	if (n) {
+		start = window_start_unix(windows[0], st.started_mono_ns);
+		end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
+	} else {
+		/* nothing selected: the profile still says which span it is about */
+		end = sysinfo__real_ns();
+		if (range && range->has_to && range->to_unix_ns < end)
+			end = range->to_unix_ns;
+		start = end;
+		if (range && range->last_ns)
+			start = end - (int64_t)range->last_ns;
+		else if (range && range->has_from && range->from_unix_ns < end)
+			start = range->from_unix_ns;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < windows[i]->nr_entries; j++)
+			if (entry_has(&windows[i]->entries[j], type) &&
+			    filter_match(filter, windows[i]->entries[j].task) &&
+			    merge_add(&mt, &windows[i]->entries[j]))
+				goto out;
+	snprintf(what, sizeof(what), "windows: %zu, %s to %s (%s)", n,
+		 tp_format_rfc3339(start, t0, sizeof(t0)), tp_format_rfc3339(end, t1, sizeof(t1)),
+		 tp_format_duration(end - start, dur, sizeof(dur)));
+	err = encode_profile(ctx, &mt, type, start, end, what, out, len, sum);
+	if (!err) {
+		sum->windows = n;
+		sum->start_unix_ns = start;
+		sum->end_unix_ns = end;
+	}
+out:
+	free(mt.v);
+	hashmap__clear(&mt.index);
+	return err;
+}
+
+int query__request_profile(const struct query_ctx *ctx, const struct tp_span *sp,
+			   int64_t wall_offset_ns, struct window *const *windows, size_t n,
+			   enum profile_type type, uint8_t **out, size_t *len,
+			   struct profile_summary *sum)
+{
+	uint64_t start = sp->start_ns, end = sp->start_ns + sp->duration_ns;
+	struct merge_table mt = {};
+	char what[200], id[SPAN_ID_LEN], dur[32];
+	const char *stage = ctx->stages ? stages__name(ctx->stages, sp->stage) : NULL;
+	int err = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct window *w = windows[i];
+		bool used = false;
+
+		for (size_t k = 0; k < w->nr_records && !err; k++) {
+			const struct window_record *r = &w->records[k];
+			const struct window_entry *e = &w->entries[r->entry];
+			struct window_entry one = {.stack = e->stack, .task = e->task};
+			uint64_t a, b;
+
+			if (r->tid != sp->tid || r->pid != sp->pid)
+				continue;
+			if (!r->blocked_ns) {
+				if (type == PROFILE_OFFCPU || r->ts_ns < start || r->ts_ns >= end)
+					continue;
+				one.count = 1;
+			} else {
+				/* the part of the block within the span */
+				a = r->ts_ns > start ? r->ts_ns : start;
+				b = r->ts_ns + r->blocked_ns < end ? r->ts_ns + r->blocked_ns : end;
+				if (type == PROFILE_CPU || b <= a)
+					continue;
+				one.offcpu_ns = b - a;
+				one.offcpu_samples = 1;
+			}
+			used = true;
+			err = merge_add(&mt, &one);
+		}
+		sum->windows += used;
+	}
+	if (err)
+		goto out;
+	stages__span_id(sp, id, sizeof(id));
+	snprintf(what, sizeof(what), "request: span %s of stage %s, thread %u of process %u, %s",
+		 id, stage ? stage : "[unknown]", sp->tid, sp->pid,
+		 tp_format_duration((int64_t)sp->duration_ns, dur, sizeof(dur)));
+	sum->start_unix_ns = (int64_t)start + wall_offset_ns;
+	sum->end_unix_ns = (int64_t)end + wall_offset_ns;
+	err = encode_profile(ctx, &mt, type, sum->start_unix_ns, sum->end_unix_ns, what, out, len,
+			     sum);
+out:
+	free(mt.v);
+	hashmap__clear(&mt.index);
 	return err;
 }
 
@@ -1276,6 +1351,13 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_window_bytes", "gauge",
 		    "Heap bytes of the windows' sample tables.");
 	text_put(&t, "tailprof_window_bytes %" PRIu64 "\n", st.window_bytes);
+	text_metric(
+	    &t, "tailprof_record_bytes", "gauge",
+	    "Heap bytes of the per-sample records request profiles take (within window_bytes).");
+	text_put(&t, "tailprof_record_bytes %" PRIu64 "\n", st.record_bytes);
+	text_metric(&t, "tailprof_records", "gauge",
+		    "Per-sample records held (current and previous window, pinned windows).");
+	text_put(&t, "tailprof_records %" PRIu64 "\n", st.records);
 	text_metric(&t, "tailprof_interned_bytes", "gauge",
 		    "Heap bytes of interned stacks and tasks.");
 	text_put(&t, "tailprof_interned_bytes %" PRIu64 "\n", st.interned_bytes);

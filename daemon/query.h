@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tailprof.h"
 #include "window.h"
 
 struct collector;
@@ -79,6 +80,17 @@ size_t query__select(struct window_ring *r, const struct query_range *range, uin
 int query__cpu_profile(const struct query_ctx *ctx, struct window *const *windows, size_t n,
 		       const struct profile_filter *filter, const struct query_range *range,
 		       uint8_t **out, size_t *len, struct profile_summary *sum);
+
+/* Encodes the profile of one span sp (stages.h; kept in a window whose wall-clock offset is
+ * wall_offset_ns): its thread's CPU samples within it and its captured blocks clipped to it, from
+ * the per-sample records (window.h) of windows[0..n) (window_ring__with_records), of type `type`
+ * (PROFILE_WALL: both), with the encoder and labels of query__cpu_profile. gzip pprof in a
+ * malloc'd *out of *len bytes; sum: samples and blocks taken, windows that held some, and the
+ * span's start and end (Unix ns). Returns 0 or -ENOMEM/-EIO. */
+int query__request_profile(const struct query_ctx *ctx, const struct tp_span *sp,
+			   int64_t wall_offset_ns, struct window *const *windows, size_t n,
+			   enum profile_type type, uint8_t **out, size_t *len,
+			   struct profile_summary *sum);
 
 /* Which GC events /api/v1/gc returns. */
 struct gc_filter {

@@ -590,27 +590,6 @@ void stages__window_closed(struct stages *s, struct window *w)
 	free(acc);
 }
 
-void stages__span_id(const struct tp_span *sp, char *buf, size_t len)
-{
-	snprintf(buf, len, "%u-%" PRIu64, sp->tid, (uint64_t)sp->start_ns);
-}
-
-void stages__span_accounting(const struct tp_span *sp, struct window *const *ws, size_t n,
-			     struct span_accounting *out)
-{
-	(void)ws;
-	(void)n;
-	*out = (struct span_accounting){0};
-	if (sp->accounting == TP_ACCT_EXACT && sp->cpu_ns + sp->runq_ns <= sp->duration_ns) {
-		out->cpu_ns = sp->cpu_ns;
-		out->runq_ns = sp->runq_ns;
-		out->offcpu_ns = sp->duration_ns - sp->cpu_ns - sp->runq_ns;
-		out->exact = true;
-		return;
-	}
-	out->offcpu_ns = sp->duration_ns;
-}
-
 /* ---- JSON ---- */
 
 static void set_time(json_t *o, const char *key, int64_t unix_ns)
@@ -740,6 +719,8 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 {
 	json_t *root = json_object(), *arr = json_array();
 	struct span_list all = {};
+	struct span_accounting acct;
+	char id[SPAN_ID_LEN];
 	size_t nr;
 
 	/* sized by what the windows hold, which the ring bounds */
@@ -781,6 +762,13 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 		set_time(o, "start", (int64_t)sp->start_ns + offset);
 		json_object_set_new(o, "duration_ns", json_integer(sp->duration_ns));
 		json_object_set_new(o, "request_id", json_integer((json_int_t)sp->request_id));
+		stages__span_id(sp, id, sizeof(id));
+		json_object_set_new(o, "id", json_string(id));
+		stages__span_accounting(sp, windows, n, &acct);
+		json_object_set_new(o, "cpu_ns", json_integer((json_int_t)acct.cpu_ns));
+		json_object_set_new(o, "runq_ns", json_integer((json_int_t)acct.runq_ns));
+		json_object_set_new(o, "offcpu_ns", json_integer((json_int_t)acct.offcpu_ns));
+		json_object_set_new(o, "accounting", json_string(acct.exact ? "exact" : "sampled"));
 		json_array_append_new(arr, o);
 	}
 	free(all.v);

@@ -88,22 +88,46 @@ void stages__add_span(struct stages *s, const struct tp_span *span, struct windo
  * slow-span threshold for the next window (stages with no data there keep theirs). */
 void stages__window_closed(struct stages *s, struct window *w);
 
-/* A span's id, unique within the daemon: "<tid>-<start ns>" (1-64 characters of [0-9-]). */
+/* ---- slow spans one by one (stage_spans.c) ---- */
+
+/* A span's id, unique within the daemon: "<tid>-<start ns>" (CLOCK_MONOTONIC start; 1-64
+ * characters of [0-9-]). buf: SPAN_ID_LEN bytes is enough. */
 #define SPAN_ID_LEN 48
 void stages__span_id(const struct tp_span *sp, char *buf, size_t len);
+/* Whether id has the form stages__span_id() gives (1-64 characters of [A-Za-z0-9._-] and that
+ * form); false for NULL. */
+bool stages__span_id_valid(const char *id);
+/* The span of id kept in windows ws[0..n) (their stage data), or NULL (errno EINVAL: not an id;
+ * ENOENT: no such span there). *where (may be NULL) receives the window that keeps it. The
+ * span lives as long as its window. */
+const struct tp_span *stages__find_span(struct window *const *ws, size_t n, const char *id,
+					struct window **where);
 
 /* Where a span's time went (ns): cpu + runq + offcpu == duration. exact: from the thread's own
- * scheduler accounting (tp_span.accounting); else estimated from what windows ws[0..n) hold. */
+ * scheduler accounting (tp_span.accounting TP_ACCT_EXACT: sum_exec_runtime and
+ * sched_info.run_delay, bpf/stage.bpf.c); else estimated ("sampled"): cpu_ns is the thread's CPU
+ * samples within the span times the sampling period, offcpu_ns its captured blocks clipped to the
+ * span, runq_ns the rest (so it also holds blocks shorter than the off-CPU threshold), each
+ * clamped so that the three sum to the duration. */
 struct span_accounting {
 	uint64_t cpu_ns, runq_ns, offcpu_ns;
 	bool exact;
 };
+/* The accounting of span sp. An estimate takes the per-sample records (window.h) that windows
+ * ws[0..n) still hold (the windows of the span's time: the ring's current and previous ones and
+ * pinned ones keep theirs; window_ring__with_records lists them); a span whose window closed
+ * carries the estimate made then (TP_ACCT_SAMPLED) and needs none (ws may be NULL, n 0). The
+ * spike module calls it for the spans of a window (stage_stats.spans). */
 void stages__span_accounting(const struct tp_span *sp, struct window *const *ws, size_t n,
 			     struct span_accounting *out);
+/* w just closed (the tick after its end: every sample of its spans was drained): its spans
+ * without exact accounting get their estimate from the records of ws[0..n) and keep it
+ * (TP_ACCT_SAMPLED), before those records are freed. */
+void stages__settle_spans(struct window *w, struct window *const *ws, size_t n);
 
 /* JSON (malloc'd, NUL-terminated; NULL on ENOMEM): GET /api/v1/stages over windows[0..n) (see
- * README for the keys), GET /api/v1/spans (mask: stages to list, ~0 for all), and the "stages"
- * array of the status. */
+ * README for the keys), GET /api/v1/spans (mask: stages to list, ~0 for all; a span not settled
+ * yet is estimated from the records of windows[0..n)), and the "stages" array of the status. */
 char *stages__stages_json(struct stages *s, struct window *const *windows, size_t n);
 char *stages__spans_json(struct stages *s, struct window *const *windows, size_t n, uint64_t mask);
 void *stages__status_json(struct stages *s); /* a json_t * array, new reference */

@@ -117,6 +117,7 @@ void window__free(struct window *w, struct intern_table *stacks, struct intern_t
 	}
 	free(w->cpu_received);
 	free(w->cpu_sampled_ns);
+	free(w->records);
 	stage_window__free(w->stages);
 	gc_window__free(w->gc);
 	free(w);
@@ -202,6 +203,61 @@ int window__add_offcpu(struct window *w, struct stack *stack, struct task *task,
 	w->offcpu_samples++;
 	w->offcpu_ns += blocked_ns;
 	return 0;
+}
+
+int window__add_recorded(struct window *w, struct stack *stack, struct task *task, uint64_t ts_ns,
+			 uint64_t blocked_ns, uint32_t cpu, struct intern_table *stacks,
+			 struct intern_table *tasks)
+{
+	struct window_entry *e = entry_of(w, stack, task, stacks, tasks);
+	struct window_record *rec;
+
+	if (!e) {
+		w->drops[DROP_NO_MEMORY]++;
+		return -ENOMEM;
+	}
+	if (blocked_ns) {
+		e->offcpu_ns += blocked_ns;
+		e->offcpu_samples++;
+		w->offcpu_samples++;
+		w->offcpu_ns += blocked_ns;
+	} else {
+		e->count++;
+		w->samples++;
+	}
+	if (w->records_dropped)
+		return 0;
+	if (w->nr_records == w->cap_records) {
+		size_t cap = w->cap_records ? 2 * w->cap_records : 256;
+		struct window_record *v = realloc(w->records, cap * sizeof(*v));
+
+		if (!v) {
+			w->records_lost++;
+			return 0;
+		}
+		w->records = v;
+		w->cap_records = cap;
+	}
+	rec = &w->records[w->nr_records++];
+	*rec = (struct window_record){
+	    .ts_ns = blocked_ns < ts_ns ? ts_ns - blocked_ns : 0,
+	    .blocked_ns = blocked_ns,
+	    .pid = task->pid,
+	    .tid = task->tid,
+	    .entry = (uint32_t)(e - w->entries),
+	    .cpu = cpu,
+	};
+	return 0;
+}
+
+void window__drop_records(struct window *w)
+{
+	if (!w || w->pins || w->records_recent)
+		return;
+	free(w->records);
+	w->records = NULL;
+	w->nr_records = w->cap_records = 0;
+	w->records_dropped = true;
 }
 
 static struct window_sched *sched_of(struct window *w)
@@ -345,7 +401,8 @@ uint64_t window__drops(const struct window *w)
 size_t window__bytes(const struct window *w)
 {
 	size_t n = sizeof(*w) + w->cap_entries * sizeof(*w->entries) +
-		   w->index.cap * sizeof(*w->index.slots) + 2 * w->nr_cpus * sizeof(uint64_t);
+		   w->index.cap * sizeof(*w->index.slots) + 2 * w->nr_cpus * sizeof(uint64_t) +
+		   w->cap_records * sizeof(*w->records);
 
 	if (w->sched)
 		n += sizeof(*w->sched) + w->sched->cap_procs * sizeof(*w->sched->procs) +
@@ -406,6 +463,31 @@ void window_ring__unpin(struct window_ring *r, struct window *w)
 		window__free(w, r->opts.stacks, r->opts.tasks);
 		return;
 	}
+	window__drop_records(w);
+}
+
+void window_ring__drop_records(struct window_ring *r)
+{
+	for (size_t i = 0; i + 2 < r->count; i++) {
+		struct window *w = window_ring__get(r, i);
+
+		w->records_recent = false;
+		window__drop_records(w);
+	}
+}
+
+size_t window_ring__with_records(const struct window_ring *r, struct window **out, size_t max)
+{
+	size_t n = 0;
+
+	/* pinned (evicted) windows are older than every window of the ring */
+	for (size_t i = 0; i < r->nr_pinned && n < max; i++)
+		if (!r->pinned[i]->records_dropped)
+			out[n++] = r->pinned[i];
+	for (size_t i = 0; i < r->count && n < max; i++)
+		if (!window_ring__get(r, i)->records_dropped)
+			out[n++] = window_ring__get(r, i);
+	return n;
 }
 
 size_t window_ring__nr_pinned(const struct window_ring *r)
@@ -482,6 +564,8 @@ static void push_window(struct window_ring *r, uint64_t start)
 
 	if (!w)
 		abort(); /* small fixed allocation: policy is to abort */
+	w->records_recent = true;
+	w->sample_period_ns = r->opts.sample_period_ns;
 	if (cur) {
 		cur->closed = true;
 		w->wall_offset_ns = cur->wall_offset_ns;

@@ -82,6 +82,16 @@ struct window_entry {
 	uint64_t offcpu_samples; /* those blocks */
 };
 
+/* One CPU sample or one captured off-CPU block as request profiles need it (stages.h): when, on
+ * which thread and CPU, and the entry (stack, task) of its window it was counted in. 32 bytes. */
+struct window_record {
+	uint64_t ts_ns;	     /* CLOCK_MONOTONIC: a CPU sample's time; a block's start */
+	uint64_t blocked_ns; /* a block's length; 0: a CPU sample */
+	uint32_t pid, tid;
+	uint32_t entry; /* index in the window's entries[] */
+	uint32_t cpu;
+};
+
 /* What one process did on the scheduler in a window (bpf/sched.bpf.c). */
 struct window_sched_proc {
 	uint32_t pid;
@@ -123,12 +133,22 @@ struct window {
 	struct gc_window *gc;	     /* GC events that started in the window (gc.h), NULL: none */
 	struct window_sched *sched;  /* NULL until a scheduler event lands here */
 	uint32_t pins;		     /* spikes that keep this window past the ring's eviction */
+	uint64_t sample_period_ns;   /* a CPU sample stands for this much CPU time (0: unknown) */
+	/* Per-sample records (window__add_recorded), in the order they came: kept while the
+	 * window is the ring's current or previous one (records_recent) or pinned, freed after
+	 * (window__drop_records), so their memory stays bounded. */
+	struct window_record *records;
+	size_t nr_records, cap_records;
+	uint64_t records_lost; /* records not kept for want of memory (their samples were) */
+	bool records_recent;   /* one of the ring's two newest windows: keeps its records */
+	bool records_dropped;  /* dropped: no record is kept any more */
 };
 
 struct window_ring_opts {
 	uint64_t window_ns;	     /* length of a window, > 0 */
 	uint32_t nr_windows;	     /* windows held, >= 1 (retention / window) */
 	uint32_t nr_cpus;	     /* possible CPUs */
+	uint64_t sample_period_ns;   /* the CPU sampling period, given to each window */
 	struct intern_table *stacks; /* where struct stack values live (not owned) */
 	struct intern_table *tasks;  /* where struct task values live (not owned) */
 };
@@ -154,9 +174,15 @@ uint32_t window_ring__capacity(const struct window_ring *r);
 
 /* Pinning (spikes.h): a window with pins is not freed when the ring evicts it; it moves to the
  * ring's pinned list and is freed at its last unpin. pin: pins++; unpin: pins-- (at 0, frees w
- * when the ring no longer holds it). */
+ * when the ring no longer holds it, else its records unless it is one of the two newest). */
 void window_ring__pin(struct window_ring *r, struct window *w);
 void window_ring__unpin(struct window_ring *r, struct window *w);
+/* At each tick: frees the records of every window older than the ring's current and previous
+ * ones that no pin keeps (window__drop_records). */
+void window_ring__drop_records(struct window_ring *r);
+/* The windows that keep per-sample records (not dropped: the ring's current and previous ones,
+ * pinned ones), oldest first, into out[0..max). Returns how many. */
+size_t window_ring__with_records(const struct window_ring *r, struct window **out, size_t max);
 /* Evicted windows kept by pins, oldest first: i in [0, window_ring__nr_pinned). */
 size_t window_ring__nr_pinned(const struct window_ring *r);
 struct window *window_ring__pinned(const struct window_ring *r, size_t i);
@@ -178,6 +204,19 @@ int window__add(struct window *w, struct stack *stack, struct task *task, uint64
 int window__add_offcpu(struct window *w, struct stack *stack, struct task *task,
 		       uint64_t blocked_ns, struct intern_table *stacks,
 		       struct intern_table *tasks);
+/* Adds one CPU sample (blocked_ns 0), or one captured block of blocked_ns that ended at ts_ns
+ * (CLOCK_MONOTONIC), of (stack, task) seen on cpu, to w as window__add or window__add_offcpu
+ * does (consuming the references), and keeps its record (struct window_record) unless w's records
+ * were dropped. Returns 0 or -ENOMEM (the sample counted as DROP_NO_MEMORY; a record without
+ * memory only counts in records_lost). */
+int window__add_recorded(struct window *w, struct stack *stack, struct task *task, uint64_t ts_ns,
+			 uint64_t blocked_ns, uint32_t cpu, struct intern_table *stacks,
+			 struct intern_table *tasks);
+/* Frees w's records and keeps no more, unless w still needs them: pins > 0, or it is one of the
+ * ring's two newest windows (window_ring__drop_records frees them at the tick after). The spike
+ * module calls it when it unpins a window the ring still holds (window_ring__unpin does too:
+ * calling it again is harmless). NULL allowed. */
+void window__drop_records(struct window *w);
 /* Adds run-queue latencies (buckets: TP_HIST_BUCKETS counts) to w's machine-wide histogram.
  * Returns 0 or -ENOMEM (nothing added). */
 int window__add_runq(struct window *w, uint64_t count, uint64_t sum_ns, uint64_t max_ns,
@@ -190,7 +229,7 @@ void window__counts(struct window *w, uint32_t *nr_stacks, uint32_t *nr_processe
 uint64_t window__expected(const struct window *w, uint64_t period_ns);
 uint64_t window__received(const struct window *w);
 uint64_t window__drops(const struct window *w);
-/* Heap bytes the window itself uses (entries and index; not the interned values). */
+/* Heap bytes the window itself uses (entries, index and records; not the interned values). */
 size_t window__bytes(const struct window *w);
 
 #endif

@@ -21,12 +21,13 @@ from test_daemon import (DAEMON, Daemon, bpf_prog_ids, names, run,  # noqa: E402
 
 FREQ = 199
 FEATURES = ["cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work", "stages",
-            "usdt_semaphores", "gc", "bpf_stats"]
+            "usdt_semaphores", "gc", "bpf_stats", "request_accounting"]
 FORCED = "forced off by TAILPROF_FEATURES_OFF (tests)"
 # on every kernel from Debian 12's 6.1 on, and here
 ALWAYS_ON = {"cpu_sampling": "perf_event/cpu-clock", "eh_frame_unwinding": "bpf_loop",
              "offcpu": "tp_btf/sched_switch", "runq_latency": "tp_btf/sched_switch",
-             "stages": "uprobe", "bpf_stats": "BPF_ENABLE_STATS"}
+             "stages": "uprobe", "bpf_stats": "BPF_ENABLE_STATS",
+             "request_accounting": "sum_exec_runtime"}
 
 
 def kernel_has_task_work():

@@ -86,14 +86,17 @@ taskset -c 1 /wl/tp_hotcold 4 >>/tmp/hogs.pid &
 w3=$!
 wait $w1 $w2 $w3
 echo "KM runq-to $(date +%s)"
+# Phase 3 (4 s): slow requests whose spans are accounted (a stage of their own).
+/wl/tp_request 4 /tmp/request.log >/tmp/request.pid
 sleep 2 # two drains: everything that ended is in a window
 
-for f in hotcold.pid pipeline.pid pipeline.log gc.txt offcpu.txt hogs.pid; do
+for f in hotcold.pid pipeline.pid pipeline.log gc.txt offcpu.txt hogs.pid request.pid request.log; do
 	emit "$f" "/tmp/$f"
 done
 fetch cpu.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/hotcold.pid)"
 fetch offcpu.pb.gz "/api/v1/profile?type=offcpu&last=5m&pid=$(head -1 /tmp/offcpu.txt)"
 fetch stages.json "/api/v1/stages?last=10m"
+fetch spans.json "/api/v1/spans?stage=request&last=10m"
 fetch gc.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gc.txt)"
 fetch windows.json "/api/v1/windows?last=10m"
 fetch metrics.txt /metrics

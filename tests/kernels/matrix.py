@@ -196,7 +196,7 @@ def build_initramfs(build, workdir):
     binaries = {os.path.join(build, "daemon", "tailprofd"): "bin/tailprofd"}
     wl = os.path.join(build, "tests", "workloads")
     for name, as_name in (("tp_hotcold", "tp_hotcold"), ("tp_pipeline", "tp_pipeline"),
-                          ("tp_offcpu", "tp_offcpu"),
+                          ("tp_offcpu", "tp_offcpu"), ("tp_request", "tp_request"),
                           # an executable with CPython's GC probes is taken for a CPython
                           ("tp_gc_standin", "python3-gc-standin")):
         binaries[os.path.join(wl, name)] = "wl/" + as_name
@@ -216,7 +216,8 @@ def build_initramfs(build, workdir):
     with open(os.path.join(root, "etc", "tailprofd.flags"), "w") as f:
         f.write(os.environ.get("TAILPROF_KMATRIX_DAEMON_FLAGS", ""))
     with open(os.path.join(root, "etc", "tailprofd.conf"), "w") as f:
-        f.write("[stage compute]\nbinary = /wl/tp_pipeline\nfunction = compute\n")
+        f.write("[stage compute]\nbinary = /wl/tp_pipeline\nfunction = compute\n\n"
+                "[stage request]\nbinary = /wl/tp_request\nfunction = handle_request\n")
     cpio = os.path.join(workdir, "initramfs.cpio")
     files = run(["find", "."], cwd=root).stdout
     with open(cpio, "wb") as out:
@@ -311,7 +312,7 @@ def features(files):
 
 
 FEATURES = ("cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
-            "stages", "usdt_semaphores", "gc", "bpf_stats")
+            "stages", "usdt_semaphores", "gc", "bpf_stats", "request_accounting")
 
 
 def check_features(keys, files):
@@ -324,6 +325,8 @@ def check_features(keys, files):
     off = {k: v for k, v in feats.items() if not v["enabled"]}
     assert not off, "off: %s" % off
     assert feats["task_work"]["variant"] in ("task_work", "sys_exit"), feats["task_work"]
+    assert feats["request_accounting"]["variant"] == "sum_exec_runtime", \
+        feats["request_accounting"]
     assert st.get("sched") is True, "status sched: %s" % st.get("sched")
     metrics = files["metrics.txt"].decode()
     for k in FEATURES:
@@ -433,6 +436,33 @@ def check_stage(keys, files):
                                                       lo / 1e6)
 
 
+def check_accounting(keys, files):
+    """tp_request's slow requests (30 ms asleep, then 20 ms of the thread's own CPU time) as
+    spans with exact accounting, the three parts summing to the duration, blocked at least 90% of
+    30 ms (a sleep overshoots under emulation). The CPU time against the thread's own CPU clock
+    around each slow request (its log): under emulation the traps, the syscalls and the probes
+    themselves take milliseconds of CPU, so the truth is that figure, not 20 ms. Medians within
+    10%, each span within the slowest logged request's CPU time + 10%."""
+    pid = int(files["request.pid"].split()[0])
+    logged = sorted(int(line.split()[3]) for line in files["request.log"].decode().splitlines()
+                    if line.split()[1] == "1")
+    spans = [s for s in json.loads(files["spans.json"])["spans"]
+             if s["pid"] == pid and s["duration_ns"] >= 45 * 10**6]
+    assert spans, "no slow span of tp_request: %s" % files["spans.json"][:500]
+    assert logged, "tp_request logged no slow request"
+    for s in spans:
+        assert s["accounting"] == "exact", s
+        assert s["cpu_ns"] + s["runq_ns"] + s["offcpu_ns"] == s["duration_ns"], s
+        assert 18 * 10**6 <= s["cpu_ns"] <= 1.1 * logged[-1], (s, logged[-1])
+        assert s["offcpu_ns"] >= 27 * 10**6, s
+    cpu = sorted(s["cpu_ns"] for s in spans)
+    mc, ml = cpu[len(cpu) // 2], logged[len(logged) // 2]
+    assert abs(mc - ml) <= 0.1 * ml, "median cpu %.2f ms, logged %.2f ms" % (mc / 1e6, ml / 1e6)
+    return "%d slow spans, cpu %.1f-%.1f ms (median %.1f, logged %.1f), off-CPU %.1f-%.1f ms" % (
+        len(spans), cpu[0] / 1e6, cpu[-1] / 1e6, mc / 1e6, ml / 1e6,
+        min(s["offcpu_ns"] for s in spans) / 1e6, max(s["offcpu_ns"] for s in spans) / 1e6)
+
+
 def check_gc(keys, files):
     """The GC stand-in: every collection from the first one seen on is an event (pause at
     least its 4 ms burn)."""
@@ -454,7 +484,8 @@ def check_gc(keys, files):
 
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
-          ("stages", check_stage), ("gc", check_gc), ("shutdown", check_shutdown)]
+          ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
+          ("shutdown", check_shutdown)]
 
 
 def main():

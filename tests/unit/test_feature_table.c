@@ -16,7 +16,7 @@
 
 static const char *const keys[FEATURE_NR] = {
     "cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
-    "stages",	    "usdt_semaphores",	  "gc",	    "bpf_stats",
+    "stages",	    "usdt_semaphores",	  "gc",	    "bpf_stats",    "request_accounting",
 };
 
 /* A new table: every capability named, off, "not probed", nothing forced. */
@@ -65,6 +65,7 @@ static void test_parse_off(void **state)
 	    {"gc,stages,,bpf_stats,", NULL, 0,
 	     BIT(FEATURE_GC) | BIT(FEATURE_STAGES) | BIT(FEATURE_BPF_STATS)},
 	    {"eh_frame_unwinding", NULL, 0, BIT(FEATURE_EH_FRAME)},
+	    {"request_accounting", NULL, 0, BIT(FEATURE_REQUEST_ACCT)},
 	    {NULL, "sys_exit", 0, BIT(FEATURE_TASK_WORK)},
 	    {"gc", "sys_exit", 0, BIT(FEATURE_GC) | BIT(FEATURE_TASK_WORK)},
 	    /* no fallback to test, or not a name */
@@ -191,15 +192,17 @@ static void test_metrics_text(void **state)
 	text = features__metrics_text(f);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "# TYPE tailprof_feature_enabled gauge\n"));
-	assert_non_null(strstr(text, "\ntailprof_feature_enabled{feature=\"cpu_sampling\"} 1\n"
-				     "tailprof_feature_enabled{feature=\"eh_frame_unwinding\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"offcpu\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"runq_latency\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"task_work\"} 1\n"
-				     "tailprof_feature_enabled{feature=\"stages\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"usdt_semaphores\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"gc\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"bpf_stats\"} 0\n"));
+	assert_non_null(strstr(text,
+			       "\ntailprof_feature_enabled{feature=\"cpu_sampling\"} 1\n"
+			       "tailprof_feature_enabled{feature=\"eh_frame_unwinding\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"offcpu\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"runq_latency\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"task_work\"} 1\n"
+			       "tailprof_feature_enabled{feature=\"stages\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"usdt_semaphores\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"gc\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"bpf_stats\"} 0\n"
+			       "tailprof_feature_enabled{feature=\"request_accounting\"} 0\n"));
 	assert_int_equal(text[strlen(text) - 1], '\n');
 	free(text);
 	features__free(f);

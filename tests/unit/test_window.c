@@ -193,6 +193,140 @@ static void test_pinned_window_outlives_eviction(void **state)
 	assert_null(window_ring__find(f->ring, 0));
 }
 
+/* window__add_recorded counts like window__add/window__add_offcpu and keeps one record each: a
+ * block's record starts blocked_ns before the time it ended. */
+static void test_records_of_samples_and_blocks(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w;
+	struct task *t = make_task(f, 42, "app");
+	size_t bytes;
+
+	window_ring__advance(f->ring, 0);
+	w = window_ring__current(f->ring);
+	bytes = window__bytes(w);
+	assert_int_equal(
+	    window__add_recorded(w, make_stack(f, 1), t, 1 * SEC, 0, 1, f->stacks, f->tasks), 0);
+	assert_int_equal(window__add_recorded(w, make_stack(f, 2), intern_table__ref(t), 5 * SEC,
+					      2 * SEC, 0, f->stacks, f->tasks),
+			 0);
+	assert_int_equal(window__add_recorded(w, make_stack(f, 1), intern_table__ref(t),
+					      1 * SEC + 5, 0, 0, f->stacks, f->tasks),
+			 0);
+	assert_int_equal(w->nr_entries, 2);
+	assert_int_equal(w->entries[0].count, 2);
+	assert_int_equal(w->entries[1].offcpu_ns, 2 * SEC);
+	assert_int_equal(w->entries[1].offcpu_samples, 1);
+	assert_int_equal(w->samples, 2);
+	assert_int_equal(w->offcpu_samples, 1);
+	assert_int_equal(w->nr_records, 3);
+	assert_int_equal(w->records[0].ts_ns, 1 * SEC);
+	assert_int_equal(w->records[0].blocked_ns, 0);
+	assert_int_equal(w->records[0].cpu, 1);
+	assert_int_equal(w->records[0].pid, 42);
+	assert_int_equal(w->records[0].tid, 42);
+	assert_int_equal(w->records[0].entry, 0);
+	assert_int_equal(w->records[1].ts_ns, 3 * SEC); /* its start */
+	assert_int_equal(w->records[1].blocked_ns, 2 * SEC);
+	assert_int_equal(w->records[1].entry, 1);
+	assert_int_equal(w->records[2].entry, 0);
+	assert_true(window__bytes(w) >= bytes + 3 * sizeof(struct window_record));
+	assert_int_equal(w->sample_period_ns, 0); /* the fixture gives none */
+}
+
+/* Fills w with n CPU-sample records of thread 7. */
+static void add_records(struct fixture *f, struct window *w, int n)
+{
+	for (int i = 0; i < n; i++)
+		assert_int_equal(window__add_recorded(w, make_stack(f, 9), make_task(f, 7, "t"),
+						      w->start_ns + (uint64_t)i, 0, 0, f->stacks,
+						      f->tasks),
+				 0);
+}
+
+/* Records stay for the ring's two newest windows, go at the next tick for older ones (none kept
+ * later, the samples still counted), and stay while a pin holds the window, in the ring or past
+ * its eviction; window__drop_records does nothing to a window that still needs them. */
+static void test_records_kept_for_the_two_newest_and_pinned(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w0, *w1, *w2, *w3, *with[8];
+
+	window_ring__advance(f->ring, 0);
+	w0 = window_ring__current(f->ring);
+	add_records(f, w0, 3);
+	window_ring__advance(f->ring, 10 * SEC);
+	w1 = window_ring__current(f->ring);
+	add_records(f, w1, 2);
+	window_ring__drop_records(f->ring);
+	assert_int_equal(w0->nr_records, 3);
+	window__drop_records(w0); /* the previous window: still needed */
+	assert_int_equal(w0->nr_records, 3);
+	window_ring__advance(f->ring, 20 * SEC);
+	w2 = window_ring__current(f->ring);
+	add_records(f, w2, 1);
+	/* until the tick, the window that just went past the previous one keeps them */
+	assert_int_equal(window_ring__with_records(f->ring, with, 8), 3);
+	window_ring__drop_records(f->ring);
+	assert_int_equal(w0->nr_records, 0);
+	assert_null(w0->records);
+	assert_true(w0->records_dropped);
+	add_records(f, w0, 1); /* a straggler: counted, not recorded */
+	assert_int_equal(w0->nr_records, 0);
+	assert_int_equal(w0->samples, 4);
+	assert_int_equal(window_ring__with_records(f->ring, with, 8), 2);
+	assert_ptr_equal(with[0], w1);
+	assert_ptr_equal(with[1], w2);
+
+	/* pinned: kept past the two newest, and past the ring's eviction */
+	window_ring__pin(f->ring, w1);
+	window_ring__advance(f->ring, 30 * SEC);
+	w3 = window_ring__current(f->ring);
+	window_ring__drop_records(f->ring);
+	assert_int_equal(w1->nr_records, 2);
+	window__drop_records(w1); /* pinned: still needed */
+	assert_int_equal(w1->nr_records, 2);
+	window_ring__advance(f->ring, 40 * SEC); /* evicts w1 into the pinned list */
+	window_ring__drop_records(f->ring);
+	assert_int_equal(window_ring__nr_pinned(f->ring), 1);
+	assert_int_equal(window_ring__with_records(f->ring, with, 8), 3);
+	assert_ptr_equal(with[0], w1); /* pinned ones first: the oldest */
+	assert_ptr_equal(with[1], w3);
+	assert_int_equal(w2->nr_records, 0);
+	window_ring__unpin(f->ring, w1); /* freed with its records */
+	assert_int_equal(window_ring__nr_pinned(f->ring), 0);
+	assert_int_equal(window_ring__with_records(f->ring, with, 8), 2);
+}
+
+/* The last unpin of a window the ring still holds, older than the previous one, frees its
+ * records (the spike module's unpin); of a recent one, it leaves them. */
+static void test_unpin_drops_records_of_older_windows(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w0, *w1;
+
+	window_ring__advance(f->ring, 0);
+	w0 = window_ring__current(f->ring);
+	add_records(f, w0, 2);
+	window_ring__pin(f->ring, w0);
+	window_ring__advance(f->ring, 10 * SEC);
+	w1 = window_ring__current(f->ring);
+	add_records(f, w1, 2);
+	window_ring__pin(f->ring, w1);
+	window_ring__advance(f->ring, 20 * SEC);
+	window_ring__drop_records(f->ring);
+	assert_int_equal(w0->nr_records, 2);
+	window_ring__unpin(f->ring, w0);
+	assert_int_equal(w0->nr_records, 0);
+	assert_true(w0->records_dropped);
+	window_ring__unpin(f->ring, w1); /* the previous window: kept until the tick after */
+	assert_int_equal(w1->nr_records, 2);
+	window_ring__advance(f->ring, 30 * SEC);
+	window_ring__drop_records(f->ring);
+	assert_int_equal(w1->nr_records, 0);
+	window__drop_records(NULL);
+}
+
 static void test_expected_and_drops(void **state)
 {
 	struct fixture *f = *state;
@@ -281,6 +415,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_samples_by_timestamp_and_eviction_release, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_pinned_window_outlives_eviction, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_records_of_samples_and_blocks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_records_kept_for_the_two_newest_and_pinned, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_unpin_drops_records_of_older_windows, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_expected_and_drops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_entries_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_intern_identity, setup, teardown),
