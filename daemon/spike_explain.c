@@ -308,45 +308,103 @@ static const char *policy_name(uint32_t pid)
 	}
 }
 
-static json_t *neighbours(struct window *const *ws, size_t n, const struct side *reqs)
+/* Adds count samples of task t to the shares v (nv of cap), unless t is a requests' process or
+ * tailprofd itself. */
+static void share_add(struct proc_share **v, size_t *nv, size_t *cap, const struct task *t,
+		      uint64_t count, const struct side *reqs)
+{
+	size_t k;
+
+	for (size_t r = 0; r < reqs->n; r++)
+		if (reqs->v[r].sp->pid == t->pid)
+			return;
+	if (t->flags & TASK_SELF)
+		return;
+	for (k = 0; k < *nv && (*v)[k].pid != t->pid; k++)
+		;
+	if (k == *nv) {
+		if (*nv == *cap) {
+			size_t c = *cap ? 2 * *cap : 32;
+			struct proc_share *p = realloc(*v, c * sizeof(*p));
+
+			if (!p)
+				return;
+			*v = p;
+			*cap = c;
+		}
+		(*v)[(*nv)++] =
+		    (struct proc_share){t->pid, t->process[0] ? t->process : t->comm, 0};
+	}
+	(*v)[k].samples += count;
+}
+
+/* Whether record r falls inside one of the requests, and (thread) on a request's own thread. */
+static bool in_request(const struct window_record *r, const struct side *reqs, bool thread)
+{
+	for (size_t i = 0; i < reqs->n; i++) {
+		const struct tp_span *sp = reqs->v[i].sp;
+
+		if (r->ts_ns >= sp->start_ns && r->ts_ns < sp->start_ns + sp->duration_ns &&
+		    (!thread || r->tid == sp->tid))
+			return true;
+	}
+	return false;
+}
+
+/* The processes that ran beside the requests: from the per-sample records of the spike windows
+ * (pinned, so they keep them), the CPU samples of other processes on the CPUs the requests ran
+ * on, taken while a request was going on; without records, every CPU sample of the windows.
+ * *cpus receives how many CPUs were looked at (0: all, no records). */
+static json_t *neighbours(struct window *const *ws, size_t n, const struct side *reqs,
+			  uint32_t *cpus)
 {
 	struct proc_share *v = NULL;
 	size_t nv = 0, cap = 0;
-	uint64_t total = 0;
+	uint64_t total = 0, mask[4] = {0};
 	json_t *arr = json_array();
+	bool records = n > 0;
 
+	for (size_t i = 0; i < n; i++)
+		records &= ws[i]->nr_records > 0 && !ws[i]->records_dropped;
+	*cpus = 0;
+	if (records) {
+		/* the requests' CPUs (the first 256) */
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j < ws[i]->nr_records; j++) {
+				const struct window_record *r = &ws[i]->records[j];
+
+				if (!r->blocked_ns && r->cpu < 256 && in_request(r, reqs, true))
+					mask[r->cpu / 64] |= 1ULL << (r->cpu % 64);
+			}
+		for (int w = 0; w < 4; w++)
+			*cpus += (uint32_t)__builtin_popcountll(mask[w]);
+		records = *cpus > 0;
+	}
 	for (size_t i = 0; i < n; i++) {
+		if (records) {
+			for (size_t j = 0; j < ws[i]->nr_records; j++) {
+				const struct window_record *r = &ws[i]->records[j];
+
+				if (r->blocked_ns || r->cpu >= 256 ||
+				    !(mask[r->cpu / 64] & (1ULL << (r->cpu % 64))) ||
+				    !in_request(r, reqs, false))
+					continue;
+				total++;
+				share_add(&v, &nv, &cap, ws[i]->entries[r->entry].task, 1, reqs);
+			}
+			continue;
+		}
 		for (size_t j = 0; j < ws[i]->nr_entries; j++) {
 			const struct window_entry *e = &ws[i]->entries[j];
-			bool mine = false;
-			size_t k;
 
 			if (!e->count)
 				continue;
 			total += e->count;
-			for (size_t r = 0; r < reqs->n && !mine; r++)
-				mine = reqs->v[r].sp->pid == e->task->pid;
-			if (mine || (e->task->flags & 1u))
-				continue;
-			for (k = 0; k < nv && v[k].pid != e->task->pid; k++)
-				;
-			if (k == nv) {
-				if (nv == cap) {
-					size_t c = cap ? 2 * cap : 32;
-					struct proc_share *p = realloc(v, c * sizeof(*p));
-
-					if (!p)
-						break;
-					v = p;
-					cap = c;
-				}
-				v[nv++] = (struct proc_share){
-				    e->task->pid,
-				    e->task->process[0] ? e->task->process : e->task->comm, 0};
-			}
-			v[k].samples += e->count;
+			share_add(&v, &nv, &cap, e->task, e->count, reqs);
 		}
 	}
+	if (!records)
+		*cpus = 0;
 	qsort(v, nv, sizeof(*v), cmp_samples);
 	for (size_t i = 0; i < nv && i < TOP_ITEMS; i++) {
 		json_t *o = json_object();
@@ -528,10 +586,15 @@ json_t *spike_explain(const struct spike_explain_in *in)
 			 tp_format_duration((uint64_t)(delta >= 0 ? delta : -delta), d, sizeof(d)),
 			 share * 100, tp_format_duration(rise, r, sizeof(r)));
 		switch (p) {
-		case P_RUNQ:
+		case P_RUNQ: {
+			uint32_t cpus;
+
 			json_object_set_new(c, "neighbours",
-					    neighbours(in->spike, in->nr_spike, &sp));
+					    neighbours(in->spike, in->nr_spike, &sp, &cpus));
+			/* 0: every CPU (the windows' per-sample records were gone) */
+			json_object_set_new(c, "neighbour_cpus", json_integer(cpus));
 			break;
+		}
 		case P_OFF:
 			json_object_set_new(c, "stacks", top_items_json(&stacks, true));
 			break;

@@ -190,6 +190,37 @@ def test_gc_bursts_top_cause_gc():
         d.stop()
 
 
+def test_cpu_hogs_top_cause_runq():
+    binary = os.path.join(WL, "tp_pipeline")
+    d = start(binary, "hogs", "--frequency", "499")
+    try:
+        # spike modes without a burst of its own (no every-20th slow path): a shift never reached
+        p = subprocess.Popen([binary, "30", os.path.join(TMP, "hogs.log")],
+                             stdout=subprocess.DEVNULL, env=dict(os.environ, TP_SHIFT_AT="1000"))
+        time.sleep(9)
+        for _ in range(3):  # three CPU hogs on two CPUs for 2 s, every 6 s
+            hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(3)]
+            time.sleep(2)
+            for h in hogs:
+                h.kill()
+                h.wait()
+            time.sleep(4)
+        p.wait(timeout=60)
+        time.sleep(2.5)
+        got = [s for s in spikes(d, "stage=compute") if s["request_count"] >= 20]
+        assert got, spikes(d)
+        s = d.json("/api/v1/spikes/" + got[-1]["id"])
+        top = s["causes"][0]
+        assert top["kind"] == "runq", s["causes"]
+        assert top["neighbour_cpus"] >= 1, top
+        names = [n["process"] for n in top["neighbours"]]
+        hogs = sum(n["share"] for n in top["neighbours"] if n["process"] == "yes")
+        assert names and names[0] == "yes" and hogs > 0.3, top
+        assert top["neighbours"][0]["policy"] in ("SCHED_OTHER", "unknown (exited)"), top
+    finally:
+        d.stop()
+
+
 def test_level_shift_then_detection_goes_on():
     binary = os.path.join(WL, "tp_pipeline")
     d = start(binary, "shift", "--spike-baseline-windows", "10")
@@ -278,6 +309,7 @@ if __name__ == "__main__":
     require_bpf()
     try:
         run_tests([test_periodic_bursts_detected_and_pulled, test_gc_bursts_top_cause_gc,
-                   test_level_shift_then_detection_goes_on, test_alertmanager_and_marks], [])
+                   test_cpu_hogs_top_cause_runq, test_level_shift_then_detection_goes_on,
+                   test_alertmanager_and_marks], [])
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
