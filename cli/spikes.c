@@ -208,10 +208,21 @@ static char *spikes_query(const char *stage, const struct time_range *range)
 	return query;
 }
 
+/* Whether s is valid UTF-8 (what JSON strings take). */
+static bool utf8_valid(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
 int spike_resolve(const char *id, const char *stage, char *out)
 {
 	const json_t *list, *s, *best = NULL;
 	long long best_ns = INT64_MIN, ns;
+	struct timespec ts;
+	long long now;
 	char *query;
 	json_t *doc;
 	size_t i;
@@ -221,17 +232,22 @@ int spike_resolve(const char *id, const char *stage, char *out)
 		snprintf(out, SPIKE_ID_SIZE, "%s", id);
 		return 0;
 	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	query = spikes_query(stage, NULL);
 	ret = fetch_json("/api/v1/spikes", query, false, &doc);
 	free(query);
 	if (ret)
 		return ret;
 	list = json_object_get(doc, "spikes");
-	/* oldest first, so the last of the newest start wins a tie */
+	/* oldest first, so the last of the newest start wins a tie; one that has not begun (a mark
+	 * of a time to come) is not the latest: tailprofd resolves "latest" the same way */
 	json_array_foreach(list, i, s)
 	{
 		if (!j_int(s, "start_unix_ns", &ns))
 			ns = INT64_MIN;
+		if (ns > now)
+			continue;
 		if (!best || ns >= best_ns) {
 			best = s;
 			best_ns = ns;
@@ -559,6 +575,9 @@ int cmd_mark(int argc, char **argv)
 			stage = val;
 			break;
 		case OPT_REASON:
+			if (!utf8_valid(val))
+				return usage_err(
+				    it.cmd, "--reason: not valid UTF-8; give the text in UTF-8");
 			reason = val;
 			break;
 		case OPT_TIME:

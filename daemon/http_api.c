@@ -22,6 +22,7 @@
 #include <microhttpd.h>
 
 #include "collector.h"
+#include "config.h"
 #include "gc_discovery.h"
 #include "log.h"
 #include "marks.h"
@@ -914,6 +915,18 @@ static enum MHD_Result handle_spikes(struct MHD_Connection *conn, struct http_ap
 	}
 	collector__rdlock(h->ctx->collector);
 	ring = collector__ring(h->ctx->collector);
+	if (f.stage && (!config__valid_stage_name(f.stage) ||
+			(!stages__id(h->ctx->stages, f.stage) &&
+			 !spikes__stage_held(h->ctx->spikes, f.stage)))) {
+		char known[512];
+
+		stages__names_list(h->ctx->stages, known, sizeof(known));
+		collector__unlock(h->ctx->collector);
+		return send_error(conn, 400,
+				  "stage: '%s' is neither a known stage nor the stage of a spike "
+				  "held; known: %s",
+				  printable(f.stage, v, sizeof(v), ECHO_MAX), known);
+	}
 	if (!id) {
 		body = spikes__list_json(h->ctx->spikes, ring, &f);
 		collector__unlock(h->ctx->collector);
@@ -1068,6 +1081,16 @@ static enum MHD_Result write_begin(struct MHD_Connection *conn, struct http_api 
 		return send_error_hdr(conn, 405, (struct header){"Allow", "POST"},
 				      "%s: %s takes POST only (see docs/spike-marks.md)",
 				      printable(method, v, sizeof(v), ECHO_MAX), write_paths[e]);
+	{
+		static const char *const none[] = {NULL};
+		struct params p = {.allowed = none};
+
+		if (get_params(conn, &p)) {
+			count_write(h, e, HTTP_WRITE_INVALID);
+			return send_error(conn, 400, "%s; %s takes its fields in a JSON body",
+					  p.err, write_paths[e]);
+		}
+	}
 	if (!json_content_type(type)) {
 		count_write(h, e, HTTP_WRITE_INVALID);
 		return send_error(conn, 415,

@@ -909,6 +909,8 @@ int main(int argc, char **argv)
 		break;
 	}
 	collector__stop(coll);
+	/* spikes closed but not written yet, and those going on: to the state directory */
+	spikes__save_all(spikes);
 	ret = 0;
 out:
 	/* teardown in reverse: stop serving before the data it reads goes away */

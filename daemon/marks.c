@@ -44,7 +44,8 @@ static const char *echo(const char *s, char *buf)
 }
 
 /* Appends src to dst (size bytes, *used of them taken, NUL-terminated) as far as it fits, cut
- * before a UTF-8 continuation byte so that a character is never split. */
+ * before a UTF-8 continuation byte so that a character is never split; control characters
+ * become spaces. */
 static void append_cut(char *dst, size_t size, size_t *used, const char *src)
 {
 	size_t room = size - 1 - *used, n = strlen(src);
@@ -54,7 +55,9 @@ static void append_cut(char *dst, size_t size, size_t *used, const char *src)
 		while (n && ((unsigned char)src[n] & 0xc0) == 0x80)
 			n--;
 	}
-	memcpy(dst + *used, src, n);
+	/* control characters (a terminal's escapes, CR/LF) become spaces: reasons are printed */
+	for (size_t i = 0; i < n; i++)
+		dst[*used + i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? ' ' : src[i];
 	*used += n;
 	dst[*used] = 0;
 }

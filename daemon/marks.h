@@ -12,7 +12,7 @@
 #include "spikes.h"
 
 #define MARKS_MAX_BODY_BYTES (1024 * 1024)		 /* a larger body is answered 413 */
-#define MARKS_MAX_ALERTS     1000			 /* alerts of one webhook delivery */
+#define MARKS_MAX_ALERTS     256			 /* alerts of one webhook delivery */
 #define MARKS_MAX_SPAN_NS    (24 * 3600 * 1000000000ULL) /* a mark's before and after */
 #define MARKS_DEFAULT_RATE   60				 /* write requests a minute */
 #define MARKS_DEFAULT_BURST  20				 /* taken at once after a quiet time */

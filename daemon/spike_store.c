@@ -67,6 +67,31 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n > m && !strcmp(s + n - m, suffix);
 }
 
+/* Whether name is a temp file of ours: ID.spike.SEQ.tmp (SEQ decimal); other files are left
+ * alone. */
+static bool is_our_tmp(const char *name)
+{
+	const char *spike = strstr(name, FILE_SUFFIX ".");
+	char id[SPIKE_STORE_ID_MAX + 1];
+	size_t idlen;
+	const char *p;
+
+	if (!spike || !has_suffix(name, TMP_SUFFIX))
+		return false;
+	idlen = (size_t)(spike - name);
+	if (!idlen || idlen > SPIKE_STORE_ID_MAX)
+		return false;
+	memcpy(id, name, idlen);
+	id[idlen] = 0;
+	p = spike + strlen(FILE_SUFFIX) + 1;
+	if (p == name + strlen(name) - strlen(TMP_SUFFIX))
+		return false; /* no SEQ */
+	for (; p < name + strlen(name) - strlen(TMP_SUFFIX); p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return valid_id(id);
+}
+
 /* -- the index (callers hold the lock) -- */
 
 static int entry_cmp(const void *a, const void *b)
@@ -347,7 +372,7 @@ static int scan(struct spike_store *s)
 			continue;
 		if (fstatat(s->dirfd, d->d_name, &lsb, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
-		if (has_suffix(d->d_name, TMP_SUFFIX) && !S_ISDIR(lsb.st_mode)) {
+		if (is_our_tmp(d->d_name) && !S_ISDIR(lsb.st_mode)) {
 			/* ours alone: the directory is locked */
 			if (!unlinkat(s->dirfd, d->d_name, 0))
 				nr_tmp++;

@@ -402,8 +402,13 @@ static bool near_episode(const struct spikes *s, uint32_t stage, uint64_t start_
 		const struct episode *e = s->eps[i];
 		uint64_t lo = e->start_ns >= s->window_ns ? e->start_ns - s->window_ns : 0;
 
-		if ((e->stage == stage || !e->stage) && start_ns >= lo &&
-		    start_ns < e->end_ns + s->window_ns)
+		uint64_t end = e->end_ns;
+
+		/* a mark's or an alert's range as far as it pins windows (an alert left open grows
+		 * without bound); a mark or alert of no stage is no stage's edge */
+		if (e->source != SRC_DETECTED && end > e->start_ns + e->cap_pins * s->window_ns)
+			end = e->start_ns + e->cap_pins * s->window_ns;
+		if (e->stage == stage && stage && start_ns >= lo && start_ns < end + s->window_ns)
 			return true;
 	}
 	return false;
@@ -582,6 +587,16 @@ static void cover_held(struct spikes *s, struct window_ring *ring, struct episod
 		episode_close(s, ring, e);
 }
 
+/* Marks and alerts going on. */
+static size_t open_external(const struct spikes *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nr_eps; i++)
+		n += s->eps[i]->open && s->eps[i]->source != SRC_DETECTED;
+	return n;
+}
+
 static void apply_mark(struct spikes *s, struct window_ring *ring, const struct spike_mark *m,
 		       const char *id, int64_t offset)
 {
@@ -589,6 +604,10 @@ static void apply_mark(struct spikes *s, struct window_ring *ring, const struct 
 	uint32_t stage = m->stage[0] ? stages__id(s->stages, m->stage) : 0;
 	struct episode *e;
 
+	if (open_external(s) >= MAX_OPEN_EXTERNAL) {
+		s->external_dropped++;
+		return;
+	}
 	before = m->has_before ? m->before_ns : s->window_ns;
 	after = m->has_after ? m->after_ns : s->window_ns;
 	if (before > MARK_MAX_SIDE * s->window_ns)
@@ -633,6 +652,10 @@ static void apply_alert(struct spikes *s, struct window_ring *ring, const struct
 		s->alerts_outside++; /* resolved before anything held: nothing to keep */
 		return;
 	}
+	if (!e && open_external(s) >= MAX_OPEN_EXTERNAL) {
+		s->external_dropped++;
+		return;
+	}
 	if (!e) {
 		char prefix[40];
 
@@ -641,6 +664,9 @@ static void apply_alert(struct spikes *s, struct window_ring *ring, const struct
 		/* an alert older than the ring: its episode starts with what is held */
 		if (window_ring__count(ring) && start < window_ring__get(ring, 0)->start_ns)
 			start = window_ring__get(ring, 0)->start_ns;
+		/* one from the future (a skewed clock): it starts with the window going on now */
+		if (start > s->last_closed_end_ns)
+			start = s->last_closed_end_ns;
 		e = spikes_episode_new(s, ring, stage, SRC_ALERTMANAGER, start,
 				       s->o.alert_lookback + ALERT_EXTRA_PINS);
 		if (!e)

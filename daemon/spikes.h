@@ -140,6 +140,11 @@ int spikes__attach_store(struct spikes *s, struct spike_store *store, const stru
 /* Writes the spikes closed since the last call (a few a call; the rest wait for the next). The
  * drain thread calls it, holding no lock: it takes the read lock per profile. */
 void spikes__save_pending(struct spikes *s);
+/* At shutdown, once the drain stopped: writes every spike not written yet, those going on
+ * included (stored as over, with "cut_short": true). */
+void spikes__save_all(struct spikes *s);
+/* Whether a held spike has stage name (a stage no longer configured, or a mark's or alert's). */
+bool spikes__stage_held(struct spikes *s, const char *name);
 /* The blob name of a stored profile: TYPE[.stage][.baseline], e.g. "cpu.stage.baseline". */
 void spikes__blob_name(const char *type, bool stage, bool baseline, char *buf, size_t len);
 /* A stored spike's profile (type "cpu", "offcpu" or "wall"; stage: its stage's samples only;

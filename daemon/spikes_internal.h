@@ -18,12 +18,13 @@ struct spike_store;
 struct window;
 struct window_ring;
 
-#define MARK_QUEUE	 64  /* marks waiting for the next window close */
-#define ALERT_QUEUE	 256 /* alerts waiting for the next window close */
-#define ALERT_SEEN	 512 /* deliveries remembered, to drop repeats */
-#define ALERT_EXTRA_PINS 10  /* an open alert pins at most lookback + this many windows */
-#define MARK_MAX_SIDE	 32  /* a mark's before/after, in windows, at most */
-#define SHIFT_PINNED	 2   /* a level shift keeps its first windows pinned, and the one before */
+#define MARK_QUEUE	  64   /* marks waiting for the next window close */
+#define ALERT_QUEUE	  1024 /* alerts waiting for the next window close: 4 deliveries */
+#define ALERT_SEEN	  512  /* deliveries remembered, to drop repeats */
+#define ALERT_EXTRA_PINS  10   /* an open alert pins at most lookback + this many windows */
+#define MARK_MAX_SIDE	  32   /* a mark's before/after, in windows, at most */
+#define MAX_OPEN_EXTERNAL 32   /* marks and alerts going on at once; more are dropped, counted */
+#define SHIFT_PINNED	  2 /* a level shift keeps its first windows pinned, and the one before */
 
 enum spike_kind { KIND_SPIKE, KIND_LEVEL_SHIFT };
 enum spike_source { SRC_DETECTED, SRC_MARK, SRC_ALERTMANAGER, SRC_NR };
@@ -96,6 +97,7 @@ struct spikes {
 	uint64_t mark_seq;
 	int64_t oldest_unix_ns, newest_unix_ns; /* what marks may name: the ring's span */
 	uint64_t marks_total, alerts_total, alert_repeats, alerts_outside;
+	uint64_t external_dropped; /* marks and alerts dropped: MAX_OPEN_EXTERNAL were going on */
 	/* the state directory (spikes_saver.c): NULL when none */
 	struct spike_store *store;
 	const struct query_ctx *ctx;

@@ -328,6 +328,14 @@ int spikes__windows(struct spikes *s, struct window_ring *ring, const char *id, 
 	return 0;
 }
 
+bool spikes__stage_held(struct spikes *s, const char *name)
+{
+	for (size_t i = 0; i < s->nr_eps; i++)
+		if (!strcmp(s->eps[i]->stage_name, name))
+			return true;
+	return false;
+}
+
 const char *spikes__stage(struct spikes *s, const char *id)
 {
 	struct episode *e = spikes_find(s, id);
@@ -343,13 +351,24 @@ int spikes__resolve(struct spikes *s, const char *name, const char *stage, char 
 		snprintf(id, SPIKE_ID_LEN, "%s", name);
 		return 0;
 	}
-	for (size_t i = s->nr_eps; i-- > 0;) {
-		if (stage && strcmp(stage, s->eps[i]->stage_name))
-			continue;
-		snprintf(id, SPIKE_ID_LEN, "%s", s->eps[i]->id);
+	/* the newest start among those that began (a mark may name a time to come) */
+	{
+		const struct episode *best = NULL;
+
+		for (size_t i = 0; i < s->nr_eps; i++) {
+			const struct episode *e = s->eps[i];
+
+			if ((stage && strcmp(stage, e->stage_name)) ||
+			    (s->last_closed_end_ns && e->start_ns > s->last_closed_end_ns))
+				continue;
+			if (!best || e->start_ns >= best->start_ns)
+				best = e;
+		}
+		if (!best)
+			return -ENOENT;
+		snprintf(id, SPIKE_ID_LEN, "%s", best->id);
 		return 0;
 	}
-	return -ENOENT;
 }
 
 /* ---- metrics ---- */
@@ -435,6 +454,9 @@ char *spikes__metrics_text(struct spikes *s, struct window_ring *ring)
 			 st.unknown_format);
 	}
 	pthread_mutex_lock(&s->mu);
+	text_metric(&t, "tailprof_spike_external_dropped_total", "counter",
+		    "Marks and alerts not kept: 32 marks and alerts were going on already.");
+	text_put(&t, "tailprof_spike_external_dropped_total %" PRIu64 "\n", s->external_dropped);
 	text_metric(&t, "tailprof_spike_marks_total", "counter",
 		    "Marks received (POST /api/v1/marks).");
 	text_put(&t, "tailprof_spike_marks_total %" PRIu64 "\n", s->marks_total);

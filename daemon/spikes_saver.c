@@ -124,6 +124,11 @@ static void save_one(struct spikes *s, const char *id)
 	collector__unlock(s->ctx->collector);
 	if (!o)
 		return;
+	if (json_is_true(json_object_get(o, "open"))) {
+		/* written at shutdown while it went on: after the restart it is over */
+		json_object_set_new(o, "open", json_false());
+		json_object_set_new(o, "cut_short", json_true());
+	}
 	json = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	for (int t = 0; t < 3 && json; t++)
@@ -178,4 +183,22 @@ int spikes__stored_profile(struct spikes *s, const char *id, const char *type, b
 		return -ENOENT;
 	spikes__blob_name(type, stage, baseline, name, sizeof(name));
 	return spike_store__read_blob(s->store, id, name, out, len);
+}
+
+void spikes__save_all(struct spikes *s)
+{
+	bool more = true;
+
+	if (!s || !s->store)
+		return;
+	/* the drain has stopped: nothing changes the episodes meanwhile */
+	for (size_t i = 0; i < s->nr_eps; i++)
+		if (s->eps[i]->open && !s->eps[i]->stored)
+			s->eps[i]->to_save = true;
+	while (more) {
+		more = false;
+		spikes__save_pending(s);
+		for (size_t i = 0; i < s->nr_eps; i++)
+			more |= s->eps[i]->to_save;
+	}
 }

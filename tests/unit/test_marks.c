@@ -495,8 +495,7 @@ static void test_alerts_limits(void **state)
 			free(a);
 		} else {
 			assert_int_equal(alerts(body, &a, &n), -EINVAL);
-			assert_err(
-			    "alerts: 1001 in one delivery; at most 1000 (set max_alerts: 1000");
+			assert_err("alerts: 257 in one delivery; at most 256 (set max_alerts: 256");
 		}
 	}
 	free(body);
