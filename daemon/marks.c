@@ -173,7 +173,9 @@ static int mark_span(const char *key, const json_t *v, uint64_t *ns, char *err, 
 			    "%s: %s; give a duration string such as \"500ms\", \"2s\", \"10m\", "
 			    "\"1h\"",
 			    key, type_name(v));
-	rc = tp_parse_duration(json_string_value(v), ns);
+	/* "0" is a duration too here (no window that side); tp_parse_duration wants a unit */
+	*ns = 0;
+	rc = strcmp(json_string_value(v), "0") ? tp_parse_duration(json_string_value(v), ns) : 0;
 	if (rc == -EINVAL)
 		return fail(err, errlen, "%s: '%s' is not a duration; use e.g. 500ms, 2s, 10m, 1h",
 			    key, echo(json_string_value(v), e));

@@ -991,6 +991,8 @@ char *query__status_json(const struct query_ctx *ctx)
 		json_object_set_new(o, "stages", stages__status_json(ctx->stages));
 	if (ctx->features)
 		json_object_set_new(o, "features", features__json(ctx->features));
+	if (ctx->spikes)
+		json_object_set_new(o, "spikes", spikes__status_json(ctx->spikes));
 	return dump(o);
 }
 

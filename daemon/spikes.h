@@ -157,6 +157,11 @@ int spikes__stored_profile(struct spikes *s, const char *id, const char *type, b
  * Under the collector's read lock; valid while it is held. */
 const char *spikes__stage(struct spikes *s, const char *id);
 
+/* The "spikes" object of the status: the settings in force (k, baseline_windows, min_requests,
+ * min_rise_ns, pin_budget, state_dir, write_rate) and what is held (spikes, open, pinned_windows).
+ * A new json_t * reference, NULL on ENOMEM. Under the collector's read lock. */
+void *spikes__status_json(struct spikes *s);
+
 /* Prometheus text of the spike metrics (malloc'd; NULL on ENOMEM), under the read lock. */
 char *spikes__metrics_text(struct spikes *s, struct window_ring *ring);
 

@@ -328,6 +328,29 @@ int spikes__windows(struct spikes *s, struct window_ring *ring, const char *id, 
 	return 0;
 }
 
+void *spikes__status_json(struct spikes *s)
+{
+	json_t *o = json_object();
+	size_t open = 0;
+
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < s->nr_eps; i++)
+		open += s->eps[i]->open;
+	json_object_set_new(o, "k", json_real(s->o.k));
+	json_object_set_new(o, "baseline_windows", json_integer(s->o.baseline_windows));
+	json_object_set_new(o, "min_requests", json_integer(s->o.min_requests));
+	json_object_set_new(o, "min_rise_ns", json_integer((json_int_t)s->o.min_rise_ns));
+	json_object_set_new(o, "pin_budget", json_integer(s->o.pin_budget));
+	json_object_set_new(o, "state_dir",
+			    s->o.state_dir ? json_string(s->o.state_dir) : json_null());
+	json_object_set_new(o, "write_rate", json_integer(s->o.write_rate));
+	json_object_set_new(o, "spikes", json_integer((json_int_t)s->nr_eps));
+	json_object_set_new(o, "open", json_integer((json_int_t)open));
+	json_object_set_new(o, "pinned_windows", json_integer(s->total_pins));
+	return o;
+}
+
 bool spikes__stage_held(struct spikes *s, const char *name)
 {
 	for (size_t i = 0; i < s->nr_eps; i++)

@@ -145,9 +145,12 @@ static void save_one(struct spikes *s, const char *id)
 				n++;
 			}
 	rc = json ? spike_store__save(s->store, id, start, json, blobs, n) : -ENOMEM;
+	/* the store reported a failed write itself (once); the rest (-EINVAL, -EFBIG, -EEXIST,
+	 * -ENOMEM) it does not */
 	if (rc) {
 		s->saves_failed++;
-		pr_warn("state directory: spike %s not written: %s", id, strerror(-rc));
+		if (rc == -EINVAL || rc == -EFBIG || rc == -EEXIST || rc == -ENOMEM)
+			pr_warn("state directory: spike %s not written: %s", id, strerror(-rc));
 	}
 	for (size_t i = 0; i < n; i++)
 		free((void *)blobs[i].data);

@@ -292,6 +292,9 @@ def test_alertmanager_and_marks():
         time.sleep(3.2)
         a = [s for s in spikes(d) if s["source"] == "alertmanager"][0]
         assert not a["open"] and a["windows"] >= 3, a
+        # the write endpoints take their fields in the body, not the query
+        status, err = post(d, "/api/v1/marks?stage=compute", b"{}")
+        assert status == 400 and "body" in err["error"], err
         # a mark from the CLI
         out = run([CLI, "--server", d.url, "mark", "--reason", "deploy 42"])
         assert out.returncode == 0, out

@@ -164,6 +164,9 @@ static void test_mark_spans_and_stage(void **state)
 	assert_true(m.has_before);
 	assert_int_equal(m.before_ns, 0);
 	assert_int_equal(m.after_ns, 24 * 3600 * NSEC_PER_SEC);
+	assert_int_equal(mark("{\"before\": \"0\", \"after\": \"0\"}", &m), 0);
+	assert_true(m.has_before && m.has_after);
+	assert_int_equal(m.before_ns + m.after_ns, 0);
 	assert_int_equal(mark("{\"before\": null, \"stage\": null}", &m), 0);
 	assert_false(m.has_before);
 	assert_string_equal(m.stage, "");

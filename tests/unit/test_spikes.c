@@ -356,6 +356,54 @@ static void test_alerts(void **state)
 	destroy(f);
 }
 
+/* At most 32 marks and alerts go on at once; "latest" is the newest that began. */
+static void test_open_external_capped_and_latest(void **state)
+{
+	struct fixture *f = make(SPIKES_OPTS_DEFAULT);
+	struct spike_alert a = {.firing = true};
+	struct spike_mark m = {0};
+	char id[SPIKE_ID_LEN], err[256], latest[SPIKE_ID_LEN];
+	char *metrics;
+
+	(void)state;
+	windows(f, 10, 10 * MS);
+	for (int i = 0; i < 40; i++) {
+		a.starts_unix_ns = (int64_t)(OFFSET + 50 * SEC); /* older than the ring */
+		snprintf(a.fingerprint, sizeof(a.fingerprint), "fp%02d", i);
+		assert_int_equal(spikes__alerts(f->spikes, &a, 1), 0);
+	}
+	windows(f, 1, 10 * MS);
+	metrics = spikes__metrics_text(f->spikes, f->ring);
+	assert_non_null(strstr(metrics, "tailprof_spike_external_dropped_total 8\n"));
+	free(metrics);
+	/* a spike still finds its baseline beside alerts of no stage going on */
+	windows(f, 1, 40 * MS);
+	windows(f, 1, 10 * MS);
+	assert_int_equal(spikes__resolve(f->spikes, "latest", NULL, latest), 0);
+	assert_non_null(strstr(latest, "stage-")); /* stages have no names here */
+	{
+		char *text = spikes__get_json(f->spikes, f->ring, latest, &(bool){0});
+		json_t *doc = json_loads(text, 0, NULL);
+
+		assert_true(json_array_size(json_object_get(json_object_get(doc, "evidence"),
+							    "baseline_windows")) > 0);
+		json_decref(doc);
+		free(text);
+	}
+	destroy(f);
+	/* a mark of a time to come is not the latest */
+	f = make(SPIKES_OPTS_DEFAULT);
+	windows(f, 10, 10 * MS);
+	m.time_unix_ns = (int64_t)(OFFSET + f->t + 1800 * SEC);
+	assert_int_equal(spikes__mark(f->spikes, &m, id, err, sizeof(err)), 0);
+	windows(f, 1, 40 * MS);
+	windows(f, 1, 10 * MS);
+	assert_int_equal(spikes__resolve(f->spikes, "latest", NULL, latest), 0);
+	assert_string_not_equal(latest, id);
+	assert_null(strstr(latest, "mark"));
+	destroy(f);
+}
+
 static void test_options(void **state)
 {
 	struct spikes_opts o = SPIKES_OPTS_DEFAULT;
@@ -386,6 +434,7 @@ int main(void)
 	    cmocka_unit_test(test_periodic_and_pin_budget),
 	    cmocka_unit_test(test_marks),
 	    cmocka_unit_test(test_alerts),
+	    cmocka_unit_test(test_open_external_capped_and_latest),
 	    cmocka_unit_test(test_options),
 	};
 
