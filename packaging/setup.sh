@@ -41,10 +41,13 @@ install_missing() {
 }
 
 build() {
+	werror=false
+	[ "${CI:-}" = true ] && werror=true
 	if [ ! -f "$BUILD/build.ninja" ]; then
-		werror=false
-		[ "${CI:-}" = true ] && werror=true
 		meson setup "$BUILD" --buildtype=debugoptimized -Dwerror=$werror
+	elif [ "$werror" = true ]; then
+		# a build directory that `run` configured: CI builds with warnings as errors all the same
+		meson configure "$BUILD" -Dwerror=true
 	fi
 	ninja -C "$BUILD"
 }
