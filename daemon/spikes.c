@@ -4,10 +4,7 @@
 #include "spikes.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +13,9 @@
 
 #include "hashmap.h"
 #include "histogram.h"
-#include "log.h"
 #include "spike_explain.h"
 #include "spikes_internal.h"
 #include "stages.h"
-#include "textbuf.h"
 #include "timeparse.h"
 #include "window.h"
 
@@ -220,7 +215,7 @@ static void pin(struct spikes *s, struct window_ring *ring, struct episode *e, u
 			return;
 	if (e->nr_pins == e->cap_pins) {
 		e->unpinned++;
-		s->alerts_counted_windows += e->source == SRC_ALERTMANAGER;
+		s->windows_unpinned++;
 		return;
 	}
 	w = window_ring__find(ring, start_ns);

@@ -84,7 +84,7 @@ struct spikes {
 	size_t nr_eps;
 	uint64_t totals_nostage[SRC_NR];
 	uint32_t total_pins;
-	uint64_t pins_released, episodes_dropped, alerts_counted_windows, last_closed_end_ns;
+	uint64_t pins_released, episodes_dropped, windows_unpinned, last_closed_end_ns;
 	/* queued by other threads: under mu */
 	pthread_mutex_t mu;
 	struct spike_mark marks[MARK_QUEUE];

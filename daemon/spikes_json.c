@@ -444,9 +444,9 @@ char *spikes__metrics_text(struct spikes *s, struct window_ring *ring)
 		    "Pins released early to keep within pin_budget, oldest first.");
 	text_put(&t, "tailprof_spike_pins_released_total %" PRIu64 "\n", s->pins_released);
 	text_metric(&t, "tailprof_spike_windows_unpinned_total", "counter",
-		    "Windows of long-open marks and alerts counted but not pinned (their cap).");
-	text_put(&t, "tailprof_spike_windows_unpinned_total %" PRIu64 "\n",
-		 s->alerts_counted_windows);
+		    "Spike windows counted but not pinned: past an episode's cap (an alert left "
+		    "open, a spike over its threshold for long).");
+	text_put(&t, "tailprof_spike_windows_unpinned_total %" PRIu64 "\n", s->windows_unpinned);
 	text_metric(&t, "tailprof_spikes_dropped_total", "counter",
 		    "Episodes dropped from memory, the oldest first, past the episodes held.");
 	text_put(&t, "tailprof_spikes_dropped_total %" PRIu64 "\n", s->episodes_dropped);
