@@ -446,9 +446,10 @@ def test_reload_adds_stage_keeps_windows():
 def test_pid_option_times_one_process():
     binary = os.path.join(WL, "tp_pipeline")
     logs = [os.path.join(TMP, "pid%d.log" % i) for i in range(2)]
-    # both wait 6 s before serving, time enough for the daemon to start (BPF programs to load
-    # and verify: seconds on a loaded machine) and attach to the first one only
-    procs = [subprocess.Popen([binary, "2", log, "6"], stdout=subprocess.PIPE, text=True)
+    # both wait 12 s before serving, time enough for the daemon to start (BPF programs to load
+    # and verify: seconds on a loaded machine; 6 s was not always enough with a qemu guest on
+    # the other core) and attach to the first one only
+    procs = [subprocess.Popen([binary, "2", log, "12"], stdout=subprocess.PIPE, text=True)
              for log in logs]
     pids = [int(p.stdout.readline()) for p in procs]
     cfg = write_config("pid.conf", "[stage fetch]\nbinary = %s\nfunction = fetch\npid = %d\n" %
