@@ -80,7 +80,7 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 	if (nk < 0 || nk > TP_MAX_STACK_DEPTH)
 		return -1;
 	tp_unwind_user(procs, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
-		       BPF_CORE_READ(regs, bp), &s->addrs[nk], &res, NULL);
+		       BPF_CORE_READ(regs, bp), &s->addrs[nk], &res, NULL, 1);
 	s->flags |= TP_SAMPLE_UNWIND_TABLES;
 	count(ts, TP_M_UNWIND_STACKS);
 	if (res.used_fp)

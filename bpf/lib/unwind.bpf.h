@@ -139,6 +139,7 @@ struct tp_unwind_state {
 	struct tp_unwind_log *log; /* NULL: not logged */
 	struct tp_proc_mappings *procs;
 	struct tp_exec_mapping *last_m; /* the mapping of the previous frame, or NULL */
+	__u64 uret_tramp; /* the uretprobe trampoline's address, 0: none (tp_unwind_uretprobe) */
 	__u32 n;
 	__u32 reason;
 	/* a flag, not a count: a count would be a new verifier state in every iteration */
@@ -256,6 +257,83 @@ static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_exec_m
 		return NULL;
 	i = m->row_start + s.lo - 1;
 	return bpf_map_lookup_elem(&unwind_rows, &i);
+}
+
+/* uretprobes. At a uretprobed function's entry the kernel replaces its return address on the
+ * user stack with the uretprobe trampoline (the first slot of the [uprobes] page, the xol area:
+ * prepare_uretprobe() in kernel/events/uprobes.c) and keeps the real one in a struct
+ * return_instance, pushed on current->utask->return_instances (innermost first), whose stack is
+ * the user SP at that entry: the address of the slot that now holds the trampoline. A function
+ * entered with the trampoline as its return address already (a tail call from another probed
+ * function) gets a "chained" instance of the same slot, whose orig_ret_vaddr is copied from the
+ * one below. So the instance of a slot is the first of the list whose stack is that slot's
+ * address, whatever the chaining; instances below the slot (left by a longjmp, which the kernel
+ * drops lazily) are passed over. Each search starts at the head (TP_UNWIND_URET_MAX instances at
+ * most: as many nested timed functions): a cursor kept from one frame to the next would be a
+ * value that changes between the walk's iterations, which 6.12's verifier (bpf_loop callbacks
+ * verified to convergence) followed past its limit in perf_sample.
+ *
+ * The trampoline is mm->uprobes_state.xol_area->vaddr, where the kernel's own
+ * get_trampoline_vaddr() (uprobe_get_trampoline_vaddr() since 6.12) finds it; read once a walk
+ * of the current task, in one chain of reads without a branch (a failed read gives 0: no xol
+ * area, no uprobe ever hit the process), so that the verifier follows one walk, not two. A
+ * return address is compared with it as it is read, not when it is found in no mapping: a
+ * lookup then would be a second mapping search in the frame step. Only the current task's instances are known here:
+ * walks of another task's stack pass is_current 0. struct xol_area is private to uprobes.c but in
+ * the kernel's BTF; the field checks keep the object loadable where it were not (the walk then
+ * stops at the trampoline, as before). */
+#define TP_UNWIND_URET_MAX 8 /* instances passed over at most per trampoline met */
+
+struct tp_unwind_uret_scan {
+	__u64 slot; /* the address of the return address read */
+	__u64 ri;   /* the instance to look at */
+	__u64 orig; /* the return address it keeps, 0: not found */
+};
+
+static long tp_unwind_uret_step(__u32 index, void *ctx)
+{
+	struct tp_unwind_uret_scan *u = ctx;
+	struct return_instance *ri = (struct return_instance *)u->ri;
+	__u64 stack;
+
+	if (!bpf_core_field_exists(struct return_instance, orig_ret_vaddr) || !ri)
+		return 1;
+	stack = BPF_CORE_READ(ri, stack);
+	if (stack < u->slot) {
+		u->ri = (__u64)BPF_CORE_READ(ri, next);
+		return 0;
+	}
+	if (stack == u->slot)
+		u->orig = BPF_CORE_READ(ri, orig_ret_vaddr);
+	return 1;
+}
+
+/* The address of the uretprobe trampoline of the current task's process, 0: none. */
+static __always_inline __u64 tp_unwind_uret_tramp(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	if (!bpf_core_field_exists(struct xol_area, vaddr) ||
+	    !bpf_core_field_exists(struct uprobe_task, return_instances))
+		return 0;
+	return BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
+}
+
+/* The return address that the trampoline read at slot stands for, 0: not found. */
+static __always_inline __u64 tp_unwind_uretprobe(struct tp_unwind_state *st, __u64 slot)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct tp_unwind_uret_scan u = {.slot = slot};
+
+	if (bpf_core_field_exists(struct uprobe_task, return_instances))
+		u.ri = (__u64)BPF_CORE_READ(t, utask, return_instances);
+	bpf_loop(TP_UNWIND_URET_MAX, tp_unwind_uret_step, &u, 0);
+	if (!u.orig)
+		return 0;
+	/* the frames depend on kernel memory too now: not a walk to verify by its words */
+	if (st->log)
+		st->log->full = 1;
+	return u.orig;
 }
 
 static __always_inline int tp_unwind_stop(struct tp_unwind_state *st, __u32 reason)
@@ -388,6 +466,14 @@ frame_pointer:
 next:
 	if (cfa <= st->sp)
 		return tp_unwind_stop(st, TP_UNWIND_BAD_FRAME);
+	/* the uretprobe trampoline: the return address it stands for (both steps read it at
+	 * cfa - 8); not found, the next frame stops in no mapping */
+	if (ra && ra == st->uret_tramp) {
+		__u64 orig = tp_unwind_uretprobe(st, cfa - 8);
+
+		if (orig)
+			ra = orig;
+	}
 	st->sp = cfa;
 	st->bp = bp;
 	st->pc = ra;
@@ -401,10 +487,12 @@ next:
  * procs (the process's unwind_procs entry) into out[0 .. TP_MAX_STACK_DEPTH), leaf first.
  * Returns what it did in *res: frames written, why it ended, whether frame pointers were used.
  * log: NULL, or where the words it read are recorded (emptied by the caller: tp_unwind_log_reset).
+ * is_current: the stack is the current task's: uretprobe trampolines met are replaced by the
+ * return addresses the kernel keeps for it (tp_unwind_uretprobe); 0 for another task's.
  * Needs bpf_loop (Linux 5.17). */
 static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64 pc, __u64 sp,
 					   __u64 bp, __u64 *out, struct tp_unwind_result *res,
-					   struct tp_unwind_log *log)
+					   struct tp_unwind_log *log, int is_current)
 {
 	struct tp_unwind_state st = {
 	    .pc = pc,
@@ -415,6 +503,9 @@ static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64
 	    .procs = procs,
 	    .exact_pc = 1,
 	};
+
+	if (is_current)
+		st.uret_tramp = tp_unwind_uret_tramp();
 
 	bpf_loop(TP_MAX_STACK_DEPTH + 1, tp_unwind_step, &st, 0);
 	res->nr = st.n;
