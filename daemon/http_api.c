@@ -27,6 +27,7 @@
 #include "log.h"
 #include "marks.h"
 #include "query.h"
+#include "spike_file.h"
 #include "spikes.h"
 #include "stages.h"
 #include "sysinfo.h"
@@ -499,17 +500,11 @@ static struct window **select_windows(const struct query_ctx *ctx, const struct 
 	return ws;
 }
 
-/* Whether s is a spike id as the API takes it: 1-64 characters of [A-Za-z0-9._-]. */
+/* Whether s is a spike id as the API takes it: the rule of the store's file names, 1-64
+ * characters of [A-Za-z0-9._-] and not "." or "..". */
 static bool valid_spike_id(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (!n || n >= SPIKE_ID_LEN)
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
-			return false;
-	return true;
+	return spike_file__valid_name(s, SPIKE_ID_LEN - 1);
 }
 
 /* A spike read back from the state directory: its stored profile. */

@@ -260,16 +260,21 @@ static void add_stacks(struct items *it, struct window *const *ws, size_t n, uin
 				items_add(it, e->stack, e->stack, v, spike);
 				continue;
 			}
-			/* functions: each once per stack (a recursive one is not counted twice) */
-			for (uint32_t f = 0; f < (uint32_t)e->stack->nr_kernel + e->stack->nr_user;
-			     f++) {
-				const char *name = frame_name(e->stack, f);
-				bool dup = false;
+			/* functions: each once per stack (a recursive one is not counted twice);
+			 * each frame's name looked up once */
+			{
+				uint32_t nf = (uint32_t)e->stack->nr_kernel + e->stack->nr_user;
+				const char *names[2 * TP_MAX_STACK_DEPTH];
 
-				for (uint32_t g = 0; name && g < f && !dup; g++)
-					dup = frame_name(e->stack, g) == name;
-				if (name && !dup)
-					items_add(it, name, NULL, v, spike);
+				for (uint32_t f = 0; f < nf; f++) {
+					bool dup = false;
+
+					names[f] = frame_name(e->stack, f);
+					for (uint32_t g = 0; names[f] && g < f && !dup; g++)
+						dup = names[g] == names[f];
+					if (names[f] && !dup)
+						items_add(it, names[f], NULL, v, spike);
+				}
 			}
 		}
 	}
