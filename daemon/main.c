@@ -161,21 +161,12 @@ static int usage_error(const char *fmt, ...)
 
 static int parse_size(const char *s, size_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
+	int err = tp_parse_size(s, 0, SIZE_MAX, &v);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (!err)
+		*out = v;
+	return err;
 }
 
 /* Checks and sets one setting (a flag's or the config's). Returns 0, or -1 after writing what
