@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "spike_store.h"
+#include "test_files.h"
 
 #define NR_BLOBS 6
 static const char *const blob_names[NR_BLOBS] = {
@@ -28,7 +29,7 @@ static const char *const blob_names[NR_BLOBS] = {
 
 /* The test's state: a fresh directory, removed with what it holds. */
 struct fx {
-	char dir[64];
+	char dir[64]; /* first: test_teardown_dir removes it */
 	char spikes[96];
 };
 
@@ -42,20 +43,6 @@ static int setup(void **state)
 	assert_int_equal(rmdir(f->dir), 0);
 	snprintf(f->spikes, sizeof(f->spikes), "%s/spikes", f->dir);
 	*state = f;
-	return 0;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
 	return 0;
 }
 
@@ -204,31 +191,17 @@ static void check_listing(struct spike_store *s, const int *ks, int n)
 static uint8_t *slurp(struct fx *f, const char *name, size_t *len)
 {
 	char p[256];
-	struct stat sb;
-	uint8_t *buf;
-	int fd;
 
 	path_of(f, name, p, sizeof(p));
-	fd = open(p, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &sb), 0);
-	buf = malloc(sb.st_size + 1);
-	assert_int_equal(read(fd, buf, sb.st_size), sb.st_size);
-	close(fd);
-	*len = sb.st_size;
-	return buf;
+	return test_slurp(p, len);
 }
 
 static void spew(struct fx *f, const char *name, const uint8_t *buf, size_t len)
 {
 	char p[256];
-	int fd;
 
 	path_of(f, name, p, sizeof(p));
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, buf, len), (ssize_t)len);
-	close(fd);
+	test_spew(p, buf, len);
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -1118,18 +1091,18 @@ static void test_no_evict(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_evict_by_count, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_evict_by_bytes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_newer_format, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_lying_headers, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_leftovers_and_odd_files, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_no_evict, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_round_trip, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_bad_names, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_evict_by_count, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_evict_by_bytes, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_corrupt_files, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_newer_format, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_lying_headers, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_leftovers_and_odd_files, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_open_errors, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_threads, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_fuzz, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_no_evict, setup, test_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
