@@ -46,14 +46,15 @@ int gzip__compress(const uint8_t *in, size_t len, int level, uint8_t **out, size
 }
 
 /* The first buffer: the trailer's ISIZE (the size modulo 2^32, RFC 1952) when it is within the
- * cap, else a guess; growth doubles from there. */
+ * cap and within what deflate can reach from len bytes (1032:1 at most, zlib's FAQ), else a
+ * guess; growth doubles from there. */
 static size_t first_cap(const uint8_t *in, size_t len, size_t max)
 {
 	size_t hint = len >= 4 ? (size_t)in[len - 4] | (size_t)in[len - 3] << 8 |
 				     (size_t)in[len - 2] << 16 | (size_t)in[len - 1] << 24
 			       : 0;
 
-	if (!hint || hint > max)
+	if (!hint || hint > max || hint / 1032 > len)
 		hint = len < max / 4 ? 4 * len : max;
 	return (hint < 4096 ? 4096 : hint) + 1;
 }
