@@ -45,14 +45,14 @@ struct cmp_stack {
 
 /* One window. */
 struct cmp_window {
-	int64_t start_unix_ns, end_unix_ns; /* its wall-clock span */
-	uint64_t cpu_samples;		    /* CPU samples with stacks, every process */
-	uint64_t offcpu_ns, offcpu_samples; /* captured off-CPU blocks and their time */
+	int64_t start_unix_ns, end_unix_ns;	       /* its wall-clock span */
+	uint64_t cpu_samples;			       /* CPU samples with stacks, every process */
+	uint64_t offcpu_ns, offcpu_samples;	       /* captured off-CPU time and its blocks */
 	uint64_t runq_count, runq_sum_ns, runq_max_ns; /* run-queue waits, the whole machine */
 	uint32_t nr_runq_cells;
-	struct hist_cell *runq_cells;		  /* their latencies, sorted by bucket */
+	struct hist_cell *runq_cells;		   /* their latencies, sorted by bucket */
 	uint64_t gc_count, gc_pause_ns, gc_max_ns; /* GC pauses that started in the window */
-	uint64_t drops;				  /* samples and events lost, every reason */
+	uint64_t drops;				   /* samples and events lost, every reason */
 	uint32_t nr_stages;
 	struct cmp_stage_win *stages; /* stages with requests or samples there, any order */
 	uint32_t nr_stacks;
@@ -102,10 +102,14 @@ int64_t cmp_side__intern(struct cmp_side *side, const char *s);
 /* Frees side and everything it holds. NULL allowed. */
 void cmp_side__free(struct cmp_side *side);
 
-/* Checks what a reader must be able to trust: every string index, stack index and cell bucket
- * in bounds, cells sorted and summing to their count, windows oldest first and end > start.
- * Returns true when side is consistent, else false with why (whylen bytes) naming the first
- * problem. */
+/* Checks what a reader must be able to trust: the conditions' strings NUL-terminated; every
+ * array present when its count is not 0; no NULL string; every string index (stage names,
+ * frames) and stack index in bounds; every cell bucket below TP_HIST_BUCKETS, the cells of a
+ * histogram strictly ascending by bucket and their counts summing to its count (a stage's count,
+ * a window's runq_count); windows with end > start, oldest first (no start before the previous
+ * window's). Not checked: duplicate strings or stage names, overlapping windows. NULL side
+ * allowed (not valid). Returns true when side is consistent, else false with why (whylen bytes)
+ * naming the first problem ("window 3 stage 1 cell 4: bucket 9 not after ..."). */
 bool cmp_side__valid(const struct cmp_side *side, char *why, size_t whylen);
 
 #endif

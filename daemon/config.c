@@ -22,7 +22,16 @@ struct parse {
 	int err_line;
 	char err[512];
 	/* the section being read */
-	enum { SEC_NONE, SEC_DAEMON, SEC_STAGE, SEC_APP, SEC_GC, SEC_SPIKES, SEC_BAD } kind;
+	enum {
+		SEC_NONE,
+		SEC_DAEMON,
+		SEC_STAGE,
+		SEC_APP,
+		SEC_GC,
+		SEC_SPIKES,
+		SEC_SNAPSHOTS,
+		SEC_BAD
+	} kind;
 	char section[128];
 	struct config_stage *stage;
 	struct config_app *app;
@@ -118,12 +127,15 @@ static int start_section_at(struct parse *p, const char *section)
 		p->kind = SEC_SPIKES;
 		return 1;
 	}
+	if (!strcmp(section, "snapshots")) {
+		p->kind = SEC_SNAPSHOTS;
+		return 1;
+	}
 	if (strcmp(kind, "stage") && strcmp(kind, "usdt-app"))
-		return fail(
-		    p,
-		    "unknown section [%s]; allowed: [daemon], [gc], [spikes], [stage NAME], "
-		    "[usdt-app NAME]",
-		    section);
+		return fail(p,
+			    "unknown section [%s]; allowed: [daemon], [gc], [spikes], [snapshots], "
+			    "[stage NAME], [usdt-app NAME]",
+			    section);
 	if (!config__valid_stage_name(name))
 		return fail(p,
 			    "[%s]: give a name of 1 to %d letters, digits, '_', '.' or '-' after "
@@ -187,27 +199,39 @@ static int check_usdt_name(struct parse *p, const char *key, const char *value)
 	return 1;
 }
 
+/* key = value of a section whose keys are keys[0..n) and are checked when applied: kept as
+ * written in settings[i]. Refused when unknown or given twice. */
+static int set_setting(struct parse *p, const char *const *keys,
+		       struct config_setting *const *settings, size_t n, const char *key,
+		       const char *value)
+{
+	char allowed[256] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(key, keys[i]))
+			continue;
+		if (settings[i]->value)
+			return fail(p, "%s: given twice in [%s] (first at line %d)", key,
+				    p->section, settings[i]->line);
+		settings[i]->value = xstrdup(value);
+		settings[i]->line = p->line;
+		return 1;
+	}
+	for (size_t i = 0; i < n && len < sizeof(allowed); i++)
+		len +=
+		    snprintf(allowed + len, sizeof(allowed) - len, "%s%s", i ? ", " : "", keys[i]);
+	return fail(p, "unknown key '%s' in [%s]; allowed: %s", key, p->section, allowed);
+}
+
 static int set_daemon(struct parse *p, const char *key, const char *value)
 {
 	static const char *const keys[] = {"frequency", "window", "retention", "listen",
 					   "ringbuf_size"};
-	struct config_setting *s[] = {&p->c->frequency, &p->c->window, &p->c->retention,
-				      &p->c->listen, &p->c->ringbuf_size};
+	struct config_setting *const s[] = {&p->c->frequency, &p->c->window, &p->c->retention,
+					    &p->c->listen, &p->c->ringbuf_size};
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (strcmp(key, keys[i]))
-			continue;
-		if (s[i]->value)
-			return fail(p, "%s: given twice in [daemon] (first at line %d)", key,
-				    s[i]->line);
-		s[i]->value = xstrdup(value);
-		s[i]->line = p->line;
-		return 1;
-	}
-	return fail(p,
-		    "unknown key '%s' in [daemon]; allowed: frequency, window, retention, listen, "
-		    "ringbuf_size",
-		    key);
+	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
 }
 
 static int set_gc(struct parse *p, const char *key, const char *value)
@@ -238,25 +262,20 @@ static int set_spikes(struct parse *p, const char *key, const char *value)
 	static const char *const keys[] = {"k",		"baseline_windows", "min_requests",
 					   "min_rise",	"pin_budget",	    "state_dir",
 					   "write_rate"};
-	struct config_setting *s[] = {
+	struct config_setting *const s[] = {
 	    &p->c->spikes_k,	     &p->c->spikes_baseline_windows, &p->c->spikes_min_requests,
 	    &p->c->spikes_min_rise,  &p->c->spikes_pin_budget,	     &p->c->spikes_state_dir,
 	    &p->c->spikes_write_rate};
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (strcmp(key, keys[i]))
-			continue;
-		if (s[i]->value)
-			return fail(p, "%s: given twice in [spikes] (first at line %d)", key,
-				    s[i]->line);
-		s[i]->value = xstrdup(value);
-		s[i]->line = p->line;
-		return 1;
-	}
-	return fail(p,
-		    "unknown key '%s' in [spikes]; allowed: k, baseline_windows, min_requests, "
-		    "min_rise, pin_budget, state_dir, write_rate",
-		    key);
+	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
+}
+
+static int set_snapshots(struct parse *p, const char *key, const char *value)
+{
+	static const char *const keys[] = {"max_count", "max_bytes"};
+	struct config_setting *const s[] = {&p->c->snapshots_max_count, &p->c->snapshots_max_bytes};
+
+	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
 }
 
 static int handler(void *user, const char *section, const char *key, const char *value)
@@ -279,6 +298,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return set_gc(p, key, value);
 	case SEC_SPIKES:
 		return set_spikes(p, key, value);
+	case SEC_SNAPSHOTS:
+		return set_snapshots(p, key, value);
 	case SEC_APP:
 		if (!strcmp(key, "binary"))
 			return set_string(p, &p->app->binary, key, value);
@@ -408,6 +429,8 @@ void config__free(struct config *c)
 	free(c->spikes_pin_budget.value);
 	free(c->spikes_state_dir.value);
 	free(c->spikes_write_rate.value);
+	free(c->snapshots_max_count.value);
+	free(c->snapshots_max_bytes.value);
 	free(c->path);
 	free(c);
 }

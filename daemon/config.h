@@ -2,8 +2,9 @@
 /* The configuration file (INI, parsed with inih): [daemon] settings that flags override,
  * [stage NAME] sections (a function's entry and return, or a USDT begin/end pair),
  * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h), a [gc]
- * section (enabled = auto|off; jvm, python, go = on|off) and a [spikes] section (spike detection
- * and keeping: k, baseline_windows, min_requests, min_rise, pin_budget, state_dir, write_rate).
+ * section (enabled = auto|off; jvm, python, go = on|off), a [spikes] section (spike detection
+ * and keeping: k, baseline_windows, min_requests, min_rise, pin_budget, state_dir, write_rate)
+ * and a [snapshots] section (the bounds of saved comparison sides: max_count, max_bytes).
  *
  * Only syntax and values are checked here; whether binaries and symbols exist is the probes'
  * business, per stage, at attach time. */
@@ -55,6 +56,8 @@ struct config {
 	/* [spikes]: as written, checked by spikes_opts__set when applied (flags win) */
 	struct config_setting spikes_k, spikes_baseline_windows, spikes_min_requests,
 	    spikes_min_rise, spikes_pin_budget, spikes_state_dir, spikes_write_rate;
+	/* [snapshots]: as written, checked by snapshots_opts__set when applied (flags win) */
+	struct config_setting snapshots_max_count, snapshots_max_bytes;
 };
 
 /* Reads and checks the file at path. Returns a config to free with config__free, or NULL with

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "probes.h"
 #include "query.h"
+#include "snapshots.h"
 #include "spike_store.h"
 #include "spikes.h"
 #include "stages.h"
@@ -56,13 +57,14 @@ struct options {
 	unsigned set;	    /* opt_bit() of each option given as a flag: flags win */
 	bool retention_set;
 	struct gc_opts gc;
-	bool gc_set;		       /* --gc given: the config's [gc] enabled does not apply */
-	bool unwind_tables;	       /* --unwind=dwarf */
-	size_t unwind_memory_bytes;    /* --unwind-memory */
-	uint32_t unwind_max_processes; /* --unwind-max-processes */
-	bool check;		       /* --check */
-	struct spikes_opts spikes;     /* [spikes], --spike-*, --pin-budget, --state-dir */
-	uint32_t spikes_set;	       /* bit per spikes_flags entry given as a flag */
+	bool gc_set;			 /* --gc given: the config's [gc] enabled does not apply */
+	bool unwind_tables;		 /* --unwind=dwarf */
+	size_t unwind_memory_bytes;	 /* --unwind-memory */
+	uint32_t unwind_max_processes;	 /* --unwind-max-processes */
+	bool check;			 /* --check */
+	struct spikes_opts spikes;	 /* [spikes], --spike-*, --pin-budget, --state-dir */
+	struct snapshots_opts snapshots; /* [snapshots], --snapshot-* */
+	uint32_t section_set;		 /* bit per section_flags entry given as a flag */
 };
 
 enum {
@@ -79,19 +81,33 @@ enum {
 	OPT_SPIKE_MIN_REQUESTS,
 	OPT_PIN_BUDGET,
 	OPT_STATE_DIR,
+	OPT_SNAPSHOT_MAX_COUNT,
+	OPT_SNAPSHOT_MAX_BYTES,
 };
 
-/* The spike flags and their [spikes] keys. */
+/* Flags of [spikes] and [snapshots] keys: each flag and its key go through one parser. */
 static const struct {
 	int opt;
-	const char *flag, *key;
-} spikes_flags[] = {
-    {OPT_SPIKE_K, "--spike-k", "k"},
-    {OPT_SPIKE_BASELINE, "--spike-baseline-windows", "baseline_windows"},
-    {OPT_SPIKE_MIN_REQUESTS, "--spike-min-requests", "min_requests"},
-    {OPT_PIN_BUDGET, "--pin-budget", "pin_budget"},
-    {OPT_STATE_DIR, "--state-dir", "state_dir"},
+	const char *flag, *section, *key;
+} section_flags[] = {
+    {OPT_SPIKE_K, "--spike-k", "spikes", "k"},
+    {OPT_SPIKE_BASELINE, "--spike-baseline-windows", "spikes", "baseline_windows"},
+    {OPT_SPIKE_MIN_REQUESTS, "--spike-min-requests", "spikes", "min_requests"},
+    {OPT_PIN_BUDGET, "--pin-budget", "spikes", "pin_budget"},
+    {OPT_STATE_DIR, "--state-dir", "spikes", "state_dir"},
+    {OPT_SNAPSHOT_MAX_COUNT, "--snapshot-max-count", "snapshots", "max_count"},
+    {OPT_SNAPSHOT_MAX_BYTES, "--snapshot-max-bytes", "snapshots", "max_bytes"},
 };
+
+/* Sets key of [section] (spikes, snapshots) from a flag's or the config's value. Returns 0, or
+ * non-zero with msg saying what is allowed. */
+static int set_section_key(struct options *o, const char *section, const char *key,
+			   const char *value, char *msg, size_t len)
+{
+	if (!strcmp(section, "snapshots"))
+		return snapshots_opts__set(&o->snapshots, key, value, msg, len);
+	return spikes_opts__set(&o->spikes, key, value, msg, len);
+}
 
 static void usage(FILE *f)
 {
@@ -138,7 +154,11 @@ static void usage(FILE *f)
 	    "                          judged (default 20)\n"
 	    "      --pin-budget N      windows that spikes keep past the ring (default 64)\n"
 	    "      --state-dir DIR     write each closed spike (JSON and profiles) there, read\n"
-	    "                          them back at start-up (default: none)\n"
+	    "                          them back at start-up; snapshots live there too\n"
+	    "                          (default: none)\n"
+	    "      --snapshot-max-count N  snapshots kept at most, 1-10000 (default 32)\n"
+	    "      --snapshot-max-bytes SIZE  their files together at most, 1M-1024G; K/M/G\n"
+	    "                          suffix allowed (default 256M)\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -161,21 +181,12 @@ static int usage_error(const char *fmt, ...)
 
 static int parse_size(const char *s, size_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
+	int err = tp_parse_size(s, 0, SIZE_MAX, &v);
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (!err)
+		*out = v;
+	return err;
 }
 
 /* Checks and sets one setting (a flag's or the config's). Returns 0, or -1 after writing what
@@ -268,6 +279,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"spike-min-requests", required_argument, NULL, OPT_SPIKE_MIN_REQUESTS},
 	    {"pin-budget", required_argument, NULL, OPT_PIN_BUDGET},
 	    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	    {"snapshot-max-count", required_argument, NULL, OPT_SNAPSHOT_MAX_COUNT},
+	    {"snapshot-max-bytes", required_argument, NULL, OPT_SNAPSHOT_MAX_BYTES},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -367,14 +380,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_SPIKE_MIN_REQUESTS:
 		case OPT_PIN_BUDGET:
 		case OPT_STATE_DIR:
-			for (size_t i = 0; i < sizeof(spikes_flags) / sizeof(spikes_flags[0]);
+		case OPT_SNAPSHOT_MAX_COUNT:
+		case OPT_SNAPSHOT_MAX_BYTES:
+			for (size_t i = 0; i < sizeof(section_flags) / sizeof(section_flags[0]);
 			     i++) {
-				if (spikes_flags[i].opt != c)
+				if (section_flags[i].opt != c)
 					continue;
-				if (spikes_opts__set(&o->spikes, spikes_flags[i].key, optarg, msg,
-						     sizeof(msg)))
-					return usage_error("%s %s", spikes_flags[i].flag, msg);
-				o->spikes_set |= 1u << i;
+				if (set_section_key(o, section_flags[i].section,
+						    section_flags[i].key, optarg, msg, sizeof(msg)))
+					return usage_error("%s %s", section_flags[i].flag, msg);
+				o->section_set |= 1u << i;
 			}
 			break;
 		case 'v':
@@ -438,30 +453,37 @@ static int apply_config_settings(struct options *o, const struct config *cfg)
 			return usage_error("%s:%d: %s %s", cfg->path, keys[i].s->line, keys[i].key,
 					   msg);
 	}
-	/* [spikes]: a flag wins */
+	/* [spikes] and [snapshots]: a flag wins */
 	{
-		const struct config_setting *sp[] = {&cfg->spikes_k,
-						     &cfg->spikes_baseline_windows,
-						     &cfg->spikes_min_requests,
-						     &cfg->spikes_min_rise,
-						     &cfg->spikes_pin_budget,
-						     &cfg->spikes_state_dir,
-						     &cfg->spikes_write_rate};
-		static const char *const keys[] = {"k",		"baseline_windows", "min_requests",
-						   "min_rise",	"pin_budget",	    "state_dir",
-						   "write_rate"};
+		const struct {
+			const char *section, *key;
+			const struct config_setting *s;
+		} sk[] = {
+		    {"spikes", "k", &cfg->spikes_k},
+		    {"spikes", "baseline_windows", &cfg->spikes_baseline_windows},
+		    {"spikes", "min_requests", &cfg->spikes_min_requests},
+		    {"spikes", "min_rise", &cfg->spikes_min_rise},
+		    {"spikes", "pin_budget", &cfg->spikes_pin_budget},
+		    {"spikes", "state_dir", &cfg->spikes_state_dir},
+		    {"spikes", "write_rate", &cfg->spikes_write_rate},
+		    {"snapshots", "max_count", &cfg->snapshots_max_count},
+		    {"snapshots", "max_bytes", &cfg->snapshots_max_bytes},
+		};
 
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		for (size_t i = 0; i < sizeof(sk) / sizeof(sk[0]); i++) {
 			bool flag = false;
 
-			for (size_t f = 0; f < sizeof(spikes_flags) / sizeof(spikes_flags[0]); f++)
-				flag |= !strcmp(spikes_flags[f].key, keys[i]) &&
-					(o->spikes_set & (1u << f));
-			if (!sp[i]->value || flag)
+			for (size_t f = 0; f < sizeof(section_flags) / sizeof(section_flags[0]);
+			     f++)
+				flag |= !strcmp(section_flags[f].section, sk[i].section) &&
+					!strcmp(section_flags[f].key, sk[i].key) &&
+					(o->section_set & (1u << f));
+			if (!sk[i].s->value || flag)
 				continue;
-			if (spikes_opts__set(&o->spikes, keys[i], sp[i]->value, msg, sizeof(msg)))
-				return usage_error("%s:%d: [spikes] %s %s", cfg->path, sp[i]->line,
-						   keys[i], msg);
+			if (set_section_key(o, sk[i].section, sk[i].key, sk[i].s->value, msg,
+					    sizeof(msg)))
+				return usage_error("%s:%d: [%s] %s %s", cfg->path, sk[i].s->line,
+						   sk[i].section, sk[i].key, msg);
 		}
 	}
 	/* [gc]: values were checked when the file was read */
@@ -723,6 +745,7 @@ int main(int argc, char **argv)
 	struct stages *stages = NULL;
 	struct spikes *spikes = NULL;
 	struct spike_store *store = NULL;
+	struct snapshots *snapshots = NULL;
 	struct config *cfg = NULL;
 	struct options o;
 	struct query_ctx qctx;
@@ -845,6 +868,11 @@ int main(int argc, char **argv)
 			pr_err("--state-dir: %s", err);
 			goto out;
 		}
+		snapshots = snapshots__open(o.spikes.state_dir, &o.snapshots, err, sizeof(err));
+		if (!snapshots) {
+			pr_err("--state-dir: %s", err);
+			goto out;
+		}
 	}
 	coll = collector__new(&(struct collector_opts){
 	    .loader = loader,
@@ -876,6 +904,7 @@ int main(int argc, char **argv)
 	    .gc = gc,
 	    .gc_probes = gc_probes,
 	    .features = features,
+	    .snapshots = snapshots,
 	};
 	if (store && spikes__attach_store(spikes, store, &qctx)) {
 		pr_err("--state-dir: out of memory reading the stored spikes");
@@ -918,6 +947,7 @@ out:
 	/* pins are released into the ring, so before it goes */
 	spikes__free(spikes, coll ? collector__ring(coll) : NULL);
 	spike_store__free(store);
+	snapshots__free(snapshots);
 	collector__free(coll);
 	stages__free(stages);
 	unwinder__free(unwinder);

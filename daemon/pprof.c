@@ -2,11 +2,11 @@
 /* The pure pprof encoder: interns samples' strings, mappings, functions and locations, then packs
  * profile.proto with protobuf-c and gzips it with zlib. */
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "gzip.h"
 #include "hashmap.h"
 #include "pprof.h"
 #include "profile.pb-c.h"
@@ -403,43 +403,6 @@ int64_t pprof_builder__total(const struct pprof_builder *b)
 	return b->total;
 }
 
-/* Compresses in one deflate call into a buffer of deflateBound() bytes. Format: RFC 1952 gzip
- * (windowBits 15 + 16). */
-static int gzip(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
-{
-	z_stream zs = {0};
-	uint8_t *buf;
-	uLong bound;
-	int ret;
-
-	if (len > UINT_MAX)
-		return -ENOMEM; /* one deflate call takes at most UINT_MAX bytes */
-	ret = deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-	if (ret == Z_MEM_ERROR)
-		return -ENOMEM;
-	if (ret != Z_OK)
-		return -EIO;
-	bound = deflateBound(&zs, len);
-	buf = bound <= UINT_MAX ? malloc(bound) : NULL;
-	if (!buf) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = len;
-	zs.next_out = buf;
-	zs.avail_out = bound;
-	ret = deflate(&zs, Z_FINISH);
-	deflateEnd(&zs);
-	if (ret != Z_STREAM_END) {
-		free(buf);
-		return -EIO;
-	}
-	*out = buf;
-	*out_len = zs.total_out;
-	return 0;
-}
-
 /* Every protobuf-c message the profile points to, each kind in one allocation. */
 struct pprof_msgs {
 	Perftools__Profiles__ValueType *vts, **vt_ptrs;
@@ -620,7 +583,7 @@ int pprof_builder__finish(struct pprof_builder *b, uint8_t **out, size_t *len)
 		err = -EIO;
 		goto out;
 	}
-	err = gzip(packed, size, out, len);
+	err = gzip__compress(packed, size, Z_BEST_SPEED, out, len);
 out:
 	free(packed);
 	pprof_msgs__free(&m);

@@ -16,6 +16,7 @@ struct features;
 struct gc;
 struct gc_probes;
 struct loader;
+struct snapshots;
 struct spikes;
 struct stages;
 
@@ -66,6 +67,7 @@ struct query_ctx {
 	struct gc *gc;			 /* GC tracking; NULL: --gc=off */
 	struct gc_probes *gc_probes;	 /* with gc */
 	const struct features *features; /* what runs, for the status and /metrics; may be NULL */
+	struct snapshots *snapshots;	 /* NULL: no state directory */
 };
 
 /* Selects the windows of range, oldest first, into out[0..max). now_mono_ns bounds last=;

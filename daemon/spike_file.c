@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The file of one stored spike, format version 1: built for a write, read back checked. */
+/* The file of one stored entry (a spike, a snapshot), format version 1: built for a write, read
+ * back checked. */
 #include "spike_file.h"
 
 #include <errno.h>
@@ -154,7 +155,7 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 	if (err)
 		return err;
 	if (memcmp(buf, MAGIC, MAGIC_LEN))
-		BAD("bad magic: not a spike file");
+		BAD("bad magic: not a file of this store");
 	if (get_le32(buf + 12) != crc(0, buf, 12))
 		BAD("checksum mismatch in its prelude");
 	h->version = get_le32(buf + 8);
@@ -183,7 +184,7 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 		BAD("checksum mismatch in its header");
 	h->start_unix_ns = (int64_t)get_le64(buf + 24);
 	if (!padded_name(buf + 32, SPIKE_STORE_ID_MAX, name, sizeof(name)) || strcmp(name, id))
-		BAD("its header names another spike");
+		BAD("its header names another entry");
 
 	off = HEADER_LEN + table_len;
 	for (uint32_t i = 0; i < h->nr_sections; i++) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The file of one stored spike, format version 1: its header and section table built for a
- * write, and read back checked, trusting no length it holds. docs/spike-store.md draws the
- * layout; spike_store.c is its only user (directory, atomic writes, index). Pure: no state,
- * reads through pread on a descriptor the caller opened. */
+/* The file of one stored entry (a spike, a snapshot), format version 1: its header and section
+ * table built for a write, and read back checked, trusting no length it holds.
+ * docs/spike-store.md draws the layout; spike_store.c is its only user (directory, atomic writes,
+ * index). Pure: no state, reads through pread on a descriptor the caller opened. */
 #ifndef TAILPROF_SPIKE_FILE_H
 #define TAILPROF_SPIKE_FILE_H
 
@@ -43,7 +43,7 @@ int spike_file__build_head(uint8_t *buf, const char *id, int64_t start_unix_ns, 
 			   const struct spike_blob *blobs, size_t n, uint64_t *size);
 
 /* Reads and checks the header and table of the file fd, of size bytes (its fstat), which must
- * hold the spike id: magic, checksums, the id, names, lengths within their caps, sections back to
+ * hold the entry id: magic, checksums, the id, names, lengths within their caps, sections back to
  * back ending exactly at size. Returns 0, -EPROTONOSUPPORT (a newer version, in h->version),
  * -EBADMSG (corrupt or cut short; why, whylen bytes, says how, for a message), or the -errno of
  * a read. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The on-disk store of closed spikes: one file a spike, written atomically, scanned at open and
- * read back without trusting a length it holds. The format is in docs/spike-store.md. */
+/* The on-disk store of named entries (closed spikes, snapshots): one file an entry, written
+ * atomically, scanned at open and read back without trusting a length it holds. The format is in
+ * docs/spike-store.md. */
 #include "spike_store.h"
 
 #include <dirent.h>
@@ -19,13 +20,12 @@
 #include "log.h"
 #include "spike_file.h"
 
-#define FILE_SUFFIX ".spike"
-#define TMP_SUFFIX  ".tmp"
-/* ID.spike.SEQ.tmp */
-#define FILE_NAME_LEN (SPIKE_STORE_ID_MAX + sizeof(FILE_SUFFIX) + 24 + sizeof(TMP_SUFFIX))
+#define TMP_SUFFIX ".tmp"
+/* ID.SUFFIX.SEQ.tmp */
+#define FILE_NAME_LEN (SPIKE_STORE_ID_MAX + SPIKE_STORE_SUFFIX_MAX + 24 + sizeof(TMP_SUFFIX))
 
 enum entry_state {
-	ENTRY_SPIKE,   /* readable: listed, counted against both bounds */
+	ENTRY_SPIKE,   /* readable (a spike, a snapshot): listed, counted against both bounds */
 	ENTRY_CORRUPT, /* reported; counted against max_bytes, evicted first */
 	ENTRY_UNKNOWN, /* a newer format: kept, counted in unknown_format only */
 };
@@ -40,10 +40,13 @@ struct entry {
 
 struct spike_store {
 	pthread_mutex_t lock; /* guards entries, nr, cap and st; the rest is set at open */
-	int dirfd;	      /* DIR/spikes, flock'd */
-	char *path;	      /* DIR/spikes, for messages */
+	int dirfd;	      /* DIR/SUBDIR, flock'd */
+	char *path;	      /* DIR/SUBDIR, for messages */
+	char suffix[SPIKE_STORE_SUFFIX_MAX + 1];
+	char what[32]; /* the noun of messages: "spike", "snapshot" */
 	uint64_t max_bytes;
 	uint32_t max_spikes;
+	bool no_evict;
 	uint64_t seq;	       /* of temp files; atomic */
 	struct entry *entries; /* sorted by (start_unix_ns, id) */
 	size_t nr, cap;
@@ -55,9 +58,9 @@ static bool valid_id(const char *id)
 	return spike_file__valid_name(id, SPIKE_STORE_ID_MAX);
 }
 
-static void file_name(char *buf, const char *id)
+static void file_name(const struct spike_store *s, char *buf, const char *id)
 {
-	snprintf(buf, FILE_NAME_LEN, "%s" FILE_SUFFIX, id);
+	snprintf(buf, FILE_NAME_LEN, "%s%s", id, s->suffix);
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -67,28 +70,25 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n > m && !strcmp(s + n - m, suffix);
 }
 
-/* Whether name is a temp file of ours: ID.spike.SEQ.tmp (SEQ decimal); other files are left
- * alone. */
-static bool is_our_tmp(const char *name)
+/* Whether name is a temp file of ours: ID.SUFFIX.SEQ.tmp (SEQ decimal); other files are left
+ * alone. Read from the end, since an id may hold the suffix too. */
+static bool is_our_tmp(const struct spike_store *s, const char *name)
 {
-	const char *spike = strstr(name, FILE_SUFFIX ".");
+	size_t n = strlen(name), m = strlen(s->suffix), digits = 0;
 	char id[SPIKE_STORE_ID_MAX + 1];
-	size_t idlen;
-	const char *p;
 
-	if (!spike || !has_suffix(name, TMP_SUFFIX))
+	if (!has_suffix(name, TMP_SUFFIX))
 		return false;
-	idlen = (size_t)(spike - name);
-	if (!idlen || idlen > SPIKE_STORE_ID_MAX)
+	n -= strlen(TMP_SUFFIX);
+	while (digits < n && name[n - digits - 1] >= '0' && name[n - digits - 1] <= '9')
+		digits++;
+	if (!digits || digits == n || name[n - digits - 1] != '.')
 		return false;
-	memcpy(id, name, idlen);
-	id[idlen] = 0;
-	p = spike + strlen(FILE_SUFFIX) + 1;
-	if (p == name + strlen(name) - strlen(TMP_SUFFIX))
-		return false; /* no SEQ */
-	for (; p < name + strlen(name) - strlen(TMP_SUFFIX); p++)
-		if (*p < '0' || *p > '9')
-			return false;
+	n -= digits + 1;
+	if (n <= m || strncmp(name + n - m, s->suffix, m) || n - m > SPIKE_STORE_ID_MAX)
+		return false;
+	memcpy(id, name, n - m);
+	id[n - m] = '\0';
 	return valid_id(id);
 }
 
@@ -172,7 +172,8 @@ static bool over_bounds(const struct spike_store *s)
 }
 
 /* Removes the oldest files beyond the bounds, corrupt ones first (they sort first), never a file
- * of a newer format nor the spike keep. Returns how many files went. */
+ * of a newer format, nor the entry keep, nor with no_evict a readable entry. Returns how many
+ * files went. */
 static unsigned int evict(struct spike_store *s, const char *keep)
 {
 	char name[FILE_NAME_LEN];
@@ -184,15 +185,16 @@ static unsigned int evict(struct spike_store *s, const char *keep)
 		bool bytes_over = s->st.bytes > s->max_bytes;
 
 		if (e->state == ENTRY_UNKNOWN || (keep && !strcmp(e->id, keep)) ||
-		    (!bytes_over && e->state != ENTRY_SPIKE)) {
+		    (!bytes_over && e->state != ENTRY_SPIKE) ||
+		    (s->no_evict && e->state == ENTRY_SPIKE)) {
 			i++;
 			continue;
 		}
-		file_name(name, e->id);
+		file_name(s, name, e->id);
 		/* dropped from the index even when unlink fails, so that the loop ends */
 		if (unlinkat(s->dirfd, name, 0) && errno != ENOENT)
-			pr_warn("failed to remove %s/%s to keep the spike store in its bounds: %s",
-				s->path, name, strerror(errno));
+			pr_warn("failed to remove %s/%s to keep the %s store in its bounds: %s",
+				s->path, name, s->what, strerror(errno));
 		drop(s, e);
 		s->st.evicted++;
 		nr++;
@@ -202,7 +204,7 @@ static unsigned int evict(struct spike_store *s, const char *keep)
 
 /* -- reading a file -- */
 
-/* Opens DIR/spikes/ID.spike for reading: never through a symlink, never blocking on a FIFO.
+/* Opens DIR/SUBDIR/ID.SUFFIX for reading: never through a symlink, never blocking on a FIFO.
  * Returns the fd, -ENOENT, -EBADMSG (not a regular file: why says so) or -errno. */
 static int open_spike(struct spike_store *s, const char *id, struct stat *sb, char *why,
 		      size_t whylen)
@@ -210,7 +212,7 @@ static int open_spike(struct spike_store *s, const char *id, struct stat *sb, ch
 	char name[FILE_NAME_LEN];
 	int fd;
 
-	file_name(name, id);
+	file_name(s, name, id);
 	fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ELOOP) {
 		snprintf(why, whylen, "a symlink, not followed");
@@ -232,7 +234,7 @@ static int open_spike(struct spike_store *s, const char *id, struct stat *sb, ch
 	return fd;
 }
 
-/* Reads the head and the JSON of the spike id. Returns 0 with *json (malloc'd), -ENOENT,
+/* Reads the head and the JSON of the entry id. Returns 0 with *json (malloc'd), -ENOENT,
  * -EPROTONOSUPPORT (h->version), -EBADMSG (why), -ENOMEM or another -errno; *size is the file's
  * size when it could be opened. */
 static int read_spike(struct spike_store *s, const char *id, struct spike_file_head *h, char **json,
@@ -271,12 +273,13 @@ static void warn_bad(struct spike_store *s, struct entry *e, const char *why)
 {
 	if (e->reported)
 		return;
-	pr_warn("spike store: %s/%s" FILE_SUFFIX " is corrupt (%s): skipped", s->path, e->id, why);
+	pr_warn("%s store: %s/%s%s is corrupt (%s): skipped", s->what, s->path, e->id, s->suffix,
+		why);
 	s->st.corrupt++;
 	e->reported = true;
 }
 
-/* Reports a problem with the file of id once, and counts it. With unlist, a listed spike becomes
+/* Reports a problem with the file of id once, and counts it. With unlist, a listed entry becomes
  * a corrupt file (first to be evicted). Takes the lock. */
 static void report_bad(struct spike_store *s, const char *id, const char *why, bool unlist)
 {
@@ -310,7 +313,7 @@ static void forget(struct spike_store *s, const char *id)
 
 /* -- open: the scan -- */
 
-/* Indexes DIR/spikes/NAME (a .spike file of a valid id). Returns 0 or -ENOMEM. */
+/* Indexes DIR/SUBDIR/ID.SUFFIX (of a valid id). Returns 0 or -ENOMEM. */
 static int scan_spike(struct spike_store *s, const char *id, const struct stat *lsb)
 {
 	struct entry e = {.start_unix_ns = INT64_MIN, .bytes = lsb->st_size};
@@ -327,9 +330,9 @@ static int scan_spike(struct spike_store *s, const char *id, const struct stat *
 	if (err == -ENOMEM)
 		return err;
 	if (err == -EPROTONOSUPPORT) {
-		pr_warn("spike store: kept %s/%s" FILE_SUFFIX ": format version %" PRIu32
+		pr_warn("%s store: kept %s/%s%s: format version %" PRIu32
 			", newer than this tailprofd reads (%d); a newer tailprofd reads it",
-			s->path, id, h.version, SPIKE_STORE_FORMAT_VERSION);
+			s->what, s->path, id, s->suffix, h.version, SPIKE_STORE_FORMAT_VERSION);
 		e.state = ENTRY_UNKNOWN;
 	} else if (err) {
 		why_errno(why, sizeof(why), err);
@@ -346,7 +349,7 @@ static int scan_spike(struct spike_store *s, const char *id, const struct stat *
 	return 0;
 }
 
-/* Removes temp files a crash left and indexes the spike files. Returns 0 or -errno. */
+/* Removes temp files a crash left and indexes the entry files. Returns 0 or -errno. */
 static int scan(struct spike_store *s)
 {
 	unsigned int nr_tmp = 0;
@@ -372,23 +375,24 @@ static int scan(struct spike_store *s)
 			continue;
 		if (fstatat(s->dirfd, d->d_name, &lsb, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
-		if (is_our_tmp(d->d_name) && !S_ISDIR(lsb.st_mode)) {
+		if (is_our_tmp(s, d->d_name) && !S_ISDIR(lsb.st_mode)) {
 			/* ours alone: the directory is locked */
 			if (!unlinkat(s->dirfd, d->d_name, 0))
 				nr_tmp++;
 			continue;
 		}
-		if (!has_suffix(d->d_name, FILE_SUFFIX) ||
-		    n - strlen(FILE_SUFFIX) > SPIKE_STORE_ID_MAX ||
+		if (!has_suffix(d->d_name, s->suffix) ||
+		    n - strlen(s->suffix) > SPIKE_STORE_ID_MAX ||
 		    (!S_ISREG(lsb.st_mode) && !S_ISLNK(lsb.st_mode))) {
-			pr_debug("spike store: ignored %s/%s: not a spike file", s->path,
-				 d->d_name);
+			pr_debug("%s store: ignored %s/%s: not a %s file", s->what, s->path,
+				 d->d_name, s->what);
 			continue;
 		}
-		memcpy(id, d->d_name, n - strlen(FILE_SUFFIX));
-		id[n - strlen(FILE_SUFFIX)] = '\0';
+		memcpy(id, d->d_name, n - strlen(s->suffix));
+		id[n - strlen(s->suffix)] = '\0';
 		if (!valid_id(id)) {
-			pr_debug("spike store: ignored %s/%s: not a spike id", s->path, d->d_name);
+			pr_debug("%s store: ignored %s/%s: not a %s id", s->what, s->path,
+				 d->d_name, s->what);
 			continue;
 		}
 		err = scan_spike(s, id, &lsb);
@@ -397,7 +401,7 @@ static int scan(struct spike_store *s)
 		err = -errno;
 	closedir(dir);
 	if (nr_tmp)
-		pr_info("spike store: removed %u temp files an interrupted write left in %s",
+		pr_info("%s store: removed %u temp files an interrupted write left in %s", s->what,
 			nr_tmp, s->path);
 	if (s->nr)
 		qsort(s->entries, s->nr, sizeof(*s->entries), entry_cmp);
@@ -410,13 +414,33 @@ static void sync_dir(struct spike_store *s, const char *what)
 		pr_warn("failed to fsync %s after %s: %s", s->path, what, strerror(errno));
 }
 
+/* Whether suffix is '.' and 1 to SPIKE_STORE_SUFFIX_MAX - 1 of [A-Za-z0-9_-], and not TMP_SUFFIX
+ * (a dot inside would make file names ambiguous). */
+static bool valid_suffix(const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	if (n < 2 || n > SPIKE_STORE_SUFFIX_MAX || suffix[0] != '.' || strchr(suffix + 1, '.') ||
+	    !strcmp(suffix, TMP_SUFFIX))
+		return false;
+	return spike_file__valid_name(suffix + 1, SPIKE_STORE_SUFFIX_MAX);
+}
+
 struct spike_store *spike_store__open(const struct spike_store_opts *o, char *err, size_t errlen)
 {
+	const char *subdir = o && o->subdir ? o->subdir : "spikes";
+	const char *suffix = o && o->suffix ? o->suffix : ".spike";
 	struct spike_store *s;
 	int dfd = -1, e;
 
 	if (!o || !o->dir || !o->dir[0]) {
 		snprintf(err, errlen, "no state directory given");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!spike_file__valid_name(subdir, SPIKE_STORE_ID_MAX) || !valid_suffix(suffix)) {
+		snprintf(err, errlen, "bad store directory '%s' or file suffix '%s'", subdir,
+			 suffix);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -426,8 +450,11 @@ struct spike_store *spike_store__open(const struct spike_store_opts *o, char *er
 	s->dirfd = -1;
 	s->max_bytes = o->max_bytes ? o->max_bytes : SPIKE_STORE_DEFAULT_BYTES;
 	s->max_spikes = o->max_spikes ? o->max_spikes : SPIKE_STORE_DEFAULT_SPIKES;
+	s->no_evict = o->no_evict;
+	snprintf(s->suffix, sizeof(s->suffix), "%s", suffix);
+	snprintf(s->what, sizeof(s->what), "%s", o->what ? o->what : "spike");
 	pthread_mutex_init(&s->lock, NULL);
-	if (asprintf(&s->path, "%s/spikes", o->dir) < 0)
+	if (asprintf(&s->path, "%s/%s", o->dir, subdir) < 0)
 		abort();
 
 	if (mkdir(o->dir, 0700) && errno != EEXIST) {
@@ -452,7 +479,7 @@ struct spike_store *spike_store__open(const struct spike_store_opts *o, char *er
 				 o->dir, strerror(e));
 		goto fail;
 	}
-	if (mkdirat(dfd, "spikes", 0700) && errno != EEXIST) {
+	if (mkdirat(dfd, subdir, 0700) && errno != EEXIST) {
 		e = errno;
 		snprintf(err, errlen,
 			 "cannot create %s: %s; make %s writable by tailprofd or give "
@@ -460,13 +487,13 @@ struct spike_store *spike_store__open(const struct spike_store_opts *o, char *er
 			 s->path, strerror(e), o->dir);
 		goto fail;
 	}
-	s->dirfd = openat(dfd, "spikes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	s->dirfd = openat(dfd, subdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s->dirfd < 0) {
 		struct stat lsb;
 
 		e = errno;
 		if ((e == ELOOP || e == ENOTDIR) &&
-		    !fstatat(dfd, "spikes", &lsb, AT_SYMLINK_NOFOLLOW) && S_ISLNK(lsb.st_mode)) {
+		    !fstatat(dfd, subdir, &lsb, AT_SYMLINK_NOFOLLOW) && S_ISLNK(lsb.st_mode)) {
 			e = ELOOP;
 			snprintf(err, errlen,
 				 "%s is a symlink; make it a directory (tailprofd follows no link "
@@ -508,7 +535,7 @@ struct spike_store *spike_store__open(const struct spike_store_opts *o, char *er
 		goto fail;
 	}
 	if (evict(s, NULL))
-		sync_dir(s, "evicting spikes");
+		sync_dir(s, "evicting files beyond the bounds");
 	return s;
 fail:
 	if (dfd >= 0)
@@ -570,6 +597,22 @@ static int write_tmp(struct spike_store *s, const char *tmp, const uint8_t *head
 	return err;
 }
 
+/* no_evict: whether e fits with old (the entry of its id, NULL allowed) replaced and every corrupt
+ * file gone, the readable entries all kept. Returns 0, -EMLINK (past max_spikes) or -EFBIG (past
+ * max_bytes). The caller holds the lock. */
+static int room_for(const struct spike_store *s, const struct entry *e, const struct entry *old)
+{
+	bool replaces = old && old->state == ENTRY_SPIKE;
+	uint64_t bytes = s->st.bytes + e->bytes;
+
+	for (size_t i = 0; i < s->nr; i++)
+		if (s->entries[i].state == ENTRY_CORRUPT || (replaces && &s->entries[i] == old))
+			bytes -= s->entries[i].bytes;
+	if (s->st.spikes + 1 - replaces > s->max_spikes)
+		return -EMLINK;
+	return bytes > s->max_bytes ? -EFBIG : 0;
+}
+
 int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_ns,
 		      const char *json, const struct spike_blob *blobs, size_t n)
 {
@@ -584,19 +627,30 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 	if (head_len < 0)
 		return head_len;
 	snprintf(e.id, sizeof(e.id), "%s", id);
-	file_name(name, id);
+	file_name(s, name, id);
 	if (e.bytes > s->max_bytes) {
-		pr_warn("spike store: spike %s not written: %" PRIu64
-			" bytes, more than the store's bound of %" PRIu64,
-			id, e.bytes, s->max_bytes);
+		if (!s->no_evict) /* a refusal of a no_evict store is the caller's to tell */
+			pr_warn("%s store: %s %s not written: %" PRIu64
+				" bytes, more than the store's bound of %" PRIu64,
+				s->what, s->what, id, e.bytes, s->max_bytes);
 		err = -EFBIG;
 		goto count;
 	}
+	if (s->no_evict) {
+		/* before the write, so that a refused save costs nothing; again at the rename,
+		 * since another save may have taken the room meanwhile */
+		pthread_mutex_lock(&s->lock);
+		err = room_for(s, &e, find(s, id));
+		pthread_mutex_unlock(&s->lock);
+		if (err)
+			goto count;
+	}
 	seq = __atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED);
-	snprintf(tmp, sizeof(tmp), "%s" FILE_SUFFIX ".%" PRIu64 TMP_SUFFIX, id, seq);
+	snprintf(tmp, sizeof(tmp), "%s%s.%" PRIu64 TMP_SUFFIX, id, s->suffix, seq);
 	err = write_tmp(s, tmp, head, head_len, json, blobs, n);
 	if (err) {
-		pr_warn("failed to write spike %s to %s/%s: %s", id, s->path, tmp, strerror(-err));
+		pr_warn("failed to write %s %s to %s/%s: %s", s->what, id, s->path, tmp,
+			strerror(-err));
 		unlinkat(s->dirfd, tmp, 0);
 		goto count;
 	}
@@ -606,9 +660,11 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 	old = find(s, id);
 	if (!err && old && old->state == ENTRY_UNKNOWN) {
 		err = -EEXIST;
-		pr_warn("spike store: spike %s not written: %s/%s, of a newer format, is kept", id,
-			s->path, name);
+		pr_warn("%s store: %s %s not written: %s/%s, of a newer format, is kept", s->what,
+			s->what, id, s->path, name);
 	}
+	if (!err && s->no_evict)
+		err = room_for(s, &e, old);
 	if (!err && renameat(s->dirfd, tmp, s->dirfd, name)) {
 		err = -errno;
 		pr_warn("failed to rename %s/%s to %s: %s", s->path, tmp, name, strerror(errno));
@@ -630,7 +686,7 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 	/* the rename and the evictions reach the disk */
 	if (fsync(s->dirfd)) {
 		err = -errno;
-		pr_warn("failed to fsync %s after writing spike %s: %s", s->path, id,
+		pr_warn("failed to fsync %s after writing %s %s: %s", s->path, s->what, id,
 			strerror(errno));
 		goto count;
 	}
@@ -688,6 +744,25 @@ int spike_store__each(struct spike_store *s,
 	}
 	free(items);
 	return ret;
+}
+
+int spike_store__entry(struct spike_store *s, const char *id, uint64_t *bytes)
+{
+	const struct entry *e;
+	int err;
+
+	if (!valid_id(id))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	e = find(s, id);
+	err = !e			  ? -ENOENT
+	      : e->state == ENTRY_CORRUPT ? -EBADMSG
+	      : e->state == ENTRY_UNKNOWN ? -EPROTONOSUPPORT
+					  : 0;
+	if (e && bytes)
+		*bytes = e->bytes;
+	pthread_mutex_unlock(&s->lock);
+	return err;
 }
 
 int spike_store__read_blob(struct spike_store *s, const char *id, const char *name, uint8_t **out,
@@ -768,7 +843,7 @@ int spike_store__remove(struct spike_store *s, const char *id)
 
 	if (!valid_id(id))
 		return -EINVAL;
-	file_name(name, id);
+	file_name(s, name, id);
 	pthread_mutex_lock(&s->lock);
 	e = find(s, id);
 	if (!e)
@@ -781,7 +856,7 @@ int spike_store__remove(struct spike_store *s, const char *id)
 		drop(s, e);
 	pthread_mutex_unlock(&s->lock);
 	if (!err)
-		sync_dir(s, "removing a spike");
+		sync_dir(s, "removing a file");
 	return err;
 }
 

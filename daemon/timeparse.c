@@ -72,6 +72,47 @@ int tp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int tp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	const char *p = s;
+	unsigned int shift = 0;
+	uint64_t v = 0;
+
+	if (!s)
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (p == s)
+		return -EINVAL;
+	switch (*p) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*p && p[1])
+		return -EINVAL;
+	if (v > UINT64_MAX >> shift || v << shift < min || v << shift > max)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
 {

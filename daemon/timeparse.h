@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Durations and times as flags, config and queries write them (see DESIGN's API conventions). */
+/* Durations, times, integers and sizes as flags, config and queries write them (see DESIGN's API
+ * conventions). */
 #ifndef TAILPROF_TIMEPARSE_H
 #define TAILPROF_TIMEPARSE_H
 
@@ -18,6 +19,12 @@ int tp_parse_duration(const char *s, uint64_t *ns);
 /* Parses a decimal integer of digits only (no sign, no spaces) within [min, max] into *out.
  * Returns 0, -EINVAL (not digits), or -ERANGE. Shared by flags and query parameters. */
 int tp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Parses a size in bytes: a decimal integer (digits only) with an optional suffix K, M or G
+ * (either case; KiB, MiB, GiB: 2^10, 2^20, 2^30) within [min, max] into *out ("4096", "64K",
+ * "256M", "1g"). Returns 0, -EINVAL (not of that form) or -ERANGE. Shared by flags and the
+ * configuration. */
+int tp_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 /* Times are Unix nanoseconds in an int64_t: from 1970 to 2262-04-11. */
 #define TP_MAX_UNIX_SECONDS 9223372036LL

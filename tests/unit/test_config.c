@@ -105,6 +105,14 @@ static void test_errors_name_the_line(void **state)
 	    {"[gc]\njvm = maybe\n", 2, "jvm: 'maybe' is not on or off"},
 	    {"[gc]\nruby = on\n", 2, "unknown key 'ruby' in [gc]"},
 	    {"[gc]\ngo = on\ngo = off\n", 3, "go: given twice in [gc]"},
+	    {"[snapshots]\nmax_files = 3\n", 2,
+	     "unknown key 'max_files' in [snapshots]; allowed: max_count, max_bytes"},
+	    {"[snapshots]\nmax_count = 3\nmax_count = 4\n", 3,
+	     "max_count: given twice in [snapshots] (first at line 2)"},
+	    {"[spikes]\nk = 3\nflavor = 4\n", 3,
+	     "unknown key 'flavor' in [spikes]; allowed: k, baseline_windows, min_requests, "
+	     "min_rise, pin_budget, state_dir, write_rate"},
+	    {"[daemon]\nwindow = 1s\nwindow = 2s\n", 3, "window: given twice in [daemon]"},
 	};
 	char err[600], want[128];
 
@@ -155,12 +163,27 @@ static void test_gc_section(void **state)
 	config__free(c);
 }
 
+static void test_snapshots_section(void **state)
+{
+	char err[600];
+	struct config *c = load("[snapshots]\nmax_count = 64\nmax_bytes = 1G\n", err, sizeof(err));
+
+	(void)state;
+	if (!c)
+		fail_msg("%s", err);
+	/* as written: snapshots_opts__set checks them when they are applied */
+	assert_string_equal(c->snapshots_max_count.value, "64");
+	assert_string_equal(c->snapshots_max_bytes.value, "1G");
+	assert_int_equal(c->snapshots_max_bytes.line, 3);
+	config__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_full_config),	 cmocka_unit_test(test_errors_name_the_line),
 	    cmocka_unit_test(test_missing_file), cmocka_unit_test(test_stage_names),
-	    cmocka_unit_test(test_gc_section),
+	    cmocka_unit_test(test_gc_section),	 cmocka_unit_test(test_snapshots_section),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

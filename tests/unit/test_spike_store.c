@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "spike_store.h"
+#include "test_files.h"
 
 #define NR_BLOBS 6
 static const char *const blob_names[NR_BLOBS] = {
@@ -28,7 +29,7 @@ static const char *const blob_names[NR_BLOBS] = {
 
 /* The test's state: a fresh directory, removed with what it holds. */
 struct fx {
-	char dir[64];
+	char dir[64]; /* first: test_teardown_dir removes it */
 	char spikes[96];
 };
 
@@ -42,20 +43,6 @@ static int setup(void **state)
 	assert_int_equal(rmdir(f->dir), 0);
 	snprintf(f->spikes, sizeof(f->spikes), "%s/spikes", f->dir);
 	*state = f;
-	return 0;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
 	return 0;
 }
 
@@ -204,31 +191,17 @@ static void check_listing(struct spike_store *s, const int *ks, int n)
 static uint8_t *slurp(struct fx *f, const char *name, size_t *len)
 {
 	char p[256];
-	struct stat sb;
-	uint8_t *buf;
-	int fd;
 
 	path_of(f, name, p, sizeof(p));
-	fd = open(p, O_RDONLY);
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &sb), 0);
-	buf = malloc(sb.st_size + 1);
-	assert_int_equal(read(fd, buf, sb.st_size), sb.st_size);
-	close(fd);
-	*len = sb.st_size;
-	return buf;
+	return test_slurp(p, len);
 }
 
 static void spew(struct fx *f, const char *name, const uint8_t *buf, size_t len)
 {
 	char p[256];
-	int fd;
 
 	path_of(f, name, p, sizeof(p));
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, buf, len), (ssize_t)len);
-	close(fd);
+	test_spew(p, buf, len);
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -733,7 +706,7 @@ static void test_lying_headers(void **state)
 	    "1000 sections",	      "section 1 of 18446744073709551615 bytes",
 	    "cut short in section 1", "section 1 is malformed",
 	    "two sections named cpu", "section 0 has a bad name",
-	    "names another spike",
+	    "names another entry",
 	};
 	struct fx *f = *state;
 	struct spike_store *s = open_store(f, 0, 0);
@@ -994,20 +967,142 @@ static void test_fuzz(void **state)
 	free(orig);
 }
 
+/* Another kind of entry (subdir, suffix, noun) in a store that refuses instead of evicting. */
+static struct spike_store *open_things(struct fx *f, uint64_t max_bytes, uint32_t max_spikes)
+{
+	struct spike_store_opts o = {.dir = f->dir,
+				     .subdir = "things",
+				     .suffix = ".thing",
+				     .what = "thing",
+				     .max_bytes = max_bytes,
+				     .max_spikes = max_spikes,
+				     .no_evict = true};
+	char err[256] = "";
+	struct spike_store *s = spike_store__open(&o, err, sizeof(err));
+
+	if (!s)
+		fail_msg("open: %s", err);
+	return s;
+}
+
+static bool thing_exists(struct fx *f, const char *name)
+{
+	char p[256];
+
+	snprintf(p, sizeof(p), "%s/things/%s", f->dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void test_no_evict(void **state)
+{
+	static const char *const bad_suffix[] = {"",	 ".",	 "thing",	    ".a.b",
+						 ".tmp", ".a/b", ".aaaaaaaaaaaaaaa"};
+	struct fx *f = *state;
+	struct spike_store *s = open_things(f, 0, 2);
+	struct spike_store_stats st;
+	char p[256], log[4096];
+	uint64_t bytes, one;
+	uint8_t *big;
+
+	assert_int_equal(spike_store__save(s, "a", 1, "{\"k\": 1}", NULL, 0), 0);
+	assert_int_equal(spike_store__save(s, "b", 2, "{\"k\": 2}", NULL, 0), 0);
+	assert_true(thing_exists(f, "a.thing"));
+	assert_false(exists(f, "a.spike"));
+	assert_int_equal(spike_store__entry(s, "a", &one), 0);
+	assert_int_equal(spike_store__entry(s, "q", NULL), -ENOENT);
+	assert_int_equal(spike_store__entry(s, "../a", NULL), -EINVAL);
+
+	/* past the count: refused, nothing written, nothing evicted; a replacement is net */
+	assert_int_equal(spike_store__save(s, "c", 3, "{}", NULL, 0), -EMLINK);
+	assert_false(thing_exists(f, "c.thing"));
+	assert_int_equal(spike_store__save(s, "a", 4, "{\"k\": 3}", NULL, 0), 0);
+	spike_store__stats(s, &st);
+	assert_int_equal(st.spikes, 2);
+	assert_int_equal(st.evicted, 0);
+	assert_int_equal(st.save_failed, 1);
+	bytes = st.bytes;
+	spike_store__free(s);
+
+	/* past the bytes: the same; a corrupt file goes when that makes the room */
+	s = open_things(f, bytes + 160, 10);
+	big = calloc(1, 200);
+	assert_int_equal(
+	    spike_store__save(s, "c", 5, "{}",
+			      &(struct spike_blob){.name = "x", .data = big, .len = 200}, 1),
+	    -EFBIG);
+	assert_false(thing_exists(f, "c.thing"));
+	assert_int_equal(spike_store__save(s, "c", 5, "{}", NULL, 0), 0);
+	assert_int_equal(spike_store__entry(s, "c", &one), 0);
+	spike_store__free(s);
+	snprintf(p, sizeof(p), "%s/things/z.thing", f->dir);
+	{
+		FILE *z = fopen(p, "w");
+
+		assert_non_null(z);
+		fwrite(big, 1, 150, z);
+		fclose(z);
+	}
+	/* and temp files of this suffix (an id may hold it) are removed at open */
+	snprintf(p, sizeof(p), "%s/things/x.thing.y.thing.12.tmp", f->dir);
+	fclose(fopen(p, "w"));
+	bytes += 2 * one + 10; /* room for c and d, not for the corrupt file too */
+	capture_start();
+	s = open_things(f, bytes, 10);
+	snprintf(log, sizeof(log), "%s", capture_end());
+	assert_non_null(strstr(log, "thing store: "));
+	/* the directory is tp-spike-store-*: the messages themselves name no spike */
+	assert_null(strstr(log, "spike store"));
+	assert_null(strstr(log, "spike file"));
+	assert_false(thing_exists(f, "x.thing.y.thing.12.tmp"));
+	assert_int_equal(spike_store__entry(s, "z", &one), -EBADMSG);
+	assert_int_equal(one, 150);
+	assert_int_equal(spike_store__save(s, "d", 6, "{}", NULL, 0), 0);
+	assert_false(thing_exists(f, "z.thing"));
+	spike_store__stats(s, &st);
+	assert_int_equal(st.spikes, 4);
+	assert_int_equal(st.evicted, 1); /* the corrupt file, never an entry */
+	spike_store__free(s);
+
+	/* a bound lowered below what is stored: everything kept, saves refused */
+	s = open_things(f, 0, 1);
+	spike_store__stats(s, &st);
+	assert_int_equal(st.spikes, 4);
+	assert_int_equal(spike_store__save(s, "a", 7, "{}", NULL, 0), -EMLINK);
+	assert_int_equal(spike_store__remove(s, "a"), 0);
+	spike_store__free(s);
+	free(big);
+
+	for (size_t i = 0; i < sizeof(bad_suffix) / sizeof(bad_suffix[0]); i++) {
+		struct spike_store_opts o = {.dir = f->dir, .suffix = bad_suffix[i]};
+		char err[256];
+
+		errno = 0;
+		assert_null(spike_store__open(&o, err, sizeof(err)));
+		assert_int_equal(errno, EINVAL);
+	}
+	{
+		struct spike_store_opts o = {.dir = f->dir, .subdir = "../x"};
+		char err[256];
+
+		assert_null(spike_store__open(&o, err, sizeof(err)));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_evict_by_count, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_evict_by_bytes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_corrupt_files, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_newer_format, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_lying_headers, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_leftovers_and_odd_files, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_round_trip, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_bad_names, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_evict_by_count, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_evict_by_bytes, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_corrupt_files, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_newer_format, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_lying_headers, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_leftovers_and_odd_files, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_open_errors, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_threads, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_fuzz, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_no_evict, setup, test_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,6 +89,32 @@ static void test_uint(void **state)
 	assert_int_equal(tp_parse_uint("", 1, 10000, &v), -EINVAL);
 }
 
+static void test_size(void **state)
+{
+	uint64_t v;
+
+	assert_int_equal(tp_parse_size("4096", 0, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(tp_parse_size("64k", 0, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 64 << 10);
+	assert_int_equal(tp_parse_size("256M", 0, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 256 << 20);
+	assert_int_equal(tp_parse_size("1G", 0, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 1ull << 30);
+	assert_int_equal(tp_parse_size("1g", 0, 1ull << 30, &v), 0);
+	assert_int_equal(tp_parse_size("1025M", 0, 1ull << 30, &v), -ERANGE);
+	assert_int_equal(tp_parse_size("1K", 2048, UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(tp_parse_size("17179869184G", 0, UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(tp_parse_size("99999999999999999999999", 0, UINT64_MAX, &v), -ERANGE);
+	assert_int_equal(tp_parse_size("", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tp_parse_size("M", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tp_parse_size("1MB", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tp_parse_size("1T", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tp_parse_size(" 1", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tp_parse_size("-1", 0, UINT64_MAX, &v), -EINVAL);
+	assert_int_equal(tp_parse_size("1.5G", 0, UINT64_MAX, &v), -EINVAL);
+}
+
 static void test_cpu_list(void **state)
 {
 	uint8_t m[8];
@@ -106,7 +132,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_durations), cmocka_unit_test(test_times),
 	    cmocka_unit_test(test_format),    cmocka_unit_test(test_uint),
-	    cmocka_unit_test(test_cpu_list),
+	    cmocka_unit_test(test_cpu_list),  cmocka_unit_test(test_size),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

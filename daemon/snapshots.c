@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Snapshots of comparison sides: the spike store in STATE_DIR/snapshots, without eviction, with
+ * a metadata object as each entry's JSON and the gzip'd side as its one blob. */
+#include "snapshots.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "cmp_side_json.h"
+#include "gzip.h"
+#include "log.h"
+#include "spike_file.h"
+#include "spike_store.h"
+#include "timeparse.h"
+#include "window.h" /* task__sanitize_name */
+
+#define RM_HINT "remove it with tailprof snapshot rm"
+
+struct snapshots {
+	struct spike_store *store;
+	char *path; /* DIR/snapshots, for messages */
+	uint32_t max_count;
+	uint64_t max_bytes;
+};
+
+int snapshots_opts__set(struct snapshots_opts *o, const char *key, const char *value, char *msg,
+			size_t msglen)
+{
+	uint64_t v;
+
+	if (!strcmp(key, "max_count")) {
+		if (tp_parse_uint(value, 1, SNAPSHOTS_MAX_COUNT, &v)) {
+			snprintf(msg, msglen, "'%s': give an integer from 1 to %d, e.g. 32", value,
+				 SNAPSHOTS_MAX_COUNT);
+			return -EINVAL;
+		}
+		o->max_count = v;
+		return 0;
+	}
+	if (!strcmp(key, "max_bytes")) {
+		if (tp_parse_size(value, SNAPSHOTS_MIN_BYTES, SNAPSHOTS_MAX_BYTES, &v)) {
+			snprintf(msg, msglen,
+				 "'%s': give a size from 1M to 1024G, in bytes or with a K, M or G "
+				 "suffix, e.g. 256M or 2G",
+				 value);
+			return -EINVAL;
+		}
+		o->max_bytes = v;
+		return 0;
+	}
+	snprintf(msg, msglen, "unknown key '%s'; allowed: max_count, max_bytes", key);
+	return -ENOENT;
+}
+
+struct snapshots *snapshots__open(const char *dir, const struct snapshots_opts *o, char *err,
+				  size_t errlen)
+{
+	struct snapshots_opts d = o ? *o : (struct snapshots_opts){0};
+	struct snapshots *s;
+
+	if (!d.max_count)
+		d.max_count = SNAPSHOTS_DEFAULT_MAX_COUNT;
+	if (!d.max_bytes)
+		d.max_bytes = SNAPSHOTS_DEFAULT_MAX_BYTES;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		abort(); /* fixed size (STYLE.md) */
+	s->max_count = d.max_count;
+	s->max_bytes = d.max_bytes;
+	s->store = spike_store__open(&(struct spike_store_opts){.dir = dir,
+								.subdir = "snapshots",
+								.suffix = ".snap",
+								.what = "snapshot",
+								.max_bytes = d.max_bytes,
+								.max_spikes = d.max_count,
+								.no_evict = true},
+				     err, errlen);
+	if (!s->store) {
+		int e = errno;
+
+		free(s);
+		errno = e;
+		return NULL;
+	}
+	if (asprintf(&s->path, "%s/snapshots", dir) < 0)
+		abort();
+	return s;
+}
+
+void snapshots__free(struct snapshots *s)
+{
+	if (!s)
+		return;
+	spike_store__free(s->store);
+	free(s->path);
+	free(s);
+}
+
+static bool valid_name(const char *name)
+{
+	return spike_file__valid_name(name, SPIKE_STORE_ID_MAX);
+}
+
+/* The message for a bad name: the name is echoed cut to 80 bytes, any byte that is not printable
+ * UTF-8 as '?', so that the message can go into JSON and logs. */
+static void name_error(const char *name, char *buf, size_t len)
+{
+	char echo[81];
+
+	snprintf(echo, sizeof(echo), "%s", name ? name : "");
+	task__sanitize_name(echo);
+	snprintf(buf, len,
+		 "'%s' is not a snapshot name: give 1 to %d letters, digits, '.', '_' or '-'", echo,
+		 SPIKE_STORE_ID_MAX);
+}
+
+static int64_t now_unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * (int64_t)NSEC_PER_SEC + ts.tv_nsec;
+}
+
+/* The entry's JSON: what a listing shows of it. NULL when out of memory. */
+static char *metadata_json(const struct cmp_side *side)
+{
+	const struct cmp_conditions *c = &side->cond;
+	char host[sizeof(c->host)], kernel[sizeof(c->kernel)], version[sizeof(c->version)];
+	char saved[32], *text;
+	json_t *o;
+
+	/* json_pack takes UTF-8 only; these came from uname and the build */
+	memcpy(host, c->host, sizeof(host));
+	memcpy(kernel, c->kernel, sizeof(kernel));
+	memcpy(version, c->version, sizeof(version));
+	task__sanitize_name(host);
+	task__sanitize_name(kernel);
+	task__sanitize_name(version);
+	o = json_pack(
+	    "{s:s, s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:s, s:I, s:I}", "name", c->snapshot, "saved",
+	    tp_format_rfc3339(c->saved_unix_ns, saved, sizeof(saved)), "saved_unix_ns",
+	    (json_int_t)c->saved_unix_ns, "from_unix_ns", (json_int_t)c->from_unix_ns, "to_unix_ns",
+	    (json_int_t)c->to_unix_ns, "windows", (json_int_t)side->nr_windows, "host", host,
+	    "kernel", kernel, "version", version, "frequency_hz", (json_int_t)c->frequency_hz,
+	    "window_ns", (json_int_t)(c->window_ns <= INT64_MAX ? c->window_ns : INT64_MAX));
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
+int snapshots__save(struct snapshots *s, const char *name, const struct cmp_side *side)
+{
+	struct cmp_side copy = *side; /* shallow: only its conditions change */
+	char why[256], *json = NULL, *meta = NULL;
+	size_t gz_len = 0, json_len;
+	uint8_t *gz = NULL;
+	int err;
+
+	if (!valid_name(name))
+		return -EINVAL;
+	snprintf(copy.cond.snapshot, sizeof(copy.cond.snapshot), "%s", name);
+	copy.cond.saved_unix_ns = now_unix_ns();
+	err = cmp_side__to_json(&copy, &json, why, sizeof(why));
+	if (err == -EINVAL || err == -ERANGE) {
+		/* a builder's bug: nothing a caller can change */
+		pr_warn("snapshot %s not saved: its side cannot be written: %s", name, why);
+		err = -EINVAL;
+	}
+	if (err)
+		goto out;
+	json_len = strlen(json);
+	if (json_len > SNAPSHOTS_MAX_JSON_BYTES) {
+		err = -E2BIG;
+		goto out;
+	}
+	err = gzip__compress((const uint8_t *)json, json_len, Z_DEFAULT_COMPRESSION, &gz, &gz_len);
+	if (err == -EIO)
+		pr_warn("snapshot %s not saved: zlib refused to compress it", name);
+	if (err)
+		goto out;
+	if (gz_len > SPIKE_STORE_MAX_BLOB_BYTES) {
+		err = -E2BIG;
+		goto out;
+	}
+	meta = metadata_json(&copy);
+	err = meta ? spike_store__save(
+			 s->store, name, copy.cond.saved_unix_ns, meta,
+			 &(struct spike_blob){.name = SNAPSHOTS_BLOB, .data = gz, .len = gz_len}, 1)
+		   : -ENOMEM;
+out:
+	free(json);
+	free(gz);
+	free(meta);
+	return err;
+}
+
+/* Reads and checks the side of snapshot name; on failure err says what, naming it and the fix. */
+static int load_side(struct snapshots *s, const char *name, struct cmp_side **out, char *err,
+		     size_t errlen)
+{
+	char why[256] = "";
+	uint8_t *gz = NULL, *json = NULL;
+	size_t gz_len, json_len;
+	int ret;
+
+	ret = spike_store__read_blob(s->store, name, SNAPSHOTS_BLOB, &gz, &gz_len);
+	if (ret == -ENOENT && !spike_store__entry(s->store, name, NULL)) {
+		snprintf(err, errlen, "snapshot %s has no %s; " RM_HINT " %s", name, SNAPSHOTS_BLOB,
+			 name);
+		return -EBADMSG;
+	}
+	if (ret == -ENOENT) {
+		snprintf(err, errlen, "no snapshot %s (gone meanwhile)", name);
+		return ret;
+	}
+	if (ret == -EBADMSG) {
+		snprintf(err, errlen,
+			 "snapshot %s is corrupt or cut short (the daemon's log says how); " RM_HINT
+			 " %s",
+			 name, name);
+		return ret;
+	}
+	if (ret == -ENOMEM)
+		goto nomem;
+	if (ret) {
+		snprintf(err, errlen, "cannot read snapshot %s from %s: %s", name, s->path,
+			 strerror(-ret));
+		return ret;
+	}
+	ret =
+	    gzip__inflate(gz, gz_len, SNAPSHOTS_MAX_JSON_BYTES, &json, &json_len, why, sizeof(why));
+	free(gz);
+	if (ret == -ENOMEM)
+		goto nomem;
+	if (!ret)
+		ret = cmp_side__from_json((const char *)json, json_len, out, why, sizeof(why));
+	free(json);
+	if (ret == -ENOMEM)
+		goto nomem;
+	if (ret == -EPROTONOSUPPORT) {
+		snprintf(err, errlen,
+			 "snapshot %s was saved by a newer tailprofd (%s); read it with that "
+			 "version, or " RM_HINT " %s",
+			 name, why, name);
+		return ret;
+	}
+	if (ret) {
+		snprintf(err, errlen, "snapshot %s is corrupt (%s); " RM_HINT " %s", name, why,
+			 name);
+		return -EBADMSG;
+	}
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory reading snapshot %s", name);
+	return -ENOMEM;
+}
+
+int snapshots__load(struct snapshots *s, const char *name, struct cmp_side **out, char *err,
+		    size_t errlen)
+{
+	int ret;
+
+	*out = NULL;
+	if (!valid_name(name)) {
+		name_error(name, err, errlen);
+		return -EINVAL;
+	}
+	ret = spike_store__entry(s->store, name, NULL);
+	if (ret == -ENOENT) {
+		snprintf(err, errlen, "no snapshot %s; tailprof snapshot list shows the saved ones",
+			 name);
+		return ret;
+	}
+	if (ret == -EBADMSG) {
+		snprintf(err, errlen,
+			 "snapshot %s is corrupt (the daemon's log says how); " RM_HINT " %s", name,
+			 name);
+		return ret;
+	}
+	if (ret == -EPROTONOSUPPORT) {
+		snprintf(err, errlen,
+			 "snapshot %s was written by a newer tailprofd (its file format); read it "
+			 "with that version, or delete %s/%s.snap by hand",
+			 name, s->path, name);
+		return ret;
+	}
+	ret = load_side(s, name, out, err, errlen);
+	if (ret)
+		return ret;
+	snprintf((*out)->cond.snapshot, sizeof((*out)->cond.snapshot), "%s", name);
+	return 0;
+}
+
+struct list_ctx {
+	struct snapshots *s;
+	json_t *snapshots;
+};
+
+static int list_one(void *arg, const char *id, int64_t start_unix_ns, const char *json)
+{
+	struct list_ctx *l = arg;
+	uint64_t bytes = 0;
+	json_t *o;
+
+	(void)start_unix_ns;
+	o = json_loads(json, 0, NULL);
+	if (!json_is_object(o)) {
+		/* its checksums held: a newer writer's metadata, or memory ran out */
+		pr_debug("snapshot %s: metadata not an object; not listed", id);
+		json_decref(o);
+		return 0;
+	}
+	spike_store__entry(l->s->store, id, &bytes);
+	if (json_object_set_new(o, "name", json_string(id)) ||
+	    json_object_set_new(o, "bytes", json_integer((json_int_t)bytes)) ||
+	    json_array_append_new(l->snapshots, o))
+		return -ENOMEM;
+	return 0;
+}
+
+json_t *snapshots__list(struct snapshots *s)
+{
+	struct list_ctx l = {.s = s, .snapshots = json_array()};
+	struct spike_store_stats st;
+
+	if (!l.snapshots || spike_store__each(s->store, list_one, &l)) {
+		json_decref(l.snapshots);
+		return NULL;
+	}
+	spike_store__stats(s->store, &st);
+	return json_pack("{s:o, s:I, s:I, s:I}", "snapshots", l.snapshots, "max_count",
+			 (json_int_t)s->max_count, "max_bytes", (json_int_t)s->max_bytes, "bytes",
+			 (json_int_t)st.bytes);
+}
+
+int snapshots__remove(struct snapshots *s, const char *name)
+{
+	return spike_store__remove(s->store, name);
+}
+
+void snapshots__describe(struct snapshots *s, const char *name, int err, char *buf, size_t len)
+{
+	struct spike_store_stats st;
+
+	spike_store__stats(s->store, &st);
+	if (!valid_name(name)) {
+		name_error(name, buf, len);
+		return;
+	}
+	switch (err) {
+	case 0:
+		snprintf(buf, len, "snapshot %s: done", name);
+		break;
+	case -EMLINK:
+		snprintf(buf, len,
+			 "snapshot %s not saved: %" PRIu32
+			 " snapshots are stored, the most [snapshots] max_count "
+			 "(--snapshot-max-count) allows; remove one (tailprof snapshot rm NAME) or "
+			 "raise it",
+			 name, st.spikes);
+		break;
+	case -EFBIG:
+		snprintf(buf, len,
+			 "snapshot %s not saved: it would take the snapshots past [snapshots] "
+			 "max_bytes (--snapshot-max-bytes), %" PRIu64 " bytes, with %" PRIu64
+			 " stored; remove some (tailprof snapshot rm NAME) or raise it",
+			 name, s->max_bytes, st.bytes);
+		break;
+	case -E2BIG:
+		snprintf(buf, len,
+			 "snapshot %s not saved: its data is larger than a snapshot may be (%u MiB "
+			 "of JSON, %u MiB compressed); save a shorter range",
+			 name, SNAPSHOTS_MAX_JSON_BYTES >> 20, SPIKE_STORE_MAX_BLOB_BYTES >> 20);
+		break;
+	case -EEXIST: /* a save */
+	case -EPERM:  /* a removal */
+		snprintf(buf, len,
+			 "snapshot %s not %s: %s/%s.snap was written by a newer tailprofd and is "
+			 "kept; %s",
+			 name, err == -EEXIST ? "saved" : "removed", s->path, name,
+			 err == -EEXIST ? "choose another name"
+					: "delete it by hand if it is not needed");
+		break;
+	case -EINVAL:
+		snprintf(buf, len,
+			 "snapshot %s not saved: its data is not consistent (a bug; the daemon's "
+			 "log says more)",
+			 name);
+		break;
+	case -ENOENT:
+		snprintf(buf, len, "no snapshot %s; tailprof snapshot list shows the saved ones",
+			 name);
+		break;
+	default:
+		snprintf(buf, len, "snapshot %s in %s: %s", name, s->path, strerror(-err));
+		break;
+	}
+}

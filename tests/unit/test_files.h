@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Whole files for the tests of on-disk stores (test_spike_store.c, test_snapshots.c): read one,
+ * write one, remove a tree (and a fixture's). A failure fails the test. Include after <cmocka.h>.
+ */
+#ifndef TAILPROF_TEST_FILES_H
+#define TAILPROF_TEST_FILES_H
+
+#include <fcntl.h>
+#include <limits.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The bytes of the file at path (malloc'd, one spare byte at the end) and *len. */
+static inline uint8_t *test_slurp(const char *path, size_t *len)
+{
+	struct stat sb;
+	uint8_t *buf;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	buf = malloc(sb.st_size + 1);
+	assert_int_equal(read(fd, buf, sb.st_size), sb.st_size);
+	close(fd);
+	*len = sb.st_size;
+	return buf;
+}
+
+/* Makes the file at path hold buf[0..len) (created 0600, or truncated). */
+static inline void test_spew(const char *path, const uint8_t *buf, size_t len)
+{
+	int fd;
+
+	if (len > SSIZE_MAX) {
+		fail_msg("%s: a length of %zu", path, len);
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+static inline int test_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* Removes dir and everything below it, links not followed. */
+static inline void test_rm_tree(const char *dir)
+{
+	nftw(dir, test_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A cmocka teardown for a malloc'd fixture that begins with the path of its directory (char
+ * dir[N] as the first member): removes the tree and frees the fixture. */
+static inline int test_teardown_dir(void **state)
+{
+	test_rm_tree((const char *)*state);
+	free(*state);
+	return 0;
+}
+
+#endif
