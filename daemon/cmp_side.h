@@ -45,14 +45,14 @@ struct cmp_stack {
 
 /* One window. */
 struct cmp_window {
-	int64_t start_unix_ns, end_unix_ns; /* its wall-clock span */
-	uint64_t cpu_samples;		    /* CPU samples with stacks, every process */
-	uint64_t offcpu_ns, offcpu_samples; /* captured off-CPU blocks and their time */
+	int64_t start_unix_ns, end_unix_ns;	       /* its wall-clock span */
+	uint64_t cpu_samples;			       /* CPU samples with stacks, every process */
+	uint64_t offcpu_ns, offcpu_samples;	       /* captured off-CPU blocks and their time */
 	uint64_t runq_count, runq_sum_ns, runq_max_ns; /* run-queue waits, the whole machine */
 	uint32_t nr_runq_cells;
-	struct hist_cell *runq_cells;		  /* their latencies, sorted by bucket */
+	struct hist_cell *runq_cells;		   /* their latencies, sorted by bucket */
 	uint64_t gc_count, gc_pause_ns, gc_max_ns; /* GC pauses that started in the window */
-	uint64_t drops;				  /* samples and events lost, every reason */
+	uint64_t drops;				   /* samples and events lost, every reason */
 	uint32_t nr_stages;
 	struct cmp_stage_win *stages; /* stages with requests or samples there, any order */
 	uint32_t nr_stacks;
