@@ -83,6 +83,8 @@ const char common_help[] =
     "  --server URL   tailprofd's address (default " DEFAULT_SERVER ", or $TAILPROF_SERVER)\n"
     "  -h, --help     show this help\n";
 
+_Static_assert(OPT__COUNT <= 32, "opt_iter.seen has one bit an option");
+
 /* Accepted by every subcommand and at the top level. */
 static const struct opt common_opts[] = {
     {"server", 0, OPT_SERVER, "a URL such as " DEFAULT_SERVER},
@@ -433,9 +435,10 @@ static void report_curl_error(CURL *c, CURLcode rc, const char *errbuf, const ch
 	}
 }
 
-/* GETs path?query, or POSTs post_body (JSON) to it when not NULL. As http_get. */
-static int http_request(const char *path, const char *query, const char *post_body,
-			bool long_running, struct http_resp *r)
+/* Sends method to path?query, with post_body (JSON) when not NULL (an empty POST: ""). As
+ * http_get. */
+static int http_request(const char *method, const char *path, const char *query,
+			const char *post_body, bool long_running, struct http_resp *r)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
 	char *url =
@@ -450,13 +453,16 @@ static int http_request(const char *path, const char *query, const char *post_bo
 		return -1;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (post_body) {
+	if (post_body && *post_body) {
 		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 		if (!hdrs)
 			OOM_ABORT();
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
 	}
+	if (post_body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
+	if (strcmp(method, "GET") && strcmp(method, "POST"))
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "tailprof/" TAILPROF_VERSION);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
@@ -482,12 +488,22 @@ static int http_request(const char *path, const char *query, const char *post_bo
 
 int http_get(const char *path, const char *query, bool long_running, struct http_resp *r)
 {
-	return http_request(path, query, NULL, long_running, r);
+	return http_request("GET", path, query, NULL, long_running, r);
 }
 
 int http_post_json(const char *path, const char *body, struct http_resp *r)
 {
-	return http_request(path, NULL, body, false, r);
+	return http_request("POST", path, NULL, body, false, r);
+}
+
+int http_post(const char *path, const char *query, struct http_resp *r)
+{
+	return http_request("POST", path, query, "", false, r);
+}
+
+int http_delete(const char *path, struct http_resp *r)
+{
+	return http_request("DELETE", path, NULL, NULL, false, r);
 }
 
 /* Copies the first line of s, printable characters only, into out. */
@@ -521,21 +537,22 @@ int check_status(const struct http_resp *r)
 	return 1;
 }
 
-int fetch_json(const char *path, const char *query, bool raw, json_t **out)
+int request_json(const char *method, const char *path, const char *query, enum json_use use,
+		 json_t **out)
 {
 	struct http_resp r = {};
 	json_error_t jerr;
 	int err;
 
 	*out = NULL;
-	if (http_get(path, query, false, &r)) {
+	if (http_request(method, path, query, strcmp(method, "POST") ? NULL : "", false, &r)) {
 		http_resp__free(&r);
 		return 1;
 	}
 	err = check_status(&r);
-	if (!err && raw && r.len && fwrite(r.body, 1, r.len, stdout) != r.len)
+	if (!err && use != JSON_PARSE && r.len && fwrite(r.body, 1, r.len, stdout) != r.len)
 		err = 1; /* reported once, by the final flush in main() */
-	if (!err && !raw) {
+	if (!err && use != JSON_PRINT) {
 		*out = json_loadb(r.body ? r.body : "", r.len, 0, &jerr);
 		if (!*out || !json_is_object(*out)) {
 			p_err("tailprofd sent invalid JSON for %s: %s (line %d)", path,
@@ -547,6 +564,11 @@ int fetch_json(const char *path, const char *query, bool raw, json_t **out)
 	}
 	http_resp__free(&r);
 	return err;
+}
+
+int fetch_json(const char *path, const char *query, bool raw, json_t **out)
+{
+	return request_json("GET", path, query, raw ? JSON_PRINT : JSON_PARSE, out);
 }
 
 /* ---- JSON fields (unknown keys are ignored, missing ones print as "-") ---- */

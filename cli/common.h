@@ -68,6 +68,15 @@ enum opt_id {
 	OPT_TIME,
 	OPT_BEFORE,
 	OPT_AFTER,
+	OPT_FAIL_ON_REGRESSION,
+	OPT_MIN_EFFECT,
+	OPT_GATE_FUNCTIONS,
+	OPT_ALPHA,
+	OPT_SEED,
+	OPT_BEFORE_PROFILE,
+	OPT_AFTER_PROFILE,
+	OPT_TOP,
+	OPT__COUNT, /* at most 32: opt_iter.seen has a bit each */
 };
 
 struct opt {
@@ -173,6 +182,12 @@ int http_get(const char *path, const char *query, bool long_running, struct http
 /* POSTs the JSON text body to path, as http_get does otherwise. */
 int http_post_json(const char *path, const char *body, struct http_resp *r);
 
+/* POSTs an empty body to path?query (the query says it all), as http_get does otherwise. */
+int http_post(const char *path, const char *query, struct http_resp *r);
+
+/* DELETEs path, as http_get does otherwise. */
+int http_delete(const char *path, struct http_resp *r);
+
 /* Returns 0 for a 2xx answer, else 1 after printing the server's "error" (or its body's first
  * line, or the status alone). */
 int check_status(const struct http_resp *r);
@@ -183,6 +198,21 @@ int check_status(const struct http_resp *r);
  * printing the failure.
  */
 int fetch_json(const char *path, const char *query, bool raw, json_t **out);
+
+/* What request_json does with a 2xx answer's body. */
+enum json_use {
+	JSON_PARSE, /* parse it into *out */
+	JSON_PRINT, /* print it unchanged to stdout; *out is NULL */
+	JSON_BOTH,  /* print it unchanged and parse it into *out */
+};
+
+/*
+ * Sends method ("GET", "POST" with an empty body, or "DELETE") to path?query (query may be NULL)
+ * and uses the JSON answer as use says; a parsed answer must be an object (caller decrefs *out).
+ * Returns 0, or 1 after printing the failure (daemon down, the server's "error", invalid JSON).
+ */
+int request_json(const char *method, const char *path, const char *query, enum json_use use,
+		 json_t **out);
 
 /* ---- JSON fields (unknown keys are ignored, missing ones print as "-") ---- */
 

@@ -59,6 +59,14 @@ void table__print(struct table *t, const char *indent)
 		if (width[c])
 			last = c;
 	for (size_t r = 0; r <= t->rows; r++) {
+		bool blank = r > 0;
+
+		for (size_t c = 0; blank && c < t->cols; c++)
+			blank = !*table__cell(t, r - 1, c);
+		if (blank) {
+			putchar('\n');
+			continue;
+		}
 		fputs(indent, stdout);
 		for (size_t c = 0, sep = 0; c < t->cols; c++) {
 			const char *s = r ? table__cell(t, r - 1, c) : t->headers[c];
@@ -78,6 +86,21 @@ void table__print(struct table *t, const char *indent)
 	}
 	free(t->cells);
 	t->cells = NULL;
+}
+
+char *text_cut(const char *s, size_t max, char *buf, size_t size)
+{
+	size_t n = strlen(s);
+
+	if (n <= max) {
+		snprintf(buf, size, "%s", s);
+		return buf;
+	}
+	n = max;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	snprintf(buf, size, "%.*s...", (int)n, s);
+	return buf;
 }
 
 /* ---- JSON values, readably ---- */

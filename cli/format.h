@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define TABLE_CELL_SIZE 80
+#define TABLE_CELL_SIZE 128
 #define TABLE_MAX_COLS	16
 
 /* A table of rows x cols cells (cols <= TABLE_MAX_COLS), each column as wide as its widest
@@ -28,9 +28,16 @@ int table__alloc(struct table *t);
 char *table__cell(struct table *t, size_t row, size_t col);
 
 /* Prints t to stdout, each line after indent, columns two blanks apart, and frees its cells.
- * Widths count UTF-8 characters; a column whose header and cells are all "" takes no room; no
- * line ends in blanks. */
+ * Widths count UTF-8 characters; a column whose header and cells are all "" takes no room; a row
+ * of "" cells is an empty line (a gap between groups of rows); no line ends in blanks. */
 void table__print(struct table *t, const char *indent);
+
+/* Function names longer than this are cut in tables (--json has them whole). */
+#define MAX_NAME_CHARS 96
+
+/* s into buf (size bytes), cut to max bytes at a UTF-8 character's start with "..." after when
+ * it is longer. Returns buf. */
+char *text_cut(const char *s, size_t max, char *buf, size_t size);
 
 /*
  * Writes o's fields to f as "key value, key value", but those named in skip (NULL-terminated;

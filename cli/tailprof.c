@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* tailprof: the command-line client of tailprofd, a thin HTTP client (libcurl + jansson): the
  * status, windows, gc and stages subcommands, help, and the table of subcommands. The shared
- * client layer is common.c; pull is pull.c; spikes, explain and mark are spikes.c. */
+ * client layer is common.c; pull is pull.c; spikes, explain and mark are spikes.c; compare is
+ * compare.c (and profile_diff.c); snapshot is snapshot.c. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -12,7 +13,9 @@
 #include <string.h>
 
 #include "common.h"
+#include "compare.h"
 #include "pull.h"
+#include "snapshot.h"
 #include "spikes.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
@@ -511,6 +514,10 @@ static const struct cmd {
     {"spikes", cmd_spikes, usage_spikes, "list the p95 spikes and level shifts of the stages"},
     {"explain", cmd_explain, usage_explain, "show why a spike happened: causes and requests"},
     {"mark", cmd_mark, usage_mark, "mark a moment as a spike, to keep and explain its windows"},
+    {"compare", cmd_compare, usage_compare,
+     "compare two ranges or snapshots: what moved, by how much, what regressed"},
+    {"snapshot", cmd_snapshot, usage_snapshot,
+     "save, list or remove named snapshots of windows, to compare with later"},
     {"help", cmd_help, NULL, "show the usage of tailprof or of a subcommand"},
 };
 

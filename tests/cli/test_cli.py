@@ -158,6 +158,150 @@ BASELINE_HEADERS = {"X-Tailprof-Samples": "2000", "X-Tailprof-Windows": "12",
                     "X-Tailprof-End-Unix-Ns": str(T0)}
 
 
+# A compare report as docs/compare.md describes it: compute's p95 regressed by 8% while its p99
+# improved; a function's share regressed; io has too few windows and no p99 at all.
+def m_ns(before, after, verdict, p, n=(30, 30), spread=0.02, **kw):
+    diff = after - before
+    d = {"before_ns": before, "after_ns": after, "diff_ns": diff,
+         "ci_low_ns": int(min(diff * 0.625, diff * 1.375)),
+         "ci_high_ns": int(max(diff * 0.625, diff * 1.375)),
+         "before_spread_ns": int(before * spread), "after_spread_ns": int(after * spread),
+         "p_value": p, "verdict": verdict, "n_before": n[0], "n_after": n[1]}
+    d.update(kw)
+    return d
+
+
+def m_unit(unit, before, after, verdict, p, n=(30, 30), spread=0.02, **kw):
+    diff = after - before
+    d = {"before": before, "after": after, "diff": diff,
+         "ci_low": min(diff * 0.625, diff * 1.375), "ci_high": max(diff * 0.625, diff * 1.375),
+         "before_spread": before * spread,
+         "after_spread": after * spread, "unit": unit, "p_value": p, "verdict": verdict,
+         "n_before": n[0], "n_after": n[1]}
+    d.update(kw)
+    return d
+
+
+def cmp_side(**kw):
+    d = {"from": "2026-11-29T21:00:00.000Z", "to": "2026-11-29T21:05:00.000Z",
+         "from_unix_ns": T0, "to_unix_ns": T0 + 300 * S, "windows": 30, "requests": 24000,
+         "frequency_hz": 99, "window_ns": 10 * S, "host": "h", "kernel": "6.1.0",
+         "version": "0.1.0"}
+    d.update(kw)
+    return d
+
+
+COMPARE = {
+    "conditions": {
+        "before": cmp_side(snapshot="base-1"),
+        "after": cmp_side(**{"from": "2026-11-29T22:00:00.000Z", "to": "2026-11-29T22:05:00.000Z",
+                             "from_unix_ns": T0 + 3600 * S, "to_unix_ns": T0 + 3900 * S,
+                             "requests": 29000, "host": "h2"}),
+        "load_differs": True, "load_note": "the request rate differs by 21% (80.0/s before, "
+        "96.7/s after); latency may follow load, not the change",
+        "notes": ["different hosts: h before, h2 after"],
+        "method": {"resamples": 2000, "seed": 1, "confidence": 0.95, "block_windows": 3,
+                   "alpha": 0.05, "min_effect_pct": 2, "test": "block bootstrap, BH-adjusted"},
+        "a_later_key": [1, 2, 3]},
+    "stages": [
+        {"stage": "compute",
+         "p50": m_ns(2981888, 3010000, "inconclusive", 0.21, windows_needed=48),
+         "p95": m_ns(4000000, 4320000, "regressed", 0.0004),
+         "p99": m_ns(33030144, 20000000, "improved", 0.002),
+         "mean": m_ns(3100000, 3120000, "unchanged", 0.4),
+         "rate": m_unit("1/s", 80.0, 96.7, "improved", 0.001),
+         "cpu": m_ns(1500000, 1510000, "unchanged", 0.6),
+         "future_metric": {"x": 1}},
+        {"stage": "io",
+         "p50": m_ns(900000, 950000, "inconclusive", 0.5, n=(4, 30),
+                     reason="fewer than 6 windows on a side"),
+         "p95": m_ns(2000000, 2100000, "inconclusive", 0.4, n=(4, 30),
+                     reason="fewer than 6 windows on a side"),
+         "mean": m_ns(1000000, 1000000, "unchanged", 0.9, n=(4, 30))}],
+    "cpu": m_unit("samples/s", 180.0, 182.0, "unchanged", 0.5),
+    "offcpu": m_unit("ns/s", 250000000, 150000000, "improved", 0.003),
+    "runq": m_ns(4000000, 4100000, "unchanged", 0.7),
+    "gc": {"total": m_unit("ns/s", 1200000, 1150000, "unchanged", 0.8),
+           "max": m_ns(2500000, 2400000, "unchanged", 0.9)},
+    "drops": m_unit("1/s", 0, 0, "unchanged", 1.0),
+    "functions": [
+        dict(m_unit("share", 0.030, 0.055, "regressed", 0.001), function="json_dumps"),
+        dict(m_unit("share", 0.40, 0.30, "improved", 0.002), function="hot"),
+        dict(m_unit("share", 0.10, 0.101, "unchanged", 0.8), function="parse")],
+    "regressions": ["stages.compute.p95", "functions.json_dumps"],
+}
+COMPARE_BODY = json.dumps(COMPARE, indent=2).encode()
+# The same, but only a function regressed (served for before_snapshot=fn-only).
+COMPARE_FN_ONLY = json.loads(COMPARE_BODY)
+COMPARE_FN_ONLY["stages"][0]["p95"]["verdict"] = "unchanged"
+COMPARE_FN_ONLY["regressions"] = ["functions.json_dumps"]
+SNAPSHOT = {"name": "base-1", "saved": "2026-11-29T21:06:00.000Z",
+            "saved_unix_ns": T0 + 360 * S, "from_unix_ns": T0, "to_unix_ns": T0 + 1800 * S,
+            "windows": 180, "bytes": 1572864}
+COMPARE_KEYS = {"before_from", "before_to", "after_from", "after_to", "before_snapshot",
+                "after_snapshot", "stage", "min_effect", "alpha", "seed"}
+
+
+# pprof files written by hand (profile.proto's field numbers, no protobuf package needed).
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def pb_int(num, v):
+    return pb_varint(num << 3) + pb_varint(v & (2 ** 64 - 1))
+
+
+def pb_bytes(num, b):
+    return pb_varint(num << 3 | 2) + pb_varint(len(b)) + b
+
+
+def pb_packed(num, vals):
+    return pb_bytes(num, b"".join(pb_varint(v & (2 ** 64 - 1)) for v in vals))
+
+
+def pprof(stacks, id_base=1):
+    """A profile of two sample types (samples/count first, then cpu/nanoseconds with other
+    weights, so a reader of the wrong type fails) from stacks: [(frames, count)], each frame a
+    function name or a tuple of names inlined into one location (callee first), leaf first."""
+    strings, functions, locations = [""], {}, {}
+
+    def sid(s):
+        if s not in strings:
+            strings.append(s)
+        return strings.index(s)
+
+    def fid(name):
+        return functions.setdefault(name, id_base * 10 + len(functions))
+
+    def lid(frame):
+        names = frame if isinstance(frame, tuple) else (frame,)
+        return locations.setdefault(names, id_base * 100 + len(locations))
+
+    body = b""
+    for frames, count in stacks:
+        body += pb_bytes(2, pb_packed(1, [lid(f) for f in frames]) +
+                         pb_packed(2, [count, 1000000 * (100 - count)]))
+    for names, loc in locations.items():
+        lines = b"".join(pb_bytes(4, pb_int(1, fid(n)) + pb_int(2, 7)) for n in names)
+        body += pb_bytes(4, pb_int(1, loc) + pb_int(3, 0x401000 + loc) + lines)
+    for name, f in functions.items():
+        body += pb_bytes(5, pb_int(1, f) + pb_int(2, sid(name)))
+    types = (pb_bytes(1, pb_int(1, sid("samples")) + pb_int(2, sid("count"))) +
+             pb_bytes(1, pb_int(1, sid("cpu")) + pb_int(2, sid("nanoseconds"))))
+    return types + body + b"".join(pb_bytes(6, x.encode()) for x in strings)
+
+
+# 'hot' is inlined into 'main' (one location, callee first): the leaf is hot, not main.
+PPROF_BEFORE = pprof([([("hot", "main"), "start"], 60), (["cold", "main", "start"], 20),
+                      ([("hot", "main"), "start"], 15), (["cold", "start"], 5)])
+PPROF_AFTER = pprof([([("hot", "main"), "start"], 50), (["cold", "main", "start"], 25),
+                     (["json_dumps", "main", "start"], 25)], id_base=7)
+
 class FakeDaemon(http.server.BaseHTTPRequestHandler):
     requests = []
     posts = []  # (path, parsed JSON body) of each POST
@@ -165,6 +309,8 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
     without_features = False
     no_spikes = False
     marks_503 = False
+    state_dir = True
+    snapshots = []
 
     def log_message(self, *args):
         pass
@@ -217,6 +363,19 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
                 self.reply(200, BASELINE_PROFILE, "application/octet-stream", BASELINE_HEADERS)
             else:
                 self.reply(200, SPIKE_PROFILE, "application/octet-stream", SPIKE_HEADERS)
+        elif url.path == "/api/v1/compare":
+            bad = sorted(set(q) - COMPARE_KEYS)
+            sides = [("before_snapshot" in q) != ("before_from" in q and "before_to" in q),
+                     ("after_snapshot" in q) != ("after_from" in q and "after_to" in q)]
+            if bad or not all(sides):
+                self.reply(400, b'{"error": "compare: give each side a range or a snapshot"}')
+            elif q.get("before_snapshot") == ["fn-only"]:
+                self.reply(200, json.dumps(COMPARE_FN_ONLY).encode())
+            else:
+                self.reply(200, COMPARE_BODY)
+        elif url.path == "/api/v1/snapshots":
+            self.reply(200, json.dumps({"snapshots": FakeDaemon.snapshots, "max_count": 32,
+                                        "max_bytes": 268435456}).encode())
         elif url.path == "/api/v1/profile":
             if q.get("type") != ["cpu"]:
                 self.reply(400, b'{"error": "type: \'%s\' is not supported (allowed: cpu)"}'
@@ -234,7 +393,19 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
         except ValueError:
             doc = body
         FakeDaemon.posts.append((self.path, self.headers.get("Content-Type"), doc))
-        if self.path != "/api/v1/marks":
+        url = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(url.query)
+        if url.path == "/api/v1/snapshots":
+            if not FakeDaemon.state_dir:
+                self.reply(409, b'{"error": "no state directory: start tailprofd with '
+                           b'--state-dir DIR"}')
+            elif any(x["name"] == q["name"][0] for x in FakeDaemon.snapshots):
+                self.reply(409, b'{"error": "name: a snapshot of that name exists"}')
+            else:
+                snap = dict(SNAPSHOT, name=q["name"][0])
+                FakeDaemon.snapshots.append(snap)
+                self.reply(201, json.dumps(snap).encode())
+        elif self.path != "/api/v1/marks":
             self.reply(404, b'{"error": "no such path"}')
         elif FakeDaemon.marks_503:
             self.reply(503, b'{"error": "marks: too many marks (at most 10 a minute); try '
@@ -243,6 +414,17 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
             self.reply(400, b'{"error": "stage: \'nope\' is not a stage (known: compute, io)"}')
         else:
             self.reply(200, b'{"id": "m-77"}')
+
+    def do_DELETE(self):
+        FakeDaemon.requests.append(self.path)
+        name = self.path[len("/api/v1/snapshots/"):]
+        if not self.path.startswith("/api/v1/snapshots/"):
+            self.reply(404, b'{"error": "no such path"}')
+        elif not any(x["name"] == name for x in FakeDaemon.snapshots):
+            self.reply(404, b'{"error": "snapshot: \'%s\' does not exist"}' % name.encode())
+        else:
+            FakeDaemon.snapshots = [x for x in FakeDaemon.snapshots if x["name"] != name]
+            self.reply(200, json.dumps({"removed": name}).encode())
 
 
 def closed_port():
@@ -839,6 +1021,313 @@ def main():
         rc, out, _ = t.run("help", "explain")
         check(rc == 0 and b"latest" in out and b"--stage NAME" in out, out)
 
+    def compare_table():
+        rc, out, err = t.run("--server", url, "compare", "--before", "snap:base-1", "--after",
+                             "2026-11-29T22:00:00+01:00..1795990200")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/compare?before_snapshot=base-1&after_from="
+                                      "2026-11-29T22%3A00%3A00%2B01%3A00&after_to=1795990200"],
+              FakeDaemon.requests)
+        lines = out.decode().splitlines()
+        # the conditions of both sides, the load note and the notes, the method
+        check(lines[0] == "before:  snapshot base-1, 2026-11-29T21:00:00.000Z to "
+              "2026-11-29T21:05:00.000Z: 30 windows of 10s, 24000 requests", lines[0])
+        check(lines[1].split() == ["99", "Hz,", "host", "h,", "kernel", "6.1.0,", "tailprofd",
+                                   "0.1.0"], lines[1])
+        check(lines[2].startswith("after:   2026-11-29T22:00:00.000Z to ") and
+              lines[2].endswith("29000 requests") and "host h2," in lines[3], lines[2:4])
+        check(lines[4].startswith("load:    the request rate differs by 21%"), lines[4])
+        check(lines[5] == "note:    different hosts: h before, h2 after", lines[5])
+        check(lines[6] == "method:  2000 bootstrap resamples in blocks of 3 windows, seed 1; "
+              "block bootstrap, BH-adjusted", lines[6])
+        check(lines[7] == "         95% intervals, alpha 0.05 (false discovery rate), minimum "
+              "effect 2%", lines[7])
+        # what regressed comes first, resolved, although compute's p99 improved
+        reg = lines.index("regressions (2):")
+        stage = next(i for i, l in enumerate(lines) if l.startswith("STAGE"))
+        check(reg < stage, lines)
+        check(cells(lines[reg + 1]) == ["REGRESSED", "BEFORE", "AFTER", "CHANGE", "VERDICT"],
+              lines[reg + 1])
+        check(cells(lines[reg + 2]) == ["compute p95", "4.00ms ± 2%", "4.32ms ± 2%",
+                                        "+8.0% [+5.0%, +11.0%]", "regressed (p<0.001 n=30+30)"],
+              lines[reg + 2])
+        check(cells(lines[reg + 3])[:3] == ["function json_dumps", "3.00%", "5.50%"] and
+              cells(lines[reg + 3])[3].startswith("+2.50pp ["), lines[reg + 3])
+        rows = {(c[0] if len(c) == 6 else prev) + " " + c[-5]: c[-4:]
+                for prev, c in stage_rows(lines[stage + 1:])}
+        check(rows["compute p50"] == ["2.98ms ± 2%", "3.01ms ± 2%", "~",
+                                      "inconclusive (needs 48 windows a side; p=0.210 "
+                                      "n=30+30)"], rows["compute p50"])
+        check(rows["compute p99"][2:] == ["-39.4% [-54.2%, -24.7%]",
+                                          "improved (p=0.002 n=30+30)"], rows["compute p99"])
+        check(rows["compute rate"][:2] == ["80.0/s ± 2%", "96.7/s ± 2%"], rows["compute rate"])
+        check(rows["io p50"] == ["900µs ± 2%", "950µs ± 2%", "~", "inconclusive (fewer than 6 "
+                                 "windows on a side; p=0.500 n=4+30)"], rows["io p50"])
+        # io has no p99: dashes, no crash
+        check(rows["io p99"] == ["-", "-", "-", "-"], rows["io p99"])
+        # columns line up: ± is one column wide
+        p95 = [l for l in lines if "4.32ms ± 2%" in l]
+        check(len({l.index("4.32ms") - l.count("±") for l in p95[1:]}) == 1, p95)
+        total = next(i for i, l in enumerate(lines) if l.startswith("TOTAL"))
+        check(cells(lines[total + 2]) == ["offcpu", "250ms/s ± 2%", "150ms/s ± 2%",
+                                          "-40.0% [-55.0%, -25.0%]",
+                                          "improved (p=0.003 n=30+30)"], lines[total + 2])
+        check([cells(l)[0] for l in lines[total + 1:total + 7]] ==
+              ["cpu", "offcpu", "runq", "gc total", "gc max", "drops"], lines[total:total + 7])
+        fn = next(i for i, l in enumerate(lines) if l.startswith("FUNCTION"))
+        check(cells(lines[fn + 1]) == ["json_dumps", "3.00% → 5.50%",
+                                       "+2.50pp [+1.56pp, +3.44pp]",
+                                       "regressed (p=0.001 n=30+30)"], lines[fn + 1])
+        check(cells(lines[fn + 2])[:2] == ["hot", "40.0% → 30.0%"], lines[fn + 2])
+        check(err == "", err)
+
+    def stage_rows(lines):
+        """The rows of the stage table up to its end, each with the stage it belongs to."""
+        prev = None
+        for line in lines:
+            if not line.strip():
+                if prev is None:
+                    break
+                continue
+            if line.startswith("TOTAL") or line.startswith("FUNCTION"):
+                break
+            c = cells(line)
+            if len(c) == 6:
+                prev = c[0]
+            yield prev, c
+
+    def compare_json_and_query():
+        rc, out, err = t.run("--server", url, "compare", "--json", "--before",
+                             "1795986000..1795986300.5", "--after", "snap:after.1", "--stage",
+                             "compute", "--min-effect", "2.5", "--alpha", "0.01", "--seed", "7")
+        check(rc == 0 and out == COMPARE_BODY, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/compare?before_from=1795986000&before_to="
+                                      "1795986300.5&after_snapshot=after.1&stage=compute&"
+                                      "min_effect=2.5&alpha=0.01&seed=7"], FakeDaemon.requests)
+        # --json with the gate: the body still unchanged, and the exit status
+        rc, out, err = t.run("--server", url, "compare", "--json", "--before", "snap:a",
+                             "--after", "snap:b", "--fail-on-regression", "5")
+        check(rc == 1 and out == COMPARE_BODY, f"rc {rc}, stderr {err}")
+
+    def compare_gate():
+        base = ["--server", url, "compare", "--before", "snap:base-1", "--after", "snap:b"]
+        # p95 regressed by 8%: over 5%, not over 10% (nor 8.5%)
+        rc, out, err = t.run(*base, "--fail-on-regression", "5")
+        check(rc == 1 and "regressions (2):" in out.decode(), f"rc {rc}, stderr {err}")
+        check(err.splitlines() == ["tailprof: regression gate: stage compute p95 regressed by "
+                                   "+8.0% [+5.0%, +11.0%] (4.00ms ± 2% → 4.32ms ± 2%), over "
+                                   "--fail-on-regression 5%"], err)
+        for pct in ("10", "8.5"):
+            rc, out, err = t.run(*base, "--fail-on-regression", pct)
+            check(rc == 0 and err == "", f"{pct}: rc {rc}, stderr {err}")
+        # only a function regressed: it counts with --gate-functions only
+        fn_only = ["--server", url, "compare", "--before", "snap:fn-only", "--after", "snap:b",
+                   "--fail-on-regression", "10"]
+        rc, out, err = t.run(*fn_only)
+        check(rc == 0 and err == "", f"rc {rc}, stderr {err}")
+        rc, out, err = t.run(*fn_only, "--gate-functions")
+        check(rc == 1 and "function json_dumps regressed by +2.50pp" in err, f"rc {rc}, {err}")
+        check("stage compute" not in err, err)
+        # without the gate, a regression does not change the exit status
+        rc, out, err = t.run(*base)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+
+    def usage_errors(prefix, cases):
+        """Each of cases, (args, needle), exits 2 with needle on stderr and sends nothing."""
+        for args, needle in cases:
+            rc, out, err = t.run("--server", url, *prefix, *args)
+            check(rc == 2, f"{args}: rc {rc}")
+            check(needle in err and f"Try 'tailprof {' '.join(prefix)}" in err,
+                  f"{args}: {err!r}")
+            check(FakeDaemon.requests == [], f"{args}: {FakeDaemon.requests}")
+
+    def compare_usage():
+        usage_errors(["compare"], (
+                (["--before", "yesterday", "--after", "snap:b"],
+                 "--before: 'yesterday' is neither a range FROM..TO nor snap:NAME"),
+                (["--before", "snap:a", "--after", "1795986000.."],
+                 "--after: '1795986000..' needs both ends: FROM..TO"),
+                (["--before", "1795986000..soon", "--after", "snap:b"],
+                 "--before: TO 'soon' is not a time"),
+                (["--before", "2026-13-01T00:00:00Z..1795986000", "--after", "snap:b"],
+                 "--before: FROM '2026-13-01T00:00:00Z' is not a time"),
+                (["--before", "20..10", "--after", "snap:b"],
+                 "--before: FROM (20) must be before TO (10)"),
+                (["--before", "snap:a/b", "--after", "snap:b"],
+                 "--before: 'a/b' is not a snapshot name"),
+                (["--before", "snap:..", "--after", "snap:b"], "is not a snapshot name"),
+                (["--before", "snap:a"], "compare needs --before and --after"),
+                ([], "compare needs --before and --after"),
+                (["--before", "snap:a", "--after", "snap:b", "--fail-on-regression", "-5"],
+                 "--fail-on-regression: '-5' is not a percentage"),
+                (["--before", "snap:a", "--after", "snap:b", "--fail-on-regression", "inf"],
+                 "is not a percentage"),
+                (["--before", "snap:a", "--after", "snap:b", "--min-effect", "2%"],
+                 "--min-effect: '2%' is not a percentage"),
+                (["--before", "snap:a", "--after", "snap:b", "--alpha", "1.5"],
+                 "--alpha: '1.5' is not a false discovery rate"),
+                (["--before", "snap:a", "--after", "snap:b", "--seed", "x"],
+                 "--seed: 'x' is not a seed"),
+                (["--before", "snap:a", "--after", "snap:b", "--gate-functions"],
+                 "--gate-functions goes with --fail-on-regression"),
+                (["--before", "snap:a", "--after", "snap:b", "--top", "5"],
+                 "--top goes with --before-profile"),
+                (["--before-profile", "a", "--before", "snap:a"], "cannot be combined"),
+                (["--before-profile", "a"], "--before-profile needs --after-profile"),
+                (["--before-profile", "a", "--after-profile", "b", "--fail-on-regression", "5"],
+                 "need windows"),
+                (["--before-profile", "a", "--after-profile", "b", "--top", "0"],
+                 "--top: '0' is not a count")))
+
+    def compare_errors():
+        down = f"http://127.0.0.1:{closed_port()}"
+        rc, out, err = t.run("--server", down, "compare", "--before", "snap:a", "--after",
+                             "snap:b", "--fail-on-regression", "5")
+        check(rc == 1 and f"cannot reach tailprofd at {down}" in err, f"rc {rc}, {err}")
+        rc, out, err = t.run("--server", down, "snapshot", "list")
+        check(rc == 1 and f"cannot reach tailprofd at {down}" in err, f"rc {rc}, {err}")
+
+    def snapshot_cmds():
+        FakeDaemon.snapshots = [dict(SNAPSHOT)]
+        rc, out, err = t.run("--server", url, "snapshot", "list")
+        check(rc == 0 and FakeDaemon.requests == ["/api/v1/snapshots"], f"rc {rc}, {err}")
+        lines = out.decode().splitlines()
+        check(cells(lines[0]) == ["NAME", "SAVED", "RANGE", "WINDOWS", "BYTES"], lines[0])
+        check(cells(lines[1]) == ["base-1", "2026-11-29T21:06:00.000Z",
+                                  "2026-11-29T21:00:00.000Z, 30m0s", "180", "1.5 MiB"], lines[1])
+        check(lines[2] == "snapshots: 1 of at most 32, 1.5 MiB of at most 256.0 MiB", lines[2])
+        rc, out, err = t.run("--server", url, "snapshot", "save", "load-test.2", "--from",
+                             "2026-11-29T21:00:00Z", "--to", "1795987800")
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        check(FakeDaemon.requests == ["/api/v1/snapshots?name=load-test.2&from=2026-11-29T21%3A"
+                                      "00%3A00Z&to=1795987800"], FakeDaemon.requests)
+        check(out == b"saved snapshot load-test.2: 180 windows, 2026-11-29T21:00:00.000Z, "
+              b"30m0s, 1.5 MiB\n", out)
+        check("tailprof compare --before snap:load-test.2" in err, err)
+        rc, out, err = t.run("--server", url, "snapshot", "save", "x", "--last", "30m", "--json")
+        check(rc == 0 and json.loads(out)["name"] == "x", f"rc {rc}, {out}")
+        check(FakeDaemon.requests == ["/api/v1/snapshots?name=x&last=30m"], FakeDaemon.requests)
+        rc, out, err = t.run("--server", url, "snapshot", "list", "--json")
+        check(rc == 0 and [x["name"] for x in json.loads(out)["snapshots"]] ==
+              ["base-1", "load-test.2", "x"], out)
+        # a name taken: the server's message, exit 1
+        rc, out, err = t.run("--server", url, "snapshot", "save", "x")
+        check(rc == 1 and "server error (409): name: a snapshot of that name exists" in err, err)
+        rc, out, err = t.run("--server", url, "snapshot", "rm", "load-test.2")
+        check(rc == 0 and out == b"removed snapshot load-test.2\n", f"rc {rc}, {err}")
+        check(FakeDaemon.requests == ["/api/v1/snapshots/load-test.2"], FakeDaemon.requests)
+        rc, out, err = t.run("--server", url, "snapshot", "rm", "load-test.2")
+        check(rc == 1 and "server error (404): snapshot: 'load-test.2' does not exist" in err,
+              err)
+        rc, out, err = t.run("--server", url, "snapshot", "rm", "x", "--json")
+        check(rc == 0 and json.loads(out) == {"removed": "x"}, out)
+        FakeDaemon.snapshots = []
+        rc, out, err = t.run("--server", url, "snapshot", "list")
+        check(rc == 0 and out.startswith(b"no snapshots"), out)
+
+    def snapshot_errors():
+        FakeDaemon.state_dir = False
+        try:
+            rc, out, err = t.run("--server", url, "snapshot", "save", "base", "--last", "30m")
+        finally:
+            FakeDaemon.state_dir = True
+        check(rc == 1 and out == b"", f"rc {rc}")
+        check("tailprof: server error (409): no state directory: start tailprofd with "
+              "--state-dir DIR" in err, err)
+        usage_errors(["snapshot"], (
+                (["save", "a/b"], "'a/b' is not a snapshot name (1-64 characters"),
+                (["save", ".."], "'..' is not a snapshot name"),
+                (["save", "."], "'.' is not a snapshot name"),
+                (["save", "x" * 65], "is not a snapshot name"),
+                (["rm", "a b"], "'a b' is not a snapshot name"),
+                (["save"], "snapshot save needs the NAME of a snapshot"),
+                (["rm"], "snapshot rm needs the NAME of a snapshot"),
+                (["save", "a", "b"], "unexpected argument 'b'"),
+                (["save", "a", "--last", "5x"], "--last: '5x' is not a positive duration"),
+                (["save", "a", "--last", "5m", "--from", "1795986000"],
+                 "--last cannot be combined"),
+                (["list", "extra"], "unexpected argument 'extra'"),
+                (["frob"], "unknown action 'frob' for snapshot"),
+                ([], "snapshot needs an action: save, list or rm")))
+
+    def compare_profiles():
+        d = tempfile.mkdtemp()
+        before, after = os.path.join(d, "before.pb.gz"), os.path.join(d, "after.pb")
+        with open(before, "wb") as f:
+            f.write(gzip.compress(PPROF_BEFORE))
+        with open(after, "wb") as f:
+            f.write(PPROF_AFTER)
+        rc, out, err = t.run("compare", "--before-profile", before, "--after-profile", after)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        lines = out.decode().splitlines()
+        check(lines[0] == f"before: {before}: samples/count, total 100", lines[0])
+        head = lines.index("FUNCTION    BEFORE   AFTER    CHANGE")
+        # the leaf of an inlined location is its first line (hot), not its caller (main)
+        check([cells(l) for l in lines[head + 1:head + 4]] == [
+            ["hot", "75.00%", "50.00%", "-25.00pp"], ["json_dumps", "0.00%", "25.00%", "+25.00pp"],
+            ["cold", "25.00%", "25.00%", "+0.00pp"]], lines)
+        check("no intervals and no verdicts" in out.decode(), out)
+        check(FakeDaemon.requests == [], FakeDaemon.requests)
+        rc, out, err = t.run("compare", "--before-profile", before, "--after-profile", after,
+                             "--json", "--top", "2")
+        doc = json.loads(out)
+        check(rc == 0 and doc["before_profile"] == before and doc["after_profile"] == after, doc)
+        check(doc["sample_type"] == "samples/count" and "no verdicts" in doc["note"], doc)
+        check(doc["functions"] == [
+            {"function": "hot", "before_share": 0.75, "after_share": 0.5, "diff": -0.25},
+            {"function": "json_dumps", "before_share": 0.0, "after_share": 0.25, "diff": 0.25}],
+            doc["functions"])
+        for name, data, needle in (
+                ("truncated.pb.gz", gzip.compress(PPROF_BEFORE)[:40], "truncated"),
+                ("garbage.pb.gz", b"\xde\xad\xbe\xef this is not a profile" * 3,
+                 "not a pprof profile"),
+                ("text.pb.gz", gzip.compress(b"\x0a\x04fake pprof bytes"),
+                 "is not a pprof profile"),
+                ("cut.pb", PPROF_AFTER[:-5], "not a pprof profile"),
+                ("corrupt.pb.gz", b"\x1f\x8b\x09" + gzip.compress(PPROF_BEFORE)[3:],
+                 "not valid gzip data (unknown compression method)"),
+                ("empty.pb", b"", "no sample types")):
+            path = os.path.join(d, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            rc, out, err = t.run("compare", "--before-profile", before, "--after-profile", path)
+            check(rc == 1 and out == b"", f"{name}: rc {rc}")
+            check(err.startswith(f"tailprof: {path}: ") and needle in err, f"{name}: {err!r}")
+            os.unlink(path)
+        missing = os.path.join(d, "missing.pb.gz")
+        rc, out, err = t.run("compare", "--before-profile", missing, "--after-profile", after)
+        check(rc == 1 and f"cannot open {missing}: No such file or directory" in err, err)
+        os.unlink(before)
+        os.unlink(after)
+        os.rmdir(d)
+
+    def compare_helps():
+        rc, out, _ = t.run("--help")
+        for cmd in ("compare", "snapshot"):
+            check(f"\n  {cmd} " in out.decode(), out)
+        for args in (["compare", "--help"], ["help", "compare"], ["snapshot", "--help"],
+                     ["snapshot", "save", "--help"], ["snapshot", "list", "-h"]):
+            rc, out, _ = t.run(*args)
+            want = ("Usage: tailprof " + (args[1] if args[0] == "help" else args[0])).encode()
+            check(rc == 0 and out.startswith(want), f"{args}: {out[:40]!r}")
+            check(b"--server URL" in out, out)
+        rc, out, _ = t.run("compare", "--help")
+        for opt in (b"--fail-on-regression PCT", b"--gate-functions", b"--before-profile FILE",
+                    b"--top N", b"snap:NAME", b"--min-effect PCT", b"--alpha A", b"--seed N"):
+            check(opt in out, opt)
+
+    t.case("compare prints conditions, regressions first, stages, totals, functions",
+           compare_table)
+    t.case("compare --json passes the body; the query carries every option", compare_json_and_query)
+    t.case("compare --fail-on-regression: 8% over 5 exits 1, under 10 exits 0; functions with "
+           "--gate-functions only", compare_gate)
+    t.case("compare: bad sides and options exit 2 before any request", compare_usage)
+    t.case("compare and snapshot with the daemon down exit 1", compare_errors)
+    t.case("snapshot save, list and rm", snapshot_cmds)
+    t.case("snapshot: 409 without a state directory exits 1; bad names exit 2", snapshot_errors)
+    t.case("compare --before-profile/--after-profile: shares by leaf; bad files exit 1",
+           compare_profiles)
+    t.case("--help lists compare and snapshot and their options", compare_helps)
     t.case("spikes prints a table: p95 vs baseline, pattern, cause, marks", spikes_table)
     t.case("spikes --json passes the body; an empty list says where to look", spikes_json_and_empty)
     t.case("explain prints the header, causes, evidence and requests", explain_text)
