@@ -504,10 +504,10 @@ static void print_side(const char *label, const json_t *s)
 static void print_conditions(const json_t *c)
 {
 	const json_t *method = json_object_get(c, "method"), *notes = json_object_get(c, "notes"),
-		     *note;
+		     *note, *blocks;
 	const char *load = json_string_value(json_object_get(c, "load_note")),
 		   *test = json_string_value(json_object_get(method, "test"));
-	char b[6][32];
+	char b[8][32];
 	size_t i;
 
 	print_side("before:", json_object_get(c, "before"));
@@ -518,10 +518,16 @@ static void print_conditions(const json_t *c)
 		printf("%-8s the request rates of the sides differ by more than 10%%\n", "load:");
 	json_array_foreach(notes, i, note) if (json_is_string(note))
 	    printf("%-8s %s\n", "note:", json_string_value(note));
-	printf("%-8s %s bootstrap resamples in blocks of %s windows, seed %s%s%s\n",
-	       "method:", f_int(method, "resamples", b[0], 32),
-	       f_int(method, "block_windows", b[1], 32), f_int(method, "seed", b[2], 32),
-	       test ? "; " : "", test ? test : "");
+	/* block_windows: one length, or one a side ({"before", "after"}) */
+	blocks = json_object_get(method, "block_windows");
+	if (json_is_object(blocks))
+		snprintf(b[1], 32, "%s+%s", f_int(blocks, "before", b[6], 16),
+			 f_int(blocks, "after", b[7], 16));
+	else
+		f_int(method, "block_windows", b[1], 32);
+	printf("%-8s %s cluster-bootstrap resamples of windows in blocks of %s, seed %s%s%s\n",
+	       "method:", f_int(method, "resamples", b[0], 32), b[1],
+	       f_int(method, "seed", b[2], 32), test ? "; " : "", test ? test : "");
 	printf("%-8s %s%% intervals, alpha %s (false discovery rate), minimum effect %s%%\n", "",
 	       f_num(method, "confidence", 100, b[3], 32), f_num(method, "alpha", 1, b[4], 32),
 	       f_num(method, "min_effect_pct", 1, b[5], 32));

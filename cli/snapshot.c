@@ -296,7 +296,7 @@ void usage_snapshot(FILE *f)
 		"\n"
 		"Actions:\n"
 		"  save NAME      save the windows of a range as NAME; without --last, --from\n"
-		"                 or --to, tailprofd picks the range\n"
+		"                 or --to, every closed window the daemon holds\n"
 		"  list           name, when saved, range, windows and size of each snapshot\n"
 		"  rm NAME        remove snapshot NAME\n"
 		"  NAME           " SNAPSHOT_NAME_RULE "\n"

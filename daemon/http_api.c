@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* HTTP endpoints: /api/v1/{status,windows,profile,gc,stages,spans,spikes}, /debug/pprof/profile,
- * /healthz, /metrics, and the write endpoints POST /api/v1/marks and /api/v1/alertmanager. */
+ * /healthz, /metrics, and the write endpoints POST /api/v1/marks and /api/v1/alertmanager;
+ * compare and snapshots are http_compare.c's. */
 #include "http_api.h"
 
 #include <ctype.h>
@@ -24,6 +25,8 @@
 #include "collector.h"
 #include "config.h"
 #include "gc_discovery.h"
+#include "http_compare.h"
+#include "http_util.h"
 #include "log.h"
 #include "marks.h"
 #include "query.h"
@@ -123,217 +126,20 @@ fail:
 /* ---- responses ---- */
 
 /* A response header beside Content-Type (Allow, Retry-After); name NULL for none. */
-struct header {
-	const char *name, *value;
-};
-
-static enum MHD_Result send_buf_hdr(struct MHD_Connection *conn, unsigned int status,
-				    const char *type, void *buf, size_t len, bool free_buf,
-				    struct header hdr)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-	    len, buf, free_buf ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", type);
-	if (hdr.name)
-		MHD_add_response_header(r, hdr.name, hdr.value);
-	ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned int status, const char *type,
-				void *buf, size_t len, bool free_buf)
-{
-	return send_buf_hdr(conn, status, type, buf, len, free_buf, (struct header){0});
-}
-
-static enum MHD_Result send_json_hdr(struct MHD_Connection *conn, unsigned int status, char *body,
-				     struct header hdr)
-{
-	if (!body)
-		return send_buf(conn, 500, "application/json", "{\"error\":\"out of memory\"}\n",
-				26, false);
-	return send_buf_hdr(conn, status, "application/json", body, strlen(body), true, hdr);
-}
-
-static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned int status, char *body)
-{
-	return send_json_hdr(conn, status, body, (struct header){0});
-}
-
-/* Makes text safe to echo in JSON: bytes outside printable ASCII become \xNN (the input may
- * not be UTF-8), and it is cut at max bytes. */
-static const char *printable(const char *text, char *buf, size_t len, size_t max)
-{
-	size_t n = 0;
-
-	for (const unsigned char *p = (const unsigned char *)text; *p && n + 5 < len; p++) {
-		if (p - (const unsigned char *)text >= (ptrdiff_t)max) {
-			n += snprintf(buf + n, len - n, "...");
-			break;
-		}
-		if (*p >= 0x20 && *p < 0x7f)
-			buf[n++] = *p;
-		else
-			n += snprintf(buf + n, len - n, "\\x%02x", *p);
-	}
-	buf[n < len ? n : len - 1] = 0;
-	return buf;
-}
-
-/* {"error": msg} with status and hdr (name NULL for none). */
-static enum MHD_Result __attribute__((format(printf, 4, 5)))
-send_error_hdr(struct MHD_Connection *conn, unsigned int status, struct header hdr, const char *fmt,
-	       ...)
-{
-	char msg[1024];
-	json_t *o;
-	va_list ap;
-	char *body;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	o = json_pack("{s:s}", "error", msg);
-	body = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	return send_json_hdr(conn, status, body, hdr);
-}
-
-#define send_error(conn, status, ...) send_error_hdr(conn, status, (struct header){0}, __VA_ARGS__)
-
-/* ---- query parameters ---- */
-
-#define MAX_PARAMS 16
-#define ECHO_MAX   64 /* bytes of a bad value echoed in an error */
-
-/* The query parameters of one request: each allowed one at most once and with a value. */
-struct params {
-	const char *const *allowed; /* NULL-terminated */
-	const char *value[MAX_PARAMS];
-	char err[512];
-};
-
-static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const char *key,
-				     size_t key_size, const char *value, size_t value_size)
-{
-	struct params *p = cls;
-	char k[ECHO_MAX * 4 + 8], list[160] = "";
-	size_t n = 0;
-
-	/* %00 in a query: C strings would silently end there ("type=cpu%00x" read as cpu) */
-	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
-		printable(key, k, sizeof(k), ECHO_MAX);
-		snprintf(p->err, sizeof(p->err), "%s: contains a NUL byte (%%00)", k);
-		return MHD_NO;
-	}
-
-	for (int i = 0; p->allowed[i]; i++) {
-		if (strcmp(key, p->allowed[i]))
-			continue;
-		if (i >= MAX_PARAMS)
-			abort(); /* a handler's allowed list outgrew MAX_PARAMS: a bug, caught by
-				    tests */
-		if (!value) {
-			snprintf(p->err, sizeof(p->err), "%s: needs a value (%s=...)", key, key);
-			return MHD_NO;
-		}
-		if (p->value[i]) {
-			snprintf(p->err, sizeof(p->err), "%s: given twice; give it once", key);
-			return MHD_NO;
-		}
-		p->value[i] = value;
-		return MHD_YES;
-	}
-	for (int i = 0; p->allowed[i]; i++)
-		n += snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", p->allowed[i]);
-	if (*key)
-		printable(key, k, sizeof(k), ECHO_MAX);
-	else
-		strcpy(k, "(empty name)");
-	snprintf(p->err, sizeof(p->err), "%s: unknown parameter; %s%s", k,
-		 n ? "allowed: " : "this path takes none", list);
-	return MHD_NO;
-}
-
-/* Reads the query into p (p->allowed set by the caller). Returns 0, or -1 with p->err set. */
-static int get_params(struct MHD_Connection *conn, struct params *p)
-{
-	p->err[0] = 0;
-	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, p);
-	return p->err[0] ? -1 : 0;
-}
-
-static const char *param(const struct params *p, const char *key)
-{
-	for (int i = 0; p->allowed[i]; i++)
-		if (!strcmp(key, p->allowed[i]))
-			return p->value[i];
-	return NULL;
-}
-
-/* Parses the time value of parameter name into *ns. Returns 0, or -1 with err written. */
-static int parse_time_param(const char *name, const char *value, int64_t *ns, char *err, size_t len)
-{
-	char v[ECHO_MAX * 4 + 8];
-	int rc = tp_parse_time(value, ns);
-
-	if (!rc)
-		return 0;
-	snprintf(err, len,
-		 "%s: '%s' is %s; use RFC 3339 (2026-11-29T21:04:05Z) or Unix seconds, from 1970 "
-		 "to 2262",
-		 name, printable(value, v, sizeof(v), ECHO_MAX),
-		 rc == -ERANGE ? "out of range" : "not a time");
-	return -1;
-}
-
-/* Parses last= / from= / to= into r. Returns 0, or -1 after writing the error into err. */
-static int parse_range(const struct params *p, struct query_range *r, char *err, size_t len)
-{
-	const char *last = param(p, "last"), *from = param(p, "from"), *to = param(p, "to");
-	char v[ECHO_MAX * 4 + 8];
-
-	memset(r, 0, sizeof(*r));
-	if (last && (from || to)) {
-		snprintf(err, len, "last: use either last=DURATION or from=/to=, not both");
-		return -1;
-	}
-	if (last && (tp_parse_duration(last, &r->last_ns) || !r->last_ns)) {
-		snprintf(err, len, "last: '%s' is not a positive duration; use e.g. 90s, 5m, 1h",
-			 printable(last, v, sizeof(v), ECHO_MAX));
-		return -1;
-	}
-	if ((from && parse_time_param("from", from, &r->from_unix_ns, err, len)) ||
-	    (to && parse_time_param("to", to, &r->to_unix_ns, err, len)))
-		return -1;
-	r->has_from = from != NULL;
-	r->has_to = to != NULL;
-	if (r->has_from && r->has_to && r->to_unix_ns <= r->from_unix_ns) {
-		snprintf(err, len, "to: must be after from");
-		return -1;
-	}
-	return 0;
-}
-
 /* Parses pid= and comm= into f. Returns 0, or -1 after writing the error into err. */
 static int parse_filter(const struct params *p, struct profile_filter *f, char *err, size_t len)
 {
-	const char *pid = param(p, "pid");
+	const char *pid = http_param(p, "pid");
 	char v[ECHO_MAX * 4 + 8];
 
 	memset(f, 0, sizeof(*f));
-	f->comm = param(p, "comm");
+	f->comm = http_param(p, "comm");
 	if (pid) {
 		uint64_t n;
 
 		if (tp_parse_uint(pid, 1, INT32_MAX, &n)) {
 			snprintf(err, len, "pid: '%s' is not a process id (a positive integer)",
-				 printable(pid, v, sizeof(v), ECHO_MAX));
+				 http_printable(pid, v, sizeof(v), ECHO_MAX));
 			return -1;
 		}
 		f->has_pid = true;
@@ -347,7 +153,7 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
 		snprintf(err, len,
 			 "comm: '%s' is longer than the kernel keeps (%d characters); "
 			 "use its first %d: '%.*s'",
-			 printable(f->comm, v, sizeof(v), ECHO_MAX), TP_COMM_LEN - 1,
+			 http_printable(f->comm, v, sizeof(v), ECHO_MAX), TP_COMM_LEN - 1,
 			 TP_COMM_LEN - 1, TP_COMM_LEN - 1, f->comm);
 		return -1;
 	}
@@ -358,13 +164,13 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
  * into err. */
 static int parse_type(const struct params *p, enum profile_type *t, char *err, size_t len)
 {
-	const char *type = param(p, "type");
+	const char *type = http_param(p, "type");
 	char v[ECHO_MAX * 4 + 8];
 
 	if (!type || !query__parse_type(type, t))
 		return 0;
 	snprintf(err, len, "type: '%s' is not a profile type; allowed: cpu, offcpu, wall",
-		 printable(type, v, sizeof(v), ECHO_MAX));
+		 http_printable(type, v, sizeof(v), ECHO_MAX));
 	return -1;
 }
 
@@ -373,7 +179,7 @@ static int parse_type(const struct params *p, enum profile_type *t, char *err, s
 static int parse_stage(const struct params *p, const struct query_ctx *ctx,
 		       struct profile_filter *f, char *err, size_t len)
 {
-	const char *stage = param(p, "stage");
+	const char *stage = http_param(p, "stage");
 	char v[ECHO_MAX * 4 + 8], known[512];
 
 	if (!stage)
@@ -387,7 +193,7 @@ static int parse_stage(const struct params *p, const struct query_ctx *ctx,
 	else
 		snprintf(known, sizeof(known), "(none)");
 	snprintf(err, len, "stage: '%s' is not a known stage; known: %s",
-		 printable(stage, v, sizeof(v), ECHO_MAX), known);
+		 http_printable(stage, v, sizeof(v), ECHO_MAX), known);
 	return -1;
 }
 
@@ -448,7 +254,7 @@ static enum MHD_Result send_pprof(struct MHD_Connection *conn, int err, uint8_t 
 	char v[32];
 
 	if (err)
-		return send_error(conn, 500, "cannot encode the profile: %s", strerror(-err));
+		return http_send_error(conn, 500, "cannot encode the profile: %s", strerror(-err));
 	r = pprof_response(buf, len);
 	if (!r)
 		return MHD_NO;
@@ -520,20 +326,22 @@ static enum MHD_Result stored_spike_profile(struct MHD_Connection *conn, struct 
 	int rc;
 
 	if (filter->has_pid || filter->comm)
-		return send_error(conn, 400,
-				  "spike '%s' was read back from the state directory: its profiles "
-				  "are stored whole; drop pid= and comm=",
-				  id);
+		return http_send_error(
+		    conn, 400,
+		    "spike '%s' was read back from the state directory: its profiles "
+		    "are stored whole; drop pid= and comm=",
+		    id);
 	rc = spikes__stored_profile(h->ctx->spikes, id, types[filter->type], filter->has_stage,
 				    baseline, &buf, &len);
 	if (rc == -ENOENT)
-		return send_error(
+		return http_send_error(
 		    conn, 404, "spike '%s' (from the state directory) has no stored %s%s profile%s",
 		    id, types[filter->type], baseline ? " baseline" : "",
 		    filter->has_stage ? " of its stage" : "");
 	if (rc)
-		return send_error(conn, 500, "spike '%s': its stored profile cannot be read (%s)",
-				  id, strerror(-rc));
+		return http_send_error(conn, 500,
+				       "spike '%s': its stored profile cannot be read (%s)", id,
+				       strerror(-rc));
 	r = pprof_response(buf, len);
 	if (!r)
 		return MHD_NO;
@@ -548,7 +356,7 @@ static enum MHD_Result stored_spike_profile(struct MHD_Connection *conn, struct 
 static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_api *h,
 				     const struct params *p, struct profile_filter *filter)
 {
-	const char *name = param(p, "spike"), *baseline = param(p, "baseline");
+	const char *name = http_param(p, "spike"), *baseline = http_param(p, "baseline");
 	struct window_ring *ring = collector__ring(h->ctx->collector);
 	struct window **ws = NULL;
 	char id[SPIKE_ID_LEN], v[ECHO_MAX * 4 + 8];
@@ -559,8 +367,8 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 	if (baseline && strcmp(baseline, "1") && strcmp(baseline, "0")) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);
-		return send_error(conn, 400, "baseline: '%s' is not 0 or 1",
-				  printable(baseline, v, sizeof(v), ECHO_MAX));
+		return http_send_error(conn, 400, "baseline: '%s' is not 0 or 1",
+				       http_printable(baseline, v, sizeof(v), ECHO_MAX));
 	}
 	rc = spikes__resolve(h->ctx->spikes, name, NULL, id);
 	if (!rc && (ws = calloc(max, sizeof(*ws))))
@@ -574,7 +382,7 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 			collector__unlock(h->ctx->collector);
 			encoder_leave(h);
 			free(ws);
-			return send_error(
+			return http_send_error(
 			    conn, 400,
 			    "stage: spike '%s' was read back from the state directory "
 			    "with profiles of every process%s%s; drop stage=%s%s",
@@ -593,19 +401,20 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 		encoder_leave(h);
 		free(ws);
 		if (!ws && !rc)
-			return send_error(conn, 500, "out of memory");
-		return send_error(conn, 404,
-				  "spike: no spike '%s' is held; GET /api/v1/spikes lists them",
-				  printable(name, v, sizeof(v), ECHO_MAX));
+			return http_send_error(conn, 500, "out of memory");
+		return http_send_error(
+		    conn, 404, "spike: no spike '%s' is held; GET /api/v1/spikes lists them",
+		    http_printable(name, v, sizeof(v), ECHO_MAX));
 	}
 	if (!n) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);
 		free(ws);
-		return send_error(conn, 404,
-				  "spike '%s': none of its %s windows is held any more (the ring "
-				  "moved on and its pins were released)",
-				  id, base ? "baseline" : "spike");
+		return http_send_error(
+		    conn, 404,
+		    "spike '%s': none of its %s windows is held any more (the ring "
+		    "moved on and its pins were released)",
+		    id, base ? "baseline" : "spike");
 	}
 	{
 		enum MHD_Result ret = send_profile(conn, h, ws, n, filter, NULL);
@@ -622,7 +431,7 @@ static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struc
 					      const struct params *p)
 {
 	static const char *const alone[] = {"last", "from", "to", "pid", "comm", "stage"};
-	const char *id = param(p, "request");
+	const char *id = http_param(p, "request");
 	enum profile_type t = PROFILE_WALL;
 	char msg[512];
 	struct window_ring *ring;
@@ -635,19 +444,20 @@ static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struc
 	int err;
 
 	for (size_t i = 0; i < sizeof(alone) / sizeof(alone[0]); i++)
-		if (param(p, alone[i]))
-			return send_error(
+		if (http_param(p, alone[i]))
+			return http_send_error(
 			    conn, 400,
 			    "%s: not with request= (a span is one thread over its own "
 			    "time); give request= alone, or with type=",
 			    alone[i]);
 	if (parse_type(p, &t, msg, sizeof(msg)))
-		return send_error(conn, 400, "%s", msg);
+		return http_send_error(conn, 400, "%s", msg);
 	if (!stages__span_id_valid(id))
-		return send_error(conn, 400,
-				  "request: '%s' is not a span id; give the id of a span as "
-				  "/api/v1/spans lists it (TID-START_NS, e.g. 4242-1234567890)",
-				  printable(id, v, sizeof(v), ECHO_MAX));
+		return http_send_error(
+		    conn, 400,
+		    "request: '%s' is not a span id; give the id of a span as "
+		    "/api/v1/spans lists it (TID-START_NS, e.g. 4242-1234567890)",
+		    http_printable(id, v, sizeof(v), ECHO_MAX));
 	encoder_enter(h);
 	collector__rdlock(h->ctx->collector);
 	ring = collector__ring(h->ctx->collector);
@@ -656,7 +466,7 @@ static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struc
 	if (!ws) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);
-		return send_error(conn, 500, "out of memory");
+		return http_send_error(conn, 500, "out of memory");
 	}
 	n = window_ring__with_records(ring, ws, n);
 	sp = stages__find_span(ws, n, id, &where);
@@ -664,11 +474,12 @@ static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struc
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);
 		free(ws);
-		return send_error(conn, 404,
-				  "request: no span '%s' here; spans are kept for request profiles "
-				  "in the current and the previous window and in pinned (spike) "
-				  "windows: list them with /api/v1/spans",
-				  printable(id, v, sizeof(v), ECHO_MAX));
+		return http_send_error(
+		    conn, 404,
+		    "request: no span '%s' here; spans are kept for request profiles "
+		    "in the current and the previous window and in pinned (spike) "
+		    "windows: list them with /api/v1/spans",
+		    http_printable(id, v, sizeof(v), ECHO_MAX));
 	}
 	err = query__request_profile(h->ctx, sp, where->wall_offset_ns, ws, n, t, &buf, &len, &sum);
 	collector__unlock(h->ctx->collector);
@@ -690,42 +501,44 @@ static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_a
 	char err[512], v[ECHO_MAX * 4 + 8];
 	size_t n = 0;
 
-	if (get_params(conn, &p))
-		return send_error(conn, 400, "%s", p.err);
-	if (param(&p, "request")) {
-		if (param(&p, "spike") || param(&p, "baseline"))
-			return send_error(
+	if (http_get_params(conn, &p))
+		return http_send_error(conn, 400, "%s", p.err);
+	if (http_param(&p, "request")) {
+		if (http_param(&p, "spike") || http_param(&p, "baseline"))
+			return http_send_error(
 			    conn, 400, "request: not with spike= or baseline=; give one of them");
 		return handle_request_profile(conn, h, &p);
 	}
 	if (parse_filter(&p, &filter, err, sizeof(err)) ||
-	    parse_range(&p, &range, err, sizeof(err)) ||
+	    http_parse_range(&p, &range, err, sizeof(err)) ||
 	    parse_type(&p, &filter.type, err, sizeof(err)))
-		return send_error(conn, 400, "%s", err);
-	if (param(&p, "spike") && (param(&p, "last") || param(&p, "from") || param(&p, "to")))
-		return send_error(
+		return http_send_error(conn, 400, "%s", err);
+	if (http_param(&p, "spike") &&
+	    (http_param(&p, "last") || http_param(&p, "from") || http_param(&p, "to")))
+		return http_send_error(
 		    conn, 400, "spike: a spike names its own windows; drop last=, from= and to=");
-	if (param(&p, "baseline") && !param(&p, "spike"))
-		return send_error(conn, 400, "baseline: only with spike=ID");
-	if (param(&p, "spike") && !valid_spike_id(param(&p, "spike")))
-		return send_error(conn, 400,
-				  "spike: '%s' is not a spike id (1-64 characters of "
-				  "A-Z a-z 0-9 . _ -) or latest",
-				  printable(param(&p, "spike"), v, sizeof(v), ECHO_MAX));
+	if (http_param(&p, "baseline") && !http_param(&p, "spike"))
+		return http_send_error(conn, 400, "baseline: only with spike=ID");
+	if (http_param(&p, "spike") && !valid_spike_id(http_param(&p, "spike")))
+		return http_send_error(
+		    conn, 400,
+		    "spike: '%s' is not a spike id (1-64 characters of "
+		    "A-Z a-z 0-9 . _ -) or latest",
+		    http_printable(http_param(&p, "spike"), v, sizeof(v), ECHO_MAX));
 	encoder_enter(h);
 	collector__rdlock(h->ctx->collector);
 	if (parse_stage(&p, h->ctx, &filter, err, sizeof(err))) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);
-		return send_error(conn, 400, "%s", err);
+		return http_send_error(conn, 400, "%s", err);
 	}
-	if (param(&p, "spike"))
+	if (http_param(&p, "spike"))
 		return spike_profile(conn, h, &p, &filter);
 	ws = select_windows(h->ctx, &range, &n);
 	if (!ws) {
 		collector__unlock(h->ctx->collector);
 		encoder_leave(h);
-		return send_error(conn, 500, "out of memory");
+		return http_send_error(conn, 500, "out of memory");
 	}
 	ret = send_profile(conn, h, ws, n, &filter, &range);
 	encoder_leave(h);
@@ -762,28 +575,29 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct 
 	bool busy;
 	int rc;
 
-	if (get_params(conn, &p))
-		return send_error(conn, 400, "%s", p.err);
-	seconds = param(&p, "seconds");
+	if (http_get_params(conn, &p))
+		return http_send_error(conn, 400, "%s", p.err);
+	seconds = http_param(&p, "seconds");
 	if (seconds && tp_parse_uint(seconds, 1, MAX_PROFILE_SECONDS, &secs))
-		return send_error(conn, 400,
-				  "seconds: '%s' is not allowed; give whole seconds from 1 "
-				  "to %d",
-				  printable(seconds, v, sizeof(v), ECHO_MAX), MAX_PROFILE_SECONDS);
+		return http_send_error(conn, 400,
+				       "seconds: '%s' is not allowed; give whole seconds from 1 "
+				       "to %d",
+				       http_printable(seconds, v, sizeof(v), ECHO_MAX),
+				       MAX_PROFILE_SECONDS);
 	if (parse_filter(&p, &filter, err, sizeof(err)))
-		return send_error(conn, 400, "%s", err);
+		return http_send_error(conn, 400, "%s", err);
 	collector__rdlock(h->ctx->collector);
 	rc = parse_stage(&p, h->ctx, &filter, err, sizeof(err));
 	collector__unlock(h->ctx->collector);
 	if (rc)
-		return send_error(conn, 400, "%s", err);
+		return http_send_error(conn, 400, "%s", err);
 	pthread_mutex_lock(&h->mu);
 	busy = h->captures >= MAX_CAPTURES;
 	if (!busy)
 		h->captures++;
 	pthread_mutex_unlock(&h->mu);
 	if (busy)
-		return send_error(
+		return http_send_error(
 		    conn, 503,
 		    "seconds: %d profiles are being taken already; try again when one "
 		    "is done, or use /api/v1/profile?last=... on the stored windows",
@@ -798,11 +612,11 @@ static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct 
 		ret = send_profile(conn, h, &w, 1, &filter, NULL);
 		encoder_leave(h);
 	} else if (rc == -ENOMEM) {
-		ret = send_error(conn, 500, "out of memory");
+		ret = http_send_error(conn, 500, "out of memory");
 	} else if (rc == -ECONNRESET) {
 		ret = MHD_NO; /* the client hung up: nobody to answer */
 	} else {
-		ret = send_error(conn, 503, "tailprofd is shutting down");
+		ret = http_send_error(conn, 503, "tailprofd is shutting down");
 	}
 	if (w)
 		collector__capture_end(h->ctx->collector, w);
@@ -821,16 +635,16 @@ static enum MHD_Result handle_windows(struct MHD_Connection *conn, struct http_a
 	char err[512], *body;
 	size_t n = 0;
 
-	if (get_params(conn, &p))
-		return send_error(conn, 400, "%s", p.err);
-	if (parse_range(&p, &range, err, sizeof(err)))
-		return send_error(conn, 400, "%s", err);
+	if (http_get_params(conn, &p))
+		return http_send_error(conn, 400, "%s", p.err);
+	if (http_parse_range(&p, &range, err, sizeof(err)))
+		return http_send_error(conn, 400, "%s", err);
 	collector__rdlock(h->ctx->collector);
 	ws = select_windows(h->ctx, &range, &n);
 	body = ws ? query__windows_json(h->ctx, ws, n) : NULL;
 	collector__unlock(h->ctx->collector);
 	free(ws);
-	return send_json(conn, 200, body);
+	return http_send_json(conn, 200, body);
 }
 
 static enum MHD_Result handle_gc(struct MHD_Connection *conn, struct http_api *h)
@@ -844,36 +658,37 @@ static enum MHD_Result handle_gc(struct MHD_Connection *conn, struct http_api *h
 	char err[512], v[ECHO_MAX * 4 + 8], *body;
 	size_t n = 0;
 
-	if (get_params(conn, &p))
-		return send_error(conn, 400, "%s", p.err);
-	if (parse_range(&p, &range, err, sizeof(err)))
-		return send_error(conn, 400, "%s", err);
-	pid = param(&p, "pid");
+	if (http_get_params(conn, &p))
+		return http_send_error(conn, 400, "%s", p.err);
+	if (http_parse_range(&p, &range, err, sizeof(err)))
+		return http_send_error(conn, 400, "%s", err);
+	pid = http_param(&p, "pid");
 	if (pid) {
 		uint64_t x;
 
 		if (tp_parse_uint(pid, 1, INT32_MAX, &x))
-			return send_error(conn, 400,
-					  "pid: '%s' is not a process id (a positive integer)",
-					  printable(pid, v, sizeof(v), ECHO_MAX));
+			return http_send_error(conn, 400,
+					       "pid: '%s' is not a process id (a positive integer)",
+					       http_printable(pid, v, sizeof(v), ECHO_MAX));
 		f.has_pid = true;
 		f.pid = x;
 	}
-	rt = param(&p, "runtime");
+	rt = http_param(&p, "runtime");
 	if (rt) {
 		for (unsigned r = 1; r < TP_GC_RUNTIME_NR; r++)
 			if (!strcmp(rt, gc_runtime_name(r)))
 				f.runtime = r;
 		if (!f.runtime)
-			return send_error(conn, 400, "runtime: '%s' is not one of jvm, python, go",
-					  printable(rt, v, sizeof(v), ECHO_MAX));
+			return http_send_error(conn, 400,
+					       "runtime: '%s' is not one of jvm, python, go",
+					       http_printable(rt, v, sizeof(v), ECHO_MAX));
 	}
 	collector__rdlock(h->ctx->collector);
 	ws = select_windows(h->ctx, &range, &n);
 	body = ws ? query__gc_json(h->ctx, ws, n, &f) : NULL;
 	collector__unlock(h->ctx->collector);
 	free(ws);
-	return send_json(conn, 200, body);
+	return http_send_json(conn, 200, body);
 }
 
 /* GET /api/v1/spikes and /api/v1/spikes/ID. */
@@ -890,23 +705,24 @@ static enum MHD_Result handle_spikes(struct MHD_Connection *conn, struct http_ap
 	char *body;
 	bool found;
 
-	if (get_params(conn, &p))
-		return send_error(conn, 400, "%s", p.err);
+	if (http_get_params(conn, &p))
+		return http_send_error(conn, 400, "%s", p.err);
 	if (id && !valid_spike_id(id))
-		return send_error(conn, 400,
-				  "'%s' is not a spike id (1-64 characters of A-Z a-z 0-9 . _ -) "
-				  "or latest",
-				  printable(id, v, sizeof(v), ECHO_MAX));
+		return http_send_error(
+		    conn, 400,
+		    "'%s' is not a spike id (1-64 characters of A-Z a-z 0-9 . _ -) "
+		    "or latest",
+		    http_printable(id, v, sizeof(v), ECHO_MAX));
 	if (!id) {
-		if (parse_range(&p, &range, err, sizeof(err)))
-			return send_error(conn, 400, "%s", err);
+		if (http_parse_range(&p, &range, err, sizeof(err)))
+			return http_send_error(conn, 400, "%s", err);
 		if (range.last_ns)
 			f.from_unix_ns = sysinfo__real_ns() - (int64_t)range.last_ns;
 		if (range.has_from)
 			f.from_unix_ns = range.from_unix_ns;
 		if (range.has_to)
 			f.to_unix_ns = range.to_unix_ns;
-		f.stage = param(&p, "stage");
+		f.stage = http_param(&p, "stage");
 	}
 	collector__rdlock(h->ctx->collector);
 	ring = collector__ring(h->ctx->collector);
@@ -917,24 +733,25 @@ static enum MHD_Result handle_spikes(struct MHD_Connection *conn, struct http_ap
 
 		stages__names_list(h->ctx->stages, known, sizeof(known));
 		collector__unlock(h->ctx->collector);
-		return send_error(conn, 400,
-				  "stage: '%s' is neither a known stage nor the stage of a spike "
-				  "held; known: %s",
-				  printable(f.stage, v, sizeof(v), ECHO_MAX), known);
+		return http_send_error(
+		    conn, 400,
+		    "stage: '%s' is neither a known stage nor the stage of a spike "
+		    "held; known: %s",
+		    http_printable(f.stage, v, sizeof(v), ECHO_MAX), known);
 	}
 	if (!id) {
 		body = spikes__list_json(h->ctx->spikes, ring, &f);
 		collector__unlock(h->ctx->collector);
-		return send_json(conn, 200, body);
+		return http_send_json(conn, 200, body);
 	}
 	if (spikes__resolve(h->ctx->spikes, id, NULL, rid)) {
 		collector__unlock(h->ctx->collector);
-		return send_error(conn, 404, "no spike '%s' is held; GET /api/v1/spikes lists them",
-				  id);
+		return http_send_error(conn, 404,
+				       "no spike '%s' is held; GET /api/v1/spikes lists them", id);
 	}
 	body = spikes__get_json(h->ctx->spikes, ring, rid, &found);
 	collector__unlock(h->ctx->collector);
-	return send_json(conn, 200, body);
+	return http_send_json(conn, 200, body);
 }
 
 /* GET /api/v1/stages and /api/v1/spans. */
@@ -949,14 +766,14 @@ static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_ap
 	char err[1024], *body = NULL;
 	size_t n = 0;
 
-	if (get_params(conn, &p))
-		return send_error(conn, 400, "%s", p.err);
-	if (parse_range(&p, &range, err, sizeof(err)))
-		return send_error(conn, 400, "%s", err);
+	if (http_get_params(conn, &p))
+		return http_send_error(conn, 400, "%s", p.err);
+	if (http_parse_range(&p, &range, err, sizeof(err)))
+		return http_send_error(conn, 400, "%s", err);
 	collector__rdlock(h->ctx->collector);
 	if (spans && parse_stage(&p, h->ctx, &filter, err, sizeof(err))) {
 		collector__unlock(h->ctx->collector);
-		return send_error(conn, 400, "%s", err);
+		return http_send_error(conn, 400, "%s", err);
 	}
 	ws = select_windows(h->ctx, &range, &n);
 	if (ws && h->ctx->stages)
@@ -967,7 +784,7 @@ static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_ap
 		body = strdup(spans ? "{\"spans\":[]}" : "{\"stages\":[],\"windows\":[]}");
 	collector__unlock(h->ctx->collector);
 	free(ws);
-	return send_json(conn, 200, body);
+	return http_send_json(conn, 200, body);
 }
 
 /* ---- write endpoints ---- */
@@ -1073,35 +890,37 @@ static enum MHD_Result write_begin(struct MHD_Connection *conn, struct http_api 
 	uint32_t wait;
 
 	if (strcmp(method, "POST"))
-		return send_error_hdr(conn, 405, (struct header){"Allow", "POST"},
-				      "%s: %s takes POST only (see docs/spike-marks.md)",
-				      printable(method, v, sizeof(v), ECHO_MAX), write_paths[e]);
+		return http_send_error_hdr(conn, 405, (struct header){"Allow", "POST"},
+					   "%s: %s takes POST only (see docs/spike-marks.md)",
+					   http_printable(method, v, sizeof(v), ECHO_MAX),
+					   write_paths[e]);
 	{
 		static const char *const none[] = {NULL};
 		struct params p = {.allowed = none};
 
-		if (get_params(conn, &p)) {
+		if (http_get_params(conn, &p)) {
 			count_write(h, e, HTTP_WRITE_INVALID);
-			return send_error(conn, 400, "%s; %s takes its fields in a JSON body",
-					  p.err, write_paths[e]);
+			return http_send_error(conn, 400, "%s; %s takes its fields in a JSON body",
+					       p.err, write_paths[e]);
 		}
 	}
 	if (!json_content_type(type)) {
 		count_write(h, e, HTTP_WRITE_INVALID);
-		return send_error(conn, 415,
-				  "Content-Type: '%s' is not taken; send the JSON body as "
-				  "application/json (curl -d's default is taken too)",
-				  printable(type, v, sizeof(v), ECHO_MAX));
+		return http_send_error(conn, 415,
+				       "Content-Type: '%s' is not taken; send the JSON body as "
+				       "application/json (curl -d's default is taken too)",
+				       http_printable(type, v, sizeof(v), ECHO_MAX));
 	}
 	if (clen && !tp_parse_uint(clen, 0, UINT64_MAX, &len) && len > MARKS_MAX_BODY_BYTES) {
 		count_write(h, e, HTTP_WRITE_INVALID);
-		return send_error(conn, 413, "body: %" PRIu64 " bytes; at most %d (1 MiB)", len,
-				  MARKS_MAX_BODY_BYTES);
+		return http_send_error(conn, 413, "body: %" PRIu64 " bytes; at most %d (1 MiB)",
+				       len, MARKS_MAX_BODY_BYTES);
 	}
 	if (!h->ctx->spikes) {
 		count_write(h, e, HTTP_WRITE_UNAVAILABLE);
-		return send_error(conn, 503, "%s: spike tracking is not running in this tailprofd",
-				  write_paths[e]);
+		return http_send_error(conn, 503,
+				       "%s: spike tracking is not running in this tailprofd",
+				       write_paths[e]);
 	}
 	pthread_mutex_lock(&h->mu);
 	wait = marks__bucket_take(&h->bucket, sysinfo__mono_ns());
@@ -1110,14 +929,15 @@ static enum MHD_Result write_begin(struct MHD_Connection *conn, struct http_api 
 	pthread_mutex_unlock(&h->mu);
 	if (wait) {
 		snprintf(after, sizeof(after), "%u", wait);
-		return send_error_hdr(conn, 503, (struct header){"Retry-After", after},
-				      "%s: too many write requests; try again in %u s (the limit "
-				      "is [spikes] write_rate a minute)",
-				      write_paths[e], wait);
+		return http_send_error_hdr(
+		    conn, 503, (struct header){"Retry-After", after},
+		    "%s: too many write requests; try again in %u s (the limit "
+		    "is [spikes] write_rate a minute)",
+		    write_paths[e], wait);
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u)
-		return send_error(conn, 500, "out of memory");
+		return http_send_error(conn, 500, "out of memory");
 	*con_cls = u;
 	return MHD_YES;
 }
@@ -1156,7 +976,7 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, json_t *o)
 	char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	json_decref(o);
-	return send_json(conn, 200, body);
+	return http_send_json(conn, 200, body);
 }
 
 /* The answer to a write whose parsing or spike call failed with rc (err: the message of
@@ -1169,15 +989,15 @@ static enum MHD_Result write_refused(struct MHD_Connection *conn, struct http_ap
 		/* Alertmanager does not retry a 400 and shows it only in its own log: -v shows it
 		 * here */
 		pr_debug("http: POST %s refused: %s", write_paths[e], err);
-		return send_error(conn, 400, "%s", err);
+		return http_send_error(conn, 400, "%s", err);
 	}
 	if (rc == -EAGAIN) {
 		count_write(h, e, HTTP_WRITE_UNAVAILABLE);
-		return send_error_hdr(conn, 503, (struct header){"Retry-After", "1"},
-				      "%s: the spike queue is full; try again in a second",
-				      write_paths[e]);
+		return http_send_error_hdr(conn, 503, (struct header){"Retry-After", "1"},
+					   "%s: the spike queue is full; try again in a second",
+					   write_paths[e]);
 	}
-	return send_error(conn, 500, "%s: %s", write_paths[e], strerror(-rc));
+	return http_send_error(conn, 500, "%s: %s", write_paths[e], strerror(-rc));
 }
 
 static enum MHD_Result write_mark(struct MHD_Connection *conn, struct http_api *h,
@@ -1234,11 +1054,11 @@ static enum MHD_Result handle_write(struct MHD_Connection *conn, struct http_api
 	}
 	if (u->too_large) {
 		count_write(h, e, HTTP_WRITE_INVALID);
-		return send_error(conn, 413, "body: more than %d bytes (1 MiB); send less",
-				  MARKS_MAX_BODY_BYTES);
+		return http_send_error(conn, 413, "body: more than %d bytes (1 MiB); send less",
+				       MARKS_MAX_BODY_BYTES);
 	}
 	if (u->oom)
-		return send_error(conn, 500, "out of memory");
+		return http_send_error(conn, 500, "out of memory");
 	return e == HTTP_WRITE_MARKS ? write_mark(conn, h, u) : write_alerts(conn, h, u);
 }
 
@@ -1256,10 +1076,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
 		if (!strcmp(url, write_paths[e]))
 			return handle_write(conn, h, e, method, upload_data, upload_size, con_cls);
+	if (http_compare__serves(url))
+		return http_compare__handle(conn, ctx, url, method);
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return send_error_hdr(conn, 405, (struct header){"Allow", "GET, HEAD"},
-				      "%s: only GET is served here",
-				      printable(method, u, sizeof(u), ECHO_MAX));
+		return http_send_error_hdr(conn, 405, (struct header){"Allow", "GET, HEAD"},
+					   "%s: only GET is served here",
+					   http_printable(method, u, sizeof(u), ECHO_MAX));
 	if (!strcmp(url, "/api/v1/windows"))
 		return handle_windows(conn, h);
 	if (!strcmp(url, "/api/v1/profile"))
@@ -1280,8 +1102,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		collector__rdlock(ctx->collector);
 		collector__status(ctx->collector, &st);
 		collector__unlock(ctx->collector);
-		return st.healthy ? send_buf(conn, 200, "text/plain", "ok\n", 3, false)
-				  : send_buf(conn, 503, "text/plain", "starting\n", 9, false);
+		return st.healthy ? http_send_buf(conn, 200, "text/plain", "ok\n", 3, false)
+				  : http_send_buf(conn, 503, "text/plain", "starting\n", 9, false);
 	}
 	if (!strcmp(url, "/metrics")) {
 		struct http_write_counts writes;
@@ -1295,23 +1117,24 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 			body = NULL;
 		}
 		if (!body)
-			return send_error(conn, 500, "out of memory");
-		return send_buf(conn, 200, "text/plain; version=0.0.4", body, strlen(body), true);
+			return http_send_error(conn, 500, "out of memory");
+		return http_send_buf(conn, 200, "text/plain; version=0.0.4", body, strlen(body),
+				     true);
 	}
 	if (!strcmp(url, "/api/v1/status")) {
-		if (get_params(conn, &p))
-			return send_error(conn, 400, "%s", p.err);
+		if (http_get_params(conn, &p))
+			return http_send_error(conn, 400, "%s", p.err);
 		collector__rdlock(ctx->collector);
 		body = query__status_json(ctx);
 		collector__unlock(ctx->collector);
-		return send_json(conn, 200, body);
+		return http_send_json(conn, 200, body);
 	}
-	return send_error(conn, 404,
-			  "%s: no such path; see /api/v1/status, /api/v1/windows, "
-			  "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/spikes, "
-			  "/api/v1/gc, /debug/pprof/profile, /metrics, /healthz; POST "
-			  "/api/v1/marks, /api/v1/alertmanager",
-			  printable(url, u, sizeof(u), ECHO_MAX));
+	return http_send_error(conn, 404,
+			       "%s: no such path; see /api/v1/status, /api/v1/windows, "
+			       "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/spikes, "
+			       "/api/v1/gc, /debug/pprof/profile, /metrics, /healthz; POST "
+			       "/api/v1/marks, /api/v1/alertmanager",
+			       http_printable(url, u, sizeof(u), ECHO_MAX));
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)

@@ -200,7 +200,7 @@ COMPARE = {
         "load_differs": True, "load_note": "the request rate differs by 21% (80.0/s before, "
         "96.7/s after); latency may follow load, not the change",
         "notes": ["different hosts: h before, h2 after"],
-        "method": {"resamples": 2000, "seed": 1, "confidence": 0.95, "block_windows": 3,
+        "method": {"resamples": 2000, "seed": 1, "confidence": 0.95, "block_windows": {"before": 3, "after": 3},
                    "alpha": 0.05, "min_effect_pct": 2, "test": "block bootstrap, BH-adjusted"},
         "a_later_key": [1, 2, 3]},
     "stages": [
@@ -1038,8 +1038,8 @@ def main():
               lines[2].endswith("29000 requests") and "host h2," in lines[3], lines[2:4])
         check(lines[4].startswith("load:    the request rate differs by 21%"), lines[4])
         check(lines[5] == "note:    different hosts: h before, h2 after", lines[5])
-        check(lines[6] == "method:  2000 bootstrap resamples in blocks of 3 windows, seed 1; "
-              "block bootstrap, BH-adjusted", lines[6])
+        check(lines[6] == "method:  2000 cluster-bootstrap resamples of windows in blocks of 3+3, "
+              "seed 1; block bootstrap, BH-adjusted", lines[6])
         check(lines[7] == "         95% intervals, alpha 0.05 (false discovery rate), minimum "
               "effect 2%", lines[7])
         # what regressed comes first, resolved, although compute's p99 improved

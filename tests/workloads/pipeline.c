@@ -18,7 +18,10 @@
  *                     last L seconds), compute also spends 15 ms in compute_burst_path, or,
  *                     built with -DWITH_GC_PROBES (tp_pipeline_gc), 15 ms in a GC pause between
  *                     CPython's USDT probes python:gc__start and gc__done (gc_pause);
- *   TP_SHIFT_AT=S     from S seconds of serving on, compute spins 9 ms instead of 3 (for good). */
+ *   TP_SHIFT_AT=S     from S seconds of serving on, compute spins 9 ms instead of 3 (for good).
+ * Before-and-after modes (tailprof compare; the same, and the "# start" line):
+ *   TP_COMPUTE_US=U   compute spins U us instead of 3000;
+ *   TP_SERIALIZE_US=U serialize spins U us instead of 300. */
 #ifdef WITH_GC_PROBES
 #include <sys/sdt.h>
 #endif
@@ -89,6 +92,8 @@ __attribute__((noinline)) void compute_slow_path(void)
 
 /* spike modes (see the top) */
 static uint64_t serve_start_ns, burst_every_ns, burst_len_ns, shift_at_ns;
+/* before-and-after modes (see the top); 0: unset */
+static uint64_t compute_ns, serialize_ns;
 
 __attribute__((noinline)) void compute_burst_path(void)
 {
@@ -116,11 +121,13 @@ static bool in_burst(void)
 
 __attribute__((noinline)) void compute(unsigned long req)
 {
-	bool spike_modes = burst_every_ns || shift_at_ns;
+	bool spike_modes = burst_every_ns || shift_at_ns || compute_ns || serialize_ns;
 	STAGE_START();
 
 	BEGIN("compute", req);
-	BURN_NS(shift_at_ns && now_ns() - serve_start_ns >= shift_at_ns ? 9000000 : 3000000);
+	BURN_NS(shift_at_ns && now_ns() - serve_start_ns >= shift_at_ns ? 9000000
+		: compute_ns						  ? compute_ns
+									  : 3000000);
 	if (in_burst()) {
 #ifdef WITH_GC_PROBES
 		gc_pause();
@@ -153,7 +160,7 @@ __attribute__((noinline)) void serialize(unsigned long req)
 	STAGE_START();
 
 	BEGIN("serialize", req);
-	BURN_NS(300000);
+	BURN_NS(serialize_ns ? serialize_ns : 300000);
 	END("serialize", req);
 	STAGE_DONE();
 }
@@ -175,7 +182,9 @@ __attribute__((noinline)) void serve(double seconds)
 	burst_every_ns = env_ns("TP_BURST_EVERY", 0);
 	burst_len_ns = env_ns("TP_BURST_LEN", 1);
 	shift_at_ns = env_ns("TP_SHIFT_AT", 0);
-	if (burst_every_ns || shift_at_ns) {
+	compute_ns = env_ns("TP_COMPUTE_US", 0) / 1000000;
+	serialize_ns = env_ns("TP_SERIALIZE_US", 0) / 1000000;
+	if (burst_every_ns || shift_at_ns || compute_ns || serialize_ns) {
 		clock_gettime(CLOCK_REALTIME, &rt);
 		fprintf(logf, "# start %llu\n",
 			(unsigned long long)rt.tv_sec * 1000000000ULL +
