@@ -23,6 +23,7 @@ struct pprof_mapping_entry {
 
 struct pprof_function_entry {
 	uint32_t name, system_name, filename; /* string indexes; filename 0 when unknown */
+	int64_t start_line;
 };
 
 struct pprof_location_entry {
@@ -30,6 +31,7 @@ struct pprof_location_entry {
 	uint64_t address;
 	uint32_t mapping_id;  /* 0: no mapping */
 	uint32_t function_id; /* 0: no Line */
+	int64_t line;	      /* Line.line */
 };
 
 struct pprof_sample_entry {
@@ -196,15 +198,15 @@ static bool function_eq(const void *ctx, uint32_t val)
 	const struct pprof_function_entry *f = &k->b->functions[val];
 
 	return f->name == k->f.name && f->system_name == k->f.system_name &&
-	       f->filename == k->f.filename;
+	       f->filename == k->f.filename && f->start_line == k->f.start_line;
 }
 
 /* Interns a function by (name, system name, file); system_name NULL means name. Returns 0 and its
  * id (index + 1), or -ENOMEM. */
 static int intern_function(struct pprof_builder *b, const char *name, const char *system_name,
-			   const char *file, uint32_t *id)
+			   const char *file, int64_t start_line, uint32_t *id)
 {
-	struct function_key k = {.b = b};
+	struct function_key k = {.b = b, .f.start_line = start_line};
 	uint32_t idx;
 	uint64_t h;
 	int err;
@@ -216,7 +218,8 @@ static int intern_function(struct pprof_builder *b, const char *name, const char
 		err = intern_str(b, file, &k.f.filename);
 	if (err)
 		return err;
-	h = hashmap__combine(hashmap__combine(k.f.name, k.f.system_name), k.f.filename);
+	h = hashmap__combine(hashmap__combine(k.f.name, k.f.system_name),
+			     k.f.filename ^ ((uint64_t)start_line << 32));
 	if (!hashmap__find(&b->function_index, h, function_eq, &k, &idx)) {
 		err = GROW(b->functions, b->cap_functions, b->nr_functions + 1);
 		if (!err)
@@ -257,7 +260,7 @@ static int intern_location(struct pprof_builder *b, const struct pprof_location 
 	 * repeated frame (most of them) touches no strings. */
 	if (!loc->mapping && loc->function) {
 		err = intern_function(b, loc->function, loc->system_name, loc->file,
-				      &k.l.function_id);
+				      loc->start_line, &k.l.function_id);
 		if (err)
 			return err;
 	}
@@ -272,7 +275,7 @@ static int intern_location(struct pprof_builder *b, const struct pprof_location 
 		err = intern_mapping(b, loc->mapping, &idx);
 		if (!err && loc->function)
 			err = intern_function(b, loc->function, loc->system_name, loc->file,
-					      &k.l.function_id);
+					      loc->start_line, &k.l.function_id);
 		if (err)
 			return err;
 		k.l.mapping_id = idx + 1;
@@ -283,6 +286,7 @@ static int intern_location(struct pprof_builder *b, const struct pprof_location 
 	if (err)
 		return -ENOMEM;
 	idx = b->nr_locations;
+	k.l.line = loc->line;
 	b->locations[b->nr_locations++] = k.l;
 	if (loc->mapping && loc->function && loc->file && loc->file[0])
 		b->mappings[k.l.mapping_id - 1].has_filenames = true;
@@ -499,6 +503,7 @@ static int build_msgs(const struct pprof_builder *b, struct pprof_msgs *m,
 		pf->name = b->functions[i].name;
 		pf->system_name = b->functions[i].system_name;
 		pf->filename = b->functions[i].filename;
+		pf->start_line = b->functions[i].start_line;
 		m->func_ptrs[i] = pf;
 	}
 	for (i = 0; i < b->nr_locations; i++) {
@@ -512,6 +517,7 @@ static int build_msgs(const struct pprof_builder *b, struct pprof_msgs *m,
 		if (e->function_id) {
 			perftools__profiles__line__init(&m->lines[i]);
 			m->lines[i].function_id = e->function_id;
+			m->lines[i].line = e->line;
 			m->line_ptrs[i] = &m->lines[i];
 			pl->n_line = 1;
 			pl->line = &m->line_ptrs[i];

@@ -29,6 +29,8 @@ struct pprof_location {
 	const char *function;	 /* NULL: no Line, pprof shows the address */
 	const char *system_name; /* the symbol as the object names it (mangled); NULL: function */
 	const char *file;	 /* source or object file of the function; may be NULL */
+	int64_t start_line;	 /* Function.start_line (with function); 0: unknown */
+	int64_t line;		 /* Line.line (with function); 0: unknown */
 };
 
 struct pprof_label {

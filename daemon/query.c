@@ -21,6 +21,7 @@
 #include "histogram.h"
 #include "loader.h"
 #include "pprof.h"
+#include "python.h"
 #include "spikes.h"
 #include "stages.h"
 #include "sysinfo.h"
@@ -265,12 +266,27 @@ static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
 		 * return address is past the caller's end. The first frame of each part (kernel,
 		 * user) is where the thread was. */
 		uint64_t at = i == 0 || i == s->nr_kernel ? f->addr : f->addr - 1;
+		struct python_line pl;
 
 		if (i == s->nr_kernel && (s->flags & STACK_TRUNCATED_KERNEL))
 			sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
 		l = &sn->locs[n];
 		*l = (struct pprof_location){.address = at};
-		if (!f->obj) {
+		if (python__is_object(f->obj)) {
+			/* a Python frame: its address is a line id (python.h) */
+			l->address = f->addr;
+			l->mapping = mapping_for(mt, f->obj);
+			if (!l->mapping)
+				return -ENOMEM;
+			if (python__line(f->addr, &pl)) {
+				l->function = pl.function;
+				l->file = pl.file;
+				l->start_line = pl.start_line;
+				l->line = pl.line;
+			} else {
+				l->function = "[python]";
+			}
+		} else if (!f->obj) {
 			l->function = "[unknown]";
 		} else {
 			l->mapping = mapping_for(mt, f->obj);
@@ -1317,6 +1333,33 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
 		    "User frames in no known mapping.");
 	text_put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
+	if (st.python) {
+		text_metric(&t, "tailprof_python_unsupported_total", "counter",
+			    "Processes with a CPython whose frames are not walked, by reason.");
+		for (int i = 0; i < PY_UNSUP_NR; i++)
+			text_put(&t,
+				 "tailprof_python_unsupported_total{reason=\"%s\"} %" PRIu64 "\n",
+				 python_unsupported_names[i], st.py.unsupported[i]);
+		text_metric(&t, "tailprof_python_processes", "gauge",
+			    "Processes whose Python frames are walked.");
+		text_put(&t, "tailprof_python_processes %" PRIu64 "\n", st.py.processes);
+		text_metric(&t, "tailprof_python_frames_total", "counter",
+			    "Python frames resolved to a function, file and line.");
+		text_put(&t, "tailprof_python_frames_total %" PRIu64 "\n", st.py.frames);
+		text_metric(
+		    &t, "tailprof_python_code_read_failures_total", "counter",
+		    "Code objects that could not be read (process gone): named by address.");
+		text_put(&t, "tailprof_python_code_read_failures_total %" PRIu64 "\n",
+			 st.py.code_read_failed);
+		text_metric(&t, "tailprof_python_stack_failures_total", "counter",
+			    "Samples of a Python process whose thread state or frames could not be "
+			    "read.");
+		text_put(&t, "tailprof_python_stack_failures_total %" PRIu64 "\n", st.py_failed);
+		text_metric(&t, "tailprof_python_truncated_stacks_total", "counter",
+			    "Samples whose Python stack went past its depth limit.");
+		text_put(&t, "tailprof_python_truncated_stacks_total %" PRIu64 "\n",
+			 st.py_truncated);
+	}
 	text_metric(
 	    &t, "tailprof_cut_stacks_total", "counter",
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");

@@ -94,7 +94,7 @@ LINE = {1: ("function_id", "int"), 2: ("line", "sint")}
 LOCATION = {1: ("id", "int"), 2: ("mapping_id", "int"), 3: ("address", "int"),
             4: ("line", [LINE])}
 FUNCTION = {1: ("id", "int"), 2: ("name", "sint"), 3: ("system_name", "sint"),
-            4: ("filename", "sint")}
+            4: ("filename", "sint"), 5: ("start_line", "sint")}
 PROFILE = {1: ("sample_type", [VALUE_TYPE]), 2: ("sample", [SAMPLE]), 3: ("mapping", [MAPPING]),
            4: ("location", [LOCATION]), 5: ("function", [FUNCTION]), 6: ("string_table", ["str"]),
            9: ("time_nanos", "sint"), 10: ("duration_nanos", "sint"),
@@ -132,7 +132,10 @@ class Profile:
                                          "address": loc["address"],
                                          "mapping": m["filename"] if m else None,
                                          "build_id": m["build_id"] if m else None,
-                                         "mapping_id": loc["mapping_id"]}
+                                         "mapping_id": loc["mapping_id"],
+                                         "file": f["filename"] if f else None,
+                                         "start_line": f["start_line"] if f else 0,
+                                         "line": loc["line"][0]["line"] if loc["line"] else 0}
         self.samples = []
         for s in raw["sample"]:
             self.samples.append({
