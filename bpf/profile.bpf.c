@@ -23,6 +23,12 @@ const volatile __u32 python_on = 0;	     /* 1: walk Python frames of processes i
  * subtract) and count the samples in label_cost[2]. Off: the verifier drops that code. */
 const volatile __u32 time_stage_label = 0;
 __u64 label_cost[3];
+/* Benchmark only (tests/bench/python.py): for the samples of process bench_pid, the program's
+ * time from its first clock read to the end into bench_cost[0] (ns) and their count into
+ * bench_cost[1]; the Python walk's time into bench_cost[2] and its frames into bench_cost[3].
+ * 0: off, and the verifier drops that code. */
+const volatile __u32 bench_pid = 0;
+__u64 bench_cost[4];
 
 /* events: samples and process notifications, in order, to the drain loop. Written by the programs
  * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
@@ -201,8 +207,14 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->nr_user = nu;
 	s->nr_python = 0;
 	if (python_on && !(s->flags & TP_SAMPLE_KERNEL_THREAD)) {
+		__u64 tp = bench_pid && s->hdr.pid == bench_pid ? bpf_ktime_get_ns() : 0;
 		enum tp_py_result r = tp_py_walk(s->hdr.pid, s->hdr.start_ns, s->tid,
 						 &s->addrs[nk + nu], &s->nr_python);
+
+		if (tp) {
+			__sync_fetch_and_add(&bench_cost[2], bpf_ktime_get_ns() - tp);
+			__sync_fetch_and_add(&bench_cost[3], s->nr_python);
+		}
 
 		if (r == TP_PY_FAILED)
 			s->flags |= TP_SAMPLE_PY_FAILED;
@@ -219,6 +231,10 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 			       wakeup_flags(!known || *known != s->hdr.start_ns ||
 					    (s->flags & TP_SAMPLE_UNWIND_RESCAN))))
 		count(ts, TP_M_RINGBUF_FULL);
+	if (bench_pid && s->hdr.pid == bench_pid) {
+		__sync_fetch_and_add(&bench_cost[0], bpf_ktime_get_ns() - ts);
+		__sync_fetch_and_add(&bench_cost[1], 1);
+	}
 	return 0;
 }
 

@@ -368,6 +368,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	l->skel->rodata->unwind_tables_on = opts->unwind_tables;
 	l->python_frames = opts->python_frames;
 	l->skel->rodata->python_on = opts->python_frames;
+	l->skel->rodata->bench_pid = opts->bench_pid;
 	/* off: the maps stay but hold one entry */
 	err = bpf_map__set_max_entries(l->skel->maps.unwind_rows,
 				       opts->unwind_tables ? opts->unwind_rows : 1);
@@ -678,6 +679,12 @@ void loader__unwind_drop_process(struct loader *l, uint32_t pid)
 		__atomic_fetch_add(l->epoch, 1, __ATOMIC_SEQ_CST);
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid);
 	}
+}
+
+void loader__bench_cost(const struct loader *l, uint64_t out[4])
+{
+	for (int i = 0; i < 4; i++)
+		out[i] = __atomic_load_n(&l->skel->bss->bench_cost[i], __ATOMIC_RELAXED);
 }
 
 bool loader__python_frames(const struct loader *l)

@@ -32,6 +32,7 @@ struct loader_opts {
 	/* Python frames (bpf/lib/python.bpf.h) of processes given by loader__python_set_process;
 	 * off: the verifier drops the walker */
 	bool python_frames;
+	uint32_t bench_pid; /* benchmark: time perf_sample for this process (loader__bench_cost) */
 	/* Filled in: cpu_sampling, eh_frame_unwinding (when unwind_tables), offcpu, runq_latency,
 	 * task_work, bpf_stats; read: what TAILPROF_FEATURES_OFF forced off. NULL: neither. */
 	struct features *features;
@@ -132,6 +133,9 @@ int loader__python_set_offsets(struct loader *l, uint32_t version, const struct 
 int loader__python_set_process(struct loader *l, uint32_t pid, const struct tp_py_proc *p);
 /* Removes process pid from py_procs (absent: nothing). */
 void loader__python_drop_process(struct loader *l, uint32_t pid);
+/* Benchmark (loader_opts.bench_pid): out[0] ns perf_sample spent on that process's samples,
+ * out[1] their number, out[2] ns of their Python walks, out[3] Python frames they took. */
+void loader__bench_cost(const struct loader *l, uint64_t out[4]);
 /* Run time of each program; returns the number filled (<= max). */
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
 /* The same for the programs of any BPF object (another module's skeleton). */

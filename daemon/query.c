@@ -1426,6 +1426,27 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 progs[i].name, progs[i].run_cnt);
 	if (ctx->gc)
 		put_gc_metrics(&t, ctx);
+	if (ctx->loader && getenv("TAILPROF_BENCH_PID")) {
+		uint64_t v[4];
+
+		loader__bench_cost(ctx->loader, v);
+		text_metric(
+		    &t, "tailprof_bench_pid_ns_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_PID): ns perf_sample spent on that process's "
+		    "samples (part=sample), of which in the Python walk (part=python).");
+		text_put(&t,
+			 "tailprof_bench_pid_ns_total{part=\"sample\"} %" PRIu64 "\n"
+			 "tailprof_bench_pid_ns_total{part=\"python\"} %" PRIu64 "\n",
+			 v[0], v[2]);
+		text_metric(
+		    &t, "tailprof_bench_pid_samples_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_PID): that process's samples, and their Python "
+		    "frames (part=python_frames).");
+		text_put(&t,
+			 "tailprof_bench_pid_samples_total{part=\"samples\"} %" PRIu64 "\n"
+			 "tailprof_bench_pid_samples_total{part=\"python_frames\"} %" PRIu64 "\n",
+			 v[1], v[3]);
+	}
 	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
 		uint64_t ns, clock_ns, samples;
 
