@@ -399,11 +399,13 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
             if not FakeDaemon.state_dir:
                 self.reply(409, b'{"error": "no state directory: start tailprofd with '
                            b'--state-dir DIR"}')
-            elif any(x["name"] == q["name"][0] for x in FakeDaemon.snapshots):
+            elif (any(x["name"] == q["name"][0] for x in FakeDaemon.snapshots) and
+                  q.get("replace") != ["1"]):
                 self.reply(409, b'{"error": "name: a snapshot of that name exists"}')
             else:
                 snap = dict(SNAPSHOT, name=q["name"][0])
-                FakeDaemon.snapshots.append(snap)
+                FakeDaemon.snapshots = [x for x in FakeDaemon.snapshots
+                                        if x["name"] != snap["name"]] + [snap]
                 self.reply(201, json.dumps(snap).encode())
         elif self.path != "/api/v1/marks":
             self.reply(404, b'{"error": "no such path"}')
@@ -1166,6 +1168,12 @@ def main():
                  "--min-effect: '2%' is not a percentage"),
                 (["--before", "snap:a", "--after", "snap:b", "--alpha", "1.5"],
                  "--alpha: '1.5' is not a false discovery rate"),
+                (["--before", "snap:a", "--after", "snap:b", "--alpha", "0.7"],
+                 "--alpha: '0.7' is not a false discovery rate"),
+                (["--before", "snap:a", "--after", "snap:b", "--min-effect", "200"],
+                 "--min-effect: '200' is not a percentage from 0 to 100"),
+                (["--before", "snap:a", "--after", "snap:b", "--seed", "9223372036854775808"],
+                 "is not a seed"),
                 (["--before", "snap:a", "--after", "snap:b", "--seed", "x"],
                  "--seed: 'x' is not a seed"),
                 (["--before", "snap:a", "--after", "snap:b", "--gate-functions"],
@@ -1213,6 +1221,9 @@ def main():
         # a name taken: the server's message, exit 1
         rc, out, err = t.run("--server", url, "snapshot", "save", "x")
         check(rc == 1 and "server error (409): name: a snapshot of that name exists" in err, err)
+        rc, out, err = t.run("--server", url, "snapshot", "save", "x", "--replace")
+        check(rc == 0 and FakeDaemon.requests == ["/api/v1/snapshots?name=x&replace=1"],
+              (rc, err, FakeDaemon.requests))
         rc, out, err = t.run("--server", url, "snapshot", "rm", "load-test.2")
         check(rc == 0 and out == b"removed snapshot load-test.2\n", f"rc {rc}, {err}")
         check(FakeDaemon.requests == ["/api/v1/snapshots/load-test.2"], FakeDaemon.requests)
@@ -1286,7 +1297,9 @@ def main():
                 ("cut.pb", PPROF_AFTER[:-5], "not a pprof profile"),
                 ("corrupt.pb.gz", b"\x1f\x8b\x09" + gzip.compress(PPROF_BEFORE)[3:],
                  "not valid gzip data (unknown compression method)"),
-                ("empty.pb", b"", "no sample types")):
+                ("empty.pb", b"", "no sample types"),
+                ("diff.pb", pprof([(["hot", "main"], 100), (["cold", "main"], -90)]),
+                 "negative value (-90): a diff profile?")):
             path = os.path.join(d, name)
             with open(path, "wb") as f:
                 f.write(data)
