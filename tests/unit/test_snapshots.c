@@ -505,41 +505,6 @@ static void test_damaged_blobs(void **state)
 	cmp_side__free(side);
 }
 
-/* stderr into a file for the length of a check */
-static int saved_stderr = -1;
-static char captured[16384];
-
-static void capture_start(void)
-{
-	FILE *t = tmpfile();
-
-	fflush(stderr);
-	saved_stderr = dup(2);
-	dup2(fileno(t), 2);
-	fclose(t);
-}
-
-static const char *capture_end(void)
-{
-	ssize_t n;
-
-	lseek(2, 0, SEEK_SET);
-	n = read(2, captured, sizeof(captured) - 1);
-	captured[n > 0 ? n : 0] = '\0';
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	return captured;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
-}
-
 /* Writes a copy of the file of snapshot from as to, with byte off (when >= 0) flipped. */
 static void copy_flipped(struct fx *f, const char *from, const char *to, long off)
 {
@@ -585,12 +550,12 @@ static void test_corrupt_kept(void **state)
 	snprintf(p, sizeof(p), "%s", snap_file(f, "ln"));
 	assert_int_equal(symlink(target, p), 0);
 
-	capture_start();
+	test_capture_start();
 	s = open_snaps(f, 0, 0);
-	log = capture_end();
+	log = test_capture_end();
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(line, sizeof(line), "/snapshots/%s.snap", bad[i]);
-		if (count_of(log, line) != 1)
+		if (test_count_of(log, line) != 1)
 			fail_msg("%s: not reported once: %s", bad[i], log);
 		snprintf(line, sizeof(line), "remove it with tailprof snapshot rm %s", bad[i]);
 		if (!strstr(log, line))
@@ -598,7 +563,7 @@ static void test_corrupt_kept(void **state)
 		assert_true(access(snap_file(f, bad[i]), F_OK) == 0);
 		assert_load_fails(s, bad[i], -EBADMSG, line + strlen("remove it with "));
 	}
-	assert_int_equal(count_of(log, "/snapshots/ln.snap"), 1);
+	assert_int_equal(test_count_of(log, "/snapshots/ln.snap"), 1);
 	assert_null(strstr(log, "removed"));
 	assert_load_fails(s, "ln", -EBADMSG, "symlink");
 	check_load(s, "a", 0);

@@ -220,41 +220,6 @@ static uint64_t file_size(struct fx *f, const char *name)
 	return sb.st_size;
 }
 
-/* stderr into a file for the length of a check, to count what was reported */
-static int saved_stderr = -1;
-static char captured[4096];
-
-static void capture_start(void)
-{
-	FILE *t = tmpfile();
-
-	fflush(stderr);
-	saved_stderr = dup(2);
-	dup2(fileno(t), 2);
-	fclose(t); /* fd 2 keeps it open */
-}
-
-static const char *capture_end(void)
-{
-	ssize_t n;
-
-	lseek(2, 0, SEEK_SET);
-	n = read(2, captured, sizeof(captured) - 1);
-	captured[n > 0 ? n : 0] = '\0';
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	return captured;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 static void test_round_trip(void **state)
 {
 	struct fx *f = *state;
@@ -517,17 +482,17 @@ static void test_corrupt_files(void **state)
 	listed[nr_listed++] = healthy[0];
 	listed[nr_listed++] = healthy[1];
 
-	capture_start();
+	test_capture_start();
 	s = open_store(f, 0, 0);
-	log = capture_end();
+	log = test_capture_end();
 	for (int k = 0; k < NR_DAMAGES; k++) {
 		char name[32];
 
 		snprintf(name, sizeof(name),
 			 damages[k].foreign ? "/s%d.spike: " : "/s%d.spike is corrupt", k);
-		if (count_of(log, name) != (damages[k].at_scan ? 1 : 0))
-			fail_msg("%s: reported %d times: %s", damages[k].what, count_of(log, name),
-				 log);
+		if (test_count_of(log, name) != (damages[k].at_scan ? 1 : 0))
+			fail_msg("%s: reported %d times: %s", damages[k].what,
+				 test_count_of(log, name), log);
 	}
 	spike_store__stats(s, &st);
 	assert_int_equal(st.corrupt, nr_at_scan);
@@ -542,12 +507,12 @@ static void test_corrupt_files(void **state)
 	assert_int_equal(spike_store__read_blob(s, "s3", "cpu", &out, &len), -EBADMSG);
 
 	/* the flipped blob: reported once, the other blobs of its spike whole */
-	capture_start();
+	test_capture_start();
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(spike_store__read_blob(s, "s12", "wall.baseline", &out, &len),
 				 -EBADMSG);
-	log = capture_end();
-	assert_int_equal(count_of(log, "s12.spike is corrupt"), 1);
+	log = test_capture_end();
+	assert_int_equal(test_count_of(log, "s12.spike is corrupt"), 1);
 	assert_non_null(strstr(log, "wall.baseline"));
 	assert_int_equal(blob_flip, 12);
 	assert_int_equal(spike_store__read_blob(s, "s12", "cpu", &out, &len), 0);
@@ -568,9 +533,9 @@ static void test_corrupt_files(void **state)
 	 * (no magic) are never deleted, nor counted against the bounds */
 	bound = file_size(f, "s4.spike") + file_size(f, "s12.spike") + file_size(f, "s13.spike") +
 		file_size(f, "s14.spike");
-	capture_start();
+	test_capture_start();
 	s = open_store(f, bound, 0);
-	log = capture_end();
+	log = test_capture_end();
 	spike_store__stats(s, &st);
 	assert_int_equal(st.bytes, bound);
 	check_listing(s, (const int[]){4, 12, 13, 14}, 4);
@@ -584,7 +549,7 @@ static void test_corrupt_files(void **state)
 
 			snprintf(line, sizeof(line), "removed %s/s%d.spike, corrupt (", f->spikes,
 				 k);
-			if (count_of(log, line) != 1)
+			if (test_count_of(log, line) != 1)
 				fail_msg("s%d: not logged once as removed: %s", k, log);
 			nr_ours++;
 		}
@@ -623,9 +588,9 @@ static void test_newer_format(void **state)
 	/* a bit flipped in the version is corruption, not a newer format */
 	set_version(f, "s2.spike", SPIKE_STORE_FORMAT_VERSION + 4, false);
 
-	capture_start();
+	test_capture_start();
 	s = open_store(f, 0, 2);
-	log = capture_end();
+	log = test_capture_end();
 	assert_non_null(strstr(log, "s1.spike: format version 2, newer"));
 	assert_non_null(strstr(log, "s2.spike is corrupt"));
 	spike_store__stats(s, &st);
@@ -736,9 +701,9 @@ static void test_lying_headers(void **state)
 	spike_store__free(s);
 	for (int k = 0; k < NR_LIES; k++)
 		lie(f, k, k);
-	capture_start();
+	test_capture_start();
 	s = open_store(f, 0, 0);
-	log = capture_end();
+	log = test_capture_end();
 	spike_store__stats(s, &st);
 	assert_int_equal(st.corrupt, NR_LIES);
 	check_listing(s, (const int[]){NR_LIES}, 1);
@@ -1032,7 +997,7 @@ static void test_no_evict(void **state)
 	struct fx *f = *state;
 	struct spike_store *s = open_things(f, 0, 2);
 	struct spike_store_stats st;
-	char p[256], log[4096];
+	char p[256], log[16384];
 	uint64_t bytes, one;
 	uint8_t *big;
 
@@ -1078,9 +1043,9 @@ static void test_no_evict(void **state)
 	snprintf(p, sizeof(p), "%s/things/x.thing.y.thing.12.tmp", f->dir);
 	fclose(fopen(p, "w"));
 	bytes += 2 * one + 10; /* room for c and d, not for the corrupt file too */
-	capture_start();
+	test_capture_start();
 	s = open_things(f, bytes, 10);
-	snprintf(log, sizeof(log), "%s", capture_end());
+	snprintf(log, sizeof(log), "%s", test_capture_end());
 	assert_non_null(strstr(log, "thing store: "));
 	/* the directory is tp-spike-store-*: the messages themselves name no spike */
 	assert_null(strstr(log, "spike store"));
@@ -1109,13 +1074,13 @@ static void test_no_evict(void **state)
 		snprintf(p, sizeof(p), "%s/things/cut.thing", f->dir);
 		test_spew(p, head, sizeof(head));
 	}
-	capture_start();
+	test_capture_start();
 	s = open_things(f, SPIKE_STORE_DEFAULT_BYTES, 0);
 	spike_store__free(s);
 	s = open_things(f, 1, 10);
-	snprintf(log, sizeof(log), "%s", capture_end());
+	snprintf(log, sizeof(log), "%s", test_capture_end());
 	assert_true(thing_exists(f, "cut.thing"));
-	assert_int_equal(count_of(log, "/things/cut.thing is corrupt (cut short"), 2);
+	assert_int_equal(test_count_of(log, "/things/cut.thing is corrupt (cut short"), 2);
 	assert_non_null(strstr(log, "kept, counted against max_bytes"));
 	assert_null(strstr(log, "removed"));
 	spike_store__stats(s, &st);
