@@ -106,10 +106,12 @@ void cmp_side__free(struct cmp_side *side);
  * array present when its count is not 0; no NULL string; every string index (stage names,
  * frames) and stack index in bounds; every cell bucket below TP_HIST_BUCKETS, the cells of a
  * histogram strictly ascending by bucket and their counts summing to its count (a stage's count,
- * a window's runq_count); windows with end > start, oldest first (no start before the previous
- * window's). Not checked: duplicate strings or stage names, overlapping windows. NULL side
- * allowed (not valid). Returns true when side is consistent, else false with why (whylen bytes)
- * naming the first problem ("window 3 stage 1 cell 4: bucket 9 not after ..."). */
+ * a window's runq_count); a stage's sum_ns at most count * max_ns; windows with end > start,
+ * oldest first and not overlapping (none starts before the previous one ends), inside
+ * [from_unix_ns, to_unix_ns] of the conditions; with windows, from before to and window_ns,
+ * frequency_hz and sample_period_ns not 0. Not checked: duplicate strings or stage names. NULL
+ * side allowed (not valid). Returns true when side is consistent, else false with why (whylen
+ * bytes) naming the first problem ("window 3 stage 1 cell 4: bucket 9 not after ..."). */
 bool cmp_side__valid(const struct cmp_side *side, char *why, size_t whylen);
 
 #endif

@@ -337,6 +337,7 @@ static int build_window(struct builder *b, const struct query_ctx *ctx, struct w
 	for (uint32_t id = 0; w->stages && id < TP_MAX_STAGES; id++) {
 		const struct stage_stats *st = w->stages->by_id[id];
 		struct cmp_stage_win *sw;
+		uint64_t most;
 
 		if (!st || !st->count)
 			continue;
@@ -346,6 +347,11 @@ static int build_window(struct builder *b, const struct query_ctx *ctx, struct w
 		sw->count = st->count;
 		sw->sum_ns = st->sum_ns;
 		sw->max_ns = st->max_ns;
+		/* the collector takes count, sum and max one after another while the probes add:
+		 * a request's latency may land in this window's sum and the next one's count, and a
+		 * side must stay consistent (cmp_side__valid) */
+		if (!__builtin_mul_overflow(sw->count, sw->max_ns, &most) && sw->sum_ns > most)
+			sw->sum_ns = most;
 		if (stage_cells(st, sw))
 			return -ENOMEM;
 	}
@@ -377,8 +383,15 @@ int cmp_side__from_windows(const struct query_ctx *ctx, struct window *const *wi
 	if (!side->windows)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		side->nr_windows = (uint32_t)i + 1;
-		err = build_window(&b, ctx, windows[i], &side->windows[i], (uint32_t)i + 1);
+		struct cmp_window *cw = &side->windows[side->nr_windows];
+
+		/* a window whose wall-clock span overlaps the one before (the clock stepped back
+		 * between them) is left out: a side's windows never overlap (cmp_side__valid) */
+		if (cw > side->windows &&
+		    (int64_t)windows[i]->start_ns + windows[i]->wall_offset_ns < cw[-1].end_unix_ns)
+			continue;
+		side->nr_windows++;
+		err = build_window(&b, ctx, windows[i], cw, side->nr_windows);
 		if (err)
 			goto fail;
 	}
