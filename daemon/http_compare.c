@@ -325,7 +325,7 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 	rc = snapshots__save(ctx->snapshots, name, side);
 	cmp_side__free(side);
 	if (rc) {
-		snapshots__describe(ctx->snapshots, name, rc, err, sizeof(err));
+		snapshots__describe_op(ctx->snapshots, SNAPSHOTS_SAVE, name, rc, err, sizeof(err));
 		return http_send_error(conn,
 				       rc == -EMLINK || rc == -EFBIG || rc == -E2BIG ? 507
 				       : rc == -EEXIST				     ? 409
@@ -369,11 +369,12 @@ static enum MHD_Result handle_snapshots(struct MHD_Connection *conn, const struc
 		return send_object(conn, 200, snapshots__list(ctx->snapshots));
 	rc = snapshots__remove(ctx->snapshots, name);
 	if (rc) {
-		snapshots__describe(ctx->snapshots, name, rc, err, sizeof(err));
+		snapshots__describe_op(ctx->snapshots, SNAPSHOTS_REMOVE, name, rc, err,
+				       sizeof(err));
 		return http_send_error(conn,
-				       rc == -ENOENT  ? 404
-				       : rc == -EPERM ? 409
-						      : 500,
+				       rc == -ENOENT				? 404
+				       : rc == -EPROTONOSUPPORT || rc == -ELOOP ? 409
+										: 500,
 				       "%s", err);
 	}
 	return send_object(conn, 200, json_pack("{s:s}", "removed", name));

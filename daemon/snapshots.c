@@ -459,8 +459,3 @@ void snapshots__describe_op(struct snapshots *s, enum snapshots_op op, const cha
 		break;
 	}
 }
-
-void snapshots__describe(struct snapshots *s, const char *name, int err, char *buf, size_t len)
-{
-	snapshots__describe_op(s, SNAPSHOTS_ANY, name, err, buf, len);
-}

@@ -117,7 +117,4 @@ enum snapshots_op {
 void snapshots__describe_op(struct snapshots *s, enum snapshots_op op, const char *name, int err,
 			    char *buf, size_t len);
 
-/* snapshots__describe_op with SNAPSHOTS_ANY, for callers that do not say the operation. */
-void snapshots__describe(struct snapshots *s, const char *name, int err, char *buf, size_t len);
-
 #endif

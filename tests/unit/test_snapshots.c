@@ -188,12 +188,12 @@ static void test_list_and_remove(void **state)
 	assert_int_equal(snapshots__remove(s, "b"), 0);
 	assert_load_fails(s, "b", -ENOENT, "tailprof snapshot list");
 	assert_int_equal(snapshots__remove(s, "b"), -ENOENT);
-	snapshots__describe(s, "b", -ENOENT, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "b", -ENOENT, err, sizeof(err));
 	assert_non_null(strstr(err, "no snapshot b"));
 	assert_int_equal(snapshots__remove(s, "../b"), -EINVAL);
 	assert_load_fails(s, "../b", -EINVAL, "not a snapshot name");
 	assert_load_fails(s, "..", -EINVAL, "not a snapshot name");
-	snapshots__describe(s, "caf\xc3\xa9\xff\n", -EINVAL, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "caf\xc3\xa9\xff\n", -EINVAL, err, sizeof(err));
 	assert_string_equal(err, "'caf\xc3\xa9?"
 				 "?' is not a snapshot name: give 1 to 64 letters, "
 				 "digits, '.', '_' or '-'");
@@ -225,7 +225,7 @@ static void test_bounds(void **state)
 	/* past max_count: refused, nothing written, the others kept */
 	assert_int_equal(save_variant(s, "c", 2), -EMLINK);
 	assert_load_fails(s, "c", -ENOENT, NULL);
-	snapshots__describe(s, "c", -EMLINK, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "c", -EMLINK, err, sizeof(err));
 	assert_non_null(strstr(err, "max_count"));
 	assert_non_null(strstr(err, "snapshot c"));
 	check_load(s, "a", 0);
@@ -242,7 +242,7 @@ static void test_bounds(void **state)
 	s = open_snaps(f, 100, bytes + 64);
 	assert_int_equal(save_variant(s, "c", 2), -EFBIG);
 	assert_load_fails(s, "c", -ENOENT, NULL);
-	snapshots__describe(s, "c", -EFBIG, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "c", -EFBIG, err, sizeof(err));
 	assert_non_null(strstr(err, "max_bytes"));
 	assert_int_equal(save_variant(s, "b", 1), 0); /* the same size again */
 	check_load(s, "a", 1);
@@ -645,7 +645,7 @@ static void test_describe(void **state)
 		fail_msg("remove, EPERM: %s", err);
 	snapshots__describe_op(s, SNAPSHOTS_REMOVE, "ro", -EACCES, err, sizeof(err));
 	assert_non_null(strstr(err, "Permission denied"));
-	snapshots__describe(s, "ro", -EPERM, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "ro", -EPERM, err, sizeof(err));
 	assert_null(strstr(err, "newer"));
 	assert_non_null(strstr(err, "Operation not permitted"));
 	snapshots__free(s);
@@ -664,7 +664,7 @@ static void test_invalid_sides(void **state)
 	log_set_level(LOG_ERROR);
 	assert_int_equal(snapshots__save(s, "spoiled", side), -EINVAL);
 	log_set_level(LOG_INFO);
-	snapshots__describe(s, "spoiled", -EINVAL, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "spoiled", -EINVAL, err, sizeof(err));
 	assert_non_null(strstr(err, "not consistent"));
 	cmp_side__free(side);
 	/* and a counter the JSON cannot hold */
