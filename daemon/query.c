@@ -921,6 +921,7 @@ static json_t *gc_status_json(const struct query_ctx *ctx)
 		json_object_set_new(e, "state", json_string(gc_object_state_name(v[i].state)));
 		json_object_set_new(e, "processes", json_integer(v[i].processes));
 		json_object_set_new(e, "probes", json_integer(v[i].probes));
+		json_object_set_new(e, "method", json_string(gc_method_name(v[i].info.method)));
 		if (v[i].info.version[0])
 			json_object_set_new(e, "version", json_string(v[i].info.version));
 		if (v[i].info.reason[0])
