@@ -921,6 +921,7 @@ static json_t *gc_status_json(const struct query_ctx *ctx)
 		json_object_set_new(e, "state", json_string(gc_object_state_name(v[i].state)));
 		json_object_set_new(e, "processes", json_integer(v[i].processes));
 		json_object_set_new(e, "probes", json_integer(v[i].probes));
+		json_object_set_new(e, "method", json_string(gc_method_name(v[i].info.method)));
 		if (v[i].info.version[0])
 			json_object_set_new(e, "version", json_string(v[i].info.version));
 		if (v[i].info.reason[0])
@@ -1018,10 +1019,9 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	struct gc_stats gs;
 	size_t np;
 	static const char *const metric_names[TP_GCM_NR] = {
-	    [TP_GCM_HITS] = "hits",
-	    [TP_GCM_EVENTS_LOST] = "events_lost",
-	    [TP_GCM_UNMATCHED] = "unmatched",
-	    [TP_GCM_OPEN_FULL] = "open_full",
+	    [TP_GCM_HITS] = "hits",	      [TP_GCM_EVENTS_LOST] = "events_lost",
+	    [TP_GCM_UNMATCHED] = "unmatched", [TP_GCM_OPEN_FULL] = "open_full",
+	    [TP_GCM_ABANDONED] = "abandoned",
 	};
 
 	for (size_t i = 0; i < window_ring__count(r); i++) {
@@ -1060,7 +1060,7 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	text_put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
 	text_metric(t, "tailprof_gc_bpf_total", "counter",
 		    "GC program counters: probe hits, events lost (ring buffer full), ends without "
-		    "a begin, phases not timed (map full).");
+		    "a begin, phases not timed (map full), begins whose end was missed.");
 	for (int m = 0; m < TP_GCM_NR; m++)
 		text_put(t, "tailprof_gc_bpf_total{counter=\"%s\"} %" PRIu64 "\n", metric_names[m],
 			 gs.metrics[m]);

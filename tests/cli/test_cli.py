@@ -25,9 +25,13 @@ STATUS = {
     "objects": 41, "processes": 7, "some_future_key": {"nested": [1, 2]},
     "gc": {"enabled": True, "probes_attached": 3, "objects": [
         {"runtime": "python", "path": "/usr/bin/python3.11", "state": "attached",
-         "processes": 2, "probes": 2},
+         "processes": 2, "probes": 2, "method": "usdt", "version": "3.11"},
+        {"runtime": "python", "path": "/opt/py/lib/libpython3.11.so.1.0", "state": "attached",
+         "processes": 1, "probes": 2, "method": "uprobe", "version": "3.11"},
         {"runtime": "go", "path": "/srv/app", "state": "unsupported", "processes": 1,
-         "probes": 0, "reason": "stripped Go binary"}]},
+         "probes": 0, "method": "none", "reason": "stripped Go binary"},
+        {"runtime": "jvm", "path": "/old/libjvm.so", "state": "attached", "processes": 1,
+         "probes": 4}]},
     "features": {
         "cpu_sampling": {"enabled": True, "variant": "perf_event/cpu-clock", "reason": ""},
         "eh_frame_unwinding": {"enabled": False, "variant": "frame_pointers",
@@ -481,6 +485,14 @@ def main():
         check("tailprofd 0.1.0 on h (kernel 6.1.0), pid 123, up 5m0s" in text, text)
         check("99 Hz on 2 CPUs" in text and "12 of 360 (10s each" in text, text)
         check(FakeDaemon.requests == ["/api/v1/status"], FakeDaemon.requests)
+        # each GC object says how it is probed ("-": not probed, or a daemon that does not say)
+        gc = [ln.split() for ln in text.splitlines()
+              if ln.split()[:1] in (["python"], ["go"], ["jvm"])]
+        check([g[:5] for g in gc] == [
+            ["python", "attached", "usdt", "2", "processes"],
+            ["python", "attached", "uprobe", "1", "processes"],
+            ["go", "unsupported", "-", "1", "processes"],
+            ["jvm", "attached", "-", "1", "processes"]], gc)
 
     def status_features():
         rc, out, err = t.run("--server", url, "status")
