@@ -101,6 +101,13 @@ struct object_cache;
 
 #define BUILD_ID_MAX_BYTES 64
 
+/* A function extent from the unwind table (an .eh_frame FDE) that symbols do not cover whole:
+ * [start, start + len). */
+struct fde_span {
+	uint64_t start;
+	uint64_t len;
+};
+
 struct object {
 	int refcnt;
 	/* Cache membership; cache is NULL once the symbolizer is gone. */
@@ -127,6 +134,10 @@ struct object {
 
 	struct symtab symtab;
 	size_t jit_bytes; /* JIT objects (perf maps): bytes of the table, counted in the cache */
+
+	/* FDEs that symbols leave (partly) uncovered, sorted by start: object__anon_name() */
+	struct fde_span *fdes;
+	size_t nr_fdes;
 
 	/* Kernel only: module names. In a kernel symtab every name is followed, after its NUL, by a
 	 * 2-byte module index (0: core kernel, i: modules[i - 1]). */
@@ -161,8 +172,10 @@ int elf_file__open_mem(struct elf_file *ef, void *buf, size_t size, bool own);
 /* Reads the PT_LOAD segments, the executable range and the function symbols of .symtab and
  * .dynsym into obj (which must have none yet), adding the .symtab functions of each of
  * extra[0..nr_extra) (separate debug files, MiniDebugInfo: same link-time addresses; NULL entries
- * skipped), ranked like the object's own .symtab. Returns 0; -ENOEXEC for malformed tables (obj
- * then has no symbols, maybe segments) or -ENOMEM. */
+ * skipped), ranked like the object's own .symtab; then, when none of them has a .symtab (only
+ * exported functions are named), the FDEs of ef's unwind table that the symbols do not cover
+ * (an object without CFI has none). Returns 0; -ENOEXEC for malformed tables (obj then has no
+ * symbols, maybe segments) or -ENOMEM. */
 int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr_extra,
 		   struct object *obj);
 /* The .gnu_debuglink of ef: the debug file's name (NUL-terminated, no '/' allowed) into

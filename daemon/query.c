@@ -283,10 +283,8 @@ static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
 						  ? l->system_name
 						  : demangled(dc, l->system_name);
 			} else {
-				/* never a neighbour's name: the object and the address in it */
-				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64,
-					 object__name(f->obj), at);
-				l->function = sn->names[n];
+				/* never a neighbour's name: the function extent (FDE) holding it */
+				l->function = object__anon_name(f->obj, at, sn->names[n], NAME_LEN);
 			}
 		}
 		n++;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Integration tests of symbolization on real hosts: separate debug files, executables replaced
 while they run, mount and PID namespaces, the vDSO, JIT perf maps, callers after a noreturn call,
-demangling, process and thread names. Real BPF as root, workloads with known answers.
+demangling, process and thread names, frames without a symbol named by their unwind table's
+function extent. Real BPF as root, workloads with known answers.
 
 Usage: test_symbols.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure."""
@@ -48,6 +49,36 @@ def run_workload(name, *args):
     return pid
 
 
+def fde_extents(image):
+    """[(start, end)] of the FDEs in the .eh_frame of ELF file image, as readelf lists them."""
+    out = run(["readelf", "-W", "--debug-dump=frames", image]).stdout
+    return [(int(m.group(1), 16), int(m.group(2), 16))
+            for m in re.finditer(r"FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", out)]
+
+
+def symbol_extent(path, name):
+    """(start, end) of the sized function symbol name in path's .symtab."""
+    for line in run(["readelf", "-W", "--syms", path]).stdout.splitlines():
+        col = line.split()
+        if len(col) == 8 and col[7] == name and col[3] == "FUNC":
+            return int(col[1], 16), int(col[1], 16) + int(col[2])
+    raise AssertionError("no symbol %s in %s" % (name, path))
+
+
+def check_fde_names(frames, prefix, fdes):
+    """Frames named prefix+0xSTART are named after the FDE that holds them: START is that FDE's
+    start, so all the addresses of one function have one name. Returns how many there were."""
+    seen = 0
+    for f in frames:
+        if not f["function"].startswith(prefix):
+            continue
+        seen += 1
+        start = int(f["function"][len(prefix):], 16)
+        holding = [a for a, b in fdes if a <= f["address"] < b]
+        assert holding == [start], (f, holding)
+    return seen
+
+
 # ---- tests: d has --debug-dir DEBUG_DIR then /usr/lib/debug; bare has an empty debug dir ----
 
 def test_libc_local_functions_from_libc6_dbg(d, bare):
@@ -69,13 +100,13 @@ def test_libc_local_functions_from_libc6_dbg(d, bare):
     assert own and share(own, below_main) >= 0.9, [names(s) for s in own[:3]]
     local = {f["address"] for s in named for f in s["frames"]
              if f["function"].startswith("msort_with_tmp")}
-    seen = 0
-    for s in plain:
-        for f in s["frames"]:
-            if f["address"] in local:
-                seen += 1
-                assert f["function"] == "libc.so.6+0x%x" % f["address"], f
+    # without them, libc.so.6+0xSTART of the FDE that holds the address: one name per function
+    libc = next(f["mapping"] for s in plain for f in s["frames"]
+                if (f["mapping"] or "").endswith("/libc.so.6"))
+    seen = [f for s in plain for f in s["frames"] if f["address"] in local]
     assert seen, "the daemon without debug files saw none of msort_with_tmp's addresses"
+    assert check_fde_names(seen, "libc.so.6+0x", fde_extents(libc)) == len(seen), \
+        {f["function"] for f in seen}
 
 
 def test_stripped_executable_with_build_id_debug_file(d, bare):
@@ -91,6 +122,13 @@ def test_stripped_executable_with_build_id_debug_file(d, bare):
     exe = os.path.join(WL, "tp_debug_only_stripped")
     assert {f["build_id"] for s in named for f in s["frames"]
             if f["mapping"] == exe} == {build_id(exe)}
+    # without a symbol: one name for the whole function, its FDE's start (the symbol's start in
+    # the unstripped build)
+    start, end = symbol_extent(os.path.join(WL, "tp_debug_only"), "only_in_debug_file")
+    frames = [f for s in plain for f in s["frames"] if f["mapping"] == exe]
+    assert check_fde_names(frames, "tp_debug_only_stripped+0x", fde_extents(exe)) > 0
+    assert {f["function"] for f in frames if start <= f["address"] < end} == \
+        {"tp_debug_only_stripped+0x%x" % start}
 
 
 def test_executable_deleted_and_replaced(d):
@@ -175,9 +213,9 @@ def test_jit_perf_map_rewritten_entry(d):
 
 
 def vdso_image(pid):
-    """(build ID, {name: [(start, end)]}) of the vDSO mapped in process pid, read from its memory:
-    the sized symbols of its .dynsym by link-time address (what a location's address is), names
-    without their version."""
+    """(build ID, {name: [(start, end)]}, [(FDE start, end)]) of the vDSO mapped in process pid,
+    read from its memory: the sized symbols of its .dynsym by link-time address (what a
+    location's address is), names without their version, and its FDEs."""
     with open("/proc/%d/maps" % pid) as f:
         lo, hi = next([int(x, 16) for x in line.split()[0].split("-")] for line in f
                       if line.rstrip().endswith("[vdso]"))
@@ -193,17 +231,18 @@ def vdso_image(pid):
             if len(col) == 8 and col[0].endswith(":") and col[2].isdigit() and int(col[2]):
                 start = int(col[1], 16)
                 syms.setdefault(col[7].split("@")[0], []).append((start, start + int(col[2])))
-        return build_id(tmp.name), syms
+        return build_id(tmp.name), syms, fde_extents(tmp.name)
 
 
 def test_vdso_leaf(d):
     # The hot code of clock_gettime in the vDSO may be a local helper that no vDSO symbol covers
     # (on 6.18.44 at [vdso]+0x7bd, in 2 of 3 samples): a frame in the vDSO is named by a vDSO
-    # symbol that covers its address, or [vdso]+0xOFFSET, never by a neighbour. What holds on
-    # every kernel is the chain: the vDSO's clock_gettime <- libc's wrapper <- read_clocks.
+    # symbol that covers its address, or [vdso]+0xSTART after the FDE that holds it (one name
+    # for the helper), never by a neighbour. What holds on every kernel is the chain: the
+    # vDSO's clock_gettime <- libc's wrapper <- read_clocks.
     p, pid = start_workload("tp_vdso", 3.5)
     started = time.time()
-    vdso_id, syms = vdso_image(pid)
+    vdso_id, syms, fdes = vdso_image(pid)
     p.wait()
     wait_drained()
     assert {"clock_gettime", "__vdso_clock_gettime"} & set(syms), syms
@@ -214,10 +253,13 @@ def test_vdso_leaf(d):
         at = f["address"]  # a caller's is already the byte before its return address
         covering = [n for n, spans in syms.items() if any(a <= at < b for a, b in spans)]
         if f["function"].startswith("[vdso]+0x"):
-            assert int(f["function"][len("[vdso]+0x"):], 16) == at and not covering, \
-                (f, covering)
+            assert not covering, (f, covering)
         else:
             assert f["function"] in covering, (f, covering)
+    # a helper without a symbol is one function: named after the FDE that holds it
+    unnamed = check_fde_names(frames, "[vdso]+0x", fdes)
+    print("  vDSO frames without a symbol: %d, named by %d FDE(s)" %
+          (unnamed, len({f["function"] for f in frames if f["function"].startswith("[vdso]")})))
     leaves = sorted({s["frames"][0]["function"] for s in ss if s["frames"][0]["mapping"] ==
                      "[vdso]"})
     print("  vDSO leaves: %s" % leaves)
