@@ -3,13 +3,16 @@
 #include "elf_object.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <lzma.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "sorted.h"
+#include "source_lines.h"
 #include "unwind_table.h"
 
 /* --- symbol tables --- */
@@ -428,8 +431,11 @@ void object__put(struct object *obj)
 		return;
 	if (obj->cache)
 		object_cache__unlink(obj);
+	source_lines__forget(obj);
 	symtab__clear(&obj->symtab);
 	free(obj->fdes);
+	for (int i = 0; i < DWARF_PATHS; i++)
+		free(obj->dwarf.paths[i]);
 	for (size_t i = 0; i < obj->nr_modules; i++)
 		free(obj->modules[i]);
 	free(obj->modules);
@@ -462,6 +468,28 @@ uint64_t object__file_to_vaddr(const struct object *obj, uint64_t file_offset)
 }
 
 /* --- ELF files --- */
+
+int open_regular_file(const char *path, struct stat *st)
+{
+	char self[64];
+	int pfd, fd;
+
+	/* O_PATH opens nothing: a device or FIFO that a process put on our way (a symbolic link
+	 * in its root) is looked at, never opened. The regular file is then reopened through
+	 * /proc/self/fd, which names that very inode (no race with a rename). */
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode)) {
+		close(pfd);
+		return -EINVAL;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	fd = fd < 0 ? -errno : fd;
+	close(pfd);
+	return fd;
+}
 
 static bool find_build_id_note(Elf_Data *d, char *out)
 {
@@ -532,6 +560,8 @@ static int elf_file__check(struct elf_file *ef)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr ehdr;
+	size_t shstrndx;
+	int dwarf = 0;
 
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || !gelf_getehdr(ef->elf, &ehdr)) {
 		elf_file__close(ef);
@@ -545,12 +575,25 @@ static int elf_file__check(struct elf_file *ef)
 		return -ENOEXEC;
 	}
 	read_build_id(ef);
+	if (elf_getshdrstrndx(ef->elf, &shstrndx))
+		shstrndx = SHN_UNDEF;
 	while ((scn = elf_nextscn(ef->elf, scn))) {
+		const char *name;
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
 			ef->has_symtab = true;
+		name = shstrndx != SHN_UNDEF && sh.sh_type == SHT_PROGBITS
+			   ? elf_strptr(ef->elf, shstrndx, sh.sh_name)
+			   : NULL;
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			dwarf |= 1;
+		if (name && (!strcmp(name, ".debug_line") || !strcmp(name, ".zdebug_line")))
+			dwarf |= 2;
 	}
+	ef->has_dwarf = dwarf == 3;
 	return 0;
 }
 

@@ -108,6 +108,20 @@ struct fde_span {
 	uint64_t len;
 };
 
+/* Where an object's DWARF is, for source lines read lazily by query threads (source_lines.c):
+ * paths to try in order (NULL-terminated; the first that opens the very file recorded here
+ * wins), and that file's identity. */
+#define DWARF_PATHS 3
+struct dwarf_location {
+	char *paths[DWARF_PATHS];
+	uint64_t dev;
+	uint64_t inode;
+	int64_t mtime_ns;
+	uint64_t size_bytes;
+};
+
+struct line_cache;
+
 struct object {
 	int refcnt;
 	/* Cache membership; cache is NULL once the symbolizer is gone. */
@@ -139,6 +153,11 @@ struct object {
 	struct fde_span *fdes;
 	size_t nr_fdes;
 
+	/* Source lines: where the DWARF is (no paths: none), set before the object is shared and
+	 * read-only after; the cache of lines looked up, under source_lines.c's lock. */
+	struct dwarf_location dwarf;
+	struct line_cache *lines;
+
 	/* Kernel only: module names. In a kernel symtab every name is followed, after its NUL, by a
 	 * 2-byte module index (0: core kernel, i: modules[i - 1]). */
 	char **modules;
@@ -153,12 +172,18 @@ struct object *object__new(const char *path);
  * else the offset itself (no segments: unreadable ELF). */
 uint64_t object__file_to_vaddr(const struct object *obj, uint64_t file_offset);
 
+/* Opens path read-only if it is a regular file: a device or FIFO in the way (a symbolic link a
+ * process put there) is looked at through O_PATH, never opened. Returns an fd (*st filled) or a
+ * negative errno (-EINVAL: not a regular file). */
+int open_regular_file(const char *path, struct stat *st);
+
 /* An ELF file being read (libelf), from a file descriptor or from memory. */
 struct elf_file {
 	struct Elf *elf;
 	uint64_t size_bytes; /* of the file: tables past its end mean a truncated file */
 	char build_id[2 * BUILD_ID_MAX_BYTES + 1]; /* "" when absent */
 	bool has_symtab;			   /* a .symtab section (not only .dynsym) */
+	bool has_dwarf;				   /* .debug_info and .debug_line sections */
 	void *owned;				   /* memory image freed by elf_file__close */
 };
 

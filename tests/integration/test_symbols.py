@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Integration tests of symbolization on real hosts: separate debug files, executables replaced
 while they run, mount and PID namespaces, the vDSO, JIT perf maps, callers after a noreturn call,
-demangling, process and thread names, frames without a symbol named by their unwind table's
-function extent. Real BPF as root, workloads with known answers.
+demangling, process and thread names, source lines from DWARF, frames without a symbol named
+by their unwind table's function extent. Real BPF as root, workloads with known answers.
 
 Usage: test_symbols.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure."""
@@ -22,6 +22,7 @@ from test_daemon import (BUILD, WL, Daemon, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
 FREQ = 997
+WL_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads")
 
 
 def build_id(path):
@@ -47,6 +48,29 @@ def run_workload(name, *args):
     p.wait()
     wait_drained()
     return pid
+
+
+def source_line(path, text):
+    """The line number of the only line of source file path that contains text."""
+    with open(path) as f:
+        found = [i + 1 for i, line in enumerate(f) if text in line]
+    assert len(found) == 1, (path, text, found)
+    return found[0]
+
+
+def function_body(path, signature):
+    """(first, last) line numbers of the C function whose definition line holds signature: from
+    that line to the brace that closes its body."""
+    first = source_line(path, signature)
+    with open(path) as f:
+        lines = f.read().split("\n")
+    depth, opened = 0, False
+    for i in range(first - 1, len(lines)):
+        depth += lines[i].count("{") - lines[i].count("}")
+        opened = opened or "{" in lines[i]
+        if opened and depth == 0:
+            return first, i + 1
+    raise AssertionError("no end of %s in %s" % (signature, path))
 
 
 def fde_extents(image):
@@ -129,6 +153,12 @@ def test_stripped_executable_with_build_id_debug_file(d, bare):
     assert check_fde_names(frames, "tp_debug_only_stripped+0x", fde_extents(exe)) > 0
     assert {f["function"] for f in frames if start <= f["address"] < end} == \
         {"tp_debug_only_stripped+0x%x" % start}
+    # the debug file has the DWARF too: source lines of the stripped executable
+    src = os.path.realpath(os.path.join(WL_SRC, "debug_only.c"))
+    first, last = function_body(src, "void only_in_debug_file(double seconds)")
+    lines = [f for s in named for f in s["frames"] if f["function"] == "only_in_debug_file"]
+    assert lines and all(f["file"] == src and first <= f["line"] <= last for f in lines), \
+        {(f["file"], f["line"]) for f in lines}
 
 
 def test_executable_deleted_and_replaced(d):
@@ -290,6 +320,57 @@ def test_vdso_leaf(d):
     assert got >= 0.95, (got, [names(s) for s in late if not chain(s)][:5])
 
 
+def test_source_lines(d):
+    # tp_hotcold is built -g: its own DWARF gives hot_function's file and line (where its samples
+    # are: inside its body), run_rounds's line where it calls hot_function, and the function's
+    # first line
+    p, pid = start_workload("tp_hotcold", 1.5)
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("last=1m&pid=%d" % pid)
+    ss = of_pid(prof, pid)
+    exe = os.path.join(WL, "tp_hotcold")
+    src = os.path.realpath(os.path.join(WL_SRC, "hot_cold.c"))
+    first, last = function_body(src, "void hot_function(void)")
+    call = source_line(src, "\t\thot_function();")
+    hot = [(s, i) for s in ss for i, f in enumerate(s["frames"]) if f["function"] == "hot_function"]
+    assert share(ss, lambda s: "hot_function" in names(s)) >= 0.5
+    for s, i in hot:
+        f = s["frames"][i]
+        assert f["mapping"] == exe and f["file"] == src, f
+        assert first <= f["line"] <= last and f["lines"][-1]["start_line"] == first, \
+            (f["lines"], first, last)
+        # now_ns() is inlined into it: then it is the first Line, hot_function the last
+        assert all(ln["line"] > 0 for ln in f["lines"]), f["lines"]
+    callers = [s["frames"][i + 1] for s, i in hot if i + 1 < len(s["frames"])]
+    assert callers and all(c["function"] == "run_rounds" and c["line"] == call and
+                           c["file"] == src for c in callers), \
+        {(c["function"], c["line"]) for c in callers}
+    print("  hot_function at %s:%s, called from line %d" %
+          (os.path.basename(src), sorted({s["frames"][i]["line"] for s, i in hot}), call))
+    # go tool pprof reads the lines as they are
+    status, _, body = d.get("/api/v1/profile?last=1m&pid=%d" % pid)
+    assert status == 200
+    tmp = tempfile.mkdtemp(dir=BUILD)
+    path = os.path.join(tmp, "cpu.pb.gz")
+    with open(path, "wb") as f:
+        f.write(body)
+    env = dict(os.environ, HOME=tmp, PPROF_TMPDIR=tmp)
+    outs = {}
+    for flags in (["-top", "-lines"], ["-traces"], ["-list", "^hot_function$"]):
+        r = run(["go", "tool", "pprof"] + flags + [path], env=env, timeout=60)
+        assert r.returncode == 0, (flags, r.stderr)
+        assert "warning" not in r.stderr.lower() and "failed" not in r.stderr.lower(), \
+            (flags, r.stderr)
+        outs[flags[0]] = r.stdout
+    got = {int(x) for x in re.findall(r"hot_function \S*hot_cold\.c:(\d+)", outs["-top"])}
+    assert got and all(first <= x <= last for x in got), (got, outs["-top"][:2000])
+    assert "hot_function" in outs["-traces"]
+    # -list finds the source by the file name and annotates hot_function's body
+    assert "BURN_NS(3000000);" in outs["-list"], outs["-list"][:2000]
+    shutil.rmtree(tmp)
+
+
 def test_caller_after_a_noreturn_call(d):
     # enter_spin ends with its call of spin_then_exit: its return address is past its end
     pid = run_workload("tp_noreturn", 1.5)
@@ -352,7 +433,8 @@ def main():
     tests = [test_libc_local_functions_from_libc6_dbg,
              test_stripped_executable_with_build_id_debug_file,
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,
-             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_caller_after_a_noreturn_call,
+             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_source_lines,
+             test_caller_after_a_noreturn_call,
              test_demangled_cxx_and_rust_names,
              test_process_and_thread_names]
     def cleanup():
