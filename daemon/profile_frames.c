@@ -215,6 +215,19 @@ static int stack_locations(struct frame_namer *nm, const struct stack *s, struct
 	return 0;
 }
 
+struct object *stack_executable(const struct task *tk, const struct stack *s)
+{
+	/* from the outermost frame in: main and _start are in the executable */
+	for (uint32_t i = (uint32_t)s->nr_kernel + s->nr_user; i-- > s->nr_kernel;) {
+		struct object *obj = s->frames[i].obj;
+
+		if (obj && !object__is_kernel(obj) &&
+		    !strncmp(object__name(obj), tk->process, PROCESS_NAME_LEN - 1))
+			return obj;
+	}
+	return NULL;
+}
+
 struct frame_namer *frame_namer__new(const struct pprof_builder *b)
 {
 	struct frame_namer *nm = calloc(1, sizeof(*nm));

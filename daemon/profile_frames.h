@@ -31,4 +31,8 @@ const struct pprof_mapping *frame_namer__mapping(struct frame_namer *nm, const s
 int frame_namer__stack(struct frame_namer *nm, const struct stack *s,
 		       const struct pprof_location **locs, size_t *nr);
 
+/* The object of the executable of task tk among the user frames of s, outermost first: the one
+ * whose file has the name of the process's executable (tk->process, as cut), or NULL. */
+struct object *stack_executable(const struct task *tk, const struct stack *s);
+
 #endif

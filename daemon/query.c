@@ -174,6 +174,68 @@ static uint64_t merged_samples(const struct merged *m, enum profile_type type)
 	}
 }
 
+struct proc_weight {
+	uint32_t pid;
+	uint64_t samples;
+	struct object *exe;
+};
+
+static bool proc_weight_eq(const void *ctx, uint32_t i)
+{
+	const struct proc_weight *v = ((const void *const *)ctx)[0];
+
+	return v[i].pid == *(const uint32_t *)((const void *const *)ctx)[1];
+}
+
+/* The main executable of the profile of mt: that of the process with the most samples among
+ * those whose executable appears in their stacks (ties: the lowest pid). NULL when none does
+ * (kernel threads only, say) or on ENOMEM. */
+static struct object *main_executable(const struct merge_table *mt, enum profile_type type)
+{
+	struct proc_weight *v = NULL, *best = NULL;
+	struct object *exe = NULL;
+	struct hashmap index = {};
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < mt->n; i++) {
+		const struct task *tk = mt->v[i].task;
+		const void *ctx[2] = {NULL, &tk->pid};
+		uint64_t h = hashmap__mix64(tk->pid);
+		uint32_t k;
+
+		if (!tk->process[0])
+			continue;
+		ctx[0] = v;
+		if (!hashmap__find(&index, h, proc_weight_eq, ctx, &k)) {
+			if (n == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct proc_weight *nv = realloc(v, ncap * sizeof(*nv));
+
+				if (!nv)
+					goto out;
+				v = nv;
+				cap = ncap;
+			}
+			if (hashmap__insert(&index, h, n))
+				goto out;
+			k = n;
+			v[n++] = (struct proc_weight){.pid = tk->pid};
+		}
+		v[k].samples += merged_samples(&mt->v[i], type);
+		if (!v[k].exe)
+			v[k].exe = stack_executable(tk, mt->v[i].stack);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i].exe && (!best || v[i].samples > best->samples ||
+				 (v[i].samples == best->samples && v[i].pid < best->pid)))
+			best = &v[i];
+	exe = best ? best->exe : NULL;
+out:
+	free(v);
+	hashmap__clear(&index);
+	return exe;
+}
+
 /* The profile of the merged entries mt of type `type` over [start, end) (Unix ns): gzip pprof in
  * a malloc'd *out of *len bytes; what: the comment that says what it covers. Fills sum->samples.
  * Returns 0 or -ENOMEM/-EIO. */
@@ -192,6 +254,7 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 	static const size_t nr_types[3] = {2, 2, 3};
 	struct frame_namer *nm = NULL;
 	const struct pprof_location *locs;
+	struct object *exe;
 	struct pprof_builder *b = NULL;
 	char comments[6][160], min[32];
 	const char *comment_ptrs[6];
@@ -228,6 +291,14 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 	nm = b ? frame_namer__new(b) : NULL;
 	if (!nm)
 		goto out;
+	/* pprof takes the first mapping for the profile's main binary */
+	exe = main_executable(mt, type);
+	if (exe) {
+		const struct pprof_mapping *m = frame_namer__mapping(nm, exe);
+
+		if (!m || pprof_builder__add_mapping(b, m))
+			goto out;
+	}
 	for (size_t i = 0; i < mt->n; i++) {
 		const struct merged *m = &mt->v[i];
 		const struct task *tk = m->task;

@@ -3,7 +3,8 @@
 """Integration tests of symbolization on real hosts: separate debug files, executables replaced
 while they run, mount and PID namespaces, the vDSO, JIT perf maps, callers after a noreturn call,
 demangling, process and thread names, source lines from DWARF, frames without a symbol named
-by their unwind table's function extent. Real BPF as root, workloads with known answers.
+by their unwind table's function extent, the main binary as a profile's first mapping. Real BPF
+as root, workloads with known answers.
 
 Usage: test_symbols.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure."""
@@ -320,16 +321,18 @@ def test_vdso_leaf(d):
     assert got >= 0.95, (got, [names(s) for s in late if not chain(s)][:5])
 
 
-def test_source_lines(d):
+def test_source_lines_and_main_mapping(d):
     # tp_hotcold is built -g: its own DWARF gives hot_function's file and line (where its samples
     # are: inside its body), run_rounds's line where it calls hot_function, and the function's
-    # first line
+    # first line; the profile of the process lists its executable first
     p, pid = start_workload("tp_hotcold", 1.5)
     p.wait()
     wait_drained()
     prof, _ = d.profile("last=1m&pid=%d" % pid)
     ss = of_pid(prof, pid)
     exe = os.path.join(WL, "tp_hotcold")
+    assert prof.mapping_order[0] == exe, prof.mapping_order
+    assert prof.raw["mapping"][0]["has_line_numbers"]
     src = os.path.realpath(os.path.join(WL_SRC, "hot_cold.c"))
     first, last = function_body(src, "void hot_function(void)")
     call = source_line(src, "\t\thot_function();")
@@ -363,6 +366,7 @@ def test_source_lines(d):
         assert "warning" not in r.stderr.lower() and "failed" not in r.stderr.lower(), \
             (flags, r.stderr)
         outs[flags[0]] = r.stdout
+    assert "File: tp_hotcold" in outs["-top"], outs["-top"][:500]
     got = {int(x) for x in re.findall(r"hot_function \S*hot_cold\.c:(\d+)", outs["-top"])}
     assert got and all(first <= x <= last for x in got), (got, outs["-top"][:2000])
     assert "hot_function" in outs["-traces"]
@@ -433,7 +437,7 @@ def main():
     tests = [test_libc_local_functions_from_libc6_dbg,
              test_stripped_executable_with_build_id_debug_file,
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,
-             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_source_lines,
+             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_source_lines_and_main_mapping,
              test_caller_after_a_noreturn_call,
              test_demangled_cxx_and_rust_names,
              test_process_and_thread_names]
