@@ -36,7 +36,7 @@ struct source_line {
 /* Default time one reader may spend reading DWARF. A profile is encoded under the windows' read
  * lock, which the drain waits for: past this, the addresses not cached yet get no lines in that
  * profile (later profiles read on where it stopped). */
-#define SOURCE_LINES_READ_NS (200ull * 1000 * 1000)
+#define SOURCE_LINES_READ_NS (500ull * 1000 * 1000)
 
 /* One query's reader: the DWARF files it opened (kept open until it is freed) and the strings it
  * returned; read_ns: the time it may spend reading DWARF (0: SOURCE_LINES_READ_NS). Used by one
