@@ -125,8 +125,7 @@ static int64_t frame_string(struct builder *b, const struct stack *st, uint32_t 
 	sym = object__lookup(f->obj, at, NULL);
 	if (sym)
 		return object__is_kernel(f->obj) ? intern(b, sym) : intern_user_symbol(b, sym);
-	snprintf(buf, sizeof(buf), "%s+0x%llx", object__name(f->obj), (unsigned long long)at);
-	return intern(b, buf);
+	return intern(b, object__anon_name(f->obj, at, buf, sizeof(buf)));
 }
 
 static bool stack_eq(const void *ctx, uint32_t i)
