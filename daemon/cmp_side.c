@@ -41,6 +41,23 @@ static void window_free(struct cmp_window *w)
 	free(w->stacks);
 }
 
+int cmp_side__cells(const uint64_t *dense, struct hist_cell **out, uint32_t *nr)
+{
+	uint32_t n = 0;
+
+	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
+		n += dense[b] != 0;
+	*nr = 0;
+	*out = malloc((n ? n : 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
+		if (dense[b])
+			(*out)[(*nr)++] = (struct hist_cell){
+			    b, dense[b] > UINT32_MAX ? UINT32_MAX : (uint32_t)dense[b]};
+	return 0;
+}
+
 void cmp_side__free(struct cmp_side *side)
 {
 	if (!side)

@@ -99,6 +99,10 @@ int cmp_side__from_windows(const struct query_ctx *ctx, struct window *const *wi
  * search: builders that add many strings keep their own index. */
 int64_t cmp_side__intern(struct cmp_side *side, const char *s);
 
+/* The sparse cells of dense[TP_HIST_BUCKETS] (bucket counts; a count past UINT32_MAX is kept as
+ * UINT32_MAX), sorted by bucket, malloc'd into *out with *nr of them. Returns 0 or -ENOMEM. */
+int cmp_side__cells(const uint64_t *dense, struct hist_cell **out, uint32_t *nr);
+
 /* Frees side and everything it holds. NULL allowed. */
 void cmp_side__free(struct cmp_side *side);
 

@@ -180,23 +180,6 @@ static int64_t intern_stack(struct builder *b, const struct stack *st)
 	return side->nr_stacks++;
 }
 
-/* Sparse cells of a dense histogram of TP_HIST_BUCKETS counts (32 or 64 bits). */
-static int cells_of_dense64(const uint64_t *dense, struct hist_cell **out, uint32_t *nr)
-{
-	uint32_t n = 0;
-
-	for (uint32_t k = 0; k < TP_HIST_BUCKETS; k++)
-		n += dense[k] != 0;
-	*nr = 0;
-	*out = malloc((n ? n : 1) * sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < TP_HIST_BUCKETS; k++)
-		if (dense[k])
-			(*out)[(*nr)++] = (struct hist_cell){k, (uint32_t)dense[k]};
-	return 0;
-}
-
 static int stage_cells(const struct stage_stats *st, struct cmp_stage_win *sw)
 {
 	uint64_t *dense;
@@ -215,7 +198,7 @@ static int stage_cells(const struct stage_stats *st, struct cmp_stage_win *sw)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < TP_HIST_BUCKETS; k++)
 		dense[k] = st->dense[k];
-	err = cells_of_dense64(dense, &sw->cells, &sw->nr_cells);
+	err = cmp_side__cells(dense, &sw->cells, &sw->nr_cells);
 	free(dense);
 	return err;
 }
@@ -314,7 +297,7 @@ static int build_window(struct builder *b, const struct query_ctx *ctx, struct w
 		cw->runq_count = w->sched->runq_count;
 		cw->runq_sum_ns = w->sched->runq_sum_ns;
 		cw->runq_max_ns = w->sched->runq_max_ns;
-		if (cells_of_dense64(w->sched->runq_buckets, &cw->runq_cells, &cw->nr_runq_cells))
+		if (cmp_side__cells(w->sched->runq_buckets, &cw->runq_cells, &cw->nr_runq_cells))
 			return -ENOMEM;
 	}
 	if (w->gc) {

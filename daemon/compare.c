@@ -60,24 +60,13 @@ static void add_cells(uint64_t *dense, const struct hist_cell *cells, uint32_t n
 			dense[cells[k].bucket] += cells[k].count;
 }
 
-/* The sparse cells of dense (then zeroed), malloc'd into *out. Returns 0 or -ENOMEM. */
+/* The sparse cells of dense (cmp_side__cells), then dense zeroed for the next. */
 static int take_cells(uint64_t *dense, struct hist_cell **out, uint32_t *nr)
 {
-	uint32_t n = 0;
+	int err = cmp_side__cells(dense, out, nr);
 
-	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
-		n += dense[b] != 0;
-	*nr = 0;
-	*out = malloc((n ? n : 1) * sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++) {
-		if (dense[b])
-			(*out)[(*nr)++] = (struct hist_cell){
-			    b, dense[b] > UINT32_MAX ? UINT32_MAX : (uint32_t)dense[b]};
-		dense[b] = 0;
-	}
-	return 0;
+	memset(dense, 0, TP_HIST_BUCKETS * sizeof(*dense));
+	return err;
 }
 
 /* Frees what coarsen allocated: the windows, not the strings and stacks (orig's). */
