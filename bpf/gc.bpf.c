@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* GC pauses: USDT programs for HotSpot and CPython, entry-only uprobes for the Go runtime, and a
+/* GC pauses: USDT programs for HotSpot and CPython, an entry uprobe and a uretprobe on the
+ * collector of a CPython without USDT probes, entry-only uprobes for the Go runtime, and a
  * uretprobe on libc's dlopen (so that a libjvm.so loaded after exec is found at once). Each GC
  * event goes to user space through the gc_events ring buffer; the processes in a pause are kept
  * in gc_pausing, which the CPU sampler (profile.bpf.c) reads for the gc=1 label. */
@@ -12,6 +13,7 @@
 #define BPF_USDT_MAX_IP_CNT   4096
 #include <bpf/usdt.bpf.h>
 #include "tailprof.h"
+#include "tp_gc_calls.h"
 #include "lib/label_sources.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -45,6 +47,18 @@ struct {
 	__type(value, __u32);
 } gc_pausing SEC(".maps");
 
+/* gc_calls: thread (pid_tgid) -> its open calls of CPython's collector (struct tp_gc_calls),
+ * for the uprobe way. Written by python_gc_entry, closed and deleted by python_gc_return when
+ * the thread has none open; nothing else reads it. LRU: entries of threads that died inside
+ * the collector (the process was killed) are evicted, and told from a reused thread id by the
+ * thread's start time. 4096: threads inside a collection at once, host-wide. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct tp_gc_calls);
+} gc_calls SEC(".maps");
+
 /* gc_metrics: error and hit counters (enum tp_gc_metric). Written here, read by tailprofd. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -53,12 +67,17 @@ struct {
 	__type(value, __u64);
 } gc_metrics SEC(".maps");
 
-static __always_inline void bump(__u32 metric)
+static __always_inline void bump_by(__u32 metric, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&gc_metrics, &metric);
 
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
+}
+
+static __always_inline void bump(__u32 metric)
+{
+	bump_by(metric, 1);
 }
 
 static __always_inline void pausing_add(__u32 pid, int delta)
@@ -188,6 +207,92 @@ SEC("usdt")
 int BPF_USDT(python_gc_done, long collected)
 {
 	phase_end(TP_GC_SLOT_PYTHON, TP_GC_PYTHON, TP_GC_PAUSE, collected);
+	return 0;
+}
+
+/* ---- CPython without USDT: gc_collect_main(tstate, generation, ...) -> collected ----
+ * The generation is its second argument, read at entry; the return value is what gc__done
+ * gives, collected + uncollectable (Modules/gcmodule.c, 3.11). A thread's calls are kept by
+ * tp_gc_calls.h: nested calls pair with their own returns. The process counts once in
+ * gc_pausing while any of its threads has a call open. */
+
+static __always_inline __u64 thread_born_ns(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(task, start_time);
+}
+
+SEC("uprobe")
+int python_gc_entry(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), born = thread_born_ns();
+	struct tp_gc_calls *c = bpf_map_lookup_elem(&gc_calls, &id), fresh = {.born_ns = born};
+	__u32 before;
+	int dropped;
+
+	bump(TP_GCM_HITS);
+	if (c && c->born_ns != born) {
+		/* a dead thread's calls (its process died inside them: gc_pausing forgot it) */
+		c->born_ns = born;
+		c->depth = 0;
+	}
+	if (!c) {
+		if (bpf_map_update_elem(&gc_calls, &id, &fresh, BPF_NOEXIST)) {
+			bump(TP_GCM_OPEN_FULL);
+			return 0;
+		}
+		c = bpf_map_lookup_elem(&gc_calls, &id);
+		if (!c)
+			return 0;
+	}
+	before = c->depth;
+	dropped =
+	    tp_gc_calls_enter(c, PT_REGS_SP(ctx), bpf_ktime_get_ns(), (int)PT_REGS_PARM2(ctx));
+	if (dropped < 0) {
+		bump(TP_GCM_OPEN_FULL);
+		return 0;
+	}
+	if (dropped > 0)
+		bump_by(TP_GCM_ABANDONED, dropped);
+	/* dropped calls of this thread were counted; the new one keeps the count */
+	if (!before)
+		pausing_add(id >> 32, 1);
+	return 0;
+}
+
+SEC("uretprobe")
+int python_gc_return(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
+	struct tp_gc_calls *c = bpf_map_lookup_elem(&gc_calls, &id);
+	struct tp_gc_call call = {};
+	struct tp_gc_open o;
+	int closed;
+
+	bump(TP_GCM_HITS);
+	if (!c) {
+		bump(TP_GCM_UNMATCHED);
+		return 0;
+	}
+	if (c->born_ns != thread_born_ns()) {
+		bpf_map_delete_elem(&gc_calls, &id); /* a dead thread's, as at entry */
+		bump(TP_GCM_UNMATCHED);
+		return 0;
+	}
+	closed = tp_gc_calls_leave(c, PT_REGS_SP(ctx), &call);
+	if (!closed) {
+		bump(TP_GCM_UNMATCHED);
+		return 0;
+	}
+	if (closed > 1)
+		bump_by(TP_GCM_ABANDONED, closed - 1);
+	if (!c->depth) {
+		bpf_map_delete_elem(&gc_calls, &id);
+		pausing_add(id >> 32, -1);
+	}
+	o = (struct tp_gc_open){.start_ns = call.start_ns, .arg = call.arg, .tid = (__u32)id};
+	emit(id >> 32, &o, now, TP_GC_PYTHON, TP_GC_PAUSE, call.arg, (long)PT_REGS_RC(ctx));
 	return 0;
 }
 

@@ -266,7 +266,7 @@ enum tp_stage_metric {
 
 enum tp_gc_runtime {
 	TP_GC_JVM = 1,	  /* HotSpot: USDT hotspot:gc__begin/gc__end, hs_private:safepoint__* */
-	TP_GC_PYTHON = 2, /* CPython: USDT python:gc__start/gc__done */
+	TP_GC_PYTHON = 2, /* CPython: USDT python:gc__start/gc__done, or gc_collect_main uprobes */
 	TP_GC_GO = 3,	  /* Go: entry uprobes on runtime functions */
 	TP_GC_RUNTIME_NR,
 };
@@ -301,7 +301,7 @@ struct tp_gc_event {
 	__u64 start_ns;	   /* CLOCK_MONOTONIC */
 	__u64 duration_ns; /* 0 for TP_GC_REC_DLOPEN */
 	__s64 arg;  /* CPython: generation; JVM pause: 1 full, 0 not; Go pause: tp_gc_go_cause */
-	__s64 arg2; /* CPython: objects collected (gc__done); else 0 */
+	__s64 arg2; /* CPython: collected + uncollectable (as gc__done gives them); else 0 */
 };
 _Static_assert(sizeof(struct tp_gc_event) == 48, "tp_gc_event layout");
 
@@ -336,7 +336,8 @@ enum tp_gc_metric {
 	TP_GCM_HITS = 0,    /* probe hits, every program */
 	TP_GCM_EVENTS_LOST, /* gc_events full: events or dlopen notices lost */
 	TP_GCM_UNMATCHED,   /* an end without its begin (attached mid-pause) */
-	TP_GCM_OPEN_FULL,   /* gc_open or gc_pausing full: the phase is not timed */
+	TP_GCM_OPEN_FULL,   /* gc_open, gc_calls or gc_pausing full: the phase is not timed */
+	TP_GCM_ABANDONED,   /* a begin whose end never came (a missed return), dropped later */
 	TP_GCM_NR,
 };
 

@@ -76,6 +76,7 @@ enum opt_id {
 	OPT_BEFORE_PROFILE,
 	OPT_AFTER_PROFILE,
 	OPT_TOP,
+	OPT_REPLACE,
 	OPT__COUNT, /* at most 32: opt_iter.seen has a bit each */
 };
 

@@ -685,18 +685,21 @@ static int compare_check(const struct compare_args *a, double *fail_pct, size_t 
 				 "--fail-on-regression: '%s' is not a percentage (a number >= "
 				 "0, such as 5 or 2.5)",
 				 a->fail_on);
-	if (a->min_effect && !decimal_parse(a->min_effect, &v))
+	/* the ranges tailprofd takes (http_compare.c) */
+	if (a->min_effect && (!decimal_parse(a->min_effect, &v) || v > 100))
 		return usage_err("compare",
-				 "--min-effect: '%s' is not a percentage (a number >= 0, such "
-				 "as 2 or 0.5)",
+				 "--min-effect: '%s' is not a percentage from 0 to 100 (such as 2 "
+				 "or 0.5)",
 				 a->min_effect);
-	if (a->alpha && (!decimal_parse(a->alpha, &v) || v <= 0 || v >= 1))
+	if (a->alpha && (!decimal_parse(a->alpha, &v) || v <= 0 || v > 0.5))
 		return usage_err("compare",
-				 "--alpha: '%s' is not a false discovery rate (a number between "
-				 "0 and 1, such as 0.05)",
+				 "--alpha: '%s' is not a false discovery rate (a number above 0 "
+				 "and at most 0.5, such as 0.05)",
 				 a->alpha);
-	if (a->seed && tp_parse_uint(a->seed, 0, UINT64_MAX, &u))
-		return usage_err("compare", "--seed: '%s' is not a seed (an integer >= 0)",
+	if (a->seed && tp_parse_uint(a->seed, 0, INT64_MAX, &u))
+		return usage_err("compare",
+				 "--seed: '%s' is not a seed (an integer from 0 to "
+				 "9223372036854775807)",
 				 a->seed);
 	*top = DEFAULT_TOP;
 	if (a->top && tp_parse_uint(a->top, 1, MAX_TOP, &u))

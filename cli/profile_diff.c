@@ -405,6 +405,14 @@ static int profile_sum(const Perftools__Profiles__Profile *p, struct profile_sum
 			p_err("%s: malformed profile: sample %zu has no values", path, i);
 			goto out;
 		}
+		if (s->value[0] < 0) {
+			/* a diff profile (pprof -diff_base): its values are changes, not shares */
+			p_err("%s: sample %zu has a negative value (%lld): a diff profile? compare "
+			      "the "
+			      "two original profiles instead",
+			      path, i, (long long)s->value[0]);
+			goto out;
+		}
 		v = (double)s->value[0];
 		sum->total += v;
 		if (!s->n_location_id) {

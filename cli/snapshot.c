@@ -147,6 +147,7 @@ struct snapshot_args {
 	const char *name; /* NULL: not given */
 	struct time_range range;
 	bool json;
+	bool replace; /* save: over a snapshot of the same name */
 };
 
 /*
@@ -158,11 +159,9 @@ static int snapshot_args(const char *cmd, int argc, char **argv, bool named, boo
 			 struct snapshot_args *a)
 {
 	static const struct opt opts[] = {
-	    {"json", 0, OPT_JSON, NULL},
-	    {"last", 0, OPT_LAST, DURATION_VALUE},
-	    {"from", 0, OPT_FROM, TIME_VALUE},
-	    {"to", 0, OPT_TO, TIME_VALUE},
-	    {},
+	    {"json", 0, OPT_JSON, NULL},       {"last", 0, OPT_LAST, DURATION_VALUE},
+	    {"from", 0, OPT_FROM, TIME_VALUE}, {"to", 0, OPT_TO, TIME_VALUE},
+	    {"replace", 0, OPT_REPLACE, NULL}, {},
 	};
 	static const struct opt json_only[] = {
 	    {"json", 0, OPT_JSON, NULL},
@@ -178,6 +177,8 @@ static int snapshot_args(const char *cmd, int argc, char **argv, bool named, boo
 			return ret;
 		if (!range_opt(&a->range, id, val) && id == OPT_JSON)
 			a->json = true;
+		else if (id == OPT_REPLACE)
+			a->replace = true;
 	}
 	if (named && !a->name)
 		return usage_err(cmd, "%s needs the NAME of a snapshot (%s)", cmd,
@@ -217,6 +218,8 @@ static int snapshot_save(int argc, char **argv)
 		return ret;
 	q = query_begin(&query, &qsize);
 	query_add(q, "name", a.name);
+	if (a.replace)
+		query_add(q, "replace", "1");
 	range_query(q, &a.range);
 	query_end(q);
 	ret = request_json("POST", "/api/v1/snapshots", query, a.json ? JSON_PRINT : JSON_PARSE,
@@ -284,7 +287,7 @@ void usage_snapshot(FILE *f)
 {
 	fprintf(f,
 		"Usage: tailprof snapshot save NAME [--last DUR | --from TIME [--to TIME]]\n"
-		"                              [--json]\n"
+		"                              [--replace] [--json]\n"
 		"       tailprof snapshot list [--json]\n"
 		"       tailprof snapshot rm NAME [--json]\n"
 		"\n"
@@ -305,6 +308,7 @@ void usage_snapshot(FILE *f)
 		"  --last DUR     save the last DUR: 500ms, 2s, 10m, 1h\n"
 		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
 		"  --to TIME      up to TIME (default now)\n"
+		"  --replace      save over a snapshot of the same name (else that is refused)\n"
 		"  --json         print the API's JSON answer unchanged\n"
 		"%s",
 		common_help);

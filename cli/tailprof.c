@@ -61,7 +61,9 @@ static void print_status_stages(const json_t *stages)
 	}
 }
 
-/* The GC lines of the status: on or off, runtimes seen, and each unsupported object's reason. */
+/* The GC lines of the status: on or off, runtimes seen, each object's state and how it is
+ * probed (usdt, uprobe; "-" when not, or from a daemon that does not say), and each unsupported
+ * object's reason. */
 static void print_gc_status(const json_t *gc)
 {
 	const json_t *objs = json_object_get(gc, "objects"), *o;
@@ -77,11 +79,14 @@ static void print_gc_status(const json_t *gc)
 	printf("  %-11s %s probes attached\n", "gc:", f_int(gc, "probes_attached", b, sizeof(b)));
 	json_array_foreach(objs, i, o)
 	{
-		const char *reason = json_string_value(json_object_get(o, "reason"));
+		const char *reason = json_string_value(json_object_get(o, "reason")),
+			   *method = j_str(o, "method");
 
-		printf("  %-11s %-6s %-11s %s processes  %s%s%s\n", "", j_str(o, "runtime"),
-		       j_str(o, "state"), f_int(o, "processes", b, sizeof(b)), j_str(o, "path"),
-		       reason ? ": " : "", reason ? reason : "");
+		if (!strcmp(method, "none"))
+			method = "-";
+		printf("  %-11s %-6s %-11s %-6s %s processes  %s%s%s\n", "", j_str(o, "runtime"),
+		       j_str(o, "state"), method, f_int(o, "processes", b, sizeof(b)),
+		       j_str(o, "path"), reason ? ": " : "", reason ? reason : "");
 	}
 }
 

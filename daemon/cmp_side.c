@@ -41,6 +41,23 @@ static void window_free(struct cmp_window *w)
 	free(w->stacks);
 }
 
+int cmp_side__cells(const uint64_t *dense, struct hist_cell **out, uint32_t *nr)
+{
+	uint32_t n = 0;
+
+	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
+		n += dense[b] != 0;
+	*nr = 0;
+	*out = malloc((n ? n : 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < TP_HIST_BUCKETS; b++)
+		if (dense[b])
+			(*out)[(*nr)++] = (struct hist_cell){
+			    b, dense[b] > UINT32_MAX ? UINT32_MAX : (uint32_t)dense[b]};
+	return 0;
+}
+
 void cmp_side__free(struct cmp_side *side)
 {
 	if (!side)
@@ -104,6 +121,29 @@ static bool conditions_valid(const struct cmp_conditions *c, char *why, size_t w
 	return true;
 }
 
+/* count * max_ns, UINT64_MAX when that does not fit */
+static uint64_t most_ns(uint64_t count, uint64_t max_ns)
+{
+	uint64_t v;
+
+	return __builtin_mul_overflow(count, max_ns, &v) ? UINT64_MAX : v;
+}
+
+/* With windows, the range and the units the statistics divide by must make sense. */
+static bool range_valid(const struct cmp_conditions *c, char *why, size_t whylen)
+{
+	if (c->from_unix_ns >= c->to_unix_ns)
+		return BAD("conditions: from %" PRId64 " is not before to %" PRId64,
+			   c->from_unix_ns, c->to_unix_ns);
+	if (!c->window_ns)
+		return BAD("conditions: window_ns is 0");
+	if (!c->frequency_hz)
+		return BAD("conditions: frequency_hz is 0");
+	if (!c->sample_period_ns)
+		return BAD("conditions: sample_period_ns is 0");
+	return true;
+}
+
 static bool window_valid(const struct cmp_side *side, uint32_t i, char *why, size_t whylen)
 {
 	const struct cmp_window *w = &side->windows[i];
@@ -112,10 +152,15 @@ static bool window_valid(const struct cmp_side *side, uint32_t i, char *why, siz
 	if (w->end_unix_ns <= w->start_unix_ns)
 		return BAD("window %" PRIu32 ": end %" PRId64 " is not after its start %" PRId64, i,
 			   w->end_unix_ns, w->start_unix_ns);
-	if (i && w->start_unix_ns < side->windows[i - 1].start_unix_ns)
-		return BAD("window %" PRIu32 " starts before window %" PRIu32
-			   " (windows go oldest first)",
-			   i, i - 1);
+	if (i && w->start_unix_ns < side->windows[i - 1].end_unix_ns)
+		return BAD("window %" PRIu32 " starts before window %" PRIu32 " ends (%" PRId64
+			   " < %" PRId64 "; windows go oldest first, without overlap)",
+			   i, i - 1, w->start_unix_ns, side->windows[i - 1].end_unix_ns);
+	if (w->start_unix_ns < side->cond.from_unix_ns || w->end_unix_ns > side->cond.to_unix_ns)
+		return BAD("window %" PRIu32 ": [%" PRId64 ", %" PRId64
+			   ") is outside the side's range [%" PRId64 ", %" PRId64 "]",
+			   i, w->start_unix_ns, w->end_unix_ns, side->cond.from_unix_ns,
+			   side->cond.to_unix_ns);
 	snprintf(what, sizeof(what), "window %" PRIu32 " runq", i);
 	if (!cells_valid(w->runq_cells, w->nr_runq_cells, w->runq_count, what, why, whylen))
 		return false;
@@ -131,6 +176,10 @@ static bool window_valid(const struct cmp_side *side, uint32_t i, char *why, siz
 		snprintf(what, sizeof(what), "window %" PRIu32 " stage %" PRIu32, i, j);
 		if (!cells_valid(st->cells, st->nr_cells, st->count, what, why, whylen))
 			return false;
+		if (st->sum_ns > most_ns(st->count, st->max_ns))
+			return BAD("%s: latency sum %" PRIu64 " ns is more than its %" PRIu64
+				   " requests of at most %" PRIu64 " ns can take",
+				   what, st->sum_ns, st->count, st->max_ns);
 	}
 	if (w->nr_stacks && !w->stacks)
 		return BAD("window %" PRIu32 ": %" PRIu32 " stack counts but no array", i,
@@ -170,6 +219,8 @@ bool cmp_side__valid(const struct cmp_side *side, char *why, size_t whylen)
 	}
 	if (side->nr_windows && !side->windows)
 		return BAD("%" PRIu32 " windows but no array", side->nr_windows);
+	if (side->nr_windows && !range_valid(&side->cond, why, whylen))
+		return false;
 	for (uint32_t i = 0; i < side->nr_windows; i++)
 		if (!window_valid(side, i, why, whylen))
 			return false;

@@ -99,6 +99,10 @@ int cmp_side__from_windows(const struct query_ctx *ctx, struct window *const *wi
  * search: builders that add many strings keep their own index. */
 int64_t cmp_side__intern(struct cmp_side *side, const char *s);
 
+/* The sparse cells of dense[TP_HIST_BUCKETS] (bucket counts; a count past UINT32_MAX is kept as
+ * UINT32_MAX), sorted by bucket, malloc'd into *out with *nr of them. Returns 0 or -ENOMEM. */
+int cmp_side__cells(const uint64_t *dense, struct hist_cell **out, uint32_t *nr);
+
 /* Frees side and everything it holds. NULL allowed. */
 void cmp_side__free(struct cmp_side *side);
 
@@ -106,10 +110,12 @@ void cmp_side__free(struct cmp_side *side);
  * array present when its count is not 0; no NULL string; every string index (stage names,
  * frames) and stack index in bounds; every cell bucket below TP_HIST_BUCKETS, the cells of a
  * histogram strictly ascending by bucket and their counts summing to its count (a stage's count,
- * a window's runq_count); windows with end > start, oldest first (no start before the previous
- * window's). Not checked: duplicate strings or stage names, overlapping windows. NULL side
- * allowed (not valid). Returns true when side is consistent, else false with why (whylen bytes)
- * naming the first problem ("window 3 stage 1 cell 4: bucket 9 not after ..."). */
+ * a window's runq_count); a stage's sum_ns at most count * max_ns; windows with end > start,
+ * oldest first and not overlapping (none starts before the previous one ends), inside
+ * [from_unix_ns, to_unix_ns] of the conditions; with windows, from before to and window_ns,
+ * frequency_hz and sample_period_ns not 0. Not checked: duplicate strings or stage names. NULL
+ * side allowed (not valid). Returns true when side is consistent, else false with why (whylen
+ * bytes) naming the first problem ("window 3 stage 1 cell 4: bucket 9 not after ..."). */
 bool cmp_side__valid(const struct cmp_side *side, char *why, size_t whylen);
 
 #endif

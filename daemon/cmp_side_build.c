@@ -131,8 +131,7 @@ static int64_t frame_string(struct builder *b, const struct stack *st, uint32_t 
 	sym = object__lookup(f->obj, at, NULL);
 	if (sym)
 		return object__is_kernel(f->obj) ? intern(b, sym) : intern_user_symbol(b, sym);
-	snprintf(buf, sizeof(buf), "%s+0x%llx", object__name(f->obj), (unsigned long long)at);
-	return intern(b, buf);
+	return intern(b, object__anon_name(f->obj, at, buf, sizeof(buf)));
 }
 
 static bool stack_eq(const void *ctx, uint32_t i)
@@ -187,23 +186,6 @@ static int64_t intern_stack(struct builder *b, const struct stack *st)
 	return side->nr_stacks++;
 }
 
-/* Sparse cells of a dense histogram of TP_HIST_BUCKETS counts (32 or 64 bits). */
-static int cells_of_dense64(const uint64_t *dense, struct hist_cell **out, uint32_t *nr)
-{
-	uint32_t n = 0;
-
-	for (uint32_t k = 0; k < TP_HIST_BUCKETS; k++)
-		n += dense[k] != 0;
-	*nr = 0;
-	*out = malloc((n ? n : 1) * sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < TP_HIST_BUCKETS; k++)
-		if (dense[k])
-			(*out)[(*nr)++] = (struct hist_cell){k, (uint32_t)dense[k]};
-	return 0;
-}
-
 static int stage_cells(const struct stage_stats *st, struct cmp_stage_win *sw)
 {
 	uint64_t *dense;
@@ -222,7 +204,7 @@ static int stage_cells(const struct stage_stats *st, struct cmp_stage_win *sw)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < TP_HIST_BUCKETS; k++)
 		dense[k] = st->dense[k];
-	err = cells_of_dense64(dense, &sw->cells, &sw->nr_cells);
+	err = cmp_side__cells(dense, &sw->cells, &sw->nr_cells);
 	free(dense);
 	return err;
 }
@@ -321,7 +303,7 @@ static int build_window(struct builder *b, const struct query_ctx *ctx, struct w
 		cw->runq_count = w->sched->runq_count;
 		cw->runq_sum_ns = w->sched->runq_sum_ns;
 		cw->runq_max_ns = w->sched->runq_max_ns;
-		if (cells_of_dense64(w->sched->runq_buckets, &cw->runq_cells, &cw->nr_runq_cells))
+		if (cmp_side__cells(w->sched->runq_buckets, &cw->runq_cells, &cw->nr_runq_cells))
 			return -ENOMEM;
 	}
 	if (w->gc) {
@@ -343,6 +325,7 @@ static int build_window(struct builder *b, const struct query_ctx *ctx, struct w
 	for (uint32_t id = 0; w->stages && id < TP_MAX_STAGES; id++) {
 		const struct stage_stats *st = w->stages->by_id[id];
 		struct cmp_stage_win *sw;
+		uint64_t most;
 
 		if (!st || !st->count)
 			continue;
@@ -352,6 +335,11 @@ static int build_window(struct builder *b, const struct query_ctx *ctx, struct w
 		sw->count = st->count;
 		sw->sum_ns = st->sum_ns;
 		sw->max_ns = st->max_ns;
+		/* the collector takes count, sum and max one after another while the probes add:
+		 * a request's latency may land in this window's sum and the next one's count, and a
+		 * side must stay consistent (cmp_side__valid) */
+		if (!__builtin_mul_overflow(sw->count, sw->max_ns, &most) && sw->sum_ns > most)
+			sw->sum_ns = most;
 		if (stage_cells(st, sw))
 			return -ENOMEM;
 	}
@@ -383,8 +371,15 @@ int cmp_side__from_windows(const struct query_ctx *ctx, struct window *const *wi
 	if (!side->windows)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		side->nr_windows = (uint32_t)i + 1;
-		err = build_window(&b, ctx, windows[i], &side->windows[i], (uint32_t)i + 1);
+		struct cmp_window *cw = &side->windows[side->nr_windows];
+
+		/* a window whose wall-clock span overlaps the one before (the clock stepped back
+		 * between them) is left out: a side's windows never overlap (cmp_side__valid) */
+		if (cw > side->windows &&
+		    (int64_t)windows[i]->start_ns + windows[i]->wall_offset_ns < cw[-1].end_unix_ns)
+			continue;
+		side->nr_windows++;
+		err = build_window(&b, ctx, windows[i], cw, side->nr_windows);
 		if (err)
 			goto fail;
 	}

@@ -15,7 +15,10 @@
 
 /* What one side holds for the statistics. */
 struct side {
-	const struct cmp_side *s;
+	const struct cmp_side *orig; /* as given */
+	const struct cmp_side *s;    /* orig, or coarse */
+	struct cmp_side *coarse;     /* orig's windows merged in runs (COMPARE_MAX_WINDOWS) */
+	uint32_t merged;	     /* windows a unit of s: 1, or the run length */
 	struct cmp_plan plan;
 	double *seconds;	 /* [n] each window's length */
 	double *num, *den, *v;	 /* [n] scratch for one metric */
@@ -49,12 +52,158 @@ struct report {
 	uint32_t nr_fns;
 };
 
+/* Adds cells[n] into dense[TP_HIST_BUCKETS] (counts saturate at UINT32_MAX when emitted). */
+static void add_cells(uint64_t *dense, const struct hist_cell *cells, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (cells[k].bucket < TP_HIST_BUCKETS)
+			dense[cells[k].bucket] += cells[k].count;
+}
+
+/* The sparse cells of dense (cmp_side__cells), then dense zeroed for the next. */
+static int take_cells(uint64_t *dense, struct hist_cell **out, uint32_t *nr)
+{
+	int err = cmp_side__cells(dense, out, nr);
+
+	memset(dense, 0, TP_HIST_BUCKETS * sizeof(*dense));
+	return err;
+}
+
+/* Frees what coarsen allocated: the windows, not the strings and stacks (orig's). */
+static void coarse_free(struct cmp_side *c)
+{
+	for (uint32_t i = 0; c && i < c->nr_windows; i++) {
+		struct cmp_window *w = &c->windows[i];
+
+		for (uint32_t k = 0; k < w->nr_stages; k++)
+			free(w->stages[k].cells);
+		free(w->stages);
+		free(w->stacks);
+		free(w->runq_cells);
+	}
+	if (c)
+		free(c->windows);
+	free(c);
+}
+
+/* Merges one run of windows from[0..n) into w: counters summed, maxima kept, histograms and
+ * stages merged by name, stacks concatenated (functions add them up by leaf). */
+static int merge_run(struct cmp_window *w, const struct cmp_window *from, uint32_t n,
+		     uint64_t *dense)
+{
+	uint32_t nr_stacks = 0, nr_stages = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		nr_stacks += from[i].nr_stacks;
+		nr_stages += from[i].nr_stages;
+	}
+	w->start_unix_ns = from[0].start_unix_ns;
+	w->end_unix_ns = from[n - 1].end_unix_ns;
+	w->stacks = malloc((nr_stacks ? nr_stacks : 1) * sizeof(*w->stacks));
+	w->stages = calloc(nr_stages ? nr_stages : 1, sizeof(*w->stages));
+	if (!w->stacks || !w->stages)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cmp_window *f = &from[i];
+
+		w->cpu_samples += f->cpu_samples;
+		w->offcpu_ns += f->offcpu_ns;
+		w->offcpu_samples += f->offcpu_samples;
+		w->runq_count += f->runq_count;
+		w->runq_sum_ns += f->runq_sum_ns;
+		w->runq_max_ns = f->runq_max_ns > w->runq_max_ns ? f->runq_max_ns : w->runq_max_ns;
+		w->gc_count += f->gc_count;
+		w->gc_pause_ns += f->gc_pause_ns;
+		w->gc_max_ns = f->gc_max_ns > w->gc_max_ns ? f->gc_max_ns : w->gc_max_ns;
+		w->drops += f->drops;
+		memcpy(w->stacks + w->nr_stacks, f->stacks, f->nr_stacks * sizeof(*f->stacks));
+		w->nr_stacks += f->nr_stacks;
+		add_cells(dense, f->runq_cells, f->nr_runq_cells);
+	}
+	if (take_cells(dense, &w->runq_cells, &w->nr_runq_cells))
+		return -ENOMEM;
+	/* each stage name once: its windows' histograms summed */
+	for (uint32_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < from[i].nr_stages; k++) {
+			const struct cmp_stage_win *fs = &from[i].stages[k];
+			struct cmp_stage_win *st;
+			uint32_t x;
+
+			for (x = 0; x < w->nr_stages && w->stages[x].name != fs->name; x++)
+				;
+			if (x < w->nr_stages)
+				continue; /* merged with the first of its name */
+			st = &w->stages[w->nr_stages++];
+			st->name = fs->name;
+			for (uint32_t j = i; j < n; j++) {
+				for (uint32_t m = 0; m < from[j].nr_stages; m++) {
+					const struct cmp_stage_win *o = &from[j].stages[m];
+
+					if (o->name != fs->name)
+						continue;
+					st->count += o->count;
+					st->sum_ns += o->sum_ns;
+					st->max_ns =
+					    o->max_ns > st->max_ns ? o->max_ns : st->max_ns;
+					st->cpu_samples += o->cpu_samples;
+					st->offcpu_ns += o->offcpu_ns;
+					add_cells(dense, o->cells, o->nr_cells);
+				}
+			}
+			if (take_cells(dense, &st->cells, &st->nr_cells))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* s with its windows merged in runs of ceil(n / COMPARE_MAX_WINDOWS) consecutive ones: a
+ * cluster of windows is still a cluster, and the statistics' time and memory stay bounded (a
+ * unit's cumulative histogram is a row of up to TP_HIST_BUCKETS counts). NULL: out of memory. */
+static struct cmp_side *coarsen(const struct cmp_side *s, uint32_t run)
+{
+	struct cmp_side *c = calloc(1, sizeof(*c));
+	uint64_t *dense = calloc(TP_HIST_BUCKETS, sizeof(*dense));
+	uint32_t n = (s->nr_windows + run - 1) / run;
+
+	if (!c || !dense)
+		goto fail;
+	*c = *s; /* the conditions; strings and stacks borrowed */
+	c->nr_windows = 0;
+	c->windows = calloc(n, sizeof(*c->windows));
+	if (!c->windows)
+		goto fail;
+	for (uint32_t i = 0; i < s->nr_windows; i += run) {
+		uint32_t len = s->nr_windows - i < run ? s->nr_windows - i : run;
+
+		c->nr_windows++;
+		if (merge_run(&c->windows[c->nr_windows - 1], &s->windows[i], len, dense))
+			goto fail;
+	}
+	free(dense);
+	return c;
+fail:
+	free(dense);
+	coarse_free(c);
+	return NULL;
+}
+
 static int side_init(struct side *sd, const struct cmp_side *s, struct cmp_rng *rng)
 {
-	uint32_t n = s->nr_windows;
+	uint32_t n;
 
 	memset(sd, 0, sizeof(*sd));
-	sd->s = s;
+	sd->orig = sd->s = s;
+	sd->merged = 1;
+	if (s->nr_windows > COMPARE_MAX_WINDOWS) {
+		sd->merged = (s->nr_windows + COMPARE_MAX_WINDOWS - 1) / COMPARE_MAX_WINDOWS;
+		sd->coarse = coarsen(s, sd->merged);
+		if (!sd->coarse)
+			return -ENOMEM;
+		sd->s = sd->coarse;
+	}
+	s = sd->s;
+	n = s->nr_windows;
 	sd->seconds = calloc(n + 1, sizeof(double));
 	sd->num = calloc(n + 1, sizeof(double));
 	sd->den = calloc(n + 1, sizeof(double));
@@ -70,6 +219,7 @@ static int side_init(struct side *sd, const struct cmp_side *s, struct cmp_rng *
 
 static void side_free(struct side *sd)
 {
+	coarse_free(sd->coarse);
 	cmp_plan__free(&sd->plan);
 	free(sd->seconds);
 	free(sd->num);
@@ -573,8 +723,8 @@ static json_t *conditions_json(const struct report *rp)
 	char note[768], load[1024] = "";
 	size_t ln = 0;
 
-	json_object_set_new(o, "before", side_conditions(rp, rp->side[0].s));
-	json_object_set_new(o, "after", side_conditions(rp, rp->side[1].s));
+	json_object_set_new(o, "before", side_conditions(rp, rp->side[0].orig));
+	json_object_set_new(o, "after", side_conditions(rp, rp->side[1].orig));
 	for (uint32_t s = 0; s < rp->nr_stages; s++) {
 		const struct cmp_result *r = &rp->stages[s].r[SM_RATE];
 
@@ -632,6 +782,9 @@ static json_t *conditions_json(const struct report *rp)
 	json_object_set_new(m, "block_windows",
 			    json_pack("{s:i,s:i}", "before", (int)rp->side[0].plan.block, "after",
 				      (int)rp->side[1].plan.block));
+	json_object_set_new(m, "windows_merged",
+			    json_pack("{s:i,s:i}", "before", (int)rp->side[0].merged, "after",
+				      (int)rp->side[1].merged));
 	json_object_set_new(m, "alpha", json_real(rp->o->alpha));
 	json_object_set_new(m, "min_effect_pct", json_real(100 * rp->o->min_effect));
 	json_object_set_new(m, "test",

@@ -16,6 +16,9 @@
 #define COMPARE_SHOWN_FUNCTIONS	 20    /* functions listed, besides every regressed one */
 #define COMPARE_MIN_FUNCTION	 0.005 /* share on either side for a function to be tested */
 #define COMPARE_LOAD_DIFFERS_PCT 10    /* request rates this far apart: "load_differs" */
+/* Windows a side at most: beyond, consecutive windows are merged in runs (method.windows_merged)
+ * so that a report takes about a second and tens of MB whatever the side's length */
+#define COMPARE_MAX_WINDOWS 1024
 
 struct compare_opts {
 	double min_effect; /* the minimum effect, a fraction of the before value (0.02) */

@@ -101,6 +101,27 @@ struct object_cache;
 
 #define BUILD_ID_MAX_BYTES 64
 
+/* A function extent from the unwind table (an .eh_frame FDE) that symbols do not cover whole:
+ * [start, start + len). */
+struct fde_span {
+	uint64_t start;
+	uint64_t len;
+};
+
+/* Where an object's DWARF is, for source lines read lazily by query threads (source_lines.c):
+ * paths to try in order (NULL-terminated; the first that opens the very file recorded here
+ * wins), and that file's identity. */
+#define DWARF_PATHS 3
+struct dwarf_location {
+	char *paths[DWARF_PATHS];
+	uint64_t dev;
+	uint64_t inode;
+	int64_t mtime_ns;
+	uint64_t size_bytes;
+};
+
+struct line_cache;
+
 struct object {
 	int refcnt;
 	/* Cache membership; cache is NULL once the symbolizer is gone. */
@@ -130,6 +151,15 @@ struct object {
 	struct symtab symtab;
 	size_t jit_bytes; /* JIT objects (perf maps): bytes of the table, counted in the cache */
 
+	/* FDEs that symbols leave (partly) uncovered, sorted by start: object__anon_name() */
+	struct fde_span *fdes;
+	size_t nr_fdes;
+
+	/* Source lines: where the DWARF is (no paths: none), set before the object is shared and
+	 * read-only after; the cache of lines looked up, under source_lines.c's lock. */
+	struct dwarf_location dwarf;
+	struct line_cache *lines;
+
 	/* Kernel only: module names. In a kernel symtab every name is followed, after its NUL, by a
 	 * 2-byte module index (0: core kernel, i: modules[i - 1]). */
 	char **modules;
@@ -144,12 +174,18 @@ struct object *object__new(const char *path);
  * else the offset itself (no segments: unreadable ELF). */
 uint64_t object__file_to_vaddr(const struct object *obj, uint64_t file_offset);
 
+/* Opens path read-only if it is a regular file: a device or FIFO in the way (a symbolic link a
+ * process put there) is looked at through O_PATH, never opened. Returns an fd (*st filled) or a
+ * negative errno (-EINVAL: not a regular file). */
+int open_regular_file(const char *path, struct stat *st);
+
 /* An ELF file being read (libelf), from a file descriptor or from memory. */
 struct elf_file {
 	struct Elf *elf;
 	uint64_t size_bytes; /* of the file: tables past its end mean a truncated file */
 	char build_id[2 * BUILD_ID_MAX_BYTES + 1]; /* "" when absent */
 	bool has_symtab;			   /* a .symtab section (not only .dynsym) */
+	bool has_dwarf;				   /* .debug_info and .debug_line sections */
 	void *owned;				   /* memory image freed by elf_file__close */
 };
 
@@ -163,8 +199,10 @@ int elf_file__open_mem(struct elf_file *ef, void *buf, size_t size, bool own);
 /* Reads the PT_LOAD segments, the executable range and the function symbols of .symtab and
  * .dynsym into obj (which must have none yet), adding the .symtab functions of each of
  * extra[0..nr_extra) (separate debug files, MiniDebugInfo: same link-time addresses; NULL entries
- * skipped), ranked like the object's own .symtab. Returns 0; -ENOEXEC for malformed tables (obj
- * then has no symbols, maybe segments) or -ENOMEM. */
+ * skipped), ranked like the object's own .symtab; then, when none of them has a .symtab (only
+ * exported functions are named), the FDEs of ef's unwind table that the symbols do not cover
+ * (an object without CFI has none). Returns 0; -ENOEXEC for malformed tables (obj then has no
+ * symbols, maybe segments) or -ENOMEM. */
 int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr_extra,
 		   struct object *obj);
 /* The .gnu_debuglink of ef: the debug file's name (NUL-terminated, no '/' allowed) into

@@ -276,8 +276,7 @@ static void attach(struct gc *g, struct gc_object *o, uint32_t pid)
 	m.dev_major = major(o->dev);
 	m.dev_minor = minor(o->dev);
 	open_path(pid, &m, o->dev, path, sizeof(path));
-	o->att = gc_probes__attach(g->probes, o->info.runtime, o->info.safepoints, path, err,
-				   sizeof(err));
+	o->att = gc_probes__attach(g->probes, &o->info, path, err, sizeof(err));
 	if (!o->att) {
 		/* once per object: a broken object must not turn into an error loop */
 		o->state = GC_OBJ_FAILED;

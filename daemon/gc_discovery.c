@@ -29,6 +29,17 @@ const char *gc_runtime_name(unsigned runtime)
 	return "unknown";
 }
 
+const char *gc_method_name(unsigned method)
+{
+	static const char *const names[] = {
+	    [GC_METHOD_NONE] = "none",
+	    [GC_METHOD_USDT] = "usdt",
+	    [GC_METHOD_UPROBE] = "uprobe",
+	};
+
+	return method < sizeof(names) / sizeof(names[0]) ? names[method] : "none";
+}
+
 const char *gc_kind_name(unsigned kind)
 {
 	switch (kind) {
@@ -147,17 +158,16 @@ static void read_go_version(Elf_Scn *scn, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), (const char *)p + i);
 }
 
-/* Which of the Go probe functions .symtab defines: bits 0..3 in GC_GO_* order. */
-static unsigned go_functions(Elf *elf, Elf_Scn *symtab)
+/* Calls fn for each defined function of the symbol table scn, until it returns true. Returns
+ * whether one did. */
+static bool each_function(Elf *elf, Elf_Scn *scn,
+			  bool (*fn)(const char *name, const GElf_Sym *sym, void *ctx), void *ctx)
 {
-	static const char *const names[] = {GC_GO_RESET, GC_GO_STOP_WORLD, GC_GO_MARK_TERM,
-					    GC_GO_START_WORLD};
-	Elf_Data *data = elf_getdata(symtab, NULL);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
 	GElf_Shdr sh;
-	unsigned found = 0;
 
-	if (!data || !gelf_getshdr(symtab, &sh) || !sh.sh_entsize)
-		return 0;
+	if (!data || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return false;
 	for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 		GElf_Sym sym;
 		const char *name;
@@ -166,12 +176,33 @@ static unsigned go_functions(Elf *elf, Elf_Scn *symtab)
 		    !sym.st_value)
 			continue;
 		name = elf_strptr(elf, sh.sh_link, sym.st_name);
-		if (!name || strncmp(name, "runtime.", 8))
-			continue;
-		for (int k = 0; k < 4; k++)
-			if (!strcmp(name, names[k]))
-				found |= 1u << k;
+		if (name && fn(name, &sym, ctx))
+			return true;
 	}
+	return false;
+}
+
+static const char *const go_names[] = {GC_GO_RESET, GC_GO_STOP_WORLD, GC_GO_MARK_TERM,
+				       GC_GO_START_WORLD};
+
+static bool go_function(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	unsigned *found = ctx;
+
+	if (strncmp(name, "runtime.", 8))
+		return false;
+	for (int k = 0; k < 4; k++)
+		if (!strcmp(name, go_names[k]))
+			*found |= 1u << k;
+	return false;
+}
+
+/* Which of the Go probe functions .symtab defines: bits 0..3 in GC_GO_* order. */
+static unsigned go_functions(Elf *elf, Elf_Scn *symtab)
+{
+	unsigned found = 0;
+
+	each_function(elf, symtab, go_function, &found);
 	return found;
 }
 
@@ -198,9 +229,130 @@ static bool needs_libpython(Elf *elf, Elf_Scn *dynamic)
 	return false;
 }
 
+/* File offset of a virtual address: through the section that holds it. */
+static int vaddr_to_offset(Elf *elf, uint64_t addr, uint64_t *off)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		if (addr >= sh.sh_addr && addr < sh.sh_addr + sh.sh_size) {
+			*off = addr - sh.sh_addr + sh.sh_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* CPythons whose gc_collect_main(tstate, generation, ...) returns collected + uncollectable,
+ * as gc__done gives them (Modules/gcmodule.c), checked against their source and tested. Another
+ * version is a row here once it is. */
+static const char *const py_collect_versions[] = {"3.11"};
+
+/* "3.11" from python3.11, libpython3.11.so.1.0, python3.11d; "" when the name has no X.Y. */
+static void python_version(const char *name, char *out, size_t len)
+{
+	const char *p = name + (strncmp(name, "lib", 3) ? 0 : 3) + strlen("python");
+	size_t n = 0;
+
+	out[0] = 0;
+	if (p[n] < '0' || p[n] > '9')
+		return;
+	while (p[n] >= '0' && p[n] <= '9')
+		n++;
+	if (p[n++] != '.' || p[n] < '0' || p[n] > '9')
+		return;
+	while (p[n] >= '0' && p[n] <= '9')
+		n++;
+	if (n < len)
+		snprintf(out, len, "%.*s", (int)n, p);
+}
+
+/* What the symbol tables say of GC_PY_COLLECT. */
+struct py_collect {
+	uint64_t addr;	/* the function's address (the last entry seen); 0: none */
+	int entries;	/* functions by that name (or an LTO-private rename of it) */
+	char clone[80]; /* the first clone that may take other arguments; "" */
+};
+
+static bool py_collect_symbol(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct py_collect *pc = ctx;
+	size_t n = strlen(GC_PY_COLLECT);
+	const char *suffix = name + n;
+
+	if (strncmp(name, GC_PY_COLLECT, n) || (*suffix && *suffix != '.'))
+		return false;
+	/* hot/cold splitting: code jumped to from the function, never an entry */
+	if (!strncmp(suffix, ".cold", 5) && (!suffix[5] || suffix[5] == '.'))
+		return false;
+	/* the function itself: its own name, an LTO-private or local alias of it */
+	if (!*suffix || !strncmp(suffix, ".lto_priv.", 10) || !strcmp(suffix, ".localalias")) {
+		if (sym->st_value != pc->addr) {
+			pc->entries++;
+			pc->addr = sym->st_value;
+		}
+		return false;
+	}
+	/* .constprop, .isra, .part and the like: arguments dropped or moved, or a tail only */
+	if (!pc->clone[0])
+		snprintf(pc->clone, sizeof(pc->clone), "%s", name);
+	return false;
+}
+
+/* A CPython without the USDT probes: probed by uprobes on GC_PY_COLLECT when its symbols and
+ * its version allow, else the reason. */
+static void python_by_uprobe(Elf *elf, Elf_Scn *symtab, Elf_Scn *dynsym, const char *name,
+			     struct gc_object_info *out)
+{
+	static const char no_usdt[] = "no USDT probes python:gc__start/gc__done in";
+	struct py_collect pc = {0};
+	bool known = false;
+
+	each_function(elf, dynsym, py_collect_symbol, &pc);
+	each_function(elf, symtab, py_collect_symbol, &pc);
+	for (size_t i = 0; i < sizeof(py_collect_versions) / sizeof(py_collect_versions[0]); i++)
+		known |= !strcmp(out->version, py_collect_versions[i]);
+	if (pc.clone[0])
+		snprintf(out->reason, sizeof(out->reason),
+			 "%s %s, and its collector is compiled as %s, a clone whose arguments may "
+			 "differ from the source's",
+			 no_usdt, name, pc.clone);
+	else if (pc.entries > 1)
+		snprintf(out->reason, sizeof(out->reason),
+			 "%s %s, and its symbols have %d functions %s", no_usdt, name, pc.entries,
+			 GC_PY_COLLECT);
+	else if (!pc.entries && !symtab)
+		snprintf(out->reason, sizeof(out->reason),
+			 "%s %s (CPython built without --with-dtrace), and no symbol table to find "
+			 "%s in (stripped)",
+			 no_usdt, name, GC_PY_COLLECT);
+	else if (!pc.entries)
+		snprintf(out->reason, sizeof(out->reason),
+			 "%s %s (CPython built without --with-dtrace), and no function %s in its "
+			 "symbols (inlined)",
+			 no_usdt, name, GC_PY_COLLECT);
+	else if (!known)
+		snprintf(out->reason, sizeof(out->reason),
+			 "%s %s, and %s's arguments are known for CPython 3.11 only (%s%s)",
+			 no_usdt, name, GC_PY_COLLECT, out->version[0] ? "this is " : "",
+			 out->version[0] ? out->version : "its name does not say its version");
+	else if (vaddr_to_offset(elf, pc.addr, &out->collect_offset))
+		snprintf(out->reason, sizeof(out->reason), "%s %s, and %s is in no loaded section",
+			 no_usdt, name, GC_PY_COLLECT);
+	else {
+		out->supported = true;
+		out->method = GC_METHOD_UPROBE;
+	}
+}
+
 int gc_discovery__classify(const char *path, const char *name, struct gc_object_info *out)
 {
-	Elf_Scn *scn = NULL, *symtab = NULL, *buildinfo = NULL, *dynamic = NULL;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL, *buildinfo = NULL, *dynamic = NULL;
 	bool go_note = false, is64;
 	unsigned sdt = 0;
 	size_t shstrndx;
@@ -237,6 +389,8 @@ int gc_discovery__classify(const char *path, const char *name, struct gc_object_
 			buildinfo = scn;
 		else if (sh.sh_type == SHT_SYMTAB)
 			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM)
+			dynsym = scn;
 		else if (sh.sh_type == SHT_DYNAMIC)
 			dynamic = scn;
 	}
@@ -244,10 +398,14 @@ int gc_discovery__classify(const char *path, const char *name, struct gc_object_
 	if ((sdt & (SDT_PY_GC_START | SDT_PY_GC_DONE)) == (SDT_PY_GC_START | SDT_PY_GC_DONE)) {
 		out->runtime = TP_GC_PYTHON;
 		out->supported = true;
+		out->method = GC_METHOD_USDT;
+		if (python_name(name))
+			python_version(name, out->version, sizeof(out->version));
 	} else if ((sdt & (SDT_JVM_GC_BEGIN | SDT_JVM_GC_END)) ==
 		   (SDT_JVM_GC_BEGIN | SDT_JVM_GC_END)) {
 		out->runtime = TP_GC_JVM;
 		out->supported = true;
+		out->method = GC_METHOD_USDT;
 		out->safepoints = (sdt & (SDT_JVM_SP_BEGIN | SDT_JVM_SP_END)) ==
 				  (SDT_JVM_SP_BEGIN | SDT_JVM_SP_END);
 	} else if (!strcmp(name, "libjvm.so")) {
@@ -267,8 +425,6 @@ int gc_discovery__classify(const char *path, const char *name, struct gc_object_
 				 "stripped Go binary: no symbol table to find the runtime's GC "
 				 "functions in");
 		} else if ((fns = go_functions(elf, symtab)) != 0xf) {
-			static const char *const names[] = {GC_GO_RESET, GC_GO_STOP_WORLD,
-							    GC_GO_MARK_TERM, GC_GO_START_WORLD};
 			int k = 0;
 
 			while (fns & (1u << k))
@@ -276,16 +432,16 @@ int gc_discovery__classify(const char *path, const char *name, struct gc_object_
 			snprintf(out->reason, sizeof(out->reason),
 				 "Go runtime %s has no function %s (supported: Go 1.19; others "
 				 "with the same four runtime functions)",
-				 out->version[0] ? out->version : "of unknown version", names[k]);
+				 out->version[0] ? out->version : "of unknown version",
+				 go_names[k]);
 		} else {
 			out->supported = true;
+			out->method = GC_METHOD_UPROBE;
 		}
 	} else if (python_name(name) && !(dynamic && needs_libpython(elf, dynamic))) {
 		out->runtime = TP_GC_PYTHON;
-		snprintf(out->reason, sizeof(out->reason),
-			 "no USDT probes python:gc__start/gc__done in %s (CPython built without "
-			 "--with-dtrace)",
-			 name);
+		python_version(name, out->version, sizeof(out->version));
+		python_by_uprobe(elf, symtab, dynsym, name, out);
 	}
 out:
 	if (elf)
@@ -294,30 +450,26 @@ out:
 	return err;
 }
 
-/* File offset of a virtual address: through the section that holds it. */
-static int vaddr_to_offset(Elf *elf, uint64_t addr, uint64_t *off)
+struct func_lookup {
+	const char *name;
+	uint64_t addr;
+};
+
+static bool func_named(const char *name, const GElf_Sym *sym, void *ctx)
 {
-	Elf_Scn *scn = NULL;
+	struct func_lookup *fl = ctx;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
-		    !(sh.sh_flags & SHF_ALLOC))
-			continue;
-		if (addr >= sh.sh_addr && addr < sh.sh_addr + sh.sh_size) {
-			*off = addr - sh.sh_addr + sh.sh_offset;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	if (strcmp(name, fl->name))
+		return false;
+	fl->addr = sym->st_value;
+	return true;
 }
 
 int gc_discovery__func_offset(const char *path, const char *name, uint64_t *offset)
 {
+	struct func_lookup fl = {.name = name};
 	int fd, err = -ENOENT;
 	Elf_Scn *scn = NULL;
-	uint64_t addr = 0;
 	Elf *elf;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
@@ -330,36 +482,19 @@ int gc_discovery__func_offset(const char *path, const char *name, uint64_t *offs
 		err = -ENOEXEC;
 		goto out;
 	}
-	for (int pass = 0; pass < 2 && !addr; pass++) {
-		int want = pass ? SHT_SYMTAB : SHT_DYNSYM;
+	for (int pass = 0; pass < 2 && !fl.addr; pass++) {
+		unsigned want = pass ? SHT_SYMTAB : SHT_DYNSYM;
 
 		scn = NULL;
-		while (!addr && (scn = elf_nextscn(elf, scn))) {
-			Elf_Data *data;
+		while (!fl.addr && (scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
 
-			if (!gelf_getshdr(scn, &sh) || (int)sh.sh_type != want || !sh.sh_entsize)
-				continue;
-			data = elf_getdata(scn, NULL);
-			if (!data)
-				continue;
-			for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-				GElf_Sym sym;
-				const char *s;
-
-				if (!gelf_getsym(data, i, &sym) ||
-				    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
-					continue;
-				s = elf_strptr(elf, sh.sh_link, sym.st_name);
-				if (s && !strcmp(s, name)) {
-					addr = sym.st_value;
-					break;
-				}
-			}
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == want)
+				each_function(elf, scn, func_named, &fl);
 		}
 	}
-	if (addr)
-		err = vaddr_to_offset(elf, addr, offset);
+	if (fl.addr)
+		err = vaddr_to_offset(elf, fl.addr, offset);
 out:
 	if (elf)
 		elf_end(elf);

@@ -110,41 +110,63 @@ int gc_probes__attach_dlopen(struct gc_probes *p, const char *libc_path)
 
 struct probe_def {
 	struct bpf_program *prog;
-	const char *provider; /* USDT provider, NULL: an entry uprobe on function */
+	const char *provider; /* USDT provider, NULL: a uprobe on function */
 	const char *name;     /* USDT name or function */
+	uint64_t offset;      /* uprobe: the function's file offset; 0: looked up by name */
+	bool retprobe;	      /* uprobe: at the function's return */
 };
 
-struct gc_attachment *gc_probes__attach(struct gc_probes *p, unsigned runtime, bool safepoints,
-					const char *path, char *err, size_t errlen)
+/* The probes of a supported object (struct gc_object_info), in attach order. Returns how many,
+ * or -EINVAL. */
+static int probe_defs(struct gc_bpf *s, const struct gc_object_info *info,
+		      struct probe_def defs[GC_MAX_LINKS])
 {
-	struct gc_bpf *s = p->skel;
-	struct probe_def defs[GC_MAX_LINKS];
-	struct gc_attachment *a;
-	int n = 0, e;
+	int n = 0;
 
-	switch (runtime) {
+	switch (info->runtime) {
 	case TP_GC_JVM:
 		defs[n++] = (struct probe_def){s->progs.jvm_gc_begin, "hotspot", "gc__begin"};
 		defs[n++] = (struct probe_def){s->progs.jvm_gc_end, "hotspot", "gc__end"};
-		if (safepoints) {
+		if (info->safepoints) {
 			defs[n++] = (struct probe_def){s->progs.jvm_safepoint_begin, "hs_private",
 						       "safepoint__begin"};
 			defs[n++] = (struct probe_def){s->progs.jvm_safepoint_end, "hs_private",
 						       "safepoint__end"};
 		}
-		break;
+		return n;
 	case TP_GC_PYTHON:
+		if (info->method == GC_METHOD_UPROBE) {
+			/* C code: a uretprobe is safe here (unlike Go's moving stacks) */
+			defs[n++] = (struct probe_def){s->progs.python_gc_return, NULL,
+						       GC_PY_COLLECT, info->collect_offset, true};
+			defs[n++] = (struct probe_def){s->progs.python_gc_entry, NULL,
+						       GC_PY_COLLECT, info->collect_offset};
+			return n;
+		}
 		defs[n++] = (struct probe_def){s->progs.python_gc_start, "python", "gc__start"};
 		defs[n++] = (struct probe_def){s->progs.python_gc_done, "python", "gc__done"};
-		break;
+		return n;
 	case TP_GC_GO:
+		/* entry only: a uretprobe would corrupt goroutine stacks Go moves */
 		defs[n++] = (struct probe_def){s->progs.go_gc_reset, NULL, GC_GO_RESET};
 		defs[n++] = (struct probe_def){s->progs.go_stop_world, NULL, GC_GO_STOP_WORLD};
 		defs[n++] = (struct probe_def){s->progs.go_mark_termination, NULL, GC_GO_MARK_TERM};
 		defs[n++] = (struct probe_def){s->progs.go_start_world, NULL, GC_GO_START_WORLD};
-		break;
+		return n;
 	default:
-		snprintf(err, errlen, "unknown runtime %u", runtime);
+		return -EINVAL;
+	}
+}
+
+struct gc_attachment *gc_probes__attach(struct gc_probes *p, const struct gc_object_info *info,
+					const char *path, char *err, size_t errlen)
+{
+	struct probe_def defs[GC_MAX_LINKS];
+	struct gc_attachment *a;
+	int n = probe_defs(p->skel, info, defs), e;
+
+	if (n < 0) {
+		snprintf(err, errlen, "unknown runtime %u", info->runtime);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -158,15 +180,18 @@ struct gc_attachment *gc_probes__attach(struct gc_probes *p, unsigned runtime, b
 			l = bpf_program__attach_usdt(defs[i].prog, -1, path, defs[i].provider,
 						     defs[i].name, NULL);
 		} else {
-			/* entry only: a uretprobe would corrupt goroutine stacks Go moves */
-			LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = defs[i].name);
+			LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = defs[i].retprobe,
+				    .func_name = defs[i].offset ? NULL : defs[i].name);
 
-			l = bpf_program__attach_uprobe_opts(defs[i].prog, -1, path, 0, &opts);
+			l = bpf_program__attach_uprobe_opts(defs[i].prog, -1, path, defs[i].offset,
+							    &opts);
 		}
 		if (!l) {
 			e = errno;
 			snprintf(err, errlen, "failed to attach %s %s%s%s in %s: %s",
-				 defs[i].provider ? "USDT" : "uprobe",
+				 defs[i].provider   ? "USDT"
+				 : defs[i].retprobe ? "uretprobe"
+						    : "uprobe",
 				 defs[i].provider ? defs[i].provider : "",
 				 defs[i].provider ? ":" : "", defs[i].name, path, strerror(e));
 			gc_attachment__free(a);
@@ -187,8 +212,9 @@ void gc_attachment__free(struct gc_attachment *a)
 {
 	if (!a)
 		return;
-	for (int i = 0; i < a->nr; i++)
-		bpf_link__destroy(a->links[i]);
+	/* the last attached first: the Python uprobe way's entry goes before its return */
+	while (a->nr > 0)
+		bpf_link__destroy(a->links[--a->nr]);
 	free(a);
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* GC probes: loads bpf/gc.bpf.c once, attaches a runtime's USDT probes or entry uprobes to one
- * object for every process (pid -1: later processes too, USDT semaphores included), and the
- * dlopen uretprobe on libc. Like the loader, the only place that touches the GC skeleton; it
- * knows nothing of discovery or windows. */
+/* GC probes: loads bpf/gc.bpf.c once, attaches a runtime's USDT probes or uprobes to one object
+ * for every process (pid -1: later processes too, USDT semaphores included), and the dlopen
+ * uretprobe on libc. Like the loader, the only place that touches the GC skeleton; of discovery
+ * it knows only the description of an object (struct gc_object_info), and nothing of windows. */
 #ifndef TAILPROF_GC_PROBES_H
 #define TAILPROF_GC_PROBES_H
 
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gc_discovery.h"
 #include "loader.h"
 #include "tailprof.h"
 
@@ -31,15 +32,18 @@ int gc_probes__pausing_fd(const struct gc_probes *p);
 /* Attaches the dlopen uretprobe to the C library at path. 0 or -errno (logged). */
 int gc_probes__attach_dlopen(struct gc_probes *p, const char *libc_path);
 
-/* Attaches the probes of runtime to the ELF object at path for every process: JVM gc__begin/end
- * (and the safepoint probes when safepoints), CPython gc__start/done, Go's four runtime entry
- * uprobes (gc_discovery.h). All or nothing: returns the attachment, or NULL with errno set and
- * err (errlen bytes) naming the probe and the problem. */
-struct gc_attachment *gc_probes__attach(struct gc_probes *p, unsigned runtime, bool safepoints,
+/* Attaches the probes that info (a supported object, from gc_discovery__classify) names to the
+ * ELF object at path for every process: JVM gc__begin/end (and the safepoint probes when
+ * info->safepoints); CPython by USDT gc__start/done, or by uprobe an entry uprobe and a
+ * uretprobe at info->collect_offset (the uretprobe first, and detached last, so that no call is
+ * seen entering without its return); Go's four runtime entry uprobes (gc_discovery.h). All or
+ * nothing: returns the attachment, or NULL with errno set and err (errlen bytes) naming the
+ * probe and the problem. */
+struct gc_attachment *gc_probes__attach(struct gc_probes *p, const struct gc_object_info *info,
 					const char *path, char *err, size_t errlen);
 /* Probes (links) an attachment holds. */
 int gc_attachment__nr_links(const struct gc_attachment *a);
-/* Detaches and frees. NULL allowed. */
+/* Detaches, the last attached first, and frees. NULL allowed. */
 void gc_attachment__free(struct gc_attachment *a);
 
 /* Forgets the open phases and the pause count of an exited process. */

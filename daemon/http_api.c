@@ -1167,7 +1167,9 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 	    request_completed, NULL,
 	    /* a connection that sends nothing for 10 s is closed: idle clients cannot hold the
 	     * slots for long */
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+	    /* %00 stays %00: a path or value must not end early at a decoded NUL */
+	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL, MHD_OPTION_END);
 	if (!h->mhd) {
 		free(h);
 		errno = EIO;

@@ -29,8 +29,9 @@
 	"no state directory: snapshots live in it; start tailprofd with --state-dir DIR (or "      \
 	"[spikes] state_dir in its config)"
 
-/* One comparison at a time: each takes up to a second of CPU, and the daemon is always on. */
-static pthread_mutex_t compare_mu = PTHREAD_MUTEX_INITIALIZER;
+/* One comparison at a time, its sides built under it: each takes up to a second of CPU and
+ * tens of MB, and the daemon is always on. */
+static pthread_mutex_t compare_mu = PTHREAD_MUTEX_INITIALIZER, slots_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* A side of the live ring: the closed windows whose whole span lies inside [from, to). Returns
  * 0 and *out, or -ENOMEM. */
@@ -126,9 +127,10 @@ static unsigned int get_side(const struct query_ctx *ctx, const struct params *p
 	return 0;
 }
 
-/* A number parameter within (lo, hi]. Returns 0 (def when absent), or -1 with err written. */
-static int parse_number(const struct params *p, const char *key, double lo, double hi, double def,
-			double *out, char *err, size_t len)
+/* A number parameter within [lo, hi] (lo_open: (lo, hi]), decimal digits, a point and an
+ * exponent only. Returns 0 (def when absent), or -1 with err written. */
+static int parse_number(const struct params *p, const char *key, double lo, bool lo_open, double hi,
+			double def, double *out, char *err, size_t len)
 {
 	const char *s = http_param(p, key);
 	char *end, v[ECHO_MAX * 4 + 8];
@@ -138,12 +140,41 @@ static int parse_number(const struct params *p, const char *key, double lo, doub
 		return 0;
 	errno = 0;
 	*out = strtod(s, &end);
-	if (!*s || *end || errno || !isfinite(*out) || *out <= lo || *out > hi) {
-		snprintf(err, len, "%s: '%s' is not a number in (%g, %g]", key,
-			 http_printable(s, v, sizeof(v), ECHO_MAX), lo, hi);
+	if (!*s || *end || errno || strspn(s, "0123456789.eE+-") != strlen(s) || !isfinite(*out) ||
+	    *out < lo || (lo_open && *out == lo) || *out > hi) {
+		snprintf(err, len, "%s: '%s' is not a number in %s%g, %g]", key,
+			 http_printable(s, v, sizeof(v), ECHO_MAX), lo_open ? "(" : "[", lo, hi);
 		return -1;
 	}
 	return 0;
+}
+
+/* Comparisons waiting or running: beyond MAX_COMPARES a request is refused (503) rather than
+ * holding its sides' memory while it waits. */
+#define MAX_COMPARES 4
+static unsigned int compares;
+
+/* Takes a comparison slot (then the lock: one runs at a time). Returns false when all are
+ * taken. */
+static bool compare_enter(void)
+{
+	bool ok;
+
+	pthread_mutex_lock(&slots_mu);
+	ok = compares < MAX_COMPARES;
+	compares += ok;
+	pthread_mutex_unlock(&slots_mu);
+	if (ok)
+		pthread_mutex_lock(&compare_mu);
+	return ok;
+}
+
+static void compare_leave(void)
+{
+	pthread_mutex_unlock(&compare_mu);
+	pthread_mutex_lock(&slots_mu);
+	compares--;
+	pthread_mutex_unlock(&slots_mu);
 }
 
 static enum MHD_Result handle_compare(struct MHD_Connection *conn, const struct query_ctx *ctx)
@@ -163,27 +194,44 @@ static enum MHD_Result handle_compare(struct MHD_Connection *conn, const struct 
 
 	if (http_get_params(conn, &p))
 		return http_send_error(conn, 400, "%s", p.err);
-	if (parse_number(&p, "min_effect", 0, 100, 100 * CMP_MIN_EFFECT, &o.min_effect, err,
+	if (parse_number(&p, "min_effect", 0, false, 100, 100 * CMP_MIN_EFFECT, &o.min_effect, err,
 			 sizeof(err)) ||
-	    parse_number(&p, "alpha", 0, 0.5, CMP_ALPHA, &o.alpha, err, sizeof(err)))
+	    parse_number(&p, "alpha", 0, true, 0.5, CMP_ALPHA, &o.alpha, err, sizeof(err)))
 		return http_send_error(conn, 400, "%s", err);
 	if (http_param(&p, "seed") && tp_parse_uint(http_param(&p, "seed"), 0, INT64_MAX, &seed))
 		return http_send_error(
-		    conn, 400, "seed: '%s' is not an integer from 0",
-		    http_printable(http_param(&p, "seed"), v, sizeof(v), ECHO_MAX));
+		    conn, 400, "seed: '%s' is not an integer from 0 to %lld",
+		    http_printable(http_param(&p, "seed"), v, sizeof(v), ECHO_MAX),
+		    (long long)INT64_MAX);
+	if (http_param(&p, "stage") && !*http_param(&p, "stage"))
+		return http_send_error(conn, 400, "stage: give a stage name, or leave stage= out");
 	o.min_effect /= 100;
 	o.seed = seed;
 	o.stage = http_param(&p, "stage");
+	if (!compare_enter())
+		return http_send_error_hdr(
+		    conn, 503, (struct header){"Retry-After", "5"},
+		    "%d comparisons are waiting or running, the most at once; "
+		    "retry in a few seconds",
+		    MAX_COMPARES);
 	status = get_side(ctx, &p, "before", &side[0], err, sizeof(err));
 	if (!status)
 		status = get_side(ctx, &p, "after", &side[1], err, sizeof(err));
+	for (int k = 0; !status && k < 2; k++) {
+		if (!side[k]->nr_windows) {
+			snprintf(err, sizeof(err),
+				 "%s: the %s side holds no closed window; see tailprof windows for "
+				 "what the daemon holds",
+				 k ? "after" : "before", k ? "after" : "before");
+			status = 422;
+		}
+	}
 	if (!status) {
-		pthread_mutex_lock(&compare_mu);
 		report = compare__report(side[0], side[1], &o, err, sizeof(err));
-		pthread_mutex_unlock(&compare_mu);
 		if (!report)
 			status = errno == ENOENT ? 404 : 500;
 	}
+	compare_leave();
 	cmp_side__free(side[0]);
 	cmp_side__free(side[1]);
 	if (status)
@@ -204,7 +252,8 @@ static enum MHD_Result send_object(struct MHD_Connection *conn, unsigned int sta
 	return http_send_json(conn, status, body);
 }
 
-/* The listing's entry of snapshot name (a new reference), NULL when out of memory. */
+/* The listing's entry of snapshot name (a new reference), NULL when there is none or out of
+ * memory. */
 static json_t *listed(struct snapshots *s, const char *name)
 {
 	json_t *all = snapshots__list(s), *e, *found = NULL;
@@ -218,18 +267,19 @@ static json_t *listed(struct snapshots *s, const char *name)
 		}
 	}
 	json_decref(all);
-	return found ? found : json_pack("{s:s}", "name", name);
+	return found;
 }
 
 static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct query_ctx *ctx)
 {
-	static const char *const allowed[] = {"name", "last", "from", "to", NULL};
+	static const char *const allowed[] = {"name", "last", "from", "to", "replace", NULL};
 	struct params p = {.allowed = allowed};
 	struct query_range r;
 	struct cmp_side *side = NULL;
 	char err[1024], v[ECHO_MAX * 4 + 8];
-	const char *name;
+	const char *name, *replace;
 	int64_t from, to, now = sysinfo__real_ns();
+	json_t *old;
 	int rc;
 
 	if (http_get_params(conn, &p))
@@ -244,8 +294,22 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 				       http_printable(name, v, sizeof(v), ECHO_MAX));
 	if (!ctx->snapshots)
 		return http_send_error(conn, 409, "%s", NO_STATE_DIR);
+	replace = http_param(&p, "replace");
+	if (replace && strcmp(replace, "1") && strcmp(replace, "0"))
+		return http_send_error(conn, 400, "replace: '%s' is not 1 or 0",
+				       http_printable(replace, v, sizeof(v), ECHO_MAX));
 	if (http_parse_range(&p, &r, err, sizeof(err)))
 		return http_send_error(conn, 400, "%s", err);
+	old = listed(ctx->snapshots, name);
+	if (old && !(replace && !strcmp(replace, "1"))) {
+		json_decref(old);
+		return http_send_error(
+		    conn, 409,
+		    "snapshot %s exists; remove it first (tailprof snapshot rm %s) "
+		    "or replace it (tailprof snapshot save --replace, replace=1)",
+		    name, name);
+	}
+	json_decref(old);
 	/* no range: every closed window the ring holds */
 	from = r.last_ns ? now - (int64_t)r.last_ns : r.has_from ? r.from_unix_ns : 0;
 	to = r.has_to ? r.to_unix_ns : now;
@@ -261,7 +325,7 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 	rc = snapshots__save(ctx->snapshots, name, side);
 	cmp_side__free(side);
 	if (rc) {
-		snapshots__describe(ctx->snapshots, name, rc, err, sizeof(err));
+		snapshots__describe_op(ctx->snapshots, SNAPSHOTS_SAVE, name, rc, err, sizeof(err));
 		return http_send_error(conn,
 				       rc == -EMLINK || rc == -EFBIG || rc == -E2BIG ? 507
 				       : rc == -EEXIST				     ? 409
@@ -269,7 +333,8 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 										     : 500,
 				       "%s", err);
 	}
-	return send_object(conn, 201, listed(ctx->snapshots, name));
+	old = listed(ctx->snapshots, name);
+	return send_object(conn, 201, old ? old : json_pack("{s:s}", "name", name));
 }
 
 static enum MHD_Result handle_snapshots(struct MHD_Connection *conn, const struct query_ctx *ctx,
@@ -292,21 +357,24 @@ static enum MHD_Result handle_snapshots(struct MHD_Connection *conn, const struc
 					   http_printable(method, v, sizeof(v), ECHO_MAX));
 	if (http_get_params(conn, &p))
 		return http_send_error(conn, 400, "%s", p.err);
+	if (name && !spike_file__valid_name(name, SPIKE_STORE_ID_MAX))
+		return http_send_error(
+		    conn, 400,
+		    "'%s' is not a snapshot name: 1-64 characters of A-Z a-z 0-9 "
+		    ". _ -, not . or ..",
+		    http_printable(name, v, sizeof(v), ECHO_MAX));
 	if (!ctx->snapshots)
 		return http_send_error(conn, 409, "%s", NO_STATE_DIR);
-	if (!name) {
+	if (!name)
 		return send_object(conn, 200, snapshots__list(ctx->snapshots));
-	}
-	if (!spike_file__valid_name(name, SPIKE_STORE_ID_MAX))
-		return http_send_error(conn, 400, "'%s' is not a snapshot name",
-				       http_printable(name, v, sizeof(v), ECHO_MAX));
 	rc = snapshots__remove(ctx->snapshots, name);
 	if (rc) {
-		snapshots__describe(ctx->snapshots, name, rc, err, sizeof(err));
+		snapshots__describe_op(ctx->snapshots, SNAPSHOTS_REMOVE, name, rc, err,
+				       sizeof(err));
 		return http_send_error(conn,
-				       rc == -ENOENT  ? 404
-				       : rc == -EPERM ? 409
-						      : 500,
+				       rc == -ENOENT				? 404
+				       : rc == -EPROTONOSUPPORT || rc == -ELOOP ? 409
+										: 500,
 				       "%s", err);
 	}
 	return send_object(conn, 200, json_pack("{s:s}", "removed", name));

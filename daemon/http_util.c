@@ -71,6 +71,43 @@ const char *http_printable(const char *text, char *buf, size_t len, size_t max)
 	return buf;
 }
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+	char *out = s;
+
+	(void)cls;
+	(void)conn;
+	for (const char *in = s; *in;) {
+		int hi = in[0] == '%' ? hex_digit(in[1]) : -1, lo = hi >= 0 ? hex_digit(in[2]) : -1;
+
+		if (lo >= 0 && (hi || lo)) {
+			*out++ = (char)(hi << 4 | lo);
+			in += 3;
+		} else {
+			*out++ = *in++; /* not an escape, or %00: kept as it is */
+		}
+	}
+	*out = 0;
+	return (size_t)(out - s);
+}
+
+/* Whether jansson takes s as a string (valid UTF-8). */
+static bool utf8_ok(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
+
 /* {"error": msg} with status and hdr (name NULL for none). */
 enum MHD_Result http_send_error_hdr(struct MHD_Connection *conn, unsigned int status,
 				    struct header hdr, const char *fmt, ...)
@@ -83,6 +120,13 @@ enum MHD_Result http_send_error_hdr(struct MHD_Connection *conn, unsigned int st
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (!utf8_ok(msg)) {
+		/* a name echoed from the request was not UTF-8, or was cut inside a character */
+		char safe[sizeof(msg)];
+
+		http_printable(msg, safe, sizeof(safe), sizeof(msg));
+		memcpy(msg, safe, sizeof(msg));
+	}
 	o = json_pack("{s:s}", "error", msg);
 	body = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -96,8 +140,10 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind, const c
 	char k[ECHO_MAX * 4 + 8], list[160] = "";
 	size_t n = 0;
 
-	/* %00 in a query: C strings would silently end there ("type=cpu%00x" read as cpu) */
-	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+	/* %00 in a query (http_unescape keeps it as text): C strings would silently end at a
+	 * decoded NUL ("type=cpu%00x" read as cpu) */
+	if (strlen(key) != key_size || (value && strlen(value) != value_size) ||
+	    strstr(key, "%00") || (value && strstr(value, "%00"))) {
 		http_printable(key, k, sizeof(k), ECHO_MAX);
 		snprintf(p->err, sizeof(p->err), "%s: contains a NUL byte (%%00)", k);
 		return MHD_NO;

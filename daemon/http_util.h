@@ -42,7 +42,13 @@ enum MHD_Result http_send_json(struct MHD_Connection *conn, unsigned int status,
  * not be UTF-8), and it is cut at max bytes. Returns buf. */
 const char *http_printable(const char *text, char *buf, size_t len, size_t max);
 
-/* Queues {"error": msg} with status and hdr (name NULL for none). */
+/* MHD's unescape callback: decodes %XX in place, except %00, which stays as the three
+ * characters (a decoded NUL would end a C string early: "snapshots/a%00b" must not name "a").
+ * Returns the new length. */
+size_t http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
+/* Queues {"error": msg} with status and hdr (name NULL for none); a message that is not valid
+ * UTF-8 (a request's bytes echoed) is sent with those bytes as \xNN. */
 enum MHD_Result __attribute__((format(printf, 4, 5)))
 http_send_error_hdr(struct MHD_Connection *conn, unsigned int status, struct header hdr,
 		    const char *fmt, ...);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "array.h"
 #include "gzip.h"
 #include "hashmap.h"
 #include "pprof.h"
@@ -18,7 +19,7 @@ struct pprof_mapping_entry {
 	const struct pprof_mapping *key;
 	uint64_t start, limit, file_offset;
 	uint32_t filename, build_id; /* string indexes */
-	bool has_functions, has_filenames;
+	bool has_functions, has_filenames, has_line_numbers;
 };
 
 struct pprof_function_entry {
@@ -26,12 +27,20 @@ struct pprof_function_entry {
 	int64_t start_line;
 };
 
+/* A Line of a location: lines[line_off .. line_off + nr_lines) of the builder. */
+struct pprof_line_entry {
+	uint32_t function_id;
+	int64_t line;
+};
+
 struct pprof_location_entry {
 	const struct pprof_mapping *mapping; /* the key, so that a hit needs no mapping lookup */
 	uint64_t address;
 	uint32_t mapping_id;  /* 0: no mapping */
-	uint32_t function_id; /* 0: no Line */
-	int64_t line;	      /* Line.line */
+	uint32_t function_id; /* the outermost function (part of the key without a mapping); 0: no
+			       * Line */
+	size_t line_off;
+	uint32_t nr_lines;
 };
 
 struct pprof_sample_entry {
@@ -60,6 +69,8 @@ struct pprof_builder {
 	struct pprof_location_entry *locations;
 	size_t nr_locations, cap_locations;
 	struct hashmap location_index;
+	struct pprof_line_entry *lines; /* of all locations, back to back */
+	size_t nr_lines, cap_lines;
 
 	/* Samples live in flat arrays so that adding one allocates nothing in the common case. */
 	struct pprof_sample_entry *samples;
@@ -79,31 +90,6 @@ struct pprof_builder {
 	uint32_t *comments;
 	size_t nr_comments;
 };
-
-/* Makes room for need elements of size elem in *arr (capacity *cap), doubling. */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2)
-			return -ENOMEM;
-		n *= 2;
-	}
-	if (n > SIZE_MAX / elem)
-		return -ENOMEM;
-	p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
 struct str_key {
 	const struct pprof_builder *b;
@@ -129,7 +115,7 @@ static int intern_str(struct pprof_builder *b, const char *s, uint32_t *idx)
 		return 0;
 	if (b->nr_strs >= UINT32_MAX - 1)
 		return -ENOMEM;
-	err = GROW(b->strs, b->cap_strs, b->nr_strs + 1);
+	err = ARRAY_GROW(b->strs, b->cap_strs, b->nr_strs + 1);
 	if (err)
 		return err;
 	copy = strdup(k.s);
@@ -177,7 +163,7 @@ static int intern_mapping(struct pprof_builder *b, const struct pprof_mapping *m
 	if (!err)
 		err = intern_str(b, m->build_id, &e.build_id);
 	if (!err)
-		err = GROW(b->mappings, b->cap_mappings, b->nr_mappings + 1);
+		err = ARRAY_GROW(b->mappings, b->cap_mappings, b->nr_mappings + 1);
 	if (!err)
 		err = hashmap__insert(&b->mapping_index, h, b->nr_mappings);
 	if (err)
@@ -201,8 +187,8 @@ static bool function_eq(const void *ctx, uint32_t val)
 	       f->filename == k->f.filename && f->start_line == k->f.start_line;
 }
 
-/* Interns a function by (name, system name, file); system_name NULL means name. Returns 0 and its
- * id (index + 1), or -ENOMEM. */
+/* Interns a function by (name, system name, file, start line); system_name NULL means name.
+ * Returns 0 and its id (index + 1), or -ENOMEM. */
 static int intern_function(struct pprof_builder *b, const char *name, const char *system_name,
 			   const char *file, int64_t start_line, uint32_t *id)
 {
@@ -219,9 +205,9 @@ static int intern_function(struct pprof_builder *b, const char *name, const char
 	if (err)
 		return err;
 	h = hashmap__combine(hashmap__combine(k.f.name, k.f.system_name),
-			     k.f.filename ^ ((uint64_t)start_line << 32));
+			     hashmap__combine(k.f.filename, (uint64_t)start_line));
 	if (!hashmap__find(&b->function_index, h, function_eq, &k, &idx)) {
-		err = GROW(b->functions, b->cap_functions, b->nr_functions + 1);
+		err = ARRAY_GROW(b->functions, b->cap_functions, b->nr_functions + 1);
 		if (!err)
 			err = hashmap__insert(&b->function_index, h, b->nr_functions);
 		if (err)
@@ -247,8 +233,64 @@ static bool location_eq(const void *ctx, uint32_t val)
 	       (l->mapping || l->function_id == k->l.function_id);
 }
 
+static uint64_t location_hash(const struct pprof_mapping *m, uint64_t address, uint32_t function_id)
+{
+	return hashmap__mix64(
+	    address ^ (m ? (uintptr_t)m * 0x9e3779b97f4a7c15ULL : (uint64_t)function_id << 40));
+}
+
+/* Appends the Lines of new location l (at index b->nr_locations): loc's inlined functions, then
+ * its function (interned already when function_id is set). Returns 0 or -ENOMEM (nothing then
+ * appended). */
+static int add_lines(struct pprof_builder *b, const struct pprof_location *loc,
+		     struct pprof_location_entry *l)
+{
+	size_t n = 0, need = loc->nr_inlined + 1;
+	bool file = false, line = false;
+	int err;
+
+	if (!loc->function)
+		return 0;
+	err = ARRAY_GROW(b->lines, b->cap_lines, b->nr_lines + need);
+	if (err)
+		return err;
+	for (size_t i = 0; i < loc->nr_inlined; i++) {
+		const struct pprof_line *in = &loc->inlined[i];
+		uint32_t fid;
+
+		if (!in->function)
+			continue;
+		err = intern_function(b, in->function, in->system_name, in->file, in->start_line,
+				      &fid);
+		if (err)
+			return err;
+		b->lines[b->nr_lines + n++] = (struct pprof_line_entry){fid, in->line};
+		file = file || (in->file && in->file[0]);
+		line = line || in->line > 0;
+	}
+	if (!l->function_id) {
+		err = intern_function(b, loc->function, loc->system_name, loc->file,
+				      loc->start_line, &l->function_id);
+		if (err)
+			return err;
+	}
+	b->lines[b->nr_lines + n++] = (struct pprof_line_entry){l->function_id, loc->line};
+	file = file || (loc->file && loc->file[0]);
+	line = line || loc->line > 0;
+	l->line_off = b->nr_lines;
+	l->nr_lines = n;
+	b->nr_lines += n;
+	if (l->mapping_id) {
+		struct pprof_mapping_entry *m = &b->mappings[l->mapping_id - 1];
+
+		m->has_filenames = m->has_filenames || file;
+		m->has_line_numbers = m->has_line_numbers || line;
+	}
+	return 0;
+}
+
 /* Interns a location by (mapping, address), or by (address, function) without a mapping; with a
- * mapping the first function seen at an address wins. Returns 0 and its id, or -ENOMEM. */
+ * mapping the first names seen at an address win. Returns 0 and its id, or -ENOMEM. */
 static int intern_location(struct pprof_builder *b, const struct pprof_location *loc, uint64_t *id)
 {
 	struct location_key k = {.b = b, .l.mapping = loc->mapping, .l.address = loc->address};
@@ -264,34 +306,45 @@ static int intern_location(struct pprof_builder *b, const struct pprof_location 
 		if (err)
 			return err;
 	}
-	h = hashmap__mix64(loc->address ^
-			   (loc->mapping ? (uintptr_t)loc->mapping * 0x9e3779b97f4a7c15ULL
-					 : (uint64_t)k.l.function_id << 40));
+	h = location_hash(loc->mapping, loc->address, k.l.function_id);
 	if (hashmap__find(&b->location_index, h, location_eq, &k, &idx)) {
 		*id = idx + 1;
 		return 0;
 	}
 	if (loc->mapping) {
 		err = intern_mapping(b, loc->mapping, &idx);
-		if (!err && loc->function)
-			err = intern_function(b, loc->function, loc->system_name, loc->file,
-					      loc->start_line, &k.l.function_id);
 		if (err)
 			return err;
 		k.l.mapping_id = idx + 1;
 	}
-	err = GROW(b->locations, b->cap_locations, b->nr_locations + 1);
+	err = ARRAY_GROW(b->locations, b->cap_locations, b->nr_locations + 1);
+	if (!err)
+		err = add_lines(b, loc, &k.l);
 	if (!err)
 		err = hashmap__insert(&b->location_index, h, b->nr_locations);
 	if (err)
 		return -ENOMEM;
 	idx = b->nr_locations;
-	k.l.line = loc->line;
 	b->locations[b->nr_locations++] = k.l;
-	if (loc->mapping && loc->function && loc->file && loc->file[0])
-		b->mappings[k.l.mapping_id - 1].has_filenames = true;
 	*id = idx + 1;
 	return 0;
+}
+
+int pprof_builder__add_mapping(struct pprof_builder *b, const struct pprof_mapping *m)
+{
+	uint32_t idx;
+
+	return intern_mapping(b, m, &idx);
+}
+
+bool pprof_builder__has_location(const struct pprof_builder *b, const struct pprof_mapping *m,
+				 uint64_t address)
+{
+	struct location_key k = {.b = b, .l.mapping = m, .l.address = address};
+	uint32_t idx;
+
+	return m && hashmap__find(&b->location_index, location_hash(m, address, 0), location_eq, &k,
+				  &idx);
 }
 
 struct pprof_builder *pprof_builder__new(const struct pprof_opts *opts)
@@ -361,13 +414,13 @@ int pprof_builder__add_sample(struct pprof_builder *b, const struct pprof_locati
 		return -ENOMEM;
 	/* Reserve everything first: on failure the sample is not added, and interned entries
 	 * that no sample references are harmless. */
-	err = GROW(b->samples, b->cap_samples, b->nr_samples + 1);
+	err = ARRAY_GROW(b->samples, b->cap_samples, b->nr_samples + 1);
 	if (!err)
-		err = GROW(b->values, b->cap_values, (b->nr_samples + 1) * n);
+		err = ARRAY_GROW(b->values, b->cap_values, (b->nr_samples + 1) * n);
 	if (!err && nr_locs)
-		err = GROW(b->loc_ids, b->cap_loc_ids, b->nr_loc_ids + nr_locs);
+		err = ARRAY_GROW(b->loc_ids, b->cap_loc_ids, b->nr_loc_ids + nr_locs);
 	if (!err && nr_labels)
-		err = GROW(b->labels, b->cap_labels, b->nr_labels + nr_labels);
+		err = ARRAY_GROW(b->labels, b->cap_labels, b->nr_labels + nr_labels);
 	if (err)
 		return err;
 	for (i = 0; i < nr_locs; i++) {
@@ -457,8 +510,8 @@ static int build_msgs(const struct pprof_builder *b, struct pprof_msgs *m,
 	m->func_ptrs = alloc_n(b->nr_functions, sizeof(*m->func_ptrs));
 	m->locs = alloc_n(b->nr_locations, sizeof(*m->locs));
 	m->loc_ptrs = alloc_n(b->nr_locations, sizeof(*m->loc_ptrs));
-	m->lines = alloc_n(b->nr_locations, sizeof(*m->lines));
-	m->line_ptrs = alloc_n(b->nr_locations, sizeof(*m->line_ptrs));
+	m->lines = alloc_n(b->nr_lines, sizeof(*m->lines));
+	m->line_ptrs = alloc_n(b->nr_lines, sizeof(*m->line_ptrs));
 	m->samples = alloc_n(b->nr_samples, sizeof(*m->samples));
 	m->sample_ptrs = alloc_n(b->nr_samples, sizeof(*m->sample_ptrs));
 	m->labels = alloc_n(b->nr_labels, sizeof(*m->labels));
@@ -493,6 +546,9 @@ static int build_msgs(const struct pprof_builder *b, struct pprof_msgs *m,
 		pm->build_id = e->build_id;
 		pm->has_functions = e->has_functions;
 		pm->has_filenames = e->has_functions && e->has_filenames;
+		/* source lines come with their inline chains (source_lines.h) */
+		pm->has_line_numbers = e->has_functions && e->has_line_numbers;
+		pm->has_inline_frames = pm->has_line_numbers;
 		m->map_ptrs[i] = pm;
 	}
 	for (i = 0; i < b->nr_functions; i++) {
@@ -514,14 +570,14 @@ static int build_msgs(const struct pprof_builder *b, struct pprof_msgs *m,
 		pl->id = i + 1;
 		pl->mapping_id = e->mapping_id;
 		pl->address = e->address;
-		if (e->function_id) {
-			perftools__profiles__line__init(&m->lines[i]);
-			m->lines[i].function_id = e->function_id;
-			m->lines[i].line = e->line;
-			m->line_ptrs[i] = &m->lines[i];
-			pl->n_line = 1;
-			pl->line = &m->line_ptrs[i];
+		for (j = e->line_off; j < e->line_off + e->nr_lines; j++) {
+			perftools__profiles__line__init(&m->lines[j]);
+			m->lines[j].function_id = b->lines[j].function_id;
+			m->lines[j].line = b->lines[j].line;
+			m->line_ptrs[j] = &m->lines[j];
 		}
+		pl->n_line = e->nr_lines;
+		pl->line = e->nr_lines ? &m->line_ptrs[e->line_off] : NULL;
 		m->loc_ptrs[i] = pl;
 	}
 	for (i = 0; i < b->nr_labels; i++) {
@@ -612,6 +668,7 @@ void pprof_builder__free(struct pprof_builder *b)
 	hashmap__clear(&b->function_index);
 	free(b->locations);
 	hashmap__clear(&b->location_index);
+	free(b->lines);
 	free(b->samples);
 	free(b->loc_ids);
 	free(b->values);

@@ -21,16 +21,31 @@ struct pprof_mapping {
 	bool has_functions;   /* we named its locations: pprof must not symbolize again */
 };
 
+/* A function and a line in it: one of pprof's Line entries. */
+struct pprof_line {
+	const char *function;	 /* must not be NULL */
+	const char *system_name; /* the name as the object has it (mangled); NULL: function */
+	const char *file;	 /* source file (else the object's); may be NULL */
+	int64_t line;		 /* 0: unknown */
+	int64_t start_line;	 /* the function's first line; 0: unknown */
+};
+
 /* One frame. Locations are interned by (mapping, address), or by (address, function) when
- * mapping is NULL. */
+ * mapping is NULL; with a mapping, the first names given for an address are kept. Functions are
+ * interned by (name, system name, file, start line). */
 struct pprof_location {
 	const struct pprof_mapping *mapping; /* may be NULL */
 	uint64_t address;
 	const char *function;	 /* NULL: no Line, pprof shows the address */
 	const char *system_name; /* the symbol as the object names it (mangled); NULL: function */
 	const char *file;	 /* source or object file of the function; may be NULL */
-	int64_t start_line;	 /* Function.start_line (with function); 0: unknown */
-	int64_t line;		 /* Line.line (with function); 0: unknown */
+	int64_t line;		 /* the line of address in function; 0: unknown */
+	int64_t start_line;	 /* function's first line; 0: unknown */
+	/* Functions inlined at address, innermost first, each at its line there; the last was
+	 * inlined into `function` (at `line`). pprof's Location.line is these, then function.
+	 * Ignored without a function. */
+	const struct pprof_line *inlined;
+	size_t nr_inlined;
 };
 
 struct pprof_label {
@@ -63,6 +78,13 @@ struct pprof_builder *pprof_builder__new(const struct pprof_opts *opts);
 int pprof_builder__add_sample(struct pprof_builder *b, const struct pprof_location *locs,
 			      size_t nr_locs, const int64_t *values,
 			      const struct pprof_label *labels, size_t nr_labels);
+/* Interns mapping m now (see pprof_builder__add_sample): mapping ids follow first use, and pprof
+ * takes the first mapping for the main binary ("File:" in its reports). Returns 0 or -ENOMEM. */
+int pprof_builder__add_mapping(struct pprof_builder *b, const struct pprof_mapping *m);
+/* Whether the builder has a location for (m, address) already (m not NULL): a sample can then
+ * give that location by mapping and address alone, its names are not looked at. */
+bool pprof_builder__has_location(const struct pprof_builder *b, const struct pprof_mapping *m,
+				 uint64_t address);
 /* Number of samples added so far and the sum of values[0] over them. */
 size_t pprof_builder__nr_samples(const struct pprof_builder *b);
 int64_t pprof_builder__total(const struct pprof_builder *b);

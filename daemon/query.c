@@ -13,7 +13,6 @@
 #include <jansson.h>
 
 #include "collector.h"
-#include "demangle.h"
 #include "gc.h"
 #include "feature_table.h"
 #include "gc_probes.h"
@@ -21,7 +20,9 @@
 #include "histogram.h"
 #include "loader.h"
 #include "pprof.h"
+#include "profile_frames.h"
 #include "python.h"
+#include "source_lines.h"
 #include "spikes.h"
 #include "stages.h"
 #include "sysinfo.h"
@@ -122,199 +123,6 @@ static int merge_add(struct merge_table *t, const struct window_entry *e)
 	return 0;
 }
 
-/* object -> pprof mapping, per query. The builder keys locations by mapping pointer, so each
- * mapping is allocated once and never moves while the builder lives. */
-struct mapping_table {
-	const struct object **objs;
-	struct pprof_mapping **maps;
-	size_t n, cap;
-	struct hashmap index;
-};
-
-static bool mapping_eq(const void *ctx, uint32_t i)
-{
-	const struct object *obj = ((const void *const *)ctx)[0];
-	const struct mapping_table *t = ((const void *const *)ctx)[1];
-
-	return t->objs[i] == obj;
-}
-
-static const struct pprof_mapping *mapping_for(struct mapping_table *t, const struct object *obj)
-{
-	const void *ctx[2] = {obj, t};
-	uint64_t h = hashmap__hash_ptr(obj);
-	struct pprof_mapping *m;
-	uint32_t i;
-
-	if (hashmap__find(&t->index, h, mapping_eq, ctx, &i))
-		return t->maps[i];
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		const struct object **objs = realloc(t->objs, cap * sizeof(*objs));
-		struct pprof_mapping **maps;
-
-		if (!objs)
-			return NULL;
-		t->objs = objs;
-		maps = realloc(t->maps, cap * sizeof(*maps));
-		if (!maps)
-			return NULL;
-		t->maps = maps;
-		t->cap = cap;
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m || hashmap__insert(&t->index, h, t->n)) {
-		free(m);
-		return NULL;
-	}
-	object__range(obj, &m->start, &m->limit, &m->file_offset);
-	m->file = object__path(obj);
-	m->build_id = object__build_id(obj);
-	m->has_functions = true;
-	t->objs[t->n] = obj;
-	t->maps[t->n++] = m;
-	return m;
-}
-
-static void mapping_table__free(struct mapping_table *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->maps[i]);
-	free(t->objs);
-	free(t->maps);
-	hashmap__clear(&t->index);
-}
-
-#define MAX_LOCS (2 * TP_MAX_STACK_DEPTH + 3)
-#define NAME_LEN 96
-
-struct stack_names {
-	struct pprof_location locs[MAX_LOCS];
-	char names[MAX_LOCS][NAME_LEN];
-};
-
-/* Symbol name -> its demangled form, per query: symbol names live in their objects' tables, so
- * the pointer is the key, and each distinct function is demangled once per profile. */
-struct demangle_cache {
-	const char **keys;
-	char **vals; /* NULL: not mangled */
-	size_t n, cap;
-	struct hashmap index;
-};
-
-static bool demangled_eq(const void *ctx, uint32_t i)
-{
-	const char *key = ((const void *const *)ctx)[0];
-	const struct demangle_cache *c = ((const void *const *)ctx)[1];
-
-	return c->keys[i] == key;
-}
-
-/* The readable name of symbol name (name itself when it is not mangled, or on ENOMEM). */
-static const char *demangled(struct demangle_cache *c, const char *name)
-{
-	const void *ctx[2] = {name, c};
-	uint64_t h = hashmap__hash_ptr(name);
-	uint32_t i;
-	char *d;
-
-	if (hashmap__find(&c->index, h, demangled_eq, ctx, &i))
-		return c->vals[i] ? c->vals[i] : name;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 256;
-		const char **keys = realloc(c->keys, cap * sizeof(*keys));
-		char **vals;
-
-		if (!keys)
-			return name;
-		c->keys = keys;
-		vals = realloc(c->vals, cap * sizeof(*vals));
-		if (!vals)
-			return name;
-		c->vals = vals;
-		c->cap = cap;
-	}
-	d = demangle(name);
-	if (hashmap__insert(&c->index, h, c->n)) {
-		free(d);
-		return name;
-	}
-	c->keys[c->n] = name;
-	c->vals[c->n++] = d;
-	return d ? d : name;
-}
-
-static void demangle_cache__free(struct demangle_cache *c)
-{
-	for (size_t i = 0; i < c->n; i++)
-		free(c->vals[i]);
-	free(c->keys);
-	free(c->vals);
-	hashmap__clear(&c->index);
-}
-
-static int stack_locations(struct mapping_table *mt, struct demangle_cache *dc,
-			   const struct stack *s, struct stack_names *sn, size_t *nr)
-{
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < (uint32_t)s->nr_kernel + s->nr_user; i++) {
-		const struct frame *f = &s->frames[i];
-		struct pprof_location *l;
-		/* A caller is at the byte before its return address (as addr2line and perf name
-		 * it, and as the location's address says): after a call that never returns, the
-		 * return address is past the caller's end. The first frame of each part (kernel,
-		 * user) is where the thread was. */
-		uint64_t at = i == 0 || i == s->nr_kernel ? f->addr : f->addr - 1;
-		struct python_line pl;
-
-		if (i == s->nr_kernel && (s->flags & STACK_TRUNCATED_KERNEL))
-			sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
-		l = &sn->locs[n];
-		*l = (struct pprof_location){.address = at};
-		if (python__is_object(f->obj)) {
-			/* a Python frame: its address is a line id (python.h) */
-			l->address = f->addr;
-			l->mapping = mapping_for(mt, f->obj);
-			if (!l->mapping)
-				return -ENOMEM;
-			if (python__line(f->addr, &pl)) {
-				l->function = pl.function;
-				l->file = pl.file;
-				l->start_line = pl.start_line;
-				l->line = pl.line;
-			} else {
-				l->function = "[python]";
-			}
-		} else if (!f->obj) {
-			l->function = "[unknown]";
-		} else {
-			l->mapping = mapping_for(mt, f->obj);
-			if (!l->mapping)
-				return -ENOMEM;
-			l->file = object__path(f->obj);
-			l->system_name = object__lookup(f->obj, at, NULL);
-			if (l->system_name) {
-				l->function = object__is_kernel(f->obj)
-						  ? l->system_name
-						  : demangled(dc, l->system_name);
-			} else {
-				/* never a neighbour's name: the object and the address in it */
-				snprintf(sn->names[n], NAME_LEN, "%s+0x%" PRIx64,
-					 object__name(f->obj), at);
-				l->function = sn->names[n];
-			}
-		}
-		n++;
-	}
-	if (s->flags & (STACK_TRUNCATED_USER | (s->nr_user ? 0 : STACK_TRUNCATED_KERNEL)))
-		sn->locs[n++] = (struct pprof_location){.function = "[truncated]"};
-	if (s->flags & STACK_NO_USER)
-		sn->locs[n++] = (struct pprof_location){.function = "[user stack unknown]"};
-	*nr = n;
-	return 0;
-}
-
 int query__parse_type(const char *name, enum profile_type *type)
 {
 	static const char *const names[] = {"cpu", "offcpu", "wall"};
@@ -354,6 +162,81 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 	return true;
 }
 
+/* Samples of merged entry m in a profile of type `type` (CPU samples, off-CPU blocks, both). */
+static uint64_t merged_samples(const struct merged *m, enum profile_type type)
+{
+	switch (type) {
+	case PROFILE_CPU:
+		return m->count;
+	case PROFILE_OFFCPU:
+		return m->offcpu_samples;
+	default:
+		return m->count + m->offcpu_samples;
+	}
+}
+
+struct proc_weight {
+	uint32_t pid;
+	uint64_t samples;
+	struct object *exe;
+};
+
+static bool proc_weight_eq(const void *ctx, uint32_t i)
+{
+	const struct proc_weight *v = ((const void *const *)ctx)[0];
+
+	return v[i].pid == *(const uint32_t *)((const void *const *)ctx)[1];
+}
+
+/* The main executable of the profile of mt: that of the process with the most samples among
+ * those whose executable appears in their stacks (ties: the lowest pid). NULL when none does
+ * (kernel threads only, say) or on ENOMEM. */
+static struct object *main_executable(const struct merge_table *mt, enum profile_type type)
+{
+	struct proc_weight *v = NULL, *best = NULL;
+	struct object *exe = NULL;
+	struct hashmap index = {};
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < mt->n; i++) {
+		const struct task *tk = mt->v[i].task;
+		const void *ctx[2] = {NULL, &tk->pid};
+		uint64_t h = hashmap__mix64(tk->pid);
+		uint32_t k;
+
+		if (!tk->process[0])
+			continue;
+		ctx[0] = v;
+		if (!hashmap__find(&index, h, proc_weight_eq, ctx, &k)) {
+			if (n == cap) {
+				size_t ncap = cap ? 2 * cap : 64;
+				struct proc_weight *nv = realloc(v, ncap * sizeof(*nv));
+
+				if (!nv)
+					goto out;
+				v = nv;
+				cap = ncap;
+			}
+			if (hashmap__insert(&index, h, n))
+				goto out;
+			k = n;
+			v[n++] = (struct proc_weight){.pid = tk->pid};
+		}
+		v[k].samples += merged_samples(&mt->v[i], type);
+		if (!v[k].exe)
+			v[k].exe = stack_executable(tk, mt->v[i].stack);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i].exe && (!best || v[i].samples > best->samples ||
+				 (v[i].samples == best->samples && v[i].pid < best->pid)))
+			best = &v[i];
+	exe = best ? best->exe : NULL;
+out:
+	free(v);
+	hashmap__clear(&index);
+	return exe;
+}
+
 /* The profile of the merged entries mt of type `type` over [start, end) (Unix ns): gzip pprof in
  * a malloc'd *out of *len bytes; what: the comment that says what it covers. Fills sum->samples.
  * Returns 0 or -ENOMEM/-EIO. */
@@ -370,9 +253,9 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 			      {"wall", "nanoseconds"}},
 	};
 	static const size_t nr_types[3] = {2, 2, 3};
-	struct mapping_table maps = {};
-	struct demangle_cache dc = {};
-	struct stack_names *sn = NULL;
+	struct frame_namer *nm = NULL;
+	const struct pprof_location *locs;
+	struct object *exe;
 	struct pprof_builder *b = NULL;
 	char comments[6][160], min[32];
 	const char *comment_ptrs[6];
@@ -406,9 +289,17 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 	    .nr_comments = nr_comments,
 	    .default_sample_type = types[type][nr_types[type] - 1].type,
 	});
-	sn = malloc(sizeof(*sn));
-	if (!b || !sn)
+	nm = b ? frame_namer__new(b) : NULL;
+	if (!nm)
 		goto out;
+	/* pprof takes the first mapping for the profile's main binary */
+	exe = main_executable(mt, type);
+	if (exe) {
+		const struct pprof_mapping *m = frame_namer__mapping(nm, exe);
+
+		if (!m || pprof_builder__add_mapping(b, m))
+			goto out;
+	}
 	for (size_t i = 0; i < mt->n; i++) {
 		const struct merged *m = &mt->v[i];
 		const struct task *tk = m->task;
@@ -437,37 +328,33 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 			labels[nr_labels++] = (struct pprof_label){"tailprofd", "self"};
 		if (tk->flags & TASK_IN_GC)
 			labels[nr_labels++] = (struct pprof_label){"gc", "1"};
-		err = stack_locations(&maps, &dc, m->stack, sn, &nr);
+		err = frame_namer__stack(nm, m->stack, &locs, &nr);
 		if (err)
 			goto out;
 		switch (type) {
 		case PROFILE_CPU:
 			values[0] = (int64_t)m->count;
 			values[1] = (int64_t)(m->count * period);
-			sum->samples += m->count;
 			break;
 		case PROFILE_OFFCPU:
 			values[0] = (int64_t)m->offcpu_samples;
 			values[1] = (int64_t)m->offcpu_ns;
-			sum->samples += m->offcpu_samples;
 			break;
 		default:
 			values[0] = (int64_t)(m->count * period);
 			values[1] = (int64_t)m->offcpu_ns;
 			values[2] = values[0] + values[1];
-			sum->samples += m->count + m->offcpu_samples;
 			break;
 		}
-		err = pprof_builder__add_sample(b, sn->locs, nr, values, labels, nr_labels);
+		sum->samples += merged_samples(m, type);
+		err = pprof_builder__add_sample(b, locs, nr, values, labels, nr_labels);
 		if (err)
 			goto out;
 	}
 	err = pprof_builder__finish(b, out, len);
 out:
 	pprof_builder__free(b);
-	free(sn);
-	mapping_table__free(&maps);
-	demangle_cache__free(&dc);
+	frame_namer__free(nm);
 	return err;
 }
 
@@ -937,6 +824,7 @@ static json_t *gc_status_json(const struct query_ctx *ctx)
 		json_object_set_new(e, "state", json_string(gc_object_state_name(v[i].state)));
 		json_object_set_new(e, "processes", json_integer(v[i].processes));
 		json_object_set_new(e, "probes", json_integer(v[i].probes));
+		json_object_set_new(e, "method", json_string(gc_method_name(v[i].info.method)));
 		if (v[i].info.version[0])
 			json_object_set_new(e, "version", json_string(v[i].info.version));
 		if (v[i].info.reason[0])
@@ -1034,10 +922,9 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	struct gc_stats gs;
 	size_t np;
 	static const char *const metric_names[TP_GCM_NR] = {
-	    [TP_GCM_HITS] = "hits",
-	    [TP_GCM_EVENTS_LOST] = "events_lost",
-	    [TP_GCM_UNMATCHED] = "unmatched",
-	    [TP_GCM_OPEN_FULL] = "open_full",
+	    [TP_GCM_HITS] = "hits",	      [TP_GCM_EVENTS_LOST] = "events_lost",
+	    [TP_GCM_UNMATCHED] = "unmatched", [TP_GCM_OPEN_FULL] = "open_full",
+	    [TP_GCM_ABANDONED] = "abandoned",
 	};
 
 	for (size_t i = 0; i < window_ring__count(r); i++) {
@@ -1076,7 +963,7 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	text_put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
 	text_metric(t, "tailprof_gc_bpf_total", "counter",
 		    "GC program counters: probe hits, events lost (ring buffer full), ends without "
-		    "a begin, phases not timed (map full).");
+		    "a begin, phases not timed (map full), begins whose end was missed.");
 	for (int m = 0; m < TP_GCM_NR; m++)
 		text_put(t, "tailprof_gc_bpf_total{counter=\"%s\"} %" PRIu64 "\n", metric_names[m],
 			 gs.metrics[m]);
@@ -1284,6 +1171,39 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	text_put(t, "tailprof_runq_latency_seconds_count %" PRIu64 "\n", st->runq_count);
 }
 
+static void put_source_lines_metrics(struct text *t)
+{
+	struct source_lines_stats sl;
+
+	source_lines__stats(&sl);
+	const struct {
+		const char *name, *type, *help;
+		uint64_t value;
+	} m[] = {
+	    {"tailprof_source_lines_bytes", "gauge",
+	     "Heap bytes of the source lines cached for profiles (DWARF, all objects).", sl.bytes},
+	    {"tailprof_source_lines_objects", "gauge", "Objects with source lines cached.",
+	     sl.objects},
+	    {"tailprof_dwarf_reads_total", "counter",
+	     "DWARF files opened by profile queries to read source lines.", sl.dwarf_reads},
+	    {"tailprof_dwarf_read_failures_total", "counter",
+	     "Objects whose DWARF could not be read any more (file gone or replaced): no source "
+	     "lines.",
+	     sl.dwarf_failures},
+	    {"tailprof_source_lines_evictions_total", "counter",
+	     "Objects' source line caches dropped for the memory budget.", sl.evicted_objects},
+	    {"tailprof_source_lines_deferred_total", "counter",
+	     "Frames a profile left without source lines: its time for reading DWARF was spent "
+	     "(later profiles read on).",
+	     sl.deferred},
+	};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		text_metric(t, m[i].name, m[i].type, m[i].help);
+		text_put(t, "%s %" PRIu64 "\n", m[i].name, m[i].value);
+	}
+}
+
 char *query__metrics_text(const struct query_ctx *ctx)
 {
 	struct text t = {.cap = 8192};
@@ -1333,33 +1253,6 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
 		    "User frames in no known mapping.");
 	text_put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
-	if (st.python) {
-		text_metric(&t, "tailprof_python_unsupported_total", "counter",
-			    "Processes with a CPython whose frames are not walked, by reason.");
-		for (int i = 0; i < PY_UNSUP_NR; i++)
-			text_put(&t,
-				 "tailprof_python_unsupported_total{reason=\"%s\"} %" PRIu64 "\n",
-				 python_unsupported_names[i], st.py.unsupported[i]);
-		text_metric(&t, "tailprof_python_processes", "gauge",
-			    "Processes whose Python frames are walked.");
-		text_put(&t, "tailprof_python_processes %" PRIu64 "\n", st.py.processes);
-		text_metric(&t, "tailprof_python_frames_total", "counter",
-			    "Python frames resolved to a function, file and line.");
-		text_put(&t, "tailprof_python_frames_total %" PRIu64 "\n", st.py.frames);
-		text_metric(
-		    &t, "tailprof_python_code_read_failures_total", "counter",
-		    "Code objects that could not be read (process gone): named by address.");
-		text_put(&t, "tailprof_python_code_read_failures_total %" PRIu64 "\n",
-			 st.py.code_read_failed);
-		text_metric(&t, "tailprof_python_stack_failures_total", "counter",
-			    "Samples of a Python process whose thread state or frames could not be "
-			    "read.");
-		text_put(&t, "tailprof_python_stack_failures_total %" PRIu64 "\n", st.py_failed);
-		text_metric(&t, "tailprof_python_truncated_stacks_total", "counter",
-			    "Samples whose Python stack went past its depth limit.");
-		text_put(&t, "tailprof_python_truncated_stacks_total %" PRIu64 "\n",
-			 st.py_truncated);
-	}
 	text_metric(
 	    &t, "tailprof_cut_stacks_total", "counter",
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
@@ -1392,6 +1285,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		 st.sym.evicted_processes);
 	text_put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
 		 st.sym.evicted_objects);
+	put_source_lines_metrics(&t);
 	put_sched_metrics(&t, ctx, &st);
 	text_metric(&t, "tailprof_window_bytes", "gauge",
 		    "Heap bytes of the windows' sample tables.");
@@ -1426,27 +1320,6 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 progs[i].name, progs[i].run_cnt);
 	if (ctx->gc)
 		put_gc_metrics(&t, ctx);
-	if (ctx->loader && getenv("TAILPROF_BENCH_PID")) {
-		uint64_t v[4];
-
-		loader__bench_cost(ctx->loader, v);
-		text_metric(
-		    &t, "tailprof_bench_pid_ns_total", "counter",
-		    "Benchmark (TAILPROF_BENCH_PID): ns perf_sample spent on that process's "
-		    "samples (part=sample), of which in the Python walk (part=python).");
-		text_put(&t,
-			 "tailprof_bench_pid_ns_total{part=\"sample\"} %" PRIu64 "\n"
-			 "tailprof_bench_pid_ns_total{part=\"python\"} %" PRIu64 "\n",
-			 v[0], v[2]);
-		text_metric(
-		    &t, "tailprof_bench_pid_samples_total", "counter",
-		    "Benchmark (TAILPROF_BENCH_PID): that process's samples, and their Python "
-		    "frames (part=python_frames).");
-		text_put(&t,
-			 "tailprof_bench_pid_samples_total{part=\"samples\"} %" PRIu64 "\n"
-			 "tailprof_bench_pid_samples_total{part=\"python_frames\"} %" PRIu64 "\n",
-			 v[1], v[3]);
-	}
 	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
 		uint64_t ns, clock_ns, samples;
 

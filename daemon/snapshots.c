@@ -72,14 +72,16 @@ struct snapshots *snapshots__open(const char *dir, const struct snapshots_opts *
 		abort(); /* fixed size (STYLE.md) */
 	s->max_count = d.max_count;
 	s->max_bytes = d.max_bytes;
-	s->store = spike_store__open(&(struct spike_store_opts){.dir = dir,
-								.subdir = "snapshots",
-								.suffix = ".snap",
-								.what = "snapshot",
-								.max_bytes = d.max_bytes,
-								.max_spikes = d.max_count,
-								.no_evict = true},
-				     err, errlen);
+	s->store =
+	    spike_store__open(&(struct spike_store_opts){.dir = dir,
+							 .subdir = "snapshots",
+							 .suffix = ".snap",
+							 .what = "snapshot",
+							 .max_bytes = d.max_bytes,
+							 .max_spikes = d.max_count,
+							 .no_evict = true,
+							 .remove_cmd = "tailprof snapshot rm"},
+			      err, errlen);
 	if (!s->store) {
 		int e = errno;
 
@@ -290,6 +292,13 @@ int snapshots__load(struct snapshots *s, const char *name, struct cmp_side **out
 			 name, s->path, name);
 		return ret;
 	}
+	if (ret == -ELOOP) {
+		snprintf(err, errlen,
+			 "snapshot %s is corrupt: %s/%s.snap is a symlink or not a regular file, "
+			 "never followed; delete it by hand",
+			 name, s->path, name);
+		return -EBADMSG;
+	}
 	ret = load_side(s, name, out, err, errlen);
 	if (ret)
 		return ret;
@@ -344,7 +353,25 @@ int snapshots__remove(struct snapshots *s, const char *name)
 	return spike_store__remove(s->store, name);
 }
 
-void snapshots__describe(struct snapshots *s, const char *name, int err, char *buf, size_t len)
+/* What to check when the disk refused a write or an unlink of DIR: err's likely causes. */
+static const char *disk_hint(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+	case -EDQUOT:
+		return "free some space on its filesystem";
+	case -EROFS:
+		return "its filesystem is mounted read-only";
+	case -EPERM:
+	case -EACCES:
+		return "check that tailprofd may write there (permissions, chattr +i, an LSM)";
+	default:
+		return "the daemon's log says more";
+	}
+}
+
+void snapshots__describe_op(struct snapshots *s, enum snapshots_op op, const char *name, int err,
+			    char *buf, size_t len)
 {
 	struct spike_store_stats st;
 
@@ -360,16 +387,18 @@ void snapshots__describe(struct snapshots *s, const char *name, int err, char *b
 	case -EMLINK:
 		snprintf(buf, len,
 			 "snapshot %s not saved: %" PRIu32
-			 " snapshots are stored, the most [snapshots] max_count "
-			 "(--snapshot-max-count) allows; remove one (tailprof snapshot rm NAME) or "
+			 " snapshots are the most [snapshots] max_count (--snapshot-max-count) "
+			 "allows; %" PRIu32
+			 " are stored; remove one (tailprof snapshot rm NAME) or "
 			 "raise it",
-			 name, st.spikes);
+			 name, s->max_count, st.spikes);
 		break;
 	case -EFBIG:
 		snprintf(buf, len,
 			 "snapshot %s not saved: it would take the snapshots past [snapshots] "
 			 "max_bytes (--snapshot-max-bytes), %" PRIu64 " bytes, with %" PRIu64
-			 " stored; remove some (tailprof snapshot rm NAME) or raise it",
+			 " stored (corrupt files too); remove some (tailprof snapshot rm NAME) or "
+			 "raise it",
 			 name, s->max_bytes, st.bytes);
 		break;
 	case -E2BIG:
@@ -378,14 +407,31 @@ void snapshots__describe(struct snapshots *s, const char *name, int err, char *b
 			 "of JSON, %u MiB compressed); save a shorter range",
 			 name, SNAPSHOTS_MAX_JSON_BYTES >> 20, SPIKE_STORE_MAX_BLOB_BYTES >> 20);
 		break;
-	case -EEXIST: /* a save */
-	case -EPERM:  /* a removal */
+	case -EEXIST: /* a save onto a file the store keeps */
+		if (spike_store__entry(s->store, name, NULL) == -EPROTONOSUPPORT)
+			snprintf(buf, len,
+				 "snapshot %s not saved: %s/%s.snap was written by a newer "
+				 "tailprofd and is kept; choose another name",
+				 name, s->path, name);
+		else
+			snprintf(buf, len,
+				 "snapshot %s not saved: %s/%s.snap is not a snapshot file "
+				 "tailprofd wrote (a symlink, or no snapshot magic) and is kept; "
+				 "remove it (tailprof snapshot rm %s; a symlink by hand) or choose "
+				 "another name",
+				 name, s->path, name, name);
+		break;
+	case -EPROTONOSUPPORT: /* a removal */
 		snprintf(buf, len,
-			 "snapshot %s not %s: %s/%s.snap was written by a newer tailprofd and is "
-			 "kept; %s",
-			 name, err == -EEXIST ? "saved" : "removed", s->path, name,
-			 err == -EEXIST ? "choose another name"
-					: "delete it by hand if it is not needed");
+			 "snapshot %s not removed: %s/%s.snap was written by a newer tailprofd and "
+			 "is kept; delete it by hand if it is not needed",
+			 name, s->path, name);
+		break;
+	case -ELOOP: /* a removal */
+		snprintf(buf, len,
+			 "snapshot %s not removed: %s/%s.snap is a symlink or not a regular file, "
+			 "which tailprofd never deletes; delete it by hand",
+			 name, s->path, name);
 		break;
 	case -EINVAL:
 		snprintf(buf, len,
@@ -397,8 +443,19 @@ void snapshots__describe(struct snapshots *s, const char *name, int err, char *b
 		snprintf(buf, len, "no snapshot %s; tailprof snapshot list shows the saved ones",
 			 name);
 		break;
+	case -ENOMEM:
+		snprintf(buf, len, "snapshot %s: out of memory", name);
+		break;
 	default:
-		snprintf(buf, len, "snapshot %s in %s: %s", name, s->path, strerror(-err));
+		if (op == SNAPSHOTS_SAVE)
+			snprintf(buf, len, "cannot write snapshot %s in %s: %s; %s", name, s->path,
+				 strerror(-err), disk_hint(err));
+		else if (op == SNAPSHOTS_REMOVE)
+			snprintf(buf, len, "cannot remove snapshot %s, %s/%s.snap: %s; %s", name,
+				 s->path, name, strerror(-err), disk_hint(err));
+		else
+			snprintf(buf, len, "snapshot %s in %s: %s; %s", name, s->path,
+				 strerror(-err), disk_hint(err));
 		break;
 	}
 }

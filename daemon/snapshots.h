@@ -16,11 +16,15 @@
  *   -EFBIG             save: the store would go past max_bytes ([snapshots] max_bytes): 507
  *   -E2BIG             save: the side is larger than a snapshot may be (SNAPSHOTS_MAX_JSON_BYTES
  *                      of JSON, SPIKE_STORE_MAX_BLOB_BYTES gzip'd): 507 as well, no key helps
- *   -EEXIST            save: a file of a newer tailprofd has that name and is kept
- *   -EBADMSG           load: the file is corrupt or cut short
- *   -EPROTONOSUPPORT   load: written by a newer tailprofd (its file or its side's format)
- *   -EPERM             remove: a file of a newer tailprofd (the store keeps it)
- * snapshots__describe gives the sentence for people of each.
+ *   -EEXIST            save: a file the store keeps has that name: of a newer tailprofd, or
+ *                      not one it wrote (a symlink, no snapshot magic): HTTP 409
+ *   -EBADMSG           load: the file is corrupt, cut short, not a snapshot file or a symlink
+ *   -EPROTONOSUPPORT   load: written by a newer tailprofd (its file or its side's format);
+ *                      remove: a file of a newer tailprofd, kept: HTTP 409
+ *   -ELOOP             remove: NAME.snap is a symlink or not a regular file, kept: HTTP 409
+ * Any other code (-EPERM, -EACCES, -EROFS, -ENOSPC, -EIO, ...) is the disk's refusal of a write,
+ * rename or unlink, never the store's: HTTP 500. snapshots__describe_op gives the sentence for
+ * people of each, saying which operation failed.
  *
  * Thread-safe: HTTP threads call every function at once (the store locks its index; the rest is
  * set at open). */
@@ -92,14 +96,25 @@ int snapshots__load(struct snapshots *s, const char *name, struct cmp_side **out
  * them). Returns a new reference, or NULL when out of memory. */
 json_t *snapshots__list(struct snapshots *s);
 
-/* Removes the snapshot name (also a corrupt one). Returns 0, -EINVAL, -ENOENT, -EPERM or the
- * -errno of unlink. */
+/* Removes the snapshot name: also a corrupt one, or any regular file NAME.snap in the directory
+ * (one put there by hand); never a symlink. Nothing else removes a snapshot file. Returns 0,
+ * -EINVAL, -ENOENT, -EPROTONOSUPPORT (a newer tailprofd's file: kept), -ELOOP (a symlink or not a
+ * regular file: kept) or the -errno of lstat or unlink (-EPERM, -EACCES, -EROFS, ...). */
 int snapshots__remove(struct snapshots *s, const char *name);
 
-/* One sentence for people on err, what a call on snapshot name returned (not for load, whose
- * message is its own), naming the bound and its key where one refused a save: "snapshot b not
- * saved: 32 snapshots are stored, the most [snapshots] max_count (--snapshot-max-count) allows;
- * remove one (tailprof snapshot rm NAME) or raise it". Into buf (len bytes). */
-void snapshots__describe(struct snapshots *s, const char *name, int err, char *buf, size_t len);
+enum snapshots_op {
+	SNAPSHOTS_SAVE,	  /* err came from snapshots__save */
+	SNAPSHOTS_REMOVE, /* from snapshots__remove */
+	SNAPSHOTS_ANY,	  /* not said: messages of I/O errors name no operation */
+};
+
+/* One sentence for people on err, what op on snapshot name returned (not for load, whose message
+ * is its own), naming the bound and its key where one refused a save ("snapshot b not saved: 2
+ * snapshots are the most [snapshots] max_count (--snapshot-max-count) allows; 4 are stored;
+ * remove one (tailprof snapshot rm NAME) or raise it") and what failed where the disk refused
+ * ("cannot write snapshot b in DIR/snapshots: Operation not permitted; check that ..."). Into buf
+ * (len bytes). */
+void snapshots__describe_op(struct snapshots *s, enum snapshots_op op, const char *name, int err,
+			    char *buf, size_t len);
 
 #endif

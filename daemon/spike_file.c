@@ -149,13 +149,24 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 	int err;
 
 	memset(h, 0, sizeof(*h));
-	if (size < PRELUDE_LEN)
-		BAD("cut short in its header: %" PRIu64 " bytes", size);
-	err = pread_full(fd, buf, PRELUDE_LEN, 0);
+	/* without the magic, nothing says this store wrote the file: -ENOMSG, not -EBADMSG */
+	if (size < MAGIC_LEN) {
+		snprintf(why, whylen, "%" PRIu64 " bytes, no magic: not a file of this store",
+			 size);
+		return -ENOMSG;
+	}
+	err = pread_full(fd, buf, MAGIC_LEN, 0);
 	if (err)
 		return err;
-	if (memcmp(buf, MAGIC, MAGIC_LEN))
-		BAD("bad magic: not a file of this store");
+	if (memcmp(buf, MAGIC, MAGIC_LEN)) {
+		snprintf(why, whylen, "bad magic: not a file of this store");
+		return -ENOMSG;
+	}
+	if (size < PRELUDE_LEN)
+		BAD("cut short in its header: %" PRIu64 " bytes", size);
+	err = pread_full(fd, buf + MAGIC_LEN, PRELUDE_LEN - MAGIC_LEN, MAGIC_LEN);
+	if (err)
+		return err;
 	if (get_le32(buf + 12) != crc(0, buf, 12))
 		BAD("checksum mismatch in its prelude");
 	h->version = get_le32(buf + 8);

@@ -45,8 +45,9 @@ int spike_file__build_head(uint8_t *buf, const char *id, int64_t start_unix_ns, 
 /* Reads and checks the header and table of the file fd, of size bytes (its fstat), which must
  * hold the entry id: magic, checksums, the id, names, lengths within their caps, sections back to
  * back ending exactly at size. Returns 0, -EPROTONOSUPPORT (a newer version, in h->version),
- * -EBADMSG (corrupt or cut short; why, whylen bytes, says how, for a message), or the -errno of
- * a read. */
+ * -ENOMSG (no magic: not a file of this store, or cut before its magic ended; why says so),
+ * -EBADMSG (the magic is there, the rest corrupt or cut short; why, whylen bytes, says how, for a
+ * message), or the -errno of a read. */
 int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_file_head *h,
 			  char *why, size_t whylen);
 

@@ -26,7 +26,8 @@
 
 enum entry_state {
 	ENTRY_SPIKE,   /* readable (a spike, a snapshot): listed, counted against both bounds */
-	ENTRY_CORRUPT, /* reported; counted against max_bytes, evicted first */
+	ENTRY_CORRUPT, /* reported; counted against max_bytes; evicted first (not with no_evict,
+			* nor when foreign) */
 	ENTRY_UNKNOWN, /* a newer format: kept, counted in unknown_format only */
 };
 
@@ -36,6 +37,10 @@ struct entry {
 	uint64_t bytes;
 	enum entry_state state;
 	bool reported; /* a problem of this file was reported: not again */
+	bool foreign;  /* corrupt and without the store's magic (or not a regular file): nothing
+			* says the store wrote it, so the store never deletes it */
+	bool not_reg;  /* a symlink or another file that is not a regular one */
+	char why[80];  /* of a corrupt file: what is wrong, for the line of its eviction */
 };
 
 struct spike_store {
@@ -43,7 +48,8 @@ struct spike_store {
 	int dirfd;	      /* DIR/SUBDIR, flock'd */
 	char *path;	      /* DIR/SUBDIR, for messages */
 	char suffix[SPIKE_STORE_SUFFIX_MAX + 1];
-	char what[32]; /* the noun of messages: "spike", "snapshot" */
+	char what[32];	     /* the noun of messages: "spike", "snapshot" */
+	char remove_cmd[48]; /* "" when none */
 	uint64_t max_bytes;
 	uint32_t max_spikes;
 	bool no_evict;
@@ -133,6 +139,10 @@ static void account(struct spike_store *s, const struct entry *e, int sign)
 		s->st.unknown_format += sign;
 		return;
 	}
+	/* the evicting store counts only what it may delete, lest a file it keeps evict every
+	 * entry; with no_evict every file counts, since people make the room */
+	if (e->foreign && !s->no_evict)
+		return;
 	s->st.bytes += sign * (int64_t)e->bytes;
 	if (e->state == ENTRY_SPIKE)
 		s->st.spikes += sign;
@@ -171,30 +181,63 @@ static bool over_bounds(const struct spike_store *s)
 	return s->st.spikes > s->max_spikes || s->st.bytes > s->max_bytes;
 }
 
-/* Removes the oldest files beyond the bounds, corrupt ones first (they sort first), never a file
- * of a newer format, nor the entry keep, nor with no_evict a readable entry. Returns how many
- * files went. */
+/* The next file to evict, NULL when none may go: with bytes over, the largest corrupt file the
+ * store wrote (the fewest deletions free the room), then the oldest entry; never a foreign file,
+ * a file of a newer format, nor the entry keep. */
+static struct entry *victim(struct spike_store *s, const char *keep, const char **reason)
+{
+	struct entry *big = NULL;
+
+	for (size_t i = 0; s->st.bytes > s->max_bytes && i < s->nr; i++) {
+		struct entry *e = &s->entries[i];
+
+		if (e->state == ENTRY_CORRUPT && !e->foreign && (!keep || strcmp(e->id, keep)) &&
+		    (!big || e->bytes > big->bytes))
+			big = e;
+	}
+	if (big) {
+		*reason = "corrupt";
+		return big;
+	}
+	for (size_t i = 0; i < s->nr; i++) {
+		struct entry *e = &s->entries[i];
+
+		if (e->state == ENTRY_SPIKE && (!keep || strcmp(e->id, keep))) {
+			*reason = "the oldest";
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* Removes files beyond the bounds (victim), each logged with why and counted in evicted. With
+ * no_evict nothing goes: saves are refused instead. Returns how many files went. */
 static unsigned int evict(struct spike_store *s, const char *keep)
 {
 	char name[FILE_NAME_LEN];
 	unsigned int nr = 0;
-	size_t i = 0;
+	const char *reason;
+	struct entry *e;
 
-	while (i < s->nr && over_bounds(s)) {
-		struct entry *e = &s->entries[i];
+	while (!s->no_evict && over_bounds(s) && (e = victim(s, keep, &reason))) {
 		bool bytes_over = s->st.bytes > s->max_bytes;
 
-		if (e->state == ENTRY_UNKNOWN || (keep && !strcmp(e->id, keep)) ||
-		    (!bytes_over && e->state != ENTRY_SPIKE) ||
-		    (s->no_evict && e->state == ENTRY_SPIKE)) {
-			i++;
-			continue;
-		}
 		file_name(s, name, e->id);
 		/* dropped from the index even when unlink fails, so that the loop ends */
 		if (unlinkat(s->dirfd, name, 0) && errno != ENOENT)
 			pr_warn("failed to remove %s/%s to keep the %s store in its bounds: %s",
 				s->path, name, s->what, strerror(errno));
+		else if (e->state == ENTRY_CORRUPT)
+			pr_info(
+			    "%s store: removed %s/%s, corrupt (%s), to keep %s within max_bytes "
+			    "(%" PRIu64 ")",
+			    s->what, s->path, name, e->why, s->path, s->max_bytes);
+		else
+			pr_info("%s store: removed %s/%s, %s %s, to keep %s within %s (%" PRIu64
+				")",
+				s->what, s->path, name, reason, s->what, s->path,
+				bytes_over ? "max_bytes" : "max_spikes",
+				bytes_over ? s->max_bytes : (uint64_t)s->max_spikes);
 		drop(s, e);
 		s->st.evicted++;
 		nr++;
@@ -205,7 +248,7 @@ static unsigned int evict(struct spike_store *s, const char *keep)
 /* -- reading a file -- */
 
 /* Opens DIR/SUBDIR/ID.SUFFIX for reading: never through a symlink, never blocking on a FIFO.
- * Returns the fd, -ENOENT, -EBADMSG (not a regular file: why says so) or -errno. */
+ * Returns the fd, -ENOENT, -ENOMSG (a symlink or not a regular file: why says so) or -errno. */
 static int open_spike(struct spike_store *s, const char *id, struct stat *sb, char *why,
 		      size_t whylen)
 {
@@ -216,7 +259,7 @@ static int open_spike(struct spike_store *s, const char *id, struct stat *sb, ch
 	fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ELOOP) {
 		snprintf(why, whylen, "a symlink, not followed");
-		return -EBADMSG;
+		return -ENOMSG;
 	}
 	if (fd < 0)
 		return -errno;
@@ -229,14 +272,14 @@ static int open_spike(struct spike_store *s, const char *id, struct stat *sb, ch
 	if (!S_ISREG(sb->st_mode)) {
 		close(fd);
 		snprintf(why, whylen, "not a regular file");
-		return -EBADMSG;
+		return -ENOMSG;
 	}
 	return fd;
 }
 
 /* Reads the head and the JSON of the entry id. Returns 0 with *json (malloc'd), -ENOENT,
- * -EPROTONOSUPPORT (h->version), -EBADMSG (why), -ENOMEM or another -errno; *size is the file's
- * size when it could be opened. */
+ * -EPROTONOSUPPORT (h->version), -EBADMSG or -ENOMSG (why), -ENOMEM or another -errno; *size is the
+ * file's size when it could be opened. */
 static int read_spike(struct spike_store *s, const char *id, struct spike_file_head *h, char **json,
 		      uint64_t *size, char *why, size_t whylen)
 {
@@ -261,41 +304,61 @@ static int read_spike(struct spike_store *s, const char *id, struct spike_file_h
 	return err;
 }
 
-/* why for an error of a read that is not corruption (-EBADMSG has its own) */
+/* why for an error of a read that is not corruption (-EBADMSG and -ENOMSG have their own) */
 static void why_errno(char *why, size_t whylen, int err)
 {
-	if (err != -EBADMSG)
+	if (err != -EBADMSG && err != -ENOMSG)
 		snprintf(why, whylen, "cannot read it: %s", strerror(-err));
 }
 
-/* Reports a problem with the file of e once, and counts it. The caller holds the lock. */
+/* Reports a problem with the file of e once (naming it, what is wrong and what to do), and
+ * counts it. The caller holds the lock. */
 static void warn_bad(struct spike_store *s, struct entry *e, const char *why)
 {
+	char fix[160];
+
+	if (why != e->why)
+		snprintf(e->why, sizeof(e->why), "%s", why);
 	if (e->reported)
 		return;
-	pr_warn("%s store: %s/%s%s is corrupt (%s): skipped", s->what, s->path, e->id, s->suffix,
-		why);
+	if (s->remove_cmd[0] && !e->not_reg)
+		snprintf(fix, sizeof(fix), "remove it with %s %s", s->remove_cmd, e->id);
+	else
+		snprintf(fix, sizeof(fix), "delete it by hand if it is not needed");
+	if (e->foreign)
+		pr_warn("%s store: kept %s/%s%s: %s, not a %s file tailprofd wrote, so never "
+			"deleted by it; %s",
+			s->what, s->path, e->id, s->suffix, why, s->what, fix);
+	else if (s->no_evict)
+		pr_warn("%s store: %s/%s%s is corrupt (%s): kept, counted against max_bytes; %s",
+			s->what, s->path, e->id, s->suffix, why, fix);
+	else
+		pr_warn("%s store: %s/%s%s is corrupt (%s): skipped, removed first when room is "
+			"needed",
+			s->what, s->path, e->id, s->suffix, why);
 	s->st.corrupt++;
 	e->reported = true;
 }
 
-/* Reports a problem with the file of id once, and counts it. With unlist, a listed entry becomes
- * a corrupt file (first to be evicted). Takes the lock. */
-static void report_bad(struct spike_store *s, const char *id, const char *why, bool unlist)
+/* Reports a problem with the file of id once, and counts it. With unlist (err, -EBADMSG or
+ * -ENOMSG, says which), a listed entry becomes a corrupt file. Takes the lock. */
+static void report_bad(struct spike_store *s, const char *id, const char *why, bool unlist, int err)
 {
 	struct entry *e, c;
 
 	pthread_mutex_lock(&s->lock);
 	e = find(s, id);
-	if (e)
-		warn_bad(s, e, why);
 	if (e && unlist && e->state == ENTRY_SPIKE) {
 		c = *e;
 		drop(s, e);
 		c.state = ENTRY_CORRUPT;
 		c.start_unix_ns = INT64_MIN;
+		c.foreign = err == -ENOMSG;
 		insert(s, &c); /* room: the entry just dropped */
+		e = find(s, id);
 	}
+	if (e)
+		warn_bad(s, e, why);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -311,42 +374,83 @@ static void forget(struct spike_store *s, const char *id)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* -- open: the scan -- */
+/* -- the scan at open, and files that appear later -- */
 
-/* Indexes DIR/SUBDIR/ID.SUFFIX (of a valid id). Returns 0 or -ENOMEM. */
-static int scan_spike(struct spike_store *s, const char *id, const struct stat *lsb)
+/* Reads DIR/SUBDIR/ID.SUFFIX (of a valid id; lsb its lstat) into *e, reporting it when it is of
+ * a newer format. Returns 0, -ENOENT (gone meanwhile) or -ENOMEM. */
+static int read_entry(struct spike_store *s, const char *id, const struct stat *lsb,
+		      struct entry *e)
 {
-	struct entry e = {.start_unix_ns = INT64_MIN, .bytes = lsb->st_size};
 	char why[128] = "";
 	struct spike_file_head h;
 	char *json;
 	int err;
 
-	snprintf(e.id, sizeof(e.id), "%s", id);
-	err = read_spike(s, id, &h, &json, &e.bytes, why, sizeof(why));
+	*e = (struct entry){.start_unix_ns = INT64_MIN, .bytes = lsb->st_size};
+	snprintf(e->id, sizeof(e->id), "%s", id);
+	e->not_reg = !S_ISREG(lsb->st_mode);
+	err = read_spike(s, id, &h, &json, &e->bytes, why, sizeof(why));
 	free(json);
-	if (err == -ENOENT)
-		return 0; /* gone meanwhile */
-	if (err == -ENOMEM)
+	if (err == -ENOENT || err == -ENOMEM)
 		return err;
 	if (err == -EPROTONOSUPPORT) {
 		pr_warn("%s store: kept %s/%s%s: format version %" PRIu32
 			", newer than this tailprofd reads (%d); a newer tailprofd reads it",
 			s->what, s->path, id, s->suffix, h.version, SPIKE_STORE_FORMAT_VERSION);
-		e.state = ENTRY_UNKNOWN;
+		e->state = ENTRY_UNKNOWN;
 	} else if (err) {
 		why_errno(why, sizeof(why), err);
-		e.state = ENTRY_CORRUPT;
-		warn_bad(s, &e, why);
+		e->state = ENTRY_CORRUPT;
+		e->foreign = err == -ENOMSG || e->not_reg;
+		snprintf(e->why, sizeof(e->why), "%s", why);
 	} else {
-		e.state = ENTRY_SPIKE;
-		e.start_unix_ns = h.start_unix_ns;
+		e->state = ENTRY_SPIKE;
+		e->start_unix_ns = h.start_unix_ns;
 	}
-	if (reserve(s))
+	return 0;
+}
+
+/* Indexes DIR/SUBDIR/ID.SUFFIX at the scan. Returns 0 or -ENOMEM. */
+static int scan_spike(struct spike_store *s, const char *id, const struct stat *lsb)
+{
+	struct entry e;
+	int err = read_entry(s, id, lsb, &e);
+
+	if (err == -ENOENT)
+		return 0; /* gone meanwhile */
+	if (err || reserve(s))
 		return -ENOMEM;
+	if (e.state == ENTRY_CORRUPT)
+		warn_bad(s, &e, e.why);
 	s->entries[s->nr++] = e; /* sorted once the scan is done */
 	account(s, &e, 1);
 	return 0;
+}
+
+/* Indexes the file of id when the index does not know it but the directory holds it (put there
+ * by hand while the store is open), so that what is on disk can be read, reported and removed.
+ * Only files the scan would index: regular files and symlinks. */
+static void adopt(struct spike_store *s, const char *id)
+{
+	char name[FILE_NAME_LEN];
+	struct stat lsb;
+	struct entry e;
+	bool known;
+
+	pthread_mutex_lock(&s->lock);
+	known = find(s, id) != NULL;
+	pthread_mutex_unlock(&s->lock);
+	file_name(s, name, id);
+	if (known || fstatat(s->dirfd, name, &lsb, AT_SYMLINK_NOFOLLOW) ||
+	    (!S_ISREG(lsb.st_mode) && !S_ISLNK(lsb.st_mode)) || read_entry(s, id, &lsb, &e))
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!find(s, id) && !reserve(s)) {
+		if (e.state == ENTRY_CORRUPT)
+			warn_bad(s, &e, e.why);
+		insert(s, &e);
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Removes temp files a crash left and indexes the entry files. Returns 0 or -errno. */
@@ -453,6 +557,7 @@ struct spike_store *spike_store__open(const struct spike_store_opts *o, char *er
 	s->no_evict = o->no_evict;
 	snprintf(s->suffix, sizeof(s->suffix), "%s", suffix);
 	snprintf(s->what, sizeof(s->what), "%s", o->what ? o->what : "spike");
+	snprintf(s->remove_cmd, sizeof(s->remove_cmd), "%s", o->remove_cmd ? o->remove_cmd : "");
 	pthread_mutex_init(&s->lock, NULL);
 	if (asprintf(&s->path, "%s/%s", o->dir, subdir) < 0)
 		abort();
@@ -597,20 +702,34 @@ static int write_tmp(struct spike_store *s, const char *tmp, const uint8_t *head
 	return err;
 }
 
-/* no_evict: whether e fits with old (the entry of its id, NULL allowed) replaced and every corrupt
- * file gone, the readable entries all kept. Returns 0, -EMLINK (past max_spikes) or -EFBIG (past
- * max_bytes). The caller holds the lock. */
+/* no_evict: whether e fits with old (the entry of its id, NULL allowed) replaced and every other
+ * file kept (corrupt ones too: only people remove them). Returns 0, -EMLINK (past max_spikes) or
+ * -EFBIG (past max_bytes). The caller holds the lock. */
 static int room_for(const struct spike_store *s, const struct entry *e, const struct entry *old)
 {
 	bool replaces = old && old->state == ENTRY_SPIKE;
 	uint64_t bytes = s->st.bytes + e->bytes;
 
-	for (size_t i = 0; i < s->nr; i++)
-		if (s->entries[i].state == ENTRY_CORRUPT || (replaces && &s->entries[i] == old))
-			bytes -= s->entries[i].bytes;
+	if (old && old->state != ENTRY_UNKNOWN)
+		bytes -= old->bytes;
 	if (s->st.spikes + 1 - replaces > s->max_spikes)
 		return -EMLINK;
 	return bytes > s->max_bytes ? -EFBIG : 0;
+}
+
+/* Whether a save of old's id must keep old: a file of a newer format, or one the store did not
+ * write (a rename over a symlink would delete the link). */
+static bool kept(const struct entry *old)
+{
+	return old && (old->state == ENTRY_UNKNOWN || old->foreign);
+}
+
+/* The caller holds the lock. */
+static void warn_kept(const struct spike_store *s, const char *id, const struct entry *old)
+{
+	pr_warn("%s store: %s %s not written: %s/%s%s, %s, is kept", s->what, s->what, id, s->path,
+		id, s->suffix,
+		old->state == ENTRY_UNKNOWN ? "of a newer format" : "not a file it wrote");
 }
 
 int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_ns,
@@ -636,15 +755,17 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 		err = -EFBIG;
 		goto count;
 	}
-	if (s->no_evict) {
-		/* before the write, so that a refused save costs nothing; again at the rename,
-		 * since another save may have taken the room meanwhile */
-		pthread_mutex_lock(&s->lock);
-		err = room_for(s, &e, find(s, id));
-		pthread_mutex_unlock(&s->lock);
-		if (err)
-			goto count;
-	}
+	adopt(s, id); /* a file put there by hand is not renamed over unseen */
+	/* before the write, so that a refused save costs nothing; again at the rename, since
+	 * another save may have taken the room meanwhile */
+	pthread_mutex_lock(&s->lock);
+	old = find(s, id);
+	err = kept(old) ? -EEXIST : s->no_evict ? room_for(s, &e, old) : 0;
+	if (err == -EEXIST)
+		warn_kept(s, id, old);
+	pthread_mutex_unlock(&s->lock);
+	if (err)
+		goto count;
 	seq = __atomic_fetch_add(&s->seq, 1, __ATOMIC_RELAXED);
 	snprintf(tmp, sizeof(tmp), "%s%s.%" PRIu64 TMP_SUFFIX, id, s->suffix, seq);
 	err = write_tmp(s, tmp, head, head_len, json, blobs, n);
@@ -658,10 +779,9 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 	pthread_mutex_lock(&s->lock);
 	err = reserve(s); /* before find: it may move the entries */
 	old = find(s, id);
-	if (!err && old && old->state == ENTRY_UNKNOWN) {
+	if (!err && kept(old)) {
 		err = -EEXIST;
-		pr_warn("%s store: %s %s not written: %s/%s, of a newer format, is kept", s->what,
-			s->what, id, s->path, name);
+		warn_kept(s, id, old);
 	}
 	if (!err && s->no_evict)
 		err = room_for(s, &e, old);
@@ -736,7 +856,7 @@ int spike_store__each(struct spike_store *s,
 			ret = err;
 		} else if (err) {
 			why_errno(why, sizeof(why), err);
-			report_bad(s, id, why, true);
+			report_bad(s, id, why, true, err);
 		} else {
 			ret = fn(arg, id, h.start_unix_ns, json);
 		}
@@ -753,9 +873,11 @@ int spike_store__entry(struct spike_store *s, const char *id, uint64_t *bytes)
 
 	if (!valid_id(id))
 		return -EINVAL;
+	adopt(s, id);
 	pthread_mutex_lock(&s->lock);
 	e = find(s, id);
 	err = !e			  ? -ENOENT
+	      : e->not_reg		  ? -ELOOP
 	      : e->state == ENTRY_CORRUPT ? -EBADMSG
 	      : e->state == ENTRY_UNKNOWN ? -EPROTONOSUPPORT
 					  : 0;
@@ -780,6 +902,7 @@ int spike_store__read_blob(struct spike_store *s, const char *id, const char *na
 	*len = 0;
 	if (!valid_id(id) || !spike_file__valid_name(name, SPIKE_STORE_NAME_MAX))
 		return -EINVAL;
+	adopt(s, id);
 	pthread_mutex_lock(&s->lock);
 	e = find(s, id);
 	state = e ? e->state : ENTRY_UNKNOWN;
@@ -796,8 +919,8 @@ int spike_store__read_blob(struct spike_store *s, const char *id, const char *na
 	}
 	if (fd < 0) {
 		why_errno(why, sizeof(why), fd);
-		report_bad(s, id, why, fd == -EBADMSG);
-		return fd;
+		report_bad(s, id, why, fd == -ENOMSG, fd);
+		return fd == -ENOMSG ? -EBADMSG : fd;
 	}
 	err = spike_file__read_head(fd, sb.st_size, id, &h, why, sizeof(why));
 	if (err) {
@@ -806,9 +929,10 @@ int spike_store__read_blob(struct spike_store *s, const char *id, const char *na
 			snprintf(why, sizeof(why), "format version %" PRIu32, h.version);
 		else
 			why_errno(why, sizeof(why), err);
-		report_bad(s, id, why, err == -EBADMSG || err == -EPROTONOSUPPORT);
+		report_bad(s, id, why, err == -EBADMSG || err == -ENOMSG || err == -EPROTONOSUPPORT,
+			   err);
 		close(fd);
-		return err == -EPROTONOSUPPORT ? -EBADMSG : err;
+		return err == -EPROTONOSUPPORT || err == -ENOMSG ? -EBADMSG : err;
 	}
 	for (i = 1; i < h.nr_sections && strcmp(h.sec[i].name, name); i++)
 		;
@@ -824,7 +948,7 @@ int spike_store__read_blob(struct spike_store *s, const char *id, const char *na
 		if (err != -EBADMSG)
 			snprintf(why, sizeof(why), "cannot read blob %s: %s", name, strerror(-err));
 		/* its JSON and other blobs may be whole: it stays listed */
-		report_bad(s, id, why, false);
+		report_bad(s, id, why, false, err);
 		return err;
 	}
 	*len = h.sec[i].len;
@@ -838,21 +962,25 @@ int spike_store__read_blob(struct spike_store *s, const char *id, const char *na
 int spike_store__remove(struct spike_store *s, const char *id)
 {
 	char name[FILE_NAME_LEN];
+	struct stat lsb;
 	struct entry *e;
 	int err = 0;
 
 	if (!valid_id(id))
 		return -EINVAL;
 	file_name(s, name, id);
+	adopt(s, id);
 	pthread_mutex_lock(&s->lock);
 	e = find(s, id);
-	if (!e)
-		err = -ENOENT;
-	else if (e->state == ENTRY_UNKNOWN)
-		err = -EPERM;
-	else if (unlinkat(s->dirfd, name, 0) && errno != ENOENT)
-		err = -errno;
-	else
+	if (e && e->state == ENTRY_UNKNOWN)
+		err = -EPROTONOSUPPORT;
+	else if (fstatat(s->dirfd, name, &lsb, AT_SYMLINK_NOFOLLOW))
+		err = errno == ENOENT && e ? 0 : -errno; /* removed by hand: forgotten */
+	else if (!S_ISREG(lsb.st_mode))
+		err = -ELOOP; /* a symlink, a FIFO, a directory: not the store's to delete */
+	else if (unlinkat(s->dirfd, name, 0))
+		err = errno == ENOENT && e ? 0 : -errno;
+	if (!err && e)
 		drop(s, e);
 	pthread_mutex_unlock(&s->lock);
 	if (!err)

@@ -9,8 +9,14 @@
  * Files: DIR/SUBDIR/ID.SUFFIX (mode 0600), written as ID.SUFFIX.SEQ.tmp, fsync'd, renamed over,
  * and the directory fsync'd; temp files left by a crash are removed at open. A file of a newer
  * format version is reported, kept (never evicted, removed or overwritten) and not counted
- * against the bounds; a corrupt or truncated file is reported once and skipped, counts against
- * max_bytes and is the first to go when room is needed. Blobs are checked (CRC-32) when read,
+ * against the bounds. A corrupt or truncated file is reported once and skipped; it counts against
+ * max_bytes and, in an evicting store, is the first to go when bytes are needed (the largest
+ * first), only if it holds the store's magic: a symlink, a file that is not regular or one
+ * without the magic ("foreign": nothing says the store wrote it) is never deleted or overwritten
+ * by the store, and only a no_evict store counts it. A no_evict store deletes nothing but on
+ * spike_store__remove. Every file the store deletes is logged (pr_info, naming it and why) and
+ * counted in evicted. A file put into the directory while the store is open is indexed when its
+ * id is first asked for (entry, read_blob, save, remove). Blobs are checked (CRC-32) when read,
  * headers, tables and JSON when the directory is scanned and when read.
  *
  * Thread-safe: a mutex guards the index and the counters; file reads and writes happen outside
@@ -35,14 +41,16 @@
 #define SPIKE_STORE_SUFFIX_MAX	   15		  /* file suffixes: '.' and 1-14 name characters */
 
 struct spike_store_opts {
-	const char *dir;     /* the state directory (--state-dir); entries live in DIR/SUBDIR */
-	const char *subdir;  /* 1-64 characters of [A-Za-z0-9._-]; NULL: "spikes" */
-	const char *suffix;  /* of entry files: '.' then 1-14 of [A-Za-z0-9_-]; NULL: ".spike" */
-	const char *what;    /* the noun of messages, e.g. "snapshot"; NULL: "spike" */
-	uint64_t max_bytes;  /* of entry files (and corrupt ones) at most; 0: the default */
-	uint32_t max_spikes; /* readable entries kept at most; 0: the default */
-	bool no_evict;	     /* refuse a save past a bound (-EMLINK, -EFBIG) instead of evicting
-			      * older entries; corrupt files still go when bytes are needed */
+	const char *dir;	/* the state directory (--state-dir); entries live in DIR/SUBDIR */
+	const char *subdir;	/* 1-64 characters of [A-Za-z0-9._-]; NULL: "spikes" */
+	const char *suffix;	/* of entry files: '.' then 1-14 of [A-Za-z0-9_-]; NULL: ".spike" */
+	const char *what;	/* the noun of messages, e.g. "snapshot"; NULL: "spike" */
+	uint64_t max_bytes;	/* of entry files (and corrupt ones) at most; 0: the default */
+	uint32_t max_spikes;	/* readable entries kept at most; 0: the default */
+	bool no_evict;		/* refuse a save past a bound (-EMLINK, -EFBIG) instead of evicting;
+				 * nothing is deleted but by spike_store__remove */
+	const char *remove_cmd; /* the command that removes an entry, for the messages about
+				 * corrupt files ("tailprof snapshot rm"); NULL: none */
 };
 
 struct spike_store_stats {
@@ -50,12 +58,14 @@ struct spike_store_stats {
 	uint64_t saved;	      /* entries written */
 	uint64_t save_failed; /* saves that returned an error other than -EINVAL (refusals of a
 			       * no_evict store included) */
-	uint64_t evicted;     /* files removed to stay within the bounds (entries, corrupt files) */
+	uint64_t evicted;     /* files the store removed to stay within the bounds (entries, corrupt
+			       * files), each logged; not those of spike_store__remove */
 	uint64_t corrupt;     /* files found corrupt or unreadable (at the scan, or a read of their
 			       * JSON or a blob): each reported and counted once */
 	/* gauges */
 	uint64_t unknown_format; /* files of a newer format kept in the directory */
-	uint64_t bytes;		 /* sizes of the entry files and corrupt files (the bounded part) */
+	uint64_t bytes;		 /* sizes of the entry files and corrupt files (the bounded part;
+				  * foreign files only with no_evict) */
 	uint32_t spikes;	 /* readable entries stored */
 };
 
@@ -71,8 +81,8 @@ struct spike_store;
 
 /* Opens the store of o->dir: creates DIR (one level) and DIR/SUBDIR, mode 0700, when missing;
  * locks DIR/SUBDIR; removes temp files a crash left; scans the entry files (reporting the corrupt
- * ones and those of a newer format, pr_warn once each); then evicts beyond the bounds (with
- * no_evict only corrupt files, when over max_bytes). Returns the store, to free with
+ * ones and those of a newer format, pr_warn once each); then evicts beyond the bounds (not with
+ * no_evict). Returns the store, to free with
  * spike_store__free, or NULL with errno set and err (errlen bytes) one sentence for people naming
  * the directory, the problem and the fix: EINVAL (no dir given, a bad subdir or suffix), ENOENT
  * (DIR's parent is missing), ENOTDIR (DIR or DIR/SUBDIR is not a directory), ELOOP (DIR/SUBDIR is
@@ -86,15 +96,16 @@ void spike_store__free(struct spike_store *s);
 /* Writes the entry id atomically: json (NUL-terminated, at most SPIKE_STORE_MAX_JSON_BYTES, no
  * other NUL) and blobs[0..n) (distinct names, n <= SPIKE_STORE_MAX_BLOBS), in that order;
  * start_unix_ns orders entries (oldest first) for listing and eviction. An entry of the same id
- * (or a corrupt file of that id) is replaced, and the bounds count the replacement net. Then
- * evicts the oldest other entries (corrupt files first) beyond max_spikes and max_bytes; the entry
- * just written is not evicted by its own save. With no_evict no readable entry is evicted: a save
- * that would leave more than max_spikes readable entries, or more than max_bytes once every corrupt
- * file went, is refused before anything is written. Blocks for the write and two fsyncs
+ * (or a corrupt file of that id the store wrote) is replaced, and the bounds count the replacement
+ * net. Then evicts beyond max_spikes and max_bytes (corrupt files first, then the oldest
+ * entries); the entry just written is not evicted by its own save. With no_evict nothing is
+ * evicted: a save that would leave more than max_spikes readable entries, or more than max_bytes
+ * of files, is refused before anything is written. Blocks for the write and two fsyncs
  * (milliseconds; more on a slow disk): not for hot paths. Failures of the write are reported
  * (pr_warn, naming the file) and counted; the caller need not log them. Returns 0, -EINVAL (a bad
  * id, name, size or count: not reported), -EEXIST (a file of a newer format has this id and is
- * kept), -EFBIG (the file would be larger than max_bytes; with no_evict also: it would take the
+ * kept; also a foreign file: a symlink, one without the store's magic), -EFBIG (the file would be
+ * larger than max_bytes; with no_evict also: it would take the
  * store past max_bytes), -EMLINK (no_evict: it would take the store past max_spikes), -ENOMEM, or
  * the -errno of the failed write (-ENOSPC, -EIO, ...: nothing of the entry is left behind) or of
  * the directory's fsync after the rename (the entry is stored but may not outlive a power loss).
@@ -114,9 +125,10 @@ int spike_store__each(struct spike_store *s,
 		      void *arg);
 
 /* What the index knows of the entry id, without reading its file: returns 0 (readable when last
- * read), -EINVAL (a bad id), -ENOENT (not stored), -EBADMSG (found corrupt: reported already) or
- * -EPROTONOSUPPORT (a file of a newer format, kept); *bytes (NULL allowed) is its file's size when
- * it is stored. */
+ * read), -EINVAL (a bad id), -ENOENT (not stored), -ELOOP (a symlink or not a regular file:
+ * reported already, never followed), -EBADMSG (found corrupt or without the store's magic:
+ * reported already) or -EPROTONOSUPPORT (a file of a newer format, kept); *bytes (NULL allowed) is
+ * its file's size when it is stored. */
 int spike_store__entry(struct spike_store *s, const char *id, uint64_t *bytes);
 
 /* Reads the blob name of the entry id into *out (malloc'd, the caller frees; NULL when len is 0)
@@ -126,8 +138,11 @@ int spike_store__entry(struct spike_store *s, const char *id, uint64_t *bytes);
 int spike_store__read_blob(struct spike_store *s, const char *id, const char *name, uint8_t **out,
 			   size_t *len);
 
-/* Removes the entry id (or a corrupt file of that id). Returns 0, -EINVAL (a bad id), -ENOENT (not
- * stored), -EPERM (a file of a newer format: kept), or the -errno of unlink. */
+/* Removes the entry id: any regular file ID.SUFFIX in the directory (a corrupt one, one without
+ * the store's magic, one put there while the store is open), never a symlink. Returns 0, -EINVAL
+ * (a bad id), -ENOENT (no such file), -EPROTONOSUPPORT (a file of a newer format: kept), -ELOOP
+ * (a symlink or another file that is not regular: kept), or the -errno of lstat or unlink (-EPERM,
+ * -EACCES, -EROFS, -EIO, ...: a refusal of the disk, not of the store). */
 int spike_store__remove(struct spike_store *s, const char *id);
 
 /* Copies the counters and gauges into *st. */

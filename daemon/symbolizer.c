@@ -518,29 +518,6 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 
 /* --- objects of mappings --- */
 
-/* Opens path read-only if it is a regular file (never blocks on a FIFO). */
-static int open_regular(const char *path, struct stat *st)
-{
-	char self[64];
-	int pfd, fd;
-
-	/* O_PATH opens nothing: a device or FIFO that a process put on our way (a symbolic link
-	 * in its root) is looked at, never opened. The regular file is then reopened through
-	 * /proc/self/fd, which names that very inode (no race with a rename). */
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -errno;
-	if (fstat(pfd, st) || !S_ISREG(st->st_mode)) {
-		close(pfd);
-		return -EINVAL;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	fd = fd < 0 ? -errno : fd;
-	close(pfd);
-	return fd;
-}
-
 /* Opens the file behind mapping m of pid: /proc/PID/map_files/START-END (the very file the
  * process mapped, even if deleted or replaced; needs privileges), else the path in the process's
  * root, else the path as we see it; a path is used only when its inode is the mapping's and the
@@ -554,7 +531,7 @@ static int open_mapping_file(struct symbolizer *s, uint32_t pid, const struct pr
 	n = snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, pid,
 		     m->start, m->end);
 	if (n > 0 && n < (int)sizeof(path)) {
-		fd = open_regular(path, st);
+		fd = open_regular_file(path, st);
 		if (fd >= 0)
 			return fd;
 	}
@@ -562,7 +539,7 @@ static int open_mapping_file(struct symbolizer *s, uint32_t pid, const struct pr
 		/* The running executable, when it is the deleted file (map_files needs
 		 * CAP_SYS_ADMIN; /proc/PID/exe only ptrace access). */
 		n = snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, pid);
-		fd = n > 0 && n < (int)sizeof(path) ? open_regular(path, st) : -ENAMETOOLONG;
+		fd = n > 0 && n < (int)sizeof(path) ? open_regular_file(path, st) : -ENAMETOOLONG;
 		if (fd >= 0 && st->st_ino == m->inode &&
 		    st->st_dev == makedev(m->dev_major, m->dev_minor))
 			return fd;
@@ -572,13 +549,13 @@ static int open_mapping_file(struct symbolizer *s, uint32_t pid, const struct pr
 	}
 	n = snprintf(path, sizeof(path), "%s/%u/root%s", s->proc_root, pid, m->path);
 	if (n > 0 && n < (int)sizeof(path)) {
-		fd = open_regular(path, st);
+		fd = open_regular_file(path, st);
 		if (fd >= 0 && st->st_ino == m->inode)
 			return fd;
 		if (fd >= 0)
 			close(fd);
 	}
-	fd = open_regular(m->path, st);
+	fd = open_regular_file(m->path, st);
 	if (fd >= 0 && st->st_ino != m->inode) {
 		close(fd);
 		return -ESTALE;
@@ -613,6 +590,16 @@ static int file_crc32(int fd, uint32_t *crc)
 	return 0;
 }
 
+/* Records the identity of the file that holds obj's DWARF: a lazy reader opens it only if it is
+ * still that file. */
+static void set_dwarf_identity(struct object *obj, const struct stat *st)
+{
+	obj->dwarf.dev = st->st_dev;
+	obj->dwarf.inode = st->st_ino;
+	obj->dwarf.mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	obj->dwarf.size_bytes = st->st_size;
+}
+
 /* A separate debug file for ef (the object, whose file is obj_st) at path: opened into *out with
  * its fd in *fdp when it is not the object itself and belongs to it (same build ID when both
  * have one, else the debuglink CRC when want_crc, for files up to DEBUGLINK_CRC_MAX_BYTES). With
@@ -623,7 +610,7 @@ static int try_debug_file(const char *path, const struct elf_file *ef, const str
 {
 	struct stat st;
 	uint32_t crc;
-	int fd = open_regular(path, &st), err;
+	int fd = open_regular_file(path, &st), err;
 
 	if (fd < 0)
 		return fd;
@@ -658,10 +645,11 @@ fail:
 }
 
 /* Finds the separate debug file of the object ef of mapping m of pid (see struct
- * symbolizer_opts for the order). Returns 0 with *out open and *fdp its fd, or -ENOENT. */
+ * symbolizer_opts for the order). Returns 0 with *out open, *fdp its fd and its path in
+ * found[0..len), or -ENOENT. */
 static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc_mapping *m,
 			   const struct elf_file *ef, const struct stat *obj_st,
-			   struct elf_file *out, int *fdp)
+			   struct elf_file *out, int *fdp, char *found, size_t len)
 {
 	char path[2 * PATH_MAX], name[NAME_MAX + 1], dir[PATH_MAX];
 	const char *slash;
@@ -672,7 +660,7 @@ static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc
 			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->debug_dirs[i],
 				 ef->build_id, ef->build_id + 2);
 			if (!try_debug_file(path, ef, obj_st, NULL, false, out, fdp))
-				return 0;
+				goto found;
 		}
 	}
 	if (elf_file__debuglink((struct elf_file *)ef, name, sizeof(name), &crc))
@@ -684,16 +672,38 @@ static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc
 	/* beside the object and in .debug/ there, as the process sees them */
 	snprintf(path, sizeof(path), "%s/%u/root%s/%s", s->proc_root, pid, dir, name);
 	if (!try_debug_file(path, ef, obj_st, &crc, true, out, fdp))
-		return 0;
+		goto found;
 	snprintf(path, sizeof(path), "%s/%u/root%s/.debug/%s", s->proc_root, pid, dir, name);
 	if (!try_debug_file(path, ef, obj_st, &crc, true, out, fdp))
-		return 0;
+		goto found;
 	for (size_t i = 0; i < s->nr_debug_dirs; i++) {
 		snprintf(path, sizeof(path), "%s%s/%s", s->debug_dirs[i], dir, name);
 		if (!try_debug_file(path, ef, obj_st, &crc, false, out, fdp))
-			return 0;
+			goto found;
 	}
 	return -ENOENT;
+found:
+	snprintf(found, len, "%s", path);
+	return 0;
+}
+
+/* The DWARF of obj is in its own file, that of mapping m of pid (identity st): reachable later
+ * through the path as we see it, in the process's root, or as the process's mapping. */
+static void set_dwarf_self(struct symbolizer *s, struct object *obj, uint32_t pid,
+			   const struct proc_mapping *m, const struct stat *st)
+{
+	char path[PATH_MAX + 64];
+	int n = 0;
+
+	if (!m->deleted) {
+		obj->dwarf.paths[n++] = sym_xstrdup(m->path);
+		snprintf(path, sizeof(path), "%s/%u/root%s", s->proc_root, pid, m->path);
+		obj->dwarf.paths[n++] = sym_xstrdup(path);
+	}
+	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, s->proc_root, pid,
+		 m->start, m->end);
+	obj->dwarf.paths[n++] = sym_xstrdup(path);
+	set_dwarf_identity(obj, st);
 }
 
 /* The object of file mapping m of pid, with a reference: from the cache by (dev, inode) (same
@@ -704,9 +714,11 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 {
 	uint64_t dev = makedev(m->dev_major, m->dev_minor);
 	struct elf_file ef = {}, dbg = {}, mini = {};
+	char dbg_path[2 * PATH_MAX];
 	struct elf_file *extra[2] = {};
 	struct object *obj;
 	int fd, dbg_fd = -1, err;
+	bool found_dbg = false;
 	struct stat st;
 
 	fd = open_mapping_file(s, pid, m, &st);
@@ -734,8 +746,13 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 		obj = object_cache__find_build_id(&s->objects, ef.build_id);
 		if (obj)
 			goto found;
+		/* the debug file names the functions of an object without .symtab, and holds
+		 * the source lines of one without DWARF */
+		if (!ef.has_symtab || !ef.has_dwarf)
+			found_dbg = !find_debug_file(s, pid, m, &ef, &st, &dbg, &dbg_fd, dbg_path,
+						     sizeof(dbg_path));
 		if (!ef.has_symtab) {
-			if (!find_debug_file(s, pid, m, &ef, &st, &dbg, &dbg_fd))
+			if (found_dbg)
 				extra[0] = &dbg;
 			else if (!elf_file__minidebuginfo(&ef, &mini, MINIDEBUGINFO_MAX_BYTES))
 				extra[1] = &mini;
@@ -748,6 +765,16 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 	obj->size_bytes = st.st_size;
 	if (!err)
 		err = elf_file__load(&ef, extra, 2, obj);
+	if (!err && ef.has_dwarf) {
+		set_dwarf_self(s, obj, pid, m, &st);
+	} else if (!err && found_dbg && dbg.has_dwarf) {
+		struct stat dst;
+
+		if (!fstat(dbg_fd, &dst)) {
+			obj->dwarf.paths[0] = sym_xstrdup(dbg_path);
+			set_dwarf_identity(obj, &dst);
+		}
+	}
 	elf_file__close(&ef);
 	elf_file__close(&dbg);
 	elf_file__close(&mini);

@@ -46,6 +46,15 @@ void object__range(const struct object *obj, uint64_t *start, uint64_t *limit,
  * the next symbol for kallsyms), or NULL: no guessing from the nearest symbol below. The string
  * lives as long as the object. *sym_start (may be NULL) receives the symbol's start. */
 const char *object__lookup(const struct object *obj, uint64_t addr, uint64_t *sym_start);
+/* The start of the unwind-table function extent (an .eh_frame FDE, else a .debug_frame one) that
+ * holds addr, when symbols do not cover that extent whole: true and *start, else false (a symbol
+ * names addr, or no FDE holds it). For code that object__lookup() cannot name: a static function
+ * of a stripped object, a vDSO helper without a symbol. */
+bool object__fde_start(const struct object *obj, uint64_t addr, uint64_t *start);
+/* The name of a frame at addr that no symbol names, one per function and never a neighbour's:
+ * "NAME+0xSTART" (NAME object__name(), START the start of the FDE holding addr, in hex), else
+ * "NAME+0xADDR". Written into buf (len bytes, cut to fit); returns buf. */
+const char *object__anon_name(const struct object *obj, uint64_t addr, char *buf, size_t len);
 /* For the kernel object: the module (e.g. "nf_tables", "bpf") of the symbol containing addr, or
  * NULL for the core kernel, an unknown address, or a non-kernel object. object__lookup() names
  * module functions without their module. The string lives as long as the object. */

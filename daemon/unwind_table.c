@@ -21,10 +21,6 @@
  * own CFI says the same (CFA = *(RSP + 160), RIP at RSP + 168). The BPF walker uses these. */
 #define SIGFRAME_RSP_OFF 160
 
-struct fde_range {
-	uint64_t lo, hi;
-};
-
 struct cie_info {
 	uint64_t offset;
 	uint8_t fde_enc; /* DW_EH_PE_* of initial_location and address_range */
@@ -144,9 +140,9 @@ static bool parse_cie(const Dwarf_CIE *cie, bool eh_frame, bool is64, struct cie
 
 static int cmp_fde(const void *a, const void *b)
 {
-	const struct fde_range *x = a, *y = b;
+	const struct unwind_fde *x = a, *y = b;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 static const struct cie_info *find_cie(const struct cie_info *cies, size_t nr, uint64_t offset)
@@ -187,12 +183,12 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size)
 /* Lists the FDEs of data (the CFI section at link-time address sh_addr) into *out, sorted by
  * start. FDEs whose CIE or encoding is not understood are skipped. Returns 0 or -ENOMEM. */
 static int list_fdes(Elf *elf, Elf_Data *data, bool eh_frame, uint64_t sh_addr,
-		     struct fde_range **out, size_t *nr_out)
+		     struct unwind_fde **out, size_t *nr_out)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	bool is64 = ident && ident[EI_CLASS] == ELFCLASS64;
 	struct cie_info *cies = NULL;
-	struct fde_range *fdes = NULL;
+	struct unwind_fde *fdes = NULL;
 	size_t nr_cies = 0, cap_cies = 0, nr = 0, cap = 0;
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry e;
@@ -230,7 +226,7 @@ static int list_fdes(Elf *elf, Elf_Data *data, bool eh_frame, uint64_t sh_addr,
 				continue;
 			if (!grow((void **)&fdes, &cap, nr + 1, sizeof(*fdes)))
 				goto nomem;
-			fdes[nr++] = (struct fde_range){.lo = lo, .hi = lo + len};
+			fdes[nr++] = (struct unwind_fde){.start = lo, .end = lo + len};
 		}
 	}
 	free(cies);
@@ -451,43 +447,72 @@ static void read_segments(Elf *elf, struct unwind_table *out)
 	}
 }
 
-static int build(Elf *elf, struct unwind_table *out)
+/* The CFI of elf: .eh_frame, else .debug_frame (decompressed). On success *data is the
+ * section's data, *sh_addr its link-time address, *eh whether it is .eh_frame, and *cfi (may be
+ * NULL when not wanted) libdw's reader of it, to free with end_cfi(). Returns 0, -ENOENT when
+ * there is no CFI, or -ENOEXEC. */
+static int open_cfi(Elf *elf, Elf_Data **data, uint64_t *sh_addr, bool *eh, Dwarf **dw,
+		    Dwarf_CFI **cfi)
 {
-	struct builder b = {0};
-	struct fde_range *fdes = NULL;
-	size_t nr_fdes = 0;
-	Dwarf *dw = NULL;
-	Dwarf_CFI *cfi = NULL;
-	Elf_Data *data;
-	Elf_Scn *scn;
 	GElf_Shdr shdr;
-	GElf_Ehdr ehdr;
-	bool eh = true;
-	int err;
+	Elf_Scn *scn;
 
-	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64)
-		return -ENOEXEC;
-	read_segments(elf, out);
+	*dw = NULL;
+	if (cfi)
+		*cfi = NULL;
+	*eh = true;
 	scn = find_section(elf, ".eh_frame", &shdr);
 	if (scn && shdr.sh_size > 4) {
-		cfi = dwarf_getcfi_elf(elf);
+		if (cfi)
+			*cfi = dwarf_getcfi_elf(elf);
 	} else {
-		eh = false;
+		*eh = false;
 		scn = find_section(elf, ".debug_frame", &shdr);
 		if (!scn)
 			return -ENOENT;
 		if ((shdr.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
 			return -ENOEXEC;
 		gelf_getshdr(scn, &shdr);
-		dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-		cfi = dw ? dwarf_getcfi(dw) : NULL;
+		if (cfi) {
+			*dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+			*cfi = *dw ? dwarf_getcfi(*dw) : NULL;
+		}
 	}
-	data = scn ? elf_getdata(scn, NULL) : NULL;
-	if (!cfi || !data || !data->d_buf) {
-		err = -ENOEXEC;
+	*data = elf_getdata(scn, NULL);
+	*sh_addr = shdr.sh_addr;
+	if ((cfi && !*cfi) || !*data || !(*data)->d_buf)
+		return -ENOEXEC;
+	return 0;
+}
+
+static void end_cfi(Dwarf *dw, Dwarf_CFI *cfi)
+{
+	if (dw)
+		dwarf_end(dw); /* ends its CFI too */
+	else if (cfi)
+		dwarf_cfi_end(cfi);
+}
+
+static int build(Elf *elf, struct unwind_table *out)
+{
+	struct builder b = {0};
+	struct unwind_fde *fdes = NULL;
+	size_t nr_fdes = 0;
+	Dwarf *dw = NULL;
+	Dwarf_CFI *cfi = NULL;
+	Elf_Data *data;
+	GElf_Ehdr ehdr;
+	uint64_t sh_addr;
+	bool eh;
+	int err;
+
+	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_machine != EM_X86_64)
+		return -ENOEXEC;
+	read_segments(elf, out);
+	err = open_cfi(elf, &data, &sh_addr, &eh, &dw, &cfi);
+	if (err)
 		goto out;
-	}
-	err = list_fdes(elf, data, eh, shdr.sh_addr, &fdes, &nr_fdes);
+	err = list_fdes(elf, data, eh, sh_addr, &fdes, &nr_fdes);
 	if (err)
 		goto out;
 	if (!nr_fdes) {
@@ -495,17 +520,17 @@ static int build(Elf *elf, struct unwind_table *out)
 		goto out;
 	}
 	for (size_t i = 0; i < nr_fdes; i++) {
-		uint64_t hi = fdes[i].hi;
+		uint64_t hi = fdes[i].end;
 
 		/* an FDE overlapping the next one ends where it starts */
-		if (i + 1 < nr_fdes && fdes[i + 1].lo < hi)
-			hi = fdes[i + 1].lo;
-		if (hi <= fdes[i].lo)
+		if (i + 1 < nr_fdes && fdes[i + 1].start < hi)
+			hi = fdes[i + 1].start;
+		if (hi <= fdes[i].start)
 			continue;
-		err = fde_rows(cfi, &b, fdes[i].lo, hi);
+		err = fde_rows(cfi, &b, fdes[i].start, hi);
 		if (err)
 			goto out;
-		if (i + 1 == nr_fdes || fdes[i + 1].lo > hi) {
+		if (i + 1 == nr_fdes || fdes[i + 1].start > hi) {
 			err = emit(&b, hi, (struct tp_unwind_row){.cfa_type = TP_CFA_NONE});
 			if (err)
 				goto out;
@@ -522,11 +547,24 @@ static int build(Elf *elf, struct unwind_table *out)
 out:
 	free(b.rows);
 	free(fdes);
-	if (dw)
-		dwarf_end(dw); /* ends its CFI too */
-	else if (cfi)
-		dwarf_cfi_end(cfi);
+	end_cfi(dw, cfi);
 	return err;
+}
+
+int unwind_table__fdes(Elf *elf, struct unwind_fde **out, size_t *nr)
+{
+	Elf_Data *data;
+	uint64_t sh_addr;
+	Dwarf *dw;
+	bool eh;
+	int err;
+
+	*out = NULL;
+	*nr = 0;
+	err = open_cfi(elf, &data, &sh_addr, &eh, &dw, NULL);
+	if (err)
+		return err;
+	return list_fdes(elf, data, eh, sh_addr, out, nr);
 }
 
 int unwind_table__build_fd(int fd, struct unwind_table *out)

@@ -44,6 +44,20 @@ struct unwind_table {
  * -ENOMEM. *out is left empty on error. */
 int unwind_table__build_fd(int fd, struct unwind_table *out);
 
+/* The extent of one FDE: link-time addresses [start, end). */
+struct unwind_fde {
+	uint64_t start, end;
+};
+
+struct Elf;
+
+/* The FDEs of elf's .eh_frame (else .debug_frame, decompressed in elf's memory): the function
+ * extents the unwind table is built from, for naming code that no symbol covers. Sorted by start;
+ * FDEs whose CIE or pointer encoding is not understood are left out. *out is malloc'd (the
+ * caller frees it), *nr its length. Returns 0, -ENOENT when there is no CFI, -ENOEXEC or
+ * -ENOMEM (*out NULL). */
+int unwind_table__fdes(struct Elf *elf, struct unwind_fde **out, size_t *nr);
+
 /* Frees the rows and leaves t empty. NULL allowed. */
 void unwind_table__clear(struct unwind_table *t);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Benchmark of the symbolizer's object cache: for each ELF object given, the cold cost of reading
  * its symbols (libelf + the flattened table; with its separate debug file when one is found
- * under /usr/lib/debug/.build-id), the memory the cached table takes, and cached lookups per
+ * under /usr/lib/debug/.build-id; and the FDEs its symbols leave uncovered, when it has no
+ * .symtab), the memory the cached table takes (those FDEs included), and cached lookups per
  * second at random addresses of its code. Prints one line per object; medians of 5 cold loads.
  * Usage: tp_bench_symbolize OBJECT... */
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_object.h"
 #include "elf_object.h"
 
 static double now_s(void)
@@ -29,46 +31,10 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Loads path (and its build-ID debug file, if any) into a new object; NULL on failure. */
-static struct object *load(const char *path, bool *with_debug)
-{
-	struct elf_file ef, dbg = {};
-	struct elf_file *extra[1] = {};
-	struct object *obj;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), dfd = -1;
-
-	if (fd < 0 || elf_file__open(&ef, fd)) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	if (!ef.has_symtab && ef.build_id[0]) {
-		char dpath[512];
-
-		snprintf(dpath, sizeof(dpath), "/usr/lib/debug/.build-id/%.2s/%s.debug", ef.build_id,
-			 ef.build_id + 2);
-		dfd = open(dpath, O_RDONLY | O_CLOEXEC);
-		if (dfd >= 0 && !elf_file__open(&dbg, dfd))
-			extra[0] = &dbg;
-	}
-	*with_debug = extra[0] != NULL;
-	obj = object__new(path);
-	if (elf_file__load(&ef, extra, 1, obj)) {
-		object__put(obj);
-		obj = NULL;
-	}
-	elf_file__close(&ef);
-	elf_file__close(&dbg);
-	if (dfd >= 0)
-		close(dfd);
-	close(fd);
-	return obj;
-}
-
 int main(int argc, char **argv)
 {
-	printf("%-58s %8s %9s %10s %9s %12s\n", "object", "MB", "functions", "cold ms", "table MB",
-	       "lookups/s");
+	printf("%-58s %8s %9s %7s %10s %9s %12s\n", "object", "MB", "functions", "FDEs", "cold ms",
+	       "table MB", "lookups/s");
 	for (int a = 1; a < argc; a++) {
 		double cold[5], t0, per_s;
 		struct object *obj = NULL;
@@ -83,7 +49,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 5; i++) {
 			object__put(obj);
 			t0 = now_s();
-			obj = load(argv[a], &with_debug);
+			obj = bench_object(argv[a], &with_debug);
 			cold[i] = now_s() - t0;
 			if (!obj)
 				break;
@@ -103,9 +69,10 @@ int main(int argc, char **argv)
 		}
 		per_s = n / (now_s() - t0);
 		bytes = obj->symtab.nr_spans * sizeof(struct sym_span) + obj->symtab.names_bytes +
-			obj->nr_segs * sizeof(struct elf_segment) + sizeof(*obj);
-		printf("%-58s %8.1f %9zu %10.1f %9.2f %12.3g%s\n", argv[a], size / 1e6,
-		       obj->symtab.nr_spans, cold[2] * 1e3, bytes / 1e6, per_s,
+			obj->nr_segs * sizeof(struct elf_segment) + sizeof(*obj) +
+			obj->nr_fdes * sizeof(*obj->fdes);
+		printf("%-58s %8.1f %9zu %7zu %10.1f %9.2f %12.3g%s\n", argv[a], size / 1e6,
+		       obj->symtab.nr_spans, obj->nr_fdes, cold[2] * 1e3, bytes / 1e6, per_s,
 		       with_debug ? "  (with debug file)" : "");
 		fflush(stdout);
 		(void)found;

@@ -25,9 +25,13 @@ STATUS = {
     "objects": 41, "processes": 7, "some_future_key": {"nested": [1, 2]},
     "gc": {"enabled": True, "probes_attached": 3, "objects": [
         {"runtime": "python", "path": "/usr/bin/python3.11", "state": "attached",
-         "processes": 2, "probes": 2},
+         "processes": 2, "probes": 2, "method": "usdt", "version": "3.11"},
+        {"runtime": "python", "path": "/opt/py/lib/libpython3.11.so.1.0", "state": "attached",
+         "processes": 1, "probes": 2, "method": "uprobe", "version": "3.11"},
         {"runtime": "go", "path": "/srv/app", "state": "unsupported", "processes": 1,
-         "probes": 0, "reason": "stripped Go binary"}]},
+         "probes": 0, "method": "none", "reason": "stripped Go binary"},
+        {"runtime": "jvm", "path": "/old/libjvm.so", "state": "attached", "processes": 1,
+         "probes": 4}]},
     "features": {
         "cpu_sampling": {"enabled": True, "variant": "perf_event/cpu-clock", "reason": ""},
         "eh_frame_unwinding": {"enabled": False, "variant": "frame_pointers",
@@ -399,11 +403,13 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
             if not FakeDaemon.state_dir:
                 self.reply(409, b'{"error": "no state directory: start tailprofd with '
                            b'--state-dir DIR"}')
-            elif any(x["name"] == q["name"][0] for x in FakeDaemon.snapshots):
+            elif (any(x["name"] == q["name"][0] for x in FakeDaemon.snapshots) and
+                  q.get("replace") != ["1"]):
                 self.reply(409, b'{"error": "name: a snapshot of that name exists"}')
             else:
                 snap = dict(SNAPSHOT, name=q["name"][0])
-                FakeDaemon.snapshots.append(snap)
+                FakeDaemon.snapshots = [x for x in FakeDaemon.snapshots
+                                        if x["name"] != snap["name"]] + [snap]
                 self.reply(201, json.dumps(snap).encode())
         elif self.path != "/api/v1/marks":
             self.reply(404, b'{"error": "no such path"}')
@@ -479,6 +485,14 @@ def main():
         check("tailprofd 0.1.0 on h (kernel 6.1.0), pid 123, up 5m0s" in text, text)
         check("99 Hz on 2 CPUs" in text and "12 of 360 (10s each" in text, text)
         check(FakeDaemon.requests == ["/api/v1/status"], FakeDaemon.requests)
+        # each GC object says how it is probed ("-": not probed, or a daemon that does not say)
+        gc = [ln.split() for ln in text.splitlines()
+              if ln.split()[:1] in (["python"], ["go"], ["jvm"])]
+        check([g[:5] for g in gc] == [
+            ["python", "attached", "usdt", "2", "processes"],
+            ["python", "attached", "uprobe", "1", "processes"],
+            ["go", "unsupported", "-", "1", "processes"],
+            ["jvm", "attached", "-", "1", "processes"]], gc)
 
     def status_features():
         rc, out, err = t.run("--server", url, "status")
@@ -1166,6 +1180,12 @@ def main():
                  "--min-effect: '2%' is not a percentage"),
                 (["--before", "snap:a", "--after", "snap:b", "--alpha", "1.5"],
                  "--alpha: '1.5' is not a false discovery rate"),
+                (["--before", "snap:a", "--after", "snap:b", "--alpha", "0.7"],
+                 "--alpha: '0.7' is not a false discovery rate"),
+                (["--before", "snap:a", "--after", "snap:b", "--min-effect", "200"],
+                 "--min-effect: '200' is not a percentage from 0 to 100"),
+                (["--before", "snap:a", "--after", "snap:b", "--seed", "9223372036854775808"],
+                 "is not a seed"),
                 (["--before", "snap:a", "--after", "snap:b", "--seed", "x"],
                  "--seed: 'x' is not a seed"),
                 (["--before", "snap:a", "--after", "snap:b", "--gate-functions"],
@@ -1213,6 +1233,9 @@ def main():
         # a name taken: the server's message, exit 1
         rc, out, err = t.run("--server", url, "snapshot", "save", "x")
         check(rc == 1 and "server error (409): name: a snapshot of that name exists" in err, err)
+        rc, out, err = t.run("--server", url, "snapshot", "save", "x", "--replace")
+        check(rc == 0 and FakeDaemon.requests == ["/api/v1/snapshots?name=x&replace=1"],
+              (rc, err, FakeDaemon.requests))
         rc, out, err = t.run("--server", url, "snapshot", "rm", "load-test.2")
         check(rc == 0 and out == b"removed snapshot load-test.2\n", f"rc {rc}, {err}")
         check(FakeDaemon.requests == ["/api/v1/snapshots/load-test.2"], FakeDaemon.requests)
@@ -1286,7 +1309,9 @@ def main():
                 ("cut.pb", PPROF_AFTER[:-5], "not a pprof profile"),
                 ("corrupt.pb.gz", b"\x1f\x8b\x09" + gzip.compress(PPROF_BEFORE)[3:],
                  "not valid gzip data (unknown compression method)"),
-                ("empty.pb", b"", "no sample types")):
+                ("empty.pb", b"", "no sample types"),
+                ("diff.pb", pprof([(["hot", "main"], 100), (["cold", "main"], -90)]),
+                 "negative value (-90): a diff profile?")):
             path = os.path.join(d, name)
             with open(path, "wb") as f:
                 f.write(data)

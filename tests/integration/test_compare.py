@@ -183,12 +183,16 @@ def test_snapshot_needs_state_dir():
         except urllib.error.HTTPError as e:
             body = e.read().decode()
             assert e.code == 409 and "--state-dir" in body, (e.code, body)
-        # a range of the ring still compares without one
+        # a range of the ring still compares without one; an empty side is refused
+        time.sleep(3)
         now = time.time_ns() // SEC
-        r = json.loads(run([CLI, "--server", d.url, "compare", "--before",
-                            "%d..%d" % (now - 2, now - 1), "--after",
-                            "%d..%d" % (now - 1, now), "--json"]).stdout)
-        assert "conditions" in r, r
+        out = run([CLI, "--server", d.url, "compare", "--before", "%d..%d" % (now - 6, now),
+                   "--after", "%d..%d" % (now - 6, now), "--json"])
+        assert out.returncode == 0 and json.loads(out.stdout)["conditions"]["before"][
+            "windows"] >= 3, out
+        out = run([CLI, "--server", d.url, "compare", "--before", "1000..2000", "--after",
+                   "%d..%d" % (now - 6, now)])
+        assert out.returncode == 1 and "no closed window" in out.stderr, out
     finally:
         d.stop()
 

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Integration tests of symbolization on real hosts: separate debug files, executables replaced
 while they run, mount and PID namespaces, the vDSO, JIT perf maps, callers after a noreturn call,
-demangling, process and thread names. Real BPF as root, workloads with known answers.
+demangling, process and thread names, source lines from DWARF, frames without a symbol named
+by their unwind table's function extent, the main binary as a profile's first mapping. Real BPF
+as root, workloads with known answers.
 
 Usage: test_symbols.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure."""
@@ -21,6 +23,7 @@ from test_daemon import (BUILD, WL, Daemon, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
 FREQ = 997
+WL_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads")
 
 
 def build_id(path):
@@ -48,6 +51,59 @@ def run_workload(name, *args):
     return pid
 
 
+def source_line(path, text):
+    """The line number of the only line of source file path that contains text."""
+    with open(path) as f:
+        found = [i + 1 for i, line in enumerate(f) if text in line]
+    assert len(found) == 1, (path, text, found)
+    return found[0]
+
+
+def function_body(path, signature):
+    """(first, last) line numbers of the C function whose definition line holds signature: from
+    that line to the brace that closes its body."""
+    first = source_line(path, signature)
+    with open(path) as f:
+        lines = f.read().split("\n")
+    depth, opened = 0, False
+    for i in range(first - 1, len(lines)):
+        depth += lines[i].count("{") - lines[i].count("}")
+        opened = opened or "{" in lines[i]
+        if opened and depth == 0:
+            return first, i + 1
+    raise AssertionError("no end of %s in %s" % (signature, path))
+
+
+def fde_extents(image):
+    """[(start, end)] of the FDEs in the .eh_frame of ELF file image, as readelf lists them."""
+    out = run(["readelf", "-W", "--debug-dump=frames", image]).stdout
+    return [(int(m.group(1), 16), int(m.group(2), 16))
+            for m in re.finditer(r"FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", out)]
+
+
+def symbol_extent(path, name):
+    """(start, end) of the sized function symbol name in path's .symtab."""
+    for line in run(["readelf", "-W", "--syms", path]).stdout.splitlines():
+        col = line.split()
+        if len(col) == 8 and col[7] == name and col[3] == "FUNC":
+            return int(col[1], 16), int(col[1], 16) + int(col[2])
+    raise AssertionError("no symbol %s in %s" % (name, path))
+
+
+def check_fde_names(frames, prefix, fdes):
+    """Frames named prefix+0xSTART are named after the FDE that holds them: START is that FDE's
+    start, so all the addresses of one function have one name. Returns how many there were."""
+    seen = 0
+    for f in frames:
+        if not f["function"].startswith(prefix):
+            continue
+        seen += 1
+        start = int(f["function"][len(prefix):], 16)
+        holding = [a for a, b in fdes if a <= f["address"] < b]
+        assert holding == [start], (f, holding)
+    return seen
+
+
 # ---- tests: d has --debug-dir DEBUG_DIR then /usr/lib/debug; bare has an empty debug dir ----
 
 def test_libc_local_functions_from_libc6_dbg(d, bare):
@@ -69,13 +125,13 @@ def test_libc_local_functions_from_libc6_dbg(d, bare):
     assert own and share(own, below_main) >= 0.9, [names(s) for s in own[:3]]
     local = {f["address"] for s in named for f in s["frames"]
              if f["function"].startswith("msort_with_tmp")}
-    seen = 0
-    for s in plain:
-        for f in s["frames"]:
-            if f["address"] in local:
-                seen += 1
-                assert f["function"] == "libc.so.6+0x%x" % f["address"], f
+    # without them, libc.so.6+0xSTART of the FDE that holds the address: one name per function
+    libc = next(f["mapping"] for s in plain for f in s["frames"]
+                if (f["mapping"] or "").endswith("/libc.so.6"))
+    seen = [f for s in plain for f in s["frames"] if f["address"] in local]
     assert seen, "the daemon without debug files saw none of msort_with_tmp's addresses"
+    assert check_fde_names(seen, "libc.so.6+0x", fde_extents(libc)) == len(seen), \
+        {f["function"] for f in seen}
 
 
 def test_stripped_executable_with_build_id_debug_file(d, bare):
@@ -91,6 +147,19 @@ def test_stripped_executable_with_build_id_debug_file(d, bare):
     exe = os.path.join(WL, "tp_debug_only_stripped")
     assert {f["build_id"] for s in named for f in s["frames"]
             if f["mapping"] == exe} == {build_id(exe)}
+    # without a symbol: one name for the whole function, its FDE's start (the symbol's start in
+    # the unstripped build)
+    start, end = symbol_extent(os.path.join(WL, "tp_debug_only"), "only_in_debug_file")
+    frames = [f for s in plain for f in s["frames"] if f["mapping"] == exe]
+    assert check_fde_names(frames, "tp_debug_only_stripped+0x", fde_extents(exe)) > 0
+    assert {f["function"] for f in frames if start <= f["address"] < end} == \
+        {"tp_debug_only_stripped+0x%x" % start}
+    # the debug file has the DWARF too: source lines of the stripped executable
+    src = os.path.realpath(os.path.join(WL_SRC, "debug_only.c"))
+    first, last = function_body(src, "void only_in_debug_file(double seconds)")
+    lines = [f for s in named for f in s["frames"] if f["function"] == "only_in_debug_file"]
+    assert lines and all(f["file"] == src and first <= f["line"] <= last for f in lines), \
+        {(f["file"], f["line"]) for f in lines}
 
 
 def test_executable_deleted_and_replaced(d):
@@ -175,9 +244,9 @@ def test_jit_perf_map_rewritten_entry(d):
 
 
 def vdso_image(pid):
-    """(build ID, {name: [(start, end)]}) of the vDSO mapped in process pid, read from its memory:
-    the sized symbols of its .dynsym by link-time address (what a location's address is), names
-    without their version."""
+    """(build ID, {name: [(start, end)]}, [(FDE start, end)]) of the vDSO mapped in process pid,
+    read from its memory: the sized symbols of its .dynsym by link-time address (what a
+    location's address is), names without their version, and its FDEs."""
     with open("/proc/%d/maps" % pid) as f:
         lo, hi = next([int(x, 16) for x in line.split()[0].split("-")] for line in f
                       if line.rstrip().endswith("[vdso]"))
@@ -193,17 +262,18 @@ def vdso_image(pid):
             if len(col) == 8 and col[0].endswith(":") and col[2].isdigit() and int(col[2]):
                 start = int(col[1], 16)
                 syms.setdefault(col[7].split("@")[0], []).append((start, start + int(col[2])))
-        return build_id(tmp.name), syms
+        return build_id(tmp.name), syms, fde_extents(tmp.name)
 
 
 def test_vdso_leaf(d):
     # The hot code of clock_gettime in the vDSO may be a local helper that no vDSO symbol covers
     # (on 6.18.44 at [vdso]+0x7bd, in 2 of 3 samples): a frame in the vDSO is named by a vDSO
-    # symbol that covers its address, or [vdso]+0xOFFSET, never by a neighbour. What holds on
-    # every kernel is the chain: the vDSO's clock_gettime <- libc's wrapper <- read_clocks.
+    # symbol that covers its address, or [vdso]+0xSTART after the FDE that holds it (one name
+    # for the helper), never by a neighbour. What holds on every kernel is the chain: the
+    # vDSO's clock_gettime <- libc's wrapper <- read_clocks.
     p, pid = start_workload("tp_vdso", 3.5)
     started = time.time()
-    vdso_id, syms = vdso_image(pid)
+    vdso_id, syms, fdes = vdso_image(pid)
     p.wait()
     wait_drained()
     assert {"clock_gettime", "__vdso_clock_gettime"} & set(syms), syms
@@ -214,10 +284,13 @@ def test_vdso_leaf(d):
         at = f["address"]  # a caller's is already the byte before its return address
         covering = [n for n, spans in syms.items() if any(a <= at < b for a, b in spans)]
         if f["function"].startswith("[vdso]+0x"):
-            assert int(f["function"][len("[vdso]+0x"):], 16) == at and not covering, \
-                (f, covering)
+            assert not covering, (f, covering)
         else:
             assert f["function"] in covering, (f, covering)
+    # a helper without a symbol is one function: named after the FDE that holds it
+    unnamed = check_fde_names(frames, "[vdso]+0x", fdes)
+    print("  vDSO frames without a symbol: %d, named by %d FDE(s)" %
+          (unnamed, len({f["function"] for f in frames if f["function"].startswith("[vdso]")})))
     leaves = sorted({s["frames"][0]["function"] for s in ss if s["frames"][0]["mapping"] ==
                      "[vdso]"})
     print("  vDSO leaves: %s" % leaves)
@@ -246,6 +319,60 @@ def test_vdso_leaf(d):
     got = share(late, chain)
     print("  of those from 1 s on, the chain to read_clocks in %.1f%%" % (100 * got))
     assert got >= 0.95, (got, [names(s) for s in late if not chain(s)][:5])
+
+
+def test_source_lines_and_main_mapping(d):
+    # tp_hotcold is built -g: its own DWARF gives hot_function's file and line (where its samples
+    # are: inside its body), run_rounds's line where it calls hot_function, and the function's
+    # first line; the profile of the process lists its executable first
+    p, pid = start_workload("tp_hotcold", 1.5)
+    p.wait()
+    wait_drained()
+    prof, _ = d.profile("last=1m&pid=%d" % pid)
+    ss = of_pid(prof, pid)
+    exe = os.path.join(WL, "tp_hotcold")
+    assert prof.mapping_order[0] == exe, prof.mapping_order
+    assert prof.raw["mapping"][0]["has_line_numbers"]
+    src = os.path.realpath(os.path.join(WL_SRC, "hot_cold.c"))
+    first, last = function_body(src, "void hot_function(void)")
+    call = source_line(src, "\t\thot_function();")
+    hot = [(s, i) for s in ss for i, f in enumerate(s["frames"]) if f["function"] == "hot_function"]
+    assert share(ss, lambda s: "hot_function" in names(s)) >= 0.5
+    for s, i in hot:
+        f = s["frames"][i]
+        assert f["mapping"] == exe and f["file"] == src, f
+        assert first <= f["line"] <= last and f["lines"][-1]["start_line"] == first, \
+            (f["lines"], first, last)
+        # now_ns() is inlined into it: then it is the first Line, hot_function the last
+        assert all(ln["line"] > 0 for ln in f["lines"]), f["lines"]
+    callers = [s["frames"][i + 1] for s, i in hot if i + 1 < len(s["frames"])]
+    assert callers and all(c["function"] == "run_rounds" and c["line"] == call and
+                           c["file"] == src for c in callers), \
+        {(c["function"], c["line"]) for c in callers}
+    print("  hot_function at %s:%s, called from line %d" %
+          (os.path.basename(src), sorted({s["frames"][i]["line"] for s, i in hot}), call))
+    # go tool pprof reads the lines as they are
+    status, _, body = d.get("/api/v1/profile?last=1m&pid=%d" % pid)
+    assert status == 200
+    tmp = tempfile.mkdtemp(dir=BUILD)
+    path = os.path.join(tmp, "cpu.pb.gz")
+    with open(path, "wb") as f:
+        f.write(body)
+    env = dict(os.environ, HOME=tmp, PPROF_TMPDIR=tmp)
+    outs = {}
+    for flags in (["-top", "-lines"], ["-traces"], ["-list", "^hot_function$"]):
+        r = run(["go", "tool", "pprof"] + flags + [path], env=env, timeout=60)
+        assert r.returncode == 0, (flags, r.stderr)
+        assert "warning" not in r.stderr.lower() and "failed" not in r.stderr.lower(), \
+            (flags, r.stderr)
+        outs[flags[0]] = r.stdout
+    assert "File: tp_hotcold" in outs["-top"], outs["-top"][:500]
+    got = {int(x) for x in re.findall(r"hot_function \S*hot_cold\.c:(\d+)", outs["-top"])}
+    assert got and all(first <= x <= last for x in got), (got, outs["-top"][:2000])
+    assert "hot_function" in outs["-traces"]
+    # -list finds the source by the file name and annotates hot_function's body
+    assert "BURN_NS(3000000);" in outs["-list"], outs["-list"][:2000]
+    shutil.rmtree(tmp)
 
 
 def test_caller_after_a_noreturn_call(d):
@@ -310,7 +437,8 @@ def main():
     tests = [test_libc_local_functions_from_libc6_dbg,
              test_stripped_executable_with_build_id_debug_file,
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,
-             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_caller_after_a_noreturn_call,
+             test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_source_lines_and_main_mapping,
+             test_caller_after_a_noreturn_call,
              test_demangled_cxx_and_rust_names,
              test_process_and_thread_names]
     def cleanup():

@@ -67,7 +67,7 @@ fetch status.json /api/v1/status
 # A first run loads the unwind tables of tp_offcpu and libc (several seconds under emulation): the
 # checked run's first blocks then get their callers, as on a host where tables load in ms.
 /wl/tp_offcpu 1 >/dev/null
-# Phase 1 (6 s): a CPU-bound function, off-CPU sleeps, a stage, GC pauses.
+# Phase 1 (6 s): a CPU-bound function, off-CPU sleeps, a stage, GC pauses (USDT).
 /wl/tp_hotcold 6 >/tmp/hotcold.pid &
 w1=$!
 /wl/tp_pipeline 6 /tmp/pipeline.log >/tmp/pipeline.pid &
@@ -88,9 +88,13 @@ wait $w1 $w2 $w3
 echo "KM runq-to $(date +%s)"
 # Phase 3 (4 s): slow requests whose spans are accounted (a stage of their own).
 /wl/tp_request 4 /tmp/request.log >/tmp/request.pid
+# Phase 4 (4 s), on its own so as not to load the timed phases: GC pauses by uprobe and
+# uretprobe, nested calls included.
+/wl/python3.11-gc-uprobe-standin 4 >/tmp/gcup.txt
 sleep 2 # two drains: everything that ended is in a window
 
-for f in hotcold.pid pipeline.pid pipeline.log gc.txt offcpu.txt hogs.pid request.pid request.log; do
+for f in hotcold.pid pipeline.pid pipeline.log gc.txt gcup.txt offcpu.txt hogs.pid request.pid \
+	request.log; do
 	emit "$f" "/tmp/$f"
 done
 fetch cpu.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/hotcold.pid)"
@@ -98,6 +102,7 @@ fetch offcpu.pb.gz "/api/v1/profile?type=offcpu&last=5m&pid=$(head -1 /tmp/offcp
 fetch stages.json "/api/v1/stages?last=10m"
 fetch spans.json "/api/v1/spans?stage=request&last=10m"
 fetch gc.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gc.txt)"
+fetch gcup.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gcup.txt)"
 fetch windows.json "/api/v1/windows?last=10m"
 fetch metrics.txt /metrics
 fetch status-after.json /api/v1/status

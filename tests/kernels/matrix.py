@@ -5,7 +5,8 @@ with a small initramfs holding tailprofd, its libraries and workloads with known
 (guest_init.sh), and checks in each what the host's integration tests check: which BPF objects
 load (tailprofd --check), CPU samples with their caller chain, an off-CPU sleep of known length
 with its stack, run-queue latency of three hogs on one CPU, a stage's latency from uprobes, GC
-pauses from USDT probes. Prints one line per kernel and feature, then 'N passed, M failed'.
+pauses from USDT probes and from a uprobe and uretprobe pair (nested calls included). Prints one
+line per kernel and feature, then 'N passed, M failed'.
 
 Kernels come from Debian's registry (apt-get download, dpkg-deb -x; never installed into the
 host's /boot) and are cached in TAILPROF_KMATRIX_CACHE (default /var/cache/tailprof-kmatrix), so
@@ -198,7 +199,10 @@ def build_initramfs(build, workdir):
     for name, as_name in (("tp_hotcold", "tp_hotcold"), ("tp_pipeline", "tp_pipeline"),
                           ("tp_offcpu", "tp_offcpu"), ("tp_request", "tp_request"),
                           # an executable with CPython's GC probes is taken for a CPython
-                          ("tp_gc_standin", "python3-gc-standin")):
+                          ("tp_gc_standin", "python3-gc-standin"),
+                          # one without, with 3.11's collector function: a CPython 3.11 probed
+                          # by uprobes
+                          ("tp_gc_standin_uprobe", "python3.11-gc-uprobe-standin")):
         binaries[os.path.join(wl, name)] = "wl/" + as_name
     libs = set()
     for src, dst in binaries.items():
@@ -484,9 +488,47 @@ def check_gc(keys, files):
         len(evs), len(made), len(made) - len(since))
 
 
+def check_gc_uprobe(keys, files):
+    """The stand-in without USDT: every call of its collector from the first one seen on is an
+    event with its generation and return value, in order; nested calls (one in four) inside
+    their outer call's; each duration between the call's body's own time and its caller's (the
+    same clock: exact, however slow the emulation); the status says it is probed by uprobe."""
+    lines = files["gcup.txt"].decode().split("\n")
+    made = [tuple(map(int, line.split())) for line in lines[1:] if line.strip()]
+    evs = sorted(json.loads(files["gcup.json"])["events"], key=lambda e: e["start_unix_ns"])
+    assert evs, "no GC event of %d calls" % len(made)
+    # each call returns its own number: the first event says where the daemon came in
+    first = [i for i, m in enumerate(made) if m[3] == evs[0]["collected"]]
+    assert first, "first event %s is none of the calls" % evs[0]
+    since = made[first[0]:]
+    assert len(evs) == len(since), "%d events, %d calls since the first" % (len(evs), len(since))
+    over = []
+    for i, (e, (_, ns, gen, ret, depth, body)) in enumerate(zip(evs, since)):
+        assert (e["runtime"], e["generation"], e["collected"]) == ("python", gen, ret), \
+            (e, since[i])
+        assert body <= e["duration_ns"] <= ns, "%d ns, the body %d, the caller %d: %s" % (
+            e["duration_ns"], body, ns, e)
+        over.append((e["duration_ns"] - body) / body)
+        if depth:
+            outer = evs[i - 1]
+            assert i > 0 and outer["start_unix_ns"] <= e["start_unix_ns"] and \
+                e["start_unix_ns"] + e["duration_ns"] <= \
+                outer["start_unix_ns"] + outer["duration_ns"], (outer, e)
+    nested = sum(1 for m in since if m[4])
+    assert nested, "no nested call among %d" % len(since)
+    st = json.loads(files["status-after.json"])
+    obj = [o for o in st["gc"]["objects"] if o["path"].endswith("python3.11-gc-uprobe-standin")]
+    assert obj and obj[0].get("method") == "uprobe", "status: %s" % obj
+    over.sort()
+    return "%d of %d calls (attached after %d), %d nested, each between its body's time and " \
+        "its caller's (+%.1f%% median over the body)" % (
+            len(evs), len(made), len(made) - len(since), nested, 100 * over[len(over) // 2])
+
+
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
+          ("gc_uprobe", check_gc_uprobe),
           ("shutdown", check_shutdown)]
 
 

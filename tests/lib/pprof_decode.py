@@ -89,7 +89,8 @@ LABEL = {1: ("key", "sint"), 2: ("str", "sint"), 3: ("num", "sint"), 4: ("num_un
 SAMPLE = {1: ("location_id", ["int"]), 2: ("value", ["sint"]), 3: ("label", [LABEL])}
 MAPPING = {1: ("id", "int"), 2: ("memory_start", "int"), 3: ("memory_limit", "int"),
            4: ("file_offset", "int"), 5: ("filename", "sint"), 6: ("build_id", "sint"),
-           7: ("has_functions", "bool"), 8: ("has_filenames", "bool")}
+           7: ("has_functions", "bool"), 8: ("has_filenames", "bool"),
+           9: ("has_line_numbers", "bool"), 10: ("has_inline_frames", "bool")}
 LINE = {1: ("function_id", "int"), 2: ("line", "sint")}
 LOCATION = {1: ("id", "int"), 2: ("mapping_id", "int"), 3: ("address", "int"),
             4: ("line", [LINE])}
@@ -104,7 +105,12 @@ PROFILE = {1: ("sample_type", [VALUE_TYPE]), 2: ("sample", [SAMPLE]), 3: ("mappi
 
 class Profile:
     """A decoded profile with resolved names: samples as dicts with 'values', 'labels' and
-    'frames' (leaf first; each frame a dict with function, mapping file, address)."""
+    'frames' (leaf first; each frame a dict with function, mapping file, address). A frame's
+    'function', 'system_name', 'file' and 'line' are those of its location's last Line (the
+    out-of-line function the address is in: its symbol); 'lines' lists all of them as pprof has
+    them, the functions inlined there first (innermost first), each a dict with function,
+    system_name, file, line and start_line. mapping_order: the mappings' files in profile
+    order (pprof takes the first for the main binary)."""
 
     def __init__(self, data):
         raw = _message(gzip.decompress(data), PROFILE)
@@ -123,19 +129,27 @@ class Profile:
         self.functions = {f["id"]: dict(f, name=st[f["name"]], system_name=st[f["system_name"]],
                                         filename=st[f["filename"]])
                           for f in raw["function"]}
+        self.mapping_order = [st[m["filename"]] for m in raw["mapping"]]
         self.locations = {}
         for loc in raw["location"]:
-            f = self.functions[loc["line"][0]["function_id"]] if loc["line"] else None
+            lines = []
+            for ln in loc["line"]:
+                f = self.functions[ln["function_id"]]
+                lines.append({"function": f["name"], "system_name": f["system_name"],
+                              "file": f["filename"], "line": ln["line"],
+                              "start_line": f["start_line"]})
+            last = lines[-1] if lines else None
             m = self.mappings.get(loc["mapping_id"])
-            self.locations[loc["id"]] = {"function": f["name"] if f else None,
-                                         "system_name": f["system_name"] if f else None,
+            self.locations[loc["id"]] = {"function": last["function"] if last else None,
+                                         "system_name": last["system_name"] if last else None,
+                                         "file": last["file"] if last else None,
+                                         "line": last["line"] if last else 0,
+                                         "lines": lines,
                                          "address": loc["address"],
                                          "mapping": m["filename"] if m else None,
                                          "build_id": m["build_id"] if m else None,
                                          "mapping_id": loc["mapping_id"],
-                                         "file": f["filename"] if f else None,
-                                         "start_line": f["start_line"] if f else 0,
-                                         "line": loc["line"][0]["line"] if loc["line"] else 0}
+                                         "start_line": last["start_line"] if last else 0}
         self.samples = []
         for s in raw["sample"]:
             self.samples.append({

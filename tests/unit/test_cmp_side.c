@@ -154,7 +154,57 @@ static void spoil_window_stack(struct cmp_side *s)
 	s->windows[5].stacks[1].stack = 3;
 }
 
+static void spoil_range(struct cmp_side *s)
+{
+	s->cond.to_unix_ns = s->cond.from_unix_ns;
+}
+
+static void spoil_before_from(struct cmp_side *s)
+{
+	s->cond.from_unix_ns += 1;
+}
+
+static void spoil_after_to(struct cmp_side *s)
+{
+	s->windows[5].end_unix_ns = s->cond.to_unix_ns + 1;
+}
+
+static void spoil_overlap(struct cmp_side *s)
+{
+	s->windows[2].start_unix_ns = s->windows[1].end_unix_ns - 1;
+}
+
+static void spoil_window_ns(struct cmp_side *s)
+{
+	s->cond.window_ns = 0;
+}
+
+static void spoil_frequency(struct cmp_side *s)
+{
+	s->cond.frequency_hz = 0;
+}
+
+static void spoil_period(struct cmp_side *s)
+{
+	s->cond.sample_period_ns = 0;
+}
+
+static void spoil_stage_latency(struct cmp_side *s)
+{
+	s->windows[4].stages[0].sum_ns = s->windows[4].stages[0].count * 9999 + 1;
+}
+
 static const struct bad_case bad_cases[] = {
+    {"conditions: from 1700000000000000000 is not before to", spoil_range},
+    {"window 0: [1700000000000000000, 1700000010000000000) is outside the side's range",
+     spoil_before_from},
+    {"window 5: [1700000050000000000, 1700000060000000001) is outside", spoil_after_to},
+    {"window 2 starts before window 1 ends", spoil_overlap},
+    {"conditions: window_ns is 0", spoil_window_ns},
+    {"conditions: frequency_hz is 0", spoil_frequency},
+    {"conditions: sample_period_ns is 0", spoil_period},
+    {"window 4 stage 0: latency sum 99991 ns is more than its 10 requests of at most 9999 ns",
+     spoil_stage_latency},
     {"conditions: host is not NUL-terminated", spoil_host},
     {"5 strings but no table", spoil_strings},
     {"string 3 is NULL", spoil_string},

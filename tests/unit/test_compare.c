@@ -295,13 +295,43 @@ static void test_few_and_empty(void **state)
 	cmp_side__free(e);
 }
 
+/* A side longer than COMPARE_MAX_WINDOWS: its windows are merged in runs, the report says so,
+ * the conditions keep the real count, and the findings stand. */
+static void test_long_side_coarsened(void **state)
+{
+	uint32_t n = 2 * COMPARE_MAX_WINDOWS + 100;
+	struct cmp_side *a = make_side(1, n, 1000 * SEC, 3e6, 0.3);
+	struct cmp_side *b = make_side(2, 30, 1000 * SEC + (int64_t)n * SEC, 3.6e6, 0.3);
+	char err[256];
+	json_t *r = compare__report(a, b, &opts, err, sizeof(err));
+	const json_t *cond, *merged, *p95;
+
+	(void)state;
+	assert_non_null(r);
+	cond = json_object_get(r, "conditions");
+	merged = json_object_get(json_object_get(cond, "method"), "windows_merged");
+	assert_int_equal(json_integer_value(json_object_get(merged, "before")), 3);
+	assert_int_equal(json_integer_value(json_object_get(merged, "after")), 1);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(cond, "before"), "windows")), n);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_object_get(cond, "before"), "requests")),
+	    (json_int_t)n * 300);
+	p95 = json_object_get(stage_of(r, "compute"), "p95");
+	assert_int_equal(json_integer_value(json_object_get(p95, "n_before")), (n + 2) / 3);
+	assert_string_equal(verdict(p95), "regressed");
+	assert_string_equal(verdict(json_object_get(stage_of(r, "compute"), "rate")), "unchanged");
+	json_decref(r);
+	cmp_side__free(a);
+	cmp_side__free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_self_no_alarm),
-	    cmocka_unit_test(test_regression_found),
-	    cmocka_unit_test(test_reproducible_and_stage),
-	    cmocka_unit_test(test_few_and_empty),
+	    cmocka_unit_test(test_self_no_alarm),	   cmocka_unit_test(test_regression_found),
+	    cmocka_unit_test(test_reproducible_and_stage), cmocka_unit_test(test_few_and_empty),
+	    cmocka_unit_test(test_long_side_coarsened),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Whole files for the tests of on-disk stores (test_spike_store.c, test_snapshots.c): read one,
- * write one, remove a tree (and a fixture's). A failure fails the test. Include after <cmocka.h>.
+ * write one, remove a tree (and a fixture's); and stderr captured to count what was reported. A
+ * failure fails the test. Include after <cmocka.h>.
  */
 #ifndef TAILPROF_TEST_FILES_H
 #define TAILPROF_TEST_FILES_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +69,44 @@ static inline int test_teardown_dir(void **state)
 	test_rm_tree((const char *)*state);
 	free(*state);
 	return 0;
+}
+
+/* stderr into a temp file from test_capture_start to test_capture_end, which returns what was
+ * written (the first 16 KiB; valid until the next capture) and restores stderr. */
+static int test_saved_stderr = -1;
+static char test_captured[16384];
+
+static inline void test_capture_start(void)
+{
+	FILE *t = tmpfile();
+
+	assert_non_null(t);
+	fflush(stderr);
+	test_saved_stderr = dup(2);
+	dup2(fileno(t), 2);
+	fclose(t); /* fd 2 keeps it open */
+}
+
+static inline const char *test_capture_end(void)
+{
+	ssize_t n;
+
+	lseek(2, 0, SEEK_SET);
+	n = read(2, test_captured, sizeof(test_captured) - 1);
+	test_captured[n > 0 ? n : 0] = '\0';
+	dup2(test_saved_stderr, 2);
+	close(test_saved_stderr);
+	return test_captured;
+}
+
+/* How many times needle occurs in hay, not overlapping. */
+static inline int test_count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
 }
 
 #endif

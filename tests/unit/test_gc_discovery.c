@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of GC discovery: which objects are looked at, and what each fixture is (runtime,
- * supported or why not, which probes, Go version), on ELF fixtures the build makes. */
+ * supported or why not, which probes and how, Go or CPython version), on ELF fixtures the build
+ * makes. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,8 +60,72 @@ static void test_python_without_probes(void **state)
 	assert_int_equal(info.runtime, TP_GC_PYTHON);
 	assert_false(info.supported);
 	assert_non_null(strstr(info.reason, "python:gc__start"));
+	assert_non_null(strstr(info.reason, "no function gc_collect_main"));
+	assert_int_equal(info.method, GC_METHOD_NONE);
 	/* any other name without notes is no runtime */
 	classify("TAILPROF_FIXTURE_GC_PLAIN", NULL, &info);
+	assert_int_equal(info.runtime, 0);
+}
+
+static void test_python_by_uprobe(void **state)
+{
+	const char *path = fixture("TAILPROF_FIXTURE_GC_PY_COLLECT");
+	struct gc_object_info info;
+	uint64_t off = 0;
+
+	/* no USDT notes, a local gc_collect_main in .symtab, 3.11 by its name: uprobes */
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT", "python3.11", &info);
+	assert_int_equal(info.runtime, TP_GC_PYTHON);
+	assert_true(info.supported);
+	assert_int_equal(info.method, GC_METHOD_UPROBE);
+	assert_string_equal(info.version, "3.11");
+	assert_string_equal(info.reason, "");
+	/* at the function itself (not its .cold part) */
+	assert_int_equal(gc_discovery__func_offset(path, GC_PY_COLLECT, &off), 0);
+	assert_true(off > 0);
+	assert_int_equal(info.collect_offset, off);
+	/* a shared libpython of the same version, by its name */
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT", "libpython3.11.so.1.0", &info);
+	assert_true(info.supported);
+	assert_int_equal(info.method, GC_METHOD_UPROBE);
+	assert_string_equal(info.version, "3.11");
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT", "python3.11d", &info);
+	assert_true(info.supported);
+}
+
+static void test_python_by_uprobe_unsupported(void **state)
+{
+	struct gc_object_info info;
+
+	/* another version: the function's arguments are not known */
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT", "python3.12", &info);
+	assert_int_equal(info.runtime, TP_GC_PYTHON);
+	assert_false(info.supported);
+	assert_int_equal(info.method, GC_METHOD_NONE);
+	assert_string_equal(info.version, "3.12");
+	assert_non_null(strstr(info.reason, "3.11 only (this is 3.12)"));
+	/* a name without the version */
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT", "python3", &info);
+	assert_false(info.supported);
+	assert_string_equal(info.version, "");
+	assert_non_null(strstr(info.reason, "does not say its version"));
+	/* a clone that may take other arguments */
+	classify("TAILPROF_FIXTURE_GC_PY_CLONE", "python3.11", &info);
+	assert_int_equal(info.runtime, TP_GC_PYTHON);
+	assert_false(info.supported);
+	assert_non_null(strstr(info.reason, "gc_collect_main.isra.0"));
+	assert_non_null(strstr(info.reason, "python:gc__start"));
+	/* stripped: the local symbol is gone */
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT_STRIPPED", "python3.11", &info);
+	assert_false(info.supported);
+	assert_non_null(strstr(info.reason, "stripped"));
+	/* USDT notes win: the Debian way */
+	classify("TAILPROF_FIXTURE_GC_PYTHON", "python3.11", &info);
+	assert_true(info.supported);
+	assert_int_equal(info.method, GC_METHOD_USDT);
+	assert_string_equal(info.version, "3.11");
+	/* the collector's name means nothing outside a CPython */
+	classify("TAILPROF_FIXTURE_GC_PY_COLLECT", NULL, &info);
 	assert_int_equal(info.runtime, 0);
 }
 
@@ -72,6 +137,7 @@ static void test_jvm(void **state)
 	assert_int_equal(info.runtime, TP_GC_JVM);
 	assert_true(info.supported);
 	assert_true(info.safepoints);
+	assert_int_equal(info.method, GC_METHOD_USDT);
 }
 
 static void test_jvm_without_usdt(void **state)
@@ -94,6 +160,7 @@ static void test_go(void **state)
 	classify("TAILPROF_FIXTURE_GC_GO", NULL, &info);
 	assert_int_equal(info.runtime, TP_GC_GO);
 	assert_true(info.supported);
+	assert_int_equal(info.method, GC_METHOD_UPROBE);
 	assert_string_equal(info.version, "go1.19.8");
 }
 
@@ -153,16 +220,28 @@ static void test_func_offset(void **state)
 	    -ENOENT);
 }
 
-/* The machine's own runtimes, where installed (Debian 12's python3.11 and OpenJDK 17). */
+/* The machine's own runtimes, where installed (Debian 12's python3.11, the pyenv-built 3.11.7's
+ * libpython and OpenJDK 17). */
 static void test_installed_runtimes(void **state)
 {
 	static const char jvm[] = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so";
+	static const char pyenv[] = "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0";
 	struct gc_object_info info;
+	uint64_t off;
 
 	if (!access("/usr/bin/python3.11", R_OK)) {
 		assert_int_equal(gc_discovery__classify("/usr/bin/python3.11", NULL, &info), 0);
 		assert_int_equal(info.runtime, TP_GC_PYTHON);
 		assert_true(info.supported);
+		assert_int_equal(info.method, GC_METHOD_USDT);
+	}
+	if (!access(pyenv, R_OK)) {
+		assert_int_equal(gc_discovery__classify(pyenv, NULL, &info), 0);
+		assert_int_equal(info.runtime, TP_GC_PYTHON);
+		assert_true(info.supported);
+		assert_int_equal(info.method, GC_METHOD_UPROBE);
+		assert_int_equal(gc_discovery__func_offset(pyenv, GC_PY_COLLECT, &off), 0);
+		assert_int_equal(info.collect_offset, off);
 	}
 	if (!access(jvm, R_OK)) {
 		assert_int_equal(gc_discovery__classify(jvm, NULL, &info), 0);
@@ -181,6 +260,9 @@ static void test_names(void **state)
 	assert_string_equal(gc_kind_name(TP_GC_PAUSE), "pause");
 	assert_string_equal(gc_kind_name(TP_GC_COLLECTION), "collection");
 	assert_string_equal(gc_kind_name(TP_GC_SAFEPOINT), "safepoint");
+	assert_string_equal(gc_method_name(GC_METHOD_USDT), "usdt");
+	assert_string_equal(gc_method_name(GC_METHOD_UPROBE), "uprobe");
+	assert_string_equal(gc_method_name(GC_METHOD_NONE), "none");
 }
 
 int main(void)
@@ -189,6 +271,8 @@ int main(void)
 	    cmocka_unit_test(test_candidates),
 	    cmocka_unit_test(test_python),
 	    cmocka_unit_test(test_python_without_probes),
+	    cmocka_unit_test(test_python_by_uprobe),
+	    cmocka_unit_test(test_python_by_uprobe_unsupported),
 	    cmocka_unit_test(test_jvm),
 	    cmocka_unit_test(test_jvm_without_usdt),
 	    cmocka_unit_test(test_go),

@@ -367,6 +367,44 @@ static void test_methods_types_sizes(void **state)
 	http_api__stop(s.h);
 }
 
+/* The snapshot endpoints without a state directory, and names: %00 in a path never names a
+ * shorter one ("a%00b" is not "a"), bad names are 400 before the 409. */
+static void test_snapshot_paths(void **state)
+{
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	start(&s, NULL, 0, 0);
+	request(&s, "DELETE", "/api/v1/snapshots/withbody%00x", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "withbody%00x"));
+	request(&s, "DELETE", "/api/v1/snapshots/ok", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 409);
+	assert_non_null(strstr(r.body, "--state-dir"));
+	request(&s, "GET", "/api/v1/snapshots", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 409);
+	post(&s, "/api/v1/snapshots?name=a%00b&last=1m", "", &r);
+	assert_int_equal(r.status, 400);
+	post(&s, "/api/v1/snapshots?name=ok&last=1m", "", &r);
+	assert_int_equal(r.status, 409);
+	request(&s, "PUT", "/api/v1/snapshots", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 405);
+	/* a %00 in a query value is named as such; a value that is no UTF-8 is echoed escaped */
+	request(&s, "GET", "/api/v1/compare?stage=a%00b", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "NUL"));
+	request(&s, "GET", "/api/v1/compare?min_effect=0x10", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 400);
+	request(&s, "GET", "/api/v1/compare?stage=", NULL, NULL, 0, 0, &r);
+	assert_int_equal(r.status, 400);
+	request(&s, "GET", "/api/v1/compare?before_snapshot=%ff&after_snapshot=x", NULL, NULL, 0, 0,
+		&r);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "\\xff"));
+	http_api__stop(s.h);
+}
+
 static void test_rate_limit(void **state)
 {
 	struct server s;
@@ -414,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_alertmanager),
 	    cmocka_unit_test(test_methods_types_sizes),
 	    cmocka_unit_test(test_rate_limit),
+	    cmocka_unit_test(test_snapshot_paths),
 	};
 	int rc;
 

@@ -590,6 +590,95 @@ static void test_samples_and_labels(void **state)
 	pprof_builder__free(b);
 }
 
+/* Source lines: a location's inlined functions come first in Location.line, innermost first, its
+ * own function last; functions keep their files and first lines; mappings say they have lines. */
+static void test_inline_lines(void **state)
+{
+	struct pprof_mapping exe = {
+	    .start = 0x400000, .limit = 0x500000, .file = "/srv/app", .has_functions = true};
+	struct pprof_mapping lib = {.start = 0x7f0000000000,
+				    .limit = 0x7f0000100000,
+				    .file = "/lib/x.so",
+				    .has_functions = true};
+	struct pprof_line inl[] = {
+	    {.function = "leaf_helper", .file = "/src/util.h", .line = 12, .start_line = 10},
+	    {.function = "ns::mid(int)",
+	     .system_name = "_ZN2ns3midEi",
+	     .file = "/src/app.cc",
+	     .line = 40,
+	     .start_line = 38},
+	};
+	struct pprof_location locs[] = {
+	    {.mapping = &exe,
+	     .address = 0x401000,
+	     .function = "outer",
+	     .file = "/src/app.cc",
+	     .line = 77,
+	     .start_line = 70,
+	     .inlined = inl,
+	     .nr_inlined = 2},
+	    {.mapping = &lib, .address = 0x7f0000000100, .function = "x_fn", .file = "/lib/x.so"},
+	    {.mapping = &exe,
+	     .address = 0x402000,
+	     .function = "main",
+	     .file = "/src/app.cc",
+	     .line = 90,
+	     .start_line = 88},
+	};
+	/* the same address again, named otherwise: the first names stay */
+	struct pprof_location again = {.mapping = &exe, .address = 0x401000, .function = "other"};
+	int64_t v[] = {1, 10};
+	struct pprof_builder *b = pprof_builder__new(&cpu_opts);
+	const Perftools__Profiles__Function *f;
+	const Perftools__Profiles__Location *l;
+	const Perftools__Profiles__Mapping *m;
+	Perftools__Profiles__Profile *p;
+	static const char *const names[] = {"leaf_helper", "ns::mid(int)", "outer"};
+	static const char *const files[] = {"/src/util.h", "/src/app.cc", "/src/app.cc"};
+	static const int64_t lines[] = {12, 40, 77}, starts[] = {10, 38, 70};
+
+	assert_non_null(b);
+	/* the library's mapping first, whatever the samples meet first */
+	assert_int_equal(pprof_builder__add_mapping(b, &lib), 0);
+	assert_false(pprof_builder__has_location(b, &exe, 0x401000));
+	assert_int_equal(pprof_builder__add_sample(b, locs, 3, v, NULL, 0), 0);
+	assert_true(pprof_builder__has_location(b, &exe, 0x401000));
+	assert_false(pprof_builder__has_location(b, &exe, 0x401001));
+	assert_false(pprof_builder__has_location(b, NULL, 0x401000));
+	assert_int_equal(pprof_builder__add_sample(b, &again, 1, v, NULL, 0), 0);
+	p = finish_decode(b);
+	check_profile(p, 2);
+	assert_int_equal(p->n_mapping, 2);
+	assert_string_equal(str(p, p->mapping[0]->filename), "/lib/x.so");
+	assert_int_equal(p->mapping[0]->id, 1);
+	assert_int_equal(p->n_location, 3);
+
+	l = loc_by_id(p, p->sample[0]->location_id[0]);
+	assert_int_equal(l->n_line, 3);
+	for (int i = 0; i < 3; i++) {
+		f = func_by_id(p, l->line[i]->function_id);
+		assert_string_equal(str(p, f->name), names[i]);
+		assert_string_equal(str(p, f->filename), files[i]);
+		assert_int_equal(f->start_line, starts[i]);
+		assert_int_equal(l->line[i]->line, lines[i]);
+	}
+	f = func_by_id(p, l->line[1]->function_id);
+	assert_string_equal(str(p, f->system_name), "_ZN2ns3midEi");
+	assert_int_equal(p->sample[1]->location_id[0], l->id);
+	m = map_by_id(p, l->mapping_id);
+	assert_true(m->has_filenames && m->has_line_numbers && m->has_inline_frames);
+
+	/* the library: a file but no lines */
+	l = loc_by_id(p, p->sample[0]->location_id[1]);
+	assert_int_equal(l->n_line, 1);
+	assert_int_equal(l->line[0]->line, 0);
+	m = map_by_id(p, l->mapping_id);
+	assert_true(m->has_filenames);
+	assert_false(m->has_line_numbers || m->has_inline_frames);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	pprof_builder__free(b);
+}
+
 /* Every allocation in turn fails once: each call reports ENOMEM or succeeds, and the builder stays
  * consistent (a failed sample is not in the profile, later ones are). */
 static void test_enomem(void **state)
@@ -1019,8 +1108,17 @@ static void write_go_profile(const struct go_env *g, const char *name, bool has_
 				    .file = "/nonexistent/tailprof-test/app",
 				    .build_id = "0123456789abcdef0123",
 				    .has_functions = has_functions};
+	struct pprof_line inlined = {
+	    .function = "tp_inlined_helper", .file = "app.c", .line = 12, .start_line = 10};
 	struct pprof_location hot[] = {
-	    {.mapping = &exe, .address = 0x401000, .function = "tp_hot_leaf", .file = "app.c"},
+	    {.mapping = &exe,
+	     .address = 0x401000,
+	     .function = "tp_hot_leaf",
+	     .file = "app.c",
+	     .line = 31,
+	     .start_line = 30,
+	     .inlined = &inlined,
+	     .nr_inlined = 1},
 	    {.mapping = &exe, .address = 0x402000, .function = "tp_main", .file = "app.c"},
 	    {.address = 0xffffffff81000010, .function = "kernel_entry"},
 	};
@@ -1048,6 +1146,18 @@ static void write_go_profile(const struct go_env *g, const char *name, bool has_
 	pprof_builder__free(b);
 }
 
+/* The output of go with args in g's directory, which must succeed without a word on stderr
+ * (malloc'd: the caller frees it). */
+static char *go_quiet(const struct go_env *g, const char *const *args)
+{
+	char *out, *err;
+
+	assert_int_equal(run_go(g->go, g->dir, args, &out, &err), 0);
+	assert_quiet(err, args[2]);
+	free(err);
+	return out;
+}
+
 static void test_go_pprof(void **state)
 {
 	const char *raw[] = {"tool", "pprof", "-raw", "-symbolize=none", "p.pb.gz", NULL};
@@ -1055,6 +1165,7 @@ static void test_go_pprof(void **state)
 	const char *top_local[] = {"tool", "pprof", "-top", "p.pb.gz", NULL};
 	const char *traces[] = {"tool", "pprof", "-traces", "p.pb.gz", NULL};
 	const char *diff[] = {"tool", "pprof", "-top", "-diff_base=base.pb.gz", "p.pb.gz", NULL};
+	const char *lines[] = {"tool", "pprof", "-top", "-lines", "p.pb.gz", NULL};
 	const char *control[] = {"tool", "pprof", "-top", "unsym.pb.gz", NULL};
 	struct go_env *g = *state;
 	char *out, *err;
@@ -1070,46 +1181,45 @@ static void test_go_pprof(void **state)
 	write_go_profile(g, "base.pb.gz", true, 50, 100);
 	write_go_profile(g, "unsym.pb.gz", false, 200, 100);
 
-	assert_int_equal(run_go(g->go, g->dir, raw, &out, &err), 0);
-	assert_quiet(err, "-raw");
+	out = go_quiet(g, raw);
 	assert_non_null(strstr(out, "PeriodType: cpu nanoseconds"));
 	assert_non_null(strstr(out, "Samples:"));
 	assert_non_null(strstr(out, "tp_hot_leaf"));
 	assert_non_null(strstr(out, "0123456789abcdef0123"));
 	free(out);
-	free(err);
 
 	/* default_sample_type "samples": -top shows counts */
-	assert_int_equal(run_go(g->go, g->dir, top_none, &out, &err), 0);
-	assert_quiet(err, "-top -symbolize=none");
-	assert_int_equal(top_flat(out, "tp_hot_leaf"), 200);
+	out = go_quiet(g, top_none);
+	/* the hot leaf's time is in the function inlined into it */
+	assert_int_equal(top_flat(out, "tp_inlined_helper (inline)"), 200);
+	assert_int_equal(top_flat(out, "tp_hot_leaf"), 0);
 	assert_int_equal(top_flat(out, "tp_cold_leaf"), 100);
 	assert_int_equal(top_flat(out, "tp_main"), 0);
 	assert_non_null(strstr(out, "of 300 total"));
 	free(out);
-	free(err);
 
 	/* With local symbolization on, has_functions must keep pprof from touching the binary. */
-	assert_int_equal(run_go(g->go, g->dir, top_local, &out, &err), 0);
-	assert_quiet(err, "-top");
-	assert_int_equal(top_flat(out, "tp_hot_leaf"), 200);
+	out = go_quiet(g, top_local);
+	assert_int_equal(top_flat(out, "tp_inlined_helper (inline)"), 200);
 	free(out);
-	free(err);
 
-	assert_int_equal(run_go(g->go, g->dir, traces, &out, &err), 0);
-	assert_quiet(err, "-traces");
+	/* -lines: file and line of each, the inlined function's and its caller's */
+	out = go_quiet(g, lines);
+	assert_int_equal(top_flat(out, "tp_inlined_helper app.c:12 (inline)"), 200);
+	assert_int_equal(top_flat(out, "tp_hot_leaf app.c:31"), 0);
+	free(out);
+
+	out = go_quiet(g, traces);
+	assert_non_null(strstr(out, "tp_inlined_helper"));
 	assert_non_null(strstr(out, "tp_hot_leaf"));
 	assert_non_null(strstr(out, "kernel_entry"));
 	assert_non_null(strstr(out, "pid:  4242"));
 	free(out);
-	free(err);
 
 	/* 200 - 50 hot samples more than the base, cold unchanged */
-	assert_int_equal(run_go(g->go, g->dir, diff, &out, &err), 0);
-	assert_quiet(err, "-diff_base");
-	assert_int_equal(top_flat(out, "tp_hot_leaf"), 150);
+	out = go_quiet(g, diff);
+	assert_int_equal(top_flat(out, "tp_inlined_helper (inline)"), 150);
 	free(out);
-	free(err);
 
 	/* Control: without has_functions pprof tries the missing binary and says so, so the
 	 * checks above would have seen it. */
@@ -1129,6 +1239,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_mapping_fields),
 	    cmocka_unit_test(test_null_mapping_and_function),
 	    cmocka_unit_test(test_samples_and_labels),
+	    cmocka_unit_test(test_inline_lines),
 	    cmocka_unit_test(test_enomem),
 	    cmocka_unit_test(test_totals_big),
 	    cmocka_unit_test(test_encode_speed),

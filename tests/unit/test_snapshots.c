@@ -188,12 +188,12 @@ static void test_list_and_remove(void **state)
 	assert_int_equal(snapshots__remove(s, "b"), 0);
 	assert_load_fails(s, "b", -ENOENT, "tailprof snapshot list");
 	assert_int_equal(snapshots__remove(s, "b"), -ENOENT);
-	snapshots__describe(s, "b", -ENOENT, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "b", -ENOENT, err, sizeof(err));
 	assert_non_null(strstr(err, "no snapshot b"));
 	assert_int_equal(snapshots__remove(s, "../b"), -EINVAL);
 	assert_load_fails(s, "../b", -EINVAL, "not a snapshot name");
 	assert_load_fails(s, "..", -EINVAL, "not a snapshot name");
-	snapshots__describe(s, "caf\xc3\xa9\xff\n", -EINVAL, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "caf\xc3\xa9\xff\n", -EINVAL, err, sizeof(err));
 	assert_string_equal(err, "'caf\xc3\xa9?"
 				 "?' is not a snapshot name: give 1 to 64 letters, "
 				 "digits, '.', '_' or '-'");
@@ -225,7 +225,7 @@ static void test_bounds(void **state)
 	/* past max_count: refused, nothing written, the others kept */
 	assert_int_equal(save_variant(s, "c", 2), -EMLINK);
 	assert_load_fails(s, "c", -ENOENT, NULL);
-	snapshots__describe(s, "c", -EMLINK, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "c", -EMLINK, err, sizeof(err));
 	assert_non_null(strstr(err, "max_count"));
 	assert_non_null(strstr(err, "snapshot c"));
 	check_load(s, "a", 0);
@@ -242,7 +242,7 @@ static void test_bounds(void **state)
 	s = open_snaps(f, 100, bytes + 64);
 	assert_int_equal(save_variant(s, "c", 2), -EFBIG);
 	assert_load_fails(s, "c", -ENOENT, NULL);
-	snapshots__describe(s, "c", -EFBIG, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "c", -EFBIG, err, sizeof(err));
 	assert_non_null(strstr(err, "max_bytes"));
 	assert_int_equal(save_variant(s, "b", 1), 0); /* the same size again */
 	check_load(s, "a", 1);
@@ -334,10 +334,15 @@ static void test_newer_format(void **state)
 	log_set_level(LOG_ERROR);
 	assert_int_equal(save_variant(s, "v2", 0), -EEXIST);
 	log_set_level(LOG_INFO);
-	assert_int_equal(snapshots__remove(s, "v2"), -EPERM);
-	snapshots__describe(s, "v2", -EPERM, why, sizeof(why));
+	assert_int_equal(snapshots__remove(s, "v2"), -EPROTONOSUPPORT);
+	snapshots__describe_op(s, SNAPSHOTS_REMOVE, "v2", -EPROTONOSUPPORT, why, sizeof(why));
 	snprintf(p, sizeof(p), "%s", snap_file(f, "v2"));
 	assert_non_null(strstr(why, p));
+	assert_non_null(strstr(why, "not removed"));
+	assert_non_null(strstr(why, "newer tailprofd"));
+	snapshots__describe_op(s, SNAPSHOTS_SAVE, "v2", -EEXIST, why, sizeof(why));
+	assert_non_null(strstr(why, "not saved"));
+	assert_non_null(strstr(why, "newer tailprofd"));
 	l = snapshots__list(s);
 	assert_int_equal(json_array_size(json_object_get(l, "snapshots")), 0);
 	json_decref(l);
@@ -500,6 +505,152 @@ static void test_damaged_blobs(void **state)
 	cmp_side__free(side);
 }
 
+/* Writes a copy of the file of snapshot from as to, with byte off (when >= 0) flipped. */
+static void copy_flipped(struct fx *f, const char *from, const char *to, long off)
+{
+	size_t len;
+	uint8_t *buf = test_slurp(snap_file(f, from), &len);
+	char p[256];
+
+	if (off >= 0)
+		buf[off] ^= 0x41;
+	snprintf(p, sizeof(p), "%s", snap_file(f, to));
+	test_spew(p, buf, len);
+	free(buf);
+}
+
+/* Corrupt files are never deleted by the store (at open or to make room): reported once with
+ * the fix, counted, loaded as corrupt, removed when asked; a symlink is not even removed. */
+static void test_corrupt_kept(void **state)
+{
+	static const char *const bad[] = {"f10", "f11", "f12", "f13", "big"};
+	struct fx *f = *state;
+	struct snapshots *s = open_snaps(f, 0, 0);
+	char err[512], p[256], target[256], line[128];
+	const char *log;
+	json_int_t bytes;
+	json_t *l;
+
+	assert_int_equal(save_variant(s, "a", 0), 0);
+	assert_int_equal(save_variant(s, "b", 1), 0);
+	snapshots__free(s);
+	copy_flipped(f, "a", "f10", 9);	 /* the prelude's checksum */
+	copy_flipped(f, "a", "f11", 40); /* the header's checksum */
+	copy_flipped(f, "a", "f12", 0);	 /* the magic */
+	copy_flipped(f, "a", "f13", -1); /* its header names a */
+	snprintf(p, sizeof(p), "%s", snap_file(f, "big"));
+	{
+		int fd = open(p, O_WRONLY | O_CREAT, 0600);
+
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, 300ll << 20), 0); /* sparse, past max_bytes */
+		close(fd);
+	}
+	snprintf(target, sizeof(target), "%s", snap_file(f, "a"));
+	snprintf(p, sizeof(p), "%s", snap_file(f, "ln"));
+	assert_int_equal(symlink(target, p), 0);
+
+	test_capture_start();
+	s = open_snaps(f, 0, 0);
+	log = test_capture_end();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(line, sizeof(line), "/snapshots/%s.snap", bad[i]);
+		if (test_count_of(log, line) != 1)
+			fail_msg("%s: not reported once: %s", bad[i], log);
+		snprintf(line, sizeof(line), "remove it with tailprof snapshot rm %s", bad[i]);
+		if (!strstr(log, line))
+			fail_msg("%s: no fix given: %s", bad[i], log);
+		assert_true(access(snap_file(f, bad[i]), F_OK) == 0);
+		assert_load_fails(s, bad[i], -EBADMSG, line + strlen("remove it with "));
+	}
+	assert_int_equal(test_count_of(log, "/snapshots/ln.snap"), 1);
+	assert_null(strstr(log, "removed"));
+	assert_load_fails(s, "ln", -EBADMSG, "symlink");
+	check_load(s, "a", 0);
+	check_load(s, "b", 1);
+
+	/* counted: the listing's bytes, and a save that needs the room is refused */
+	l = snapshots__list(s);
+	assert_int_equal(json_array_size(json_object_get(l, "snapshots")), 2);
+	assert_true(json_integer_value(json_object_get(l, "bytes")) > (300ll << 20));
+	json_decref(l);
+	assert_int_equal(save_variant(s, "c", 2), -EFBIG);
+	snapshots__describe_op(s, SNAPSHOTS_SAVE, "c", -EFBIG, err, sizeof(err));
+	assert_non_null(strstr(err, "max_bytes"));
+	/* not overwritten by a save either: the link and a file without the magic */
+	assert_int_equal(save_variant(s, "ln", 2), -EEXIST);
+	snapshots__describe_op(s, SNAPSHOTS_SAVE, "ln", -EEXIST, err, sizeof(err));
+	assert_non_null(strstr(err, "not a snapshot file"));
+	assert_null(strstr(err, "newer"));
+	assert_int_equal(save_variant(s, "f12", 2), -EEXIST);
+
+	/* removed when asked, all but the symlink */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(snapshots__remove(s, bad[i]), 0);
+		assert_false(access(snap_file(f, bad[i]), F_OK) == 0);
+	}
+	assert_int_equal(snapshots__remove(s, "ln"), -ELOOP);
+	snapshots__describe_op(s, SNAPSHOTS_REMOVE, "ln", -ELOOP, err, sizeof(err));
+	assert_non_null(strstr(err, p));
+	assert_non_null(strstr(err, "symlink"));
+	assert_int_equal(save_variant(s, "c", 2), 0);
+
+	/* a corrupt file put there while the daemon runs: seen, reported, counted, removable */
+	l = snapshots__list(s);
+	bytes = json_integer_value(json_object_get(l, "bytes"));
+	json_decref(l);
+	copy_flipped(f, "a", "f14", 9);
+	assert_load_fails(s, "f14", -EBADMSG, "tailprof snapshot rm f14");
+	l = snapshots__list(s);
+	{
+		struct stat sb;
+
+		assert_int_equal(stat(snap_file(f, "f14"), &sb), 0);
+		assert_int_equal(json_integer_value(json_object_get(l, "bytes")),
+				 bytes + sb.st_size);
+	}
+	json_decref(l);
+	assert_int_equal(snapshots__remove(s, "f14"), 0);
+	snapshots__free(s);
+}
+
+/* The messages of refusals: the bound named with its value, the disk's errors as such. */
+static void test_describe(void **state)
+{
+	struct fx *f = *state;
+	struct snapshots *s = open_snaps(f, 4, 0);
+	char err[512], p[256];
+
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "s%d", i);
+		assert_int_equal(save_variant(s, name, i % 3), 0);
+	}
+	snapshots__free(s);
+	s = open_snaps(f, 2, 0);
+	assert_int_equal(save_variant(s, "x", 0), -EMLINK);
+	snapshots__describe_op(s, SNAPSHOTS_SAVE, "x", -EMLINK, err, sizeof(err));
+	assert_non_null(strstr(err, "snapshot x not saved: 2 snapshots are the most [snapshots] "
+				    "max_count (--snapshot-max-count) allows; 4 are stored"));
+
+	snprintf(p, sizeof(p), "%s/snapshots", f->dir);
+	snapshots__describe_op(s, SNAPSHOTS_SAVE, "ro", -EPERM, err, sizeof(err));
+	if (!strstr(err, "cannot write snapshot ro in ") || !strstr(err, p) ||
+	    !strstr(err, "Operation not permitted") || strstr(err, "newer"))
+		fail_msg("save, EPERM: %s", err);
+	snapshots__describe_op(s, SNAPSHOTS_REMOVE, "ro", -EPERM, err, sizeof(err));
+	if (!strstr(err, "cannot remove snapshot ro") || !strstr(err, "Operation not permitted") ||
+	    strstr(err, "newer"))
+		fail_msg("remove, EPERM: %s", err);
+	snapshots__describe_op(s, SNAPSHOTS_REMOVE, "ro", -EACCES, err, sizeof(err));
+	assert_non_null(strstr(err, "Permission denied"));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "ro", -EPERM, err, sizeof(err));
+	assert_null(strstr(err, "newer"));
+	assert_non_null(strstr(err, "Operation not permitted"));
+	snapshots__free(s);
+}
+
 /* Sides a reader could not trust are refused, nothing written. */
 static void test_invalid_sides(void **state)
 {
@@ -513,7 +664,7 @@ static void test_invalid_sides(void **state)
 	log_set_level(LOG_ERROR);
 	assert_int_equal(snapshots__save(s, "spoiled", side), -EINVAL);
 	log_set_level(LOG_INFO);
-	snapshots__describe(s, "spoiled", -EINVAL, err, sizeof(err));
+	snapshots__describe_op(s, SNAPSHOTS_ANY, "spoiled", -EINVAL, err, sizeof(err));
 	assert_non_null(strstr(err, "not consistent"));
 	cmp_side__free(side);
 	/* and a counter the JSON cannot hold */
@@ -564,6 +715,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_damaged_files, setup, test_teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_damaged_blobs, setup, test_teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_invalid_sides, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_corrupt_kept, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_describe, setup, test_teardown_dir),
 	    cmocka_unit_test(test_opts),
 	};
 

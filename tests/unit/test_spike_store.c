@@ -220,41 +220,6 @@ static uint64_t file_size(struct fx *f, const char *name)
 	return sb.st_size;
 }
 
-/* stderr into a file for the length of a check, to count what was reported */
-static int saved_stderr = -1;
-static char captured[4096];
-
-static void capture_start(void)
-{
-	FILE *t = tmpfile();
-
-	fflush(stderr);
-	saved_stderr = dup(2);
-	dup2(fileno(t), 2);
-	fclose(t); /* fd 2 keeps it open */
-}
-
-static const char *capture_end(void)
-{
-	ssize_t n;
-
-	lseek(2, 0, SEEK_SET);
-	n = read(2, captured, sizeof(captured) - 1);
-	captured[n > 0 ? n : 0] = '\0';
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	return captured;
-}
-
-static int count_of(const char *hay, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-		n++;
-	return n;
-}
-
 static void test_round_trip(void **state)
 {
 	struct fx *f = *state;
@@ -460,6 +425,7 @@ struct damage {
 	long cut;  /* >= 0: cut the file to this many bytes; < 0: to its size + cut */
 	long flip; /* >= 0: flip a bit of this byte; < 0: at its size + flip */
 	bool at_scan;
+	bool foreign; /* no magic left: nothing says the store wrote it, so it never deletes it */
 };
 
 /* Layout of spike k's file (see docs/spike-store.md): a 96-byte header, 7 x 48 bytes of table
@@ -467,8 +433,8 @@ struct damage {
 static const struct damage damages[] = {
     {"cut in the prelude", 10, 0, true},      {"cut in the header", 60, 0, true},
     {"cut in the table", 200, 0, true},	      {"cut in the JSON", 440, 0, true},
-    {"cut in the last blob", -5, 0, true},    {"empty", 0, 0, true},
-    {"flip in the magic", -1, 1, true},	      {"flip in the version", -1, 8, true},
+    {"cut in the last blob", -5, 0, true},    {"empty", 0, 0, true, true},
+    {"flip in the magic", -1, 1, true, true}, {"flip in the version", -1, 8, true},
     {"flip in the start time", -1, 27, true}, {"flip in the id", -1, 33, true},
     {"flip in the table", -1, 150, true},     {"flip in the JSON", -1, 450, true},
     {"flip in the last blob", -1, -3, false},
@@ -494,7 +460,7 @@ static void test_corrupt_files(void **state)
 	struct spike_store *s = open_store(f, 0, 0);
 	struct spike_store_stats st;
 	int healthy[2] = {NR_DAMAGES, NR_DAMAGES + 1}, listed[3], nr_listed = 0;
-	int nr_at_scan = 0, blob_flip = -1;
+	int nr_at_scan = 0, blob_flip = -1, nr_ours = 0;
 	uint64_t bound;
 	const char *log;
 	uint8_t *out;
@@ -516,16 +482,17 @@ static void test_corrupt_files(void **state)
 	listed[nr_listed++] = healthy[0];
 	listed[nr_listed++] = healthy[1];
 
-	capture_start();
+	test_capture_start();
 	s = open_store(f, 0, 0);
-	log = capture_end();
+	log = test_capture_end();
 	for (int k = 0; k < NR_DAMAGES; k++) {
 		char name[32];
 
-		snprintf(name, sizeof(name), "/s%d.spike is corrupt", k);
-		if (count_of(log, name) != (damages[k].at_scan ? 1 : 0))
-			fail_msg("%s: reported %d times: %s", damages[k].what, count_of(log, name),
-				 log);
+		snprintf(name, sizeof(name),
+			 damages[k].foreign ? "/s%d.spike: " : "/s%d.spike is corrupt", k);
+		if (test_count_of(log, name) != (damages[k].at_scan ? 1 : 0))
+			fail_msg("%s: reported %d times: %s", damages[k].what,
+				 test_count_of(log, name), log);
 	}
 	spike_store__stats(s, &st);
 	assert_int_equal(st.corrupt, nr_at_scan);
@@ -540,12 +507,12 @@ static void test_corrupt_files(void **state)
 	assert_int_equal(spike_store__read_blob(s, "s3", "cpu", &out, &len), -EBADMSG);
 
 	/* the flipped blob: reported once, the other blobs of its spike whole */
-	capture_start();
+	test_capture_start();
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(spike_store__read_blob(s, "s12", "wall.baseline", &out, &len),
 				 -EBADMSG);
-	log = capture_end();
-	assert_int_equal(count_of(log, "s12.spike is corrupt"), 1);
+	log = test_capture_end();
+	assert_int_equal(test_count_of(log, "s12.spike is corrupt"), 1);
 	assert_non_null(strstr(log, "wall.baseline"));
 	assert_int_equal(blob_flip, 12);
 	assert_int_equal(spike_store__read_blob(s, "s12", "cpu", &out, &len), 0);
@@ -554,24 +521,40 @@ static void test_corrupt_files(void **state)
 	assert_int_equal(st.corrupt, nr_at_scan + 1);
 	check_listing(s, listed, nr_listed);
 
-	/* a corrupt file is replaced by a save of its id */
-	assert_int_equal(save_k(s, 5, 500), 0);
-	check_blobs(s, 5);
+	/* a corrupt file is replaced by a save of its id; a foreign one is not */
+	assert_int_equal(save_k(s, 4, 500), 0);
+	check_blobs(s, 4);
+	log_set_level(LOG_ERROR);
+	assert_int_equal(save_k(s, 6, 600), -EEXIST);
+	log_set_level(LOG_INFO);
 	spike_store__free(s);
 
-	/* when room is needed, corrupt files go first */
-	bound = file_size(f, "s5.spike") + file_size(f, "s12.spike") + file_size(f, "s13.spike") +
+	/* when room is needed, corrupt files go first, each logged and counted; foreign files
+	 * (no magic) are never deleted, nor counted against the bounds */
+	bound = file_size(f, "s4.spike") + file_size(f, "s12.spike") + file_size(f, "s13.spike") +
 		file_size(f, "s14.spike");
+	test_capture_start();
 	s = open_store(f, bound, 0);
+	log = test_capture_end();
 	spike_store__stats(s, &st);
 	assert_int_equal(st.bytes, bound);
-	check_listing(s, (const int[]){5, 12, 13, 14}, 4);
+	check_listing(s, (const int[]){4, 12, 13, 14}, 4);
 	for (int k = 0; k < NR_DAMAGES; k++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), "s%d.spike", k);
-		assert_int_equal(exists(f, name), k == 5 || k == 12);
+		assert_int_equal(exists(f, name), k == 4 || k == 12 || damages[k].foreign);
+		if (k != 4 && k != 12 && !damages[k].foreign) {
+			char line[160];
+
+			snprintf(line, sizeof(line), "removed %s/s%d.spike, corrupt (", f->spikes,
+				 k);
+			if (test_count_of(log, line) != 1)
+				fail_msg("s%d: not logged once as removed: %s", k, log);
+			nr_ours++;
+		}
 	}
+	assert_int_equal(st.evicted, nr_ours);
 	spike_store__free(s);
 }
 
@@ -605,9 +588,9 @@ static void test_newer_format(void **state)
 	/* a bit flipped in the version is corruption, not a newer format */
 	set_version(f, "s2.spike", SPIKE_STORE_FORMAT_VERSION + 4, false);
 
-	capture_start();
+	test_capture_start();
 	s = open_store(f, 0, 2);
-	log = capture_end();
+	log = test_capture_end();
 	assert_non_null(strstr(log, "s1.spike: format version 2, newer"));
 	assert_non_null(strstr(log, "s2.spike is corrupt"));
 	spike_store__stats(s, &st);
@@ -620,7 +603,7 @@ static void test_newer_format(void **state)
 	log_set_level(LOG_ERROR);
 	assert_int_equal(save_k(s, 1, 5), -EEXIST);
 	log_set_level(LOG_INFO);
-	assert_int_equal(spike_store__remove(s, "s1"), -EPERM);
+	assert_int_equal(spike_store__remove(s, "s1"), -EPROTONOSUPPORT);
 	for (int k = 3; k < 8; k++)
 		assert_int_equal(save_k(s, k, k), 0);
 	check_listing(s, (const int[]){6, 7}, 2);
@@ -718,9 +701,9 @@ static void test_lying_headers(void **state)
 	spike_store__free(s);
 	for (int k = 0; k < NR_LIES; k++)
 		lie(f, k, k);
-	capture_start();
+	test_capture_start();
 	s = open_store(f, 0, 0);
-	log = capture_end();
+	log = test_capture_end();
 	spike_store__stats(s, &st);
 	assert_int_equal(st.corrupt, NR_LIES);
 	check_listing(s, (const int[]){NR_LIES}, 1);
@@ -769,8 +752,22 @@ static void test_leftovers_and_odd_files(void **state)
 	check_listing(s, (const int[]){0, 1}, 2);
 	spike_store__stats(s, &st);
 	assert_int_equal(st.corrupt, 1); /* the symlink */
-	assert_int_equal(spike_store__remove(s, "link"), 0);
-	assert_true(exists(f, "s0.spike")); /* the link went, not its target */
+	/* neither removed nor overwritten, and not counted against the bounds */
+	assert_int_equal(st.bytes, file_size(f, "s0.spike") + file_size(f, "s1.spike"));
+	assert_int_equal(spike_store__remove(s, "link"), -ELOOP);
+	assert_int_equal(spike_store__entry(s, "link", NULL), -ELOOP);
+	log_set_level(LOG_ERROR);
+	assert_int_equal(spike_store__save(s, "link", 5, "{}", NULL, 0), -EEXIST);
+	log_set_level(LOG_INFO);
+	assert_true(exists(f, "link.spike"));
+	assert_true(exists(f, "s0.spike"));
+	{
+		struct stat lsb;
+
+		path_of(f, "link.spike", p, sizeof(p));
+		assert_int_equal(lstat(p, &lsb), 0);
+		assert_true(S_ISLNK(lsb.st_mode));
+	}
 	check_blobs(s, 0);
 
 	/* a file removed by hand meanwhile */
@@ -1000,7 +997,7 @@ static void test_no_evict(void **state)
 	struct fx *f = *state;
 	struct spike_store *s = open_things(f, 0, 2);
 	struct spike_store_stats st;
-	char p[256], log[4096];
+	char p[256], log[16384];
 	uint64_t bytes, one;
 	uint8_t *big;
 
@@ -1023,7 +1020,7 @@ static void test_no_evict(void **state)
 	bytes = st.bytes;
 	spike_store__free(s);
 
-	/* past the bytes: the same; a corrupt file goes when that makes the room */
+	/* past the bytes: the same */
 	s = open_things(f, bytes + 160, 10);
 	big = calloc(1, 200);
 	assert_int_equal(
@@ -1046,21 +1043,50 @@ static void test_no_evict(void **state)
 	snprintf(p, sizeof(p), "%s/things/x.thing.y.thing.12.tmp", f->dir);
 	fclose(fopen(p, "w"));
 	bytes += 2 * one + 10; /* room for c and d, not for the corrupt file too */
-	capture_start();
+	test_capture_start();
 	s = open_things(f, bytes, 10);
-	snprintf(log, sizeof(log), "%s", capture_end());
+	snprintf(log, sizeof(log), "%s", test_capture_end());
 	assert_non_null(strstr(log, "thing store: "));
 	/* the directory is tp-spike-store-*: the messages themselves name no spike */
 	assert_null(strstr(log, "spike store"));
 	assert_null(strstr(log, "spike file"));
 	assert_false(thing_exists(f, "x.thing.y.thing.12.tmp"));
+	assert_non_null(strstr(log, "/things/z.thing: bad magic"));
 	assert_int_equal(spike_store__entry(s, "z", &one), -EBADMSG);
 	assert_int_equal(one, 150);
+	/* a corrupt file is kept and counted: the save that needs its room is refused; a remove
+	 * asked for makes the room */
+	assert_int_equal(spike_store__save(s, "d", 6, "{}", NULL, 0), -EFBIG);
+	assert_true(thing_exists(f, "z.thing"));
+	assert_int_equal(spike_store__remove(s, "z"), 0);
 	assert_int_equal(spike_store__save(s, "d", 6, "{}", NULL, 0), 0);
 	assert_false(thing_exists(f, "z.thing"));
 	spike_store__stats(s, &st);
 	assert_int_equal(st.spikes, 4);
-	assert_int_equal(st.evicted, 1); /* the corrupt file, never an entry */
+	assert_int_equal(st.evicted, 0);
+	spike_store__free(s);
+
+	/* over max_bytes at open with corrupt files the store wrote: nothing deleted, each
+	 * reported once with the fix */
+	{
+		uint8_t head[8] = "TPSPIKE";
+
+		snprintf(p, sizeof(p), "%s/things/cut.thing", f->dir);
+		test_spew(p, head, sizeof(head));
+	}
+	test_capture_start();
+	s = open_things(f, SPIKE_STORE_DEFAULT_BYTES, 0);
+	spike_store__free(s);
+	s = open_things(f, 1, 10);
+	snprintf(log, sizeof(log), "%s", test_capture_end());
+	assert_true(thing_exists(f, "cut.thing"));
+	assert_int_equal(test_count_of(log, "/things/cut.thing is corrupt (cut short"), 2);
+	assert_non_null(strstr(log, "kept, counted against max_bytes"));
+	assert_null(strstr(log, "removed"));
+	spike_store__stats(s, &st);
+	assert_int_equal(st.evicted, 0);
+	assert_int_equal(st.spikes, 4);
+	assert_int_equal(spike_store__remove(s, "cut"), 0);
 	spike_store__free(s);
 
 	/* a bound lowered below what is stored: everything kept, saves refused */

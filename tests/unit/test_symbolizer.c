@@ -28,6 +28,7 @@
 #include "perf_map.h"
 #include "proc_maps.h"
 #include "symbolizer.h"
+#include "test_elf.h"
 
 #define PAGE	     ((uint64_t)4096)
 #define PAGE_DOWN(x) ((x) & ~(PAGE - 1))
@@ -96,52 +97,6 @@ static void test_elf_read(const char *path, struct test_elf *te)
 	}
 	elf_end(elf);
 	close(fd);
-}
-
-/* Value and size of a symbol of the first section of type sh_type (SHT_SYMTAB: like nm;
- * SHT_DYNSYM: like nm -D). */
-static void test_elf_symbol_in(const char *path, uint32_t sh_type, const char *name,
-			       uint64_t *value, uint64_t *size)
-{
-	int fd = open(path, O_RDONLY);
-	Elf_Scn *scn = NULL;
-	bool found = false;
-	Elf *elf;
-
-	assert_true(fd >= 0);
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	assert_non_null(elf);
-	while (!found && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != sh_type)
-			continue;
-		d = elf_getdata(scn, NULL);
-		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *n;
-
-			gelf_getsym(d, i, &sym);
-			n = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (n && !strcmp(n, name) && sym.st_size) {
-				*value = sym.st_value;
-				*size = sym.st_size;
-				found = true;
-				break;
-			}
-		}
-	}
-	elf_end(elf);
-	close(fd);
-	if (!found)
-		fail_msg("no symbol %s in %s", name, path);
-}
-
-static void test_elf_symbol(const char *path, const char *name, uint64_t *value, uint64_t *size)
-{
-	test_elf_symbol_in(path, SHT_SYMTAB, name, value, size);
 }
 
 static void write_file(const char *path, const char *text)
@@ -426,13 +381,22 @@ static void check_function(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 			continue;
 		}
 		if (hidden) {
-			/* Not named after the exported function below it. */
+			char buf[64], want[64];
+
+			/* Not named after the exported function below it, but after its own
+			 * extent in the unwind table: one name for the whole function. */
 			assert_null(name);
+			snprintf(want, sizeof(want), "%s+0x%" PRIx64, object__name(f[i].obj),
+				 value);
+			assert_string_equal(
+			    object__anon_name(f[i].obj, f[i].addr, buf, sizeof(buf)), want);
 			continue;
 		}
 		assert_non_null(name);
 		assert_string_equal(name, fn);
 		assert_int_equal(sym_start, value);
+		/* a symbol covers it: no FDE stands in */
+		assert_false(object__fde_start(f[i].obj, f[i].addr, &sym_start));
 	}
 	/* One past the end of the inner symbol is the outer one again. */
 	if (!strcmp(fn, "fixture_inner")) {

@@ -251,6 +251,50 @@ static void test_not_elf(void **state)
 	assert_true(unwind_table__bpf_bytes(1000) >= 8000);
 }
 
+/* The FDE list: each function of the fixture is one FDE, of its symbol's extent; from
+ * .debug_frame when there is no .eh_frame; none without CFI. */
+static void test_fdes(void **state)
+{
+	static const char *const envs[] = {"TAILPROF_FIXTURE_UNWIND_NOFP",
+					   "TAILPROF_FIXTURE_UNWIND_DEBUG",
+					   "TAILPROF_FIXTURE_UNWIND_NONE"};
+	static const char *const fns[] = {"unwind_leaf", "unwind_big_frame", "unwind_calls_libc"};
+
+	for (int e = 0; e < 3; e++) {
+		const char *path = fixture(envs[e]);
+		struct unwind_fde *fdes;
+		size_t nr;
+		int fd = open(path, O_RDONLY);
+		Elf *elf;
+
+		assert_true(fd >= 0);
+		elf_version(EV_CURRENT);
+		elf = elf_begin(fd, ELF_C_READ, NULL);
+		assert_non_null(elf);
+		if (e == 2) {
+			assert_int_equal(unwind_table__fdes(elf, &fdes, &nr), -ENOENT);
+			assert_null(fdes);
+		} else {
+			assert_int_equal(unwind_table__fdes(elf, &fdes, &nr), 0);
+			for (size_t i = 1; i < nr; i++)
+				assert_true(fdes[i - 1].start <= fdes[i].start);
+			for (int f = 0; f < 3; f++) {
+				uint64_t start, end;
+				bool found = false;
+
+				find_elf(path, fns[f], false, &start, &end);
+				for (size_t i = 0; i < nr; i++)
+					found =
+					    found || (fdes[i].start == start && fdes[i].end == end);
+				assert_true(found);
+			}
+			free(fdes);
+		}
+		elf_end(elf);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +305,7 @@ int main(void)
 	    cmocka_unit_test(test_no_unwind_info),
 	    cmocka_unit_test(test_outermost_frame),
 	    cmocka_unit_test(test_not_elf),
+	    cmocka_unit_test(test_fdes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
