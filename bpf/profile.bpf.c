@@ -209,7 +209,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	if (python_on && !(s->flags & TP_SAMPLE_KERNEL_THREAD)) {
 		__u64 tp = bench_pid && s->hdr.pid == bench_pid ? bpf_ktime_get_ns() : 0;
 		enum tp_py_result r = tp_py_walk(s->hdr.pid, s->hdr.start_ns, s->tid,
-						 &s->addrs[nk + nu], &s->nr_python);
+						 &s->addrs[nk + nu], &s->nr_python, &s->flags);
 
 		if (tp) {
 			__sync_fetch_and_add(&bench_cost[2], bpf_ktime_get_ns() - tp);
@@ -226,10 +226,11 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu + 2 * (s->nr_python & 127)) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
-	/* new processes, and new mappings the unwinder needs, are read at once */
-	if (bpf_ringbuf_output(&events, s, n,
-			       wakeup_flags(!known || *known != s->hdr.start_ns ||
-					    (s->flags & TP_SAMPLE_UNWIND_RESCAN))))
+	/* new processes, new mappings the unwinder needs and new Python code are read at once */
+	if (bpf_ringbuf_output(
+		&events, s, n,
+		wakeup_flags(!known || *known != s->hdr.start_ns ||
+			     (s->flags & (TP_SAMPLE_UNWIND_RESCAN | TP_SAMPLE_PY_NEW)))))
 		count(ts, TP_M_RINGBUF_FULL);
 	if (bench_pid && s->hdr.pid == bench_pid) {
 		__sync_fetch_and_add(&bench_cost[0], bpf_ktime_get_ns() - ts);

@@ -610,7 +610,8 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 			flags = BPF_RB_FORCE_WAKEUP;
 		}
 	}
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if ((o->flags & TP_SAMPLE_PY_NEW) ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, o, n, flags)) {
 		bump(TP_SCH_RINGBUF_FULL);
@@ -1069,23 +1070,27 @@ __noinline int current_user_stack(__u32 key, __u32 tables_only)
 }
 
 /* The Python frames of the current thread into ustack_scratch entry key (py, nr_py), when its
- * process runs a Python tailprofd gave to py_procs. Returns TP_SAMPLE_PY_* flags. A global
- * function, verified once; its BPF stack (the walk's state) is not its callers'. */
+ * process runs a Python tailprofd gave to py_procs. Returns TP_SAMPLE_PY_* flags (PY_NEW: the
+ * record must wake user space). A global function, verified once; its BPF stack (the walk's
+ * state) is not its callers'. */
 __noinline int current_python_stack(__u32 key)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
 	enum tp_py_result r;
+	__u32 flags = 0;
 
 	if (!sc)
 		return 0;
 	sc->nr_py = 0;
 	if (!python_on)
 		return 0;
-	r = tp_py_walk(t->tgid, process_start_ns(t), t->pid, sc->py, &sc->nr_py);
+	r = tp_py_walk(t->tgid, process_start_ns(t), t->pid, sc->py, &sc->nr_py, &flags);
 	if (r == TP_PY_FAILED)
-		return TP_SAMPLE_PY_FAILED;
-	return r == TP_PY_TRUNCATED ? TP_SAMPLE_PY_TRUNCATED : 0;
+		flags |= TP_SAMPLE_PY_FAILED;
+	else if (r == TP_PY_TRUNCATED)
+		flags |= TP_SAMPLE_PY_TRUNCATED;
+	return flags;
 }
 
 /* The user stack of the current thread (back on its way to user space) into o, after its kernel

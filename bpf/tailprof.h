@@ -67,8 +67,9 @@ struct tp_py_proc {
 	__u64 runtime;	/* the address of _PyRuntime in the process */
 	__u32 version;	/* index into py_offsets */
 	__u32 pad;
+	__u64 woke_ns; /* BPF's: when a new Python stack of the process last woke user space */
 };
-_Static_assert(sizeof(struct tp_py_proc) == 24, "tp_py_proc layout");
+_Static_assert(sizeof(struct tp_py_proc) == 32, "tp_py_proc layout");
 
 /* Kinds of record in the `events` ring buffer; every record starts with struct tp_event_hdr. */
 enum tp_event_kind {
@@ -109,6 +110,9 @@ enum tp_event_kind {
 /* the process runs a known Python, but the thread's PyThreadState was not found (a thread
  * Python does not know, or past TP_PY_MAX_THREADS) or reading its frames failed */
 #define TP_SAMPLE_PY_FAILED (1u << 11)
+/* a Python stack (code objects) not seen lately in this process: the record wakes user space, so
+ * that it reads the code objects while the process lives (a short-lived one included) */
+#define TP_SAMPLE_PY_NEW (1u << 12)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */

@@ -226,6 +226,7 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	    {l->sched->maps.unwind_procs, l->skel->maps.unwind_procs},
 	    {l->sched->maps.py_procs, l->skel->maps.py_procs},
 	    {l->sched->maps.py_offsets, l->skel->maps.py_offsets},
+	    {l->sched->maps.py_seen, l->skel->maps.py_seen},
 	    {l->sched->maps.unwind_epoch, l->skel->maps.unwind_epoch},
 	};
 	err = 0;
@@ -411,13 +412,16 @@ struct loader *loader__new(const struct loader_opts *opts)
 	libbpf_log__reset();
 	err = profile_bpf__load(l->skel);
 	if (err) {
-		/* with the table unwinder, main tries again without it */
-		enum feature_id id = opts->unwind_tables ? FEATURE_EH_FRAME : FEATURE_CPU_SAMPLING;
+		/* with the Python walker, main tries again without it; then without the table
+		 * unwinder */
+		enum feature_id id = opts->python_frames   ? FEATURE_PYTHON_FRAMES
+				     : opts->unwind_tables ? FEATURE_EH_FRAME
+							   : FEATURE_CPU_SAMPLING;
 
 		libbpf_log__load_failed(opts->features, id,
-					opts->unwind_tables ? "frame_pointers" : "", "profile_bpf",
-					err);
-		if (!opts->unwind_tables)
+					id == FEATURE_EH_FRAME ? "frame_pointers" : "",
+					"profile_bpf", err);
+		if (id == FEATURE_CPU_SAMPLING)
 			pr_err("CPU sampling cannot run: %s",
 			       opts->features ? features__get(opts->features, id)->reason
 					      : strerror(-err));
@@ -462,6 +466,8 @@ struct loader *loader__new(const struct loader_opts *opts)
 	features__set(opts->features, FEATURE_CPU_SAMPLING, true, "perf_event/cpu-clock", NULL);
 	if (opts->unwind_tables)
 		features__set(opts->features, FEATURE_EH_FRAME, true, "bpf_loop", NULL);
+	if (opts->python_frames)
+		features__set(opts->features, FEATURE_PYTHON_FRAMES, true, "bpf_loop", NULL);
 	load_sched(l, opts);
 	enable_stats(l, opts->features);
 	if (opts->load_only)

@@ -639,6 +639,28 @@ static bool want_unwind_tables(const struct options *o, struct features *ft)
 	return false;
 }
 
+/* Whether Python frames are walked: --python-frames=on, not forced off, and the kernel has
+ * bpf_loop. Sets python_frames off with the reason where not. */
+static bool want_python_frames(const struct options *o, struct features *ft)
+{
+	char why[200];
+
+	if (!o->python_frames) {
+		features__set(ft, FEATURE_PYTHON_FRAMES, false, "", "--python-frames=off");
+	} else if (features__forced_off(ft, FEATURE_PYTHON_FRAMES)) {
+		features__set(ft, FEATURE_PYTHON_FRAMES, false, "", "%s",
+			      features__forced_reason(ft, FEATURE_PYTHON_FRAMES));
+	} else if (kernel_probe__python_frames(why, sizeof(why))) {
+		features__set(ft, FEATURE_PYTHON_FRAMES, false, "",
+			      "%s: Python processes get native frames only", why);
+		return false;
+	} else {
+		return true;
+	}
+	features__set_quiet(ft, FEATURE_PYTHON_FRAMES);
+	return false;
+}
+
 /* Everything tailprofd loads into the kernel, as the options and the config ask, each
  * capability decided into ft: the stage maps and programs, the GC programs, the sampler (with
  * the table unwinder, and again without it if the kernel rejects it) and the scheduler
@@ -663,6 +685,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	/* GC probes first too: the sampler shares their map of processes in a pause */
 	*gc_probes = load_gc(o, cfg, ft, probes__label_sources_fd(*probes));
 	o->unwind_tables = want_unwind_tables(o, ft);
+	o->python_frames = want_python_frames(o, ft);
 	lopts = (struct loader_opts){
 	    .frequency_hz = o->frequency_hz,
 	    .ringbuf_bytes = o->ringbuf_bytes,
@@ -683,6 +706,11 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	    .load_only = load_only,
 	};
 	*loader = loader__new(&lopts);
+	if (!*loader && lopts.python_frames) {
+		/* a verifier that rejects the Python walker: native stacks, the report says why */
+		lopts.python_frames = o->python_frames = false;
+		*loader = loader__new(&lopts);
+	}
 	if (!*loader && lopts.unwind_tables) {
 		/* a kernel whose verifier rejects the walker still gets CPU profiles; the
 		 * features report says why the unwinder is off */

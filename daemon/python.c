@@ -242,6 +242,7 @@ struct py_proc {
 	uint64_t start_ns;
 	const struct py_version *v;
 	struct object *obj; /* the interpreter's synthetic object (python->objs holds it) */
+	uint64_t code_type; /* &PyCode_Type in the process; 0: unknown (no type check) */
 };
 
 struct py_code {
@@ -254,6 +255,7 @@ struct py_code {
 	int32_t firsttraceable;
 	uint32_t checked_gen; /* the drain when it was last checked */
 	bool failed;	      /* unreadable: named by address */
+	bool not_code;	      /* readable, but not a code object: its frames are dropped */
 	char *function, *file;
 	uint8_t *linetable;
 	size_t linetable_len;
@@ -359,10 +361,11 @@ static const struct py_version *version_of(const char *path, bool *named)
 	return NULL;
 }
 
-/* Reads _PyRuntime's link-time address (.dynsym, then .symtab) of the ELF file at path and the
- * (file offset - vaddr) of its executable PT_LOAD, to place it in a mapping. Returns 0, -ENOENT
- * (no symbol), or another negative errno (unreadable). */
-static int runtime_symbol(const char *path, uint64_t *vaddr, int64_t *exec_delta)
+/* Reads the link-time addresses (.dynsym, then .symtab) of _PyRuntime and PyCode_Type (0 when
+ * absent) of the ELF file at path and the (file offset - vaddr) of its executable PT_LOAD, to place
+ * them in a mapping. Returns 0, -ENOENT (no _PyRuntime), or another negative errno (unreadable). */
+static int runtime_symbol(const char *path, uint64_t *vaddr, uint64_t *code_type,
+			  int64_t *exec_delta)
 {
 	int fd, err = -ENOENT;
 	Elf_Scn *scn = NULL;
@@ -388,12 +391,12 @@ static int runtime_symbol(const char *path, uint64_t *vaddr, int64_t *exec_delta
 			have_seg = true;
 		}
 	}
-	*vaddr = 0;
-	for (int pass = 0; pass < 2 && have_seg && !*vaddr; pass++) {
+	*vaddr = *code_type = 0;
+	for (int pass = 0; pass < 2 && have_seg && !(*vaddr && *code_type); pass++) {
 		int want = pass ? SHT_SYMTAB : SHT_DYNSYM;
 
 		scn = NULL;
-		while (!*vaddr && (scn = elf_nextscn(elf, scn))) {
+		while (!(*vaddr && *code_type) && (scn = elf_nextscn(elf, scn))) {
 			Elf_Data *data;
 			GElf_Shdr sh;
 
@@ -408,10 +411,10 @@ static int runtime_symbol(const char *path, uint64_t *vaddr, int64_t *exec_delta
 				    GELF_ST_TYPE(sym.st_info) != STT_OBJECT || !sym.st_value)
 					continue;
 				s = elf_strptr(elf, sh.sh_link, sym.st_name);
-				if (s && !strcmp(s, "_PyRuntime")) {
+				if (s && !strcmp(s, "_PyRuntime"))
 					*vaddr = sym.st_value;
-					break;
-				}
+				else if (s && !strcmp(s, "PyCode_Type"))
+					*code_type = sym.st_value;
 			}
 		}
 	}
@@ -456,7 +459,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	struct proc_maps maps = {0};
 	char path[PATH_MAX + 64];
 	int64_t delta = 0;
-	uint64_t vaddr;
+	uint64_t vaddr, code_type;
 	bool named = false;
 	size_t len;
 	char *text;
@@ -503,9 +506,9 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%u/root%s", p->proc_root, pid, pick->path);
-	err = runtime_symbol(path, &vaddr, &delta);
+	err = runtime_symbol(path, &vaddr, &code_type, &delta);
 	if (err == -ENOENT || err == -EACCES)
-		err = runtime_symbol(pick->path, &vaddr, &delta);
+		err = runtime_symbol(pick->path, &vaddr, &code_type, &delta);
 	if (err) {
 		p->st.unsupported[err == -ENOENT ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE]++;
 		err = 0;
@@ -513,9 +516,10 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	}
 	{
 		/* the bias of the object in the process: a file offset pgoff sits at start */
+		uint64_t bias = pick->start - pick->pgoff + delta;
 		struct tp_py_proc bp = {
 		    .start_ns = start_ns,
-		    .runtime = pick->start - pick->pgoff + delta + vaddr,
+		    .runtime = bias + vaddr,
 		    .version = (uint32_t)(v - versions),
 		};
 		struct py_proc *pp;
@@ -537,7 +541,8 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 			p->cap_procs = cap;
 		}
 		pp = &p->procs[p->nr_procs++];
-		*pp = (struct py_proc){pid, start_ns, v, interp_object(p, pick->path)};
+		*pp = (struct py_proc){pid, start_ns, v, interp_object(p, pick->path),
+				       code_type ? bias + code_type : 0};
 		err = 1;
 	}
 out:
@@ -648,22 +653,29 @@ static int read_str(uint32_t pid, const struct py_user_offsets *u, uint64_t addr
 /* The fields of a code object that identify it and name it: firstlineno, the qualname pointer,
  * and the others, from one read. */
 struct code_fields {
+	uint64_t type; /* ob_type */
 	int32_t firstlineno, firsttraceable;
 	uint64_t filename, qualname, linetable;
 };
 
+#define OB_TYPE_OFFSET 8 /* PyObject.ob_type, after ob_refcnt (every version, non-debug builds) */
+
+/* Reads the fields of the code object at addr of process pid. Returns 0, or -1 when they cannot
+ * be read. */
 static int read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
 			    struct code_fields *cf)
 {
-	/* one read covering every field: they all lie within 64 .. 192 in 3.11 */
-	uint16_t lo = u->co_firstlineno, hi = u->co_firsttraceable + 4;
+	/* one read covering every field: they all lie within 8 .. 192 in 3.11 */
+	uint16_t lo = OB_TYPE_OFFSET, hi = u->co_firsttraceable + 4;
 	uint8_t buf[256];
 
 	if (u->co_filename < lo || u->co_qualname < lo || u->co_linetable < lo || hi - lo > 256 ||
-	    u->co_linetable + 8 > hi || u->co_qualname + 8 > hi || u->co_filename + 8 > hi)
+	    u->co_linetable + 8 > hi || u->co_qualname + 8 > hi || u->co_filename + 8 > hi ||
+	    u->co_firstlineno < lo)
 		return -1;
 	if (read_mem(pid, addr + lo, buf, hi - lo) != hi - lo)
 		return -1;
+	memcpy(&cf->type, buf, 8);
 	memcpy(&cf->firstlineno, buf + u->co_firstlineno - lo, 4);
 	memcpy(&cf->firsttraceable, buf + u->co_firsttraceable - lo, 4);
 	memcpy(&cf->filename, buf + u->co_filename - lo, 8);
@@ -672,18 +684,27 @@ static int read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint6
 	return 0;
 }
 
-/* Fills c (pid, start_ns, addr set) from the process. */
-static void read_code(struct python *p, const struct py_version *v, struct py_code *c)
+/* Fills c (pid, start_ns, addr set) from the process of pp: failed when it cannot be read,
+ * not_code too when what is there is not a code object (its type is not PyCode_Type: a frame read
+ * while it was being set up or torn down). */
+static void read_code(struct python *p, const struct py_proc *pp, struct py_code *c)
 {
-	const struct py_user_offsets *u = &v->user;
+	const struct py_user_offsets *u = &pp->v->user;
 	char name[NAME_MAX_BYTES], file[FILE_MAX_BYTES];
 	struct code_fields cf;
 	uint64_t size = 0;
 
 	p->st.code_reads++;
 	c->failed = true;
-	if (read_code_fields(c->pid, u, c->addr, &cf) ||
-	    read_str(c->pid, u, cf.qualname, name, sizeof(name)) ||
+	if (read_code_fields(c->pid, u, c->addr, &cf)) {
+		p->st.code_read_failed++;
+		return;
+	}
+	if (pp->code_type && cf.type != pp->code_type) {
+		c->not_code = true;
+		return;
+	}
+	if (read_str(c->pid, u, cf.qualname, name, sizeof(name)) ||
 	    read_str(c->pid, u, cf.filename, file, sizeof(file))) {
 		p->st.code_read_failed++;
 		return;
@@ -736,17 +757,21 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		if (c->checked_gen == p->gen)
 			return c;
 		c->checked_gen = p->gen;
-		/* the address may hold another code object now: check what names it */
-		if (read_code_fields(pp->pid, &pp->v->user, addr, &cf) ||
-		    (!c->failed &&
-		     (cf.firstlineno == c->firstlineno && cf.qualname == c->qualname_ptr)))
+		/* the address may hold another code object now: check what names it (unreadable:
+		 * the process is gone, what was read stands) */
+		if (read_code_fields(pp->pid, &pp->v->user, addr, &cf))
+			return c;
+		if (pp->code_type && cf.type != pp->code_type && c->not_code)
+			return c;
+		if (!c->failed && cf.firstlineno == c->firstlineno &&
+		    cf.qualname == c->qualname_ptr && (!pp->code_type || cf.type == pp->code_type))
 			return c;
 		free(c->function);
 		free(c->file);
 		free(c->linetable);
 		*c = (struct py_code){.pid = pp->pid, .start_ns = pp->start_ns, .addr = addr};
 		c->checked_gen = p->gen;
-		read_code(p, pp->v, c);
+		read_code(p, pp, c);
 		return c;
 	}
 	if (p->nr_codes >= MAX_CODE_OBJECTS)
@@ -761,7 +786,7 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 	c = &p->codes[p->nr_codes++];
 	*c = (struct py_code){.pid = pp->pid, .start_ns = pp->start_ns, .addr = addr};
 	c->checked_gen = p->gen;
-	read_code(p, pp->v, c);
+	read_code(p, pp, c);
 	return c;
 }
 
@@ -776,9 +801,20 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t units = (int32_t)(uint32_t)in[i].info;
 		uint8_t owner = (uint8_t)(in[i].info >> TP_PY_INFO_OWNER_SHIFT);
-		struct py_code *c = code_of(p, pp, in[i].code);
+		struct py_code *c;
 		uint32_t id;
 
+		/* a frame read while it was set up or torn down: no object is in the first page or
+		 * misaligned */
+		if (in[i].code < 4096 || (in[i].code & 7)) {
+			p->st.not_code++;
+			continue;
+		}
+		c = code_of(p, pp, in[i].code);
+		if (c && c->not_code) {
+			p->st.not_code++;
+			continue;
+		}
 		if (c && !c->failed) {
 			/* _PyFrame_IsIncomplete: before its first traceable instruction */
 			if (owner != FRAME_OWNED_BY_GENERATOR && units < c->firsttraceable) {

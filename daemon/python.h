@@ -39,7 +39,8 @@ struct python_stats {
 	uint64_t code_reads;		   /* code objects read from processes */
 	uint64_t code_read_failed;	   /* ... that could not be read (process gone) */
 	uint64_t incomplete;		   /* frames dropped: still in their prologue */
-	uint64_t lines;			   /* interned (function, line) entries */
+	uint64_t not_code; /* frames dropped: their code pointer is no code object (torn read) */
+	uint64_t lines;	   /* interned (function, line) entries */
 };
 
 struct python_opts {
@@ -70,8 +71,9 @@ struct python_frame {
 };
 
 /* Resolves the n Python frames in (innermost first) of process (pid, start_ns) into out,
- * dropping incomplete frames (CPython's _PyFrame_IsIncomplete). Code objects that cannot be read
- * become "[python code 0x...]" frames. Returns the number of frames written (<= n), 0 when the
+ * dropping incomplete frames (CPython's _PyFrame_IsIncomplete) and frames whose code pointer is
+ * not a code object (PyCode_Type checked: a frame read mid-update). Code objects that cannot be
+ * read become "[python code 0x...]" frames. Returns the number of frames written (<= n), 0 when the
  * process is not one python__note_process() accepted. */
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out);

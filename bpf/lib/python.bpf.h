@@ -29,6 +29,21 @@ struct {
 	__type(value, struct tp_py_proc);
 } py_procs SEC(".maps");
 
+/* py_seen: the Python stacks (a hash of the process and its frames' code objects) whose code
+ * objects user space has been woken to read. A stack not in it makes its sample wake user space
+ * (TP_SAMPLE_PY_NEW), at most once per TP_PY_WAKE_GAP_NS per process; a busy process's stacks
+ * are all in it after its first seconds, so steady sampling wakes nobody. LRU: forgetting an old
+ * stack costs one early drain. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} py_seen SEC(".maps");
+
+/* The least time between two wake-ups for new Python stacks of one process. */
+#define TP_PY_WAKE_GAP_NS 2000000ULL
+
 /* What tp_py_walk found. */
 enum tp_py_result {
 	TP_PY_NONE = 0,	 /* not a Python process tailprofd knows: no frames */
@@ -55,6 +70,7 @@ struct tp_py_state {
 	__u64 interp;
 	__u64 ts;    /* the thread state looked at, then the one found (0: none) */
 	__u64 frame; /* the next frame to copy (0: none) */
+	__u64 hash;  /* of the code objects copied (FNV-1a style, a word at a time) */
 	__u32 tid;
 	__u32 nr;     /* frames copied */
 	__u32 failed; /* a frame without code: stop, the sample says so */
@@ -112,22 +128,23 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 	st->out[2 * index + 1] = (__u32)units | (entry ? TP_PY_INFO_ENTRY : 0) |
 				 ((__u64)owner << TP_PY_INFO_OWNER_SHIFT);
 	st->nr = index + 1;
+	st->hash = (st->hash ^ code) * 0x100000001b3ULL;
 	st->frame = tp_py_read_ptr(frame + o->frame_previous);
 	return 0;
 }
 
 /* Writes the Python frames of thread tid of process pid (started at start_ns) into
  * out[0 .. 2 * TP_PY_MAX_FRAMES) as struct tp_py_frame pairs, innermost first, and their number
- * into *nr. The thread state is found by native_thread_id in the interpreters' thread lists (at
+ * into *nr; sets TP_SAMPLE_PY_NEW in *flags for a stack not in py_seen (see there). The thread state is found by native_thread_id in the interpreters' thread lists (at
  * most TP_PY_MAX_INTERPS x TP_PY_MAX_THREADS looked at), so threads that do not hold the GIL have
  * their frames too. Incomplete frames (still in their prologue) are sent as they are, with their
  * (negative or prologue) offset: user space, which reads the code object anyway, drops them as
  * CPython's _PyFrame_IsIncomplete does. Needs bpf_loop (Linux 5.17). */
 static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, __u32 tid,
-						    __u64 *out, __u16 *nr)
+						    __u64 *out, __u16 *nr, __u32 *flags)
 {
-	struct tp_py_state st = {.out = out, .tid = tid};
-	const struct tp_py_proc *py;
+	struct tp_py_state st = {.out = out, .tid = tid, .hash = 0xcbf29ce484222325ULL};
+	struct tp_py_proc *py;
 	__u64 cur;
 	__u32 v;
 
@@ -153,6 +170,17 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	st.frame = tp_py_read_ptr(cur + st.o->cframe_current_frame);
 	bpf_loop(TP_PY_MAX_FRAMES + 1, tp_py_frame_step, &st, 0);
 	*nr = st.nr;
+	if (st.nr) {
+		__u64 key = (st.hash ^ ((__u64)pid << 32 | (__u32)start_ns)) * 0x100000001b3ULL;
+		__u64 now = bpf_ktime_get_ns();
+		__u8 one = 1;
+
+		if (!bpf_map_lookup_elem(&py_seen, &key) && now - py->woke_ns >= TP_PY_WAKE_GAP_NS) {
+			py->woke_ns = now;
+			bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+			*flags |= TP_SAMPLE_PY_NEW;
+		}
+	}
 	if (st.failed)
 		return TP_PY_FAILED;
 	return st.frame ? TP_PY_TRUNCATED : TP_PY_OK;

@@ -4,7 +4,8 @@
 1 ms in serialize per round) under Debian's /usr/bin/python3.11 and pyenv's 3.11.7, profiled at
 999 Hz; the pulled CPU profile (decoded, not grepped) must give compute_features 75% +- 5 points
 of the two, the Python chain to <module> with the files, first lines and lines of the source
-(found in its text), and math.sin's native frames leafward of compute_features.
+(found in its text), and math.sin's native frames leafward of compute_features. Off-CPU: a
+thread's sleeps under fetch_from_store. A 300 ms process named after it exits.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
@@ -129,6 +130,49 @@ def test_offcpu_sleep_under_fetch_from_store(d):
     assert under >= 0.9 * slept, (under, slept)
 
 
+def test_short_lived_named(d):
+    """A 300 ms Python process is named after it exits: its new stacks woke the daemon
+    (TP_SAMPLE_PY_NEW), which read their code objects while the process lived."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    pids = []
+    for _ in range(3):
+        w = subprocess.Popen([python, WORKLOAD, "0.3"])
+        assert w.wait(timeout=60) == 0
+        pids.append(w.pid)
+    time.sleep(2.5)
+    named = unnamed = 0
+    own = {"compute_features": 0, "serialize": 0}
+    for pid in pids:
+        prof, _ = d.profile("last=30s&pid=%d" % pid)
+        for s in prof.samples:
+            py = python_frames(s)
+            if not py:
+                continue
+            v = s["values"][0]
+            if any((f["function"] or "").startswith("[python code") for f in py):
+                unnamed += v
+                continue
+            named += v
+            mine = [f for f in py if f["file"] == WORKLOAD]
+            if mine and mine[0]["function"] in own:
+                own[mine[0]["function"]] += v
+    total = own["compute_features"] + own["serialize"]
+    print("  3 runs of 0.3 s: %d samples with Python frames named, %d with a code object "
+          "unread; compute_features %.1f%% of %d" % (
+              named, unnamed, 100.0 * own["compute_features"] / max(total, 1), total))
+    assert total >= 400, own
+    assert unnamed <= 0.02 * (named + unnamed), (named, unnamed)
+    assert 65 <= 100.0 * own["compute_features"] / total <= 85, own
+    m = d.metrics()
+    assert m["tailprof_python_frames_total"] >= named, m["tailprof_python_frames_total"]
+    for name in ("tailprof_python_processes", 'tailprof_python_unsupported_total{reason="version"}',
+                 'tailprof_python_dropped_frames_total{reason="not_code"}',
+                 "tailprof_python_code_read_failures_total"):
+        assert name in m, name
+
+
 def make():
     require_bpf()
     return [daemon.Daemon(DAEMON, "-F", "999", "--window", "1s")]
@@ -143,5 +187,6 @@ def test_pyenv_python(d):
 
 
 if __name__ == "__main__":
-    run_tests([test_debian_python, test_pyenv_python, test_offcpu_sleep_under_fetch_from_store],
+    run_tests([test_debian_python, test_pyenv_python, test_offcpu_sleep_under_fetch_from_store,
+               test_short_lived_named],
               start_daemons(make))
