@@ -9,6 +9,7 @@
 #include "tailprof.h"
 #include "lib/unwind.bpf.h"
 #include "lib/shared_maps.bpf.h"
+#include "lib/python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -16,11 +17,18 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much data is waiting */
 const volatile __u64 slot_ns = 500000000;    /* the drain period: one set of counters each */
 const volatile __u32 unwind_tables_on = 0;   /* 1: walk user stacks with unwind_rows */
+const volatile __u32 python_on = 0;	     /* 1: walk Python frames of processes in py_procs */
 /* Benchmark only (tests/bench/stages.py): time the stage lookup of every sample into
  * label_cost[0] (ns), two back-to-back clock reads into label_cost[1] (the clock's own cost, to
  * subtract) and count the samples in label_cost[2]. Off: the verifier drops that code. */
 const volatile __u32 time_stage_label = 0;
 __u64 label_cost[3];
+/* Benchmark only (tests/bench/python.py): for the samples of process bench_pid, the program's
+ * time from its first clock read to the end into bench_cost[0] (ns) and their count into
+ * bench_cost[1]; the Python walk's time into bench_cost[2] and its frames into bench_cost[3].
+ * 0: off, and the verifier drops that code. */
+const volatile __u32 bench_pid = 0;
+__u64 bench_cost[4];
 
 /* events: samples and process notifications, in order, to the drain loop. Written by the programs
  * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
@@ -197,16 +205,37 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->nr_kernel = nk;
 	s->nr_user = nu;
+	s->nr_python = 0;
+	if (python_on && !(s->flags & TP_SAMPLE_KERNEL_THREAD)) {
+		__u64 tp = bench_pid && s->hdr.pid == bench_pid ? bpf_ktime_get_ns() : 0;
+		enum tp_py_result r = tp_py_walk(s->hdr.pid, s->hdr.start_ns, s->tid,
+						 &s->addrs[nk + nu], &s->nr_python, &s->flags);
+
+		if (tp) {
+			__sync_fetch_and_add(&bench_cost[2], bpf_ktime_get_ns() - tp);
+			__sync_fetch_and_add(&bench_cost[3], s->nr_python);
+		}
+
+		if (r == TP_PY_FAILED)
+			s->flags |= TP_SAMPLE_PY_FAILED;
+		else if (r == TP_PY_TRUNCATED)
+			s->flags |= TP_SAMPLE_PY_TRUNCATED;
+	}
 
 	known = bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
-	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
+	n = TP_SAMPLE_HDR_SIZE + (nk + nu + 2 * (s->nr_python & 127)) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
-	/* new processes, and new mappings the unwinder needs, are read at once */
-	if (bpf_ringbuf_output(&events, s, n,
-			       wakeup_flags(!known || *known != s->hdr.start_ns ||
-					    (s->flags & TP_SAMPLE_UNWIND_RESCAN))))
+	/* new processes, new mappings the unwinder needs and new Python code are read at once */
+	if (bpf_ringbuf_output(
+		&events, s, n,
+		wakeup_flags(!known || *known != s->hdr.start_ns ||
+			     (s->flags & (TP_SAMPLE_UNWIND_RESCAN | TP_SAMPLE_PY_NEW)))))
 		count(ts, TP_M_RINGBUF_FULL);
+	if (bench_pid && s->hdr.pid == bench_pid) {
+		__sync_fetch_and_add(&bench_cost[0], bpf_ktime_get_ns() - ts);
+		__sync_fetch_and_add(&bench_cost[1], 1);
+	}
 	return 0;
 }
 

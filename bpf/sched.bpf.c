@@ -45,6 +45,7 @@
 #include "tailprof.h"
 #include "lib/unwind.bpf.h"
 #include "lib/shared_maps.bpf.h"
+#include "lib/python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -56,10 +57,14 @@ const volatile __u32 unwind_tables_on = 0; /* 1: walk user stacks with unwind_ro
 					    * sampler's maps, shared by the loader) */
 const volatile __u32 block_clock_rq = 0;   /* 1: time blocks with rq->clock (sched_clock is one
 					    * clock on every CPU), 0: with bpf_ktime_get_ns */
-const volatile __u32 use_task_work = 0;	   /* 1: unpredicted captures get their user stack from
-					    * a task work (bpf_task_work_schedule_resume, Linux
-					    * 6.18): sched_switch_tw is loaded, not sched_switch
-					    * and sys_exit (the loader sets both) */
+/* 1: Python frames (bpf/lib/python.bpf.h) with the user stacks taken on the way back to user
+ * space; Python processes' user stacks are then never taken at switch-out (their native stack
+ * does not tell their Python callers apart: a repeat could name the wrong ones) */
+const volatile __u32 python_on = 0;
+const volatile __u32 use_task_work = 0; /* 1: unpredicted captures get their user stack from
+					 * a task work (bpf_task_work_schedule_resume, Linux
+					 * 6.18): sched_switch_tw is loaded, not sched_switch
+					 * and sys_exit (the loader sets both) */
 
 #define TASK_RUNNING	  0
 #define TP_NR_EXECVE	  59	     /* x86-64 */
@@ -420,7 +425,10 @@ struct tp_ustack_scratch {
 	struct tp_unwind_log log;
 	__u64 span[TP_USTACK_SPAN / 8];
 	__u64 frames[TP_MAX_STACK_DEPTH]; /* the walk's output */
-	__u32 flags;			  /* and its TP_SAMPLE_* */
+	__u64 py[2 * TP_PY_MAX_FRAMES];	  /* current_python_stack's: struct tp_py_frame pairs */
+	__u16 nr_py;			  /* and their number */
+	__u16 py_pad;
+	__u32 flags; /* and its TP_SAMPLE_* */
 	/* rec_ok: the walk can be verified again, from these registers and tables, by the words
 	 * in log (their span: [rec_span_lo, rec_span_lo + rec_span_len)) */
 	__u32 rec_ok;
@@ -585,6 +593,13 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 	nu = nu < TP_MAX_STACK_DEPTH ? nu : TP_MAX_STACK_DEPTH;
 	barrier_var(nu);
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu) * 8;
+	if (python_on) {
+		__u32 npy = o->nr_python;
+
+		npy = npy < TP_PY_MAX_FRAMES ? npy : TP_PY_MAX_FRAMES;
+		barrier_var(npy);
+		n += npy * 16;
+	}
 	if (!st || st->known_start != o->hdr.start_ns) {
 		__u64 *known = bpf_map_lookup_elem(&known_procs, &o->hdr.pid);
 
@@ -595,7 +610,8 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 			flags = BPF_RB_FORCE_WAKEUP;
 		}
 	}
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if ((o->flags & TP_SAMPLE_PY_NEW) ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, o, n, flags)) {
 		bump(TP_SCH_RINGBUF_FULL);
@@ -836,6 +852,7 @@ static __always_inline void sample_of(struct tp_sample *o, struct tp_pending *pd
 	o->flags = pd->flags;
 	o->stage = pd->stage;
 	o->pad = 0;
+	o->nr_python = 0;
 	o->blocked_ns = pd->blocked_ns;
 	o->nr_kernel = nk < TP_PENDING_KFRAMES ? nk : TP_PENDING_KFRAMES;
 	o->nr_user = 0;
@@ -1052,8 +1069,32 @@ __noinline int current_user_stack(__u32 key, __u32 tables_only)
 	return n > TP_MAX_STACK_DEPTH ? TP_MAX_STACK_DEPTH : n;
 }
 
+/* The Python frames of the current thread into ustack_scratch entry key (py, nr_py), when its
+ * process runs a Python tailprofd gave to py_procs. Returns TP_SAMPLE_PY_* flags (PY_NEW: the
+ * record must wake user space). A global function, verified once; its BPF stack (the walk's
+ * state) is not its callers'. */
+__noinline int current_python_stack(__u32 key)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct tp_ustack_scratch *sc = bpf_map_lookup_elem(&ustack_scratch, &key);
+	enum tp_py_result r;
+	__u32 flags = 0;
+
+	if (!sc)
+		return 0;
+	sc->nr_py = 0;
+	if (!python_on)
+		return 0;
+	r = tp_py_walk(t->tgid, process_start_ns(t), t->pid, sc->py, &sc->nr_py, &flags);
+	if (r == TP_PY_FAILED)
+		flags |= TP_SAMPLE_PY_FAILED;
+	else if (r == TP_PY_TRUNCATED)
+		flags |= TP_SAMPLE_PY_TRUNCATED;
+	return flags;
+}
+
 /* The user stack of the current thread (back on its way to user space) into o, after its kernel
- * frames. */
+ * frames, and its Python frames after those. */
 static __always_inline void take_user_stack(struct tp_sample *o)
 {
 	__u32 key = TP_USCRATCH_RETURN, nk = o->nr_kernel, n = current_user_stack(key, 0);
@@ -1069,6 +1110,20 @@ static __always_inline void take_user_stack(struct tp_sample *o)
 	barrier_var(nk);
 	if (n > 0 && !bpf_probe_read_kernel(&o->addrs[nk], n * 8, sc->frames))
 		o->nr_user = n;
+	o->nr_python = 0;
+	if (python_on) {
+		__u32 npy, at;
+
+		o->flags |= current_python_stack(key);
+		npy = sc->nr_py;
+		npy = npy < TP_PY_MAX_FRAMES ? npy : TP_PY_MAX_FRAMES;
+		barrier_var(npy);
+		at = nk + o->nr_user;
+		at = at < 2 * TP_MAX_STACK_DEPTH ? at : 2 * TP_MAX_STACK_DEPTH;
+		barrier_var(at);
+		if (npy > 0 && !bpf_probe_read_kernel(&o->addrs[at], npy * 16, sc->py))
+			o->nr_python = npy;
+	}
 }
 
 /* Tells tailprofd at once (TP_EV_SEEN, waking it) of the process of prev, which blocks now, when
@@ -1211,6 +1266,13 @@ static __always_inline void early_stacks(struct task_struct *prev, struct tp_sch
 	}
 	if (!unwind_tables_on)
 		return;
+	/* a Python process's user stack goes with its Python frames, on the way back */
+	if (python_on) {
+		__u32 tgid = prev->tgid;
+
+		if (bpf_map_lookup_elem(&py_procs, &tgid))
+			return;
+	}
 	/* the user stack it took last time at this place, where every word that walk read is
 	 * unchanged: nothing to copy */
 	if (e->nr && user_stack_again(e, regs->ip, regs->sp, regs->bp, prev->tgid)) {
@@ -1536,6 +1598,7 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 	o->cpu = cpu;
 	o->flags = 0;
 	o->pad = 0;
+	o->nr_python = 0;
 	o->nr_user = 0;
 	o->blocked_ns = blocked_ns;
 	/* the labels of the stage and GC pause it blocked in */

@@ -13,6 +13,64 @@
 #define TP_MAX_STACK_DEPTH 127
 #define TP_COMM_LEN	   16
 
+/* ---- Python frames (bpf/lib/python.bpf.h) ---- */
+
+/* Python frames per sample at most (innermost kept); deeper stacks are marked
+ * TP_SAMPLE_PY_TRUNCATED. */
+#define TP_PY_MAX_FRAMES 64 /* a power of two: the walker masks indexes with it */
+/* Threads of an interpreter and interpreters of a process searched for the sampled thread. */
+#define TP_PY_MAX_THREADS 64
+#define TP_PY_MAX_INTERPS 4
+/* Offset sets (interpreter versions) that py_offsets holds. */
+#define TP_PY_MAX_VERSIONS 8
+/* An offset that the version does not have. */
+#define TP_PY_NO_OFFSET 0xffff
+
+/* One Python frame in tp_sample.addrs: two words. */
+struct tp_py_frame {
+	__u64 code; /* the PyCodeObject's address in the process */
+	/* bits 0..31: the instruction offset in 2-byte code units from the code's first
+	 * instruction (prev_instr - _PyCode_CODE(code)), signed: -1 before the first one;
+	 * bit 32: is_entry (the frame was entered from C: the eval loop's C frame ends here);
+	 * bits 40..47: owner (_PyInterpreterFrame.owner) */
+	__u64 info;
+};
+_Static_assert(sizeof(struct tp_py_frame) == 16, "tp_py_frame layout");
+
+#define TP_PY_INFO_ENTRY       (1ull << 32)
+#define TP_PY_INFO_OWNER_SHIFT 40
+
+/* The structure offsets the walker needs for one interpreter version, in bytes (x86-64). Filled
+ * by tailprofd (daemon/python.c, derived by tests/tools/py_offsets.c). */
+struct tp_py_offsets {
+	__u16 runtime_interp_head;  /* _PyRuntimeState.interpreters.head */
+	__u16 interp_next;	    /* PyInterpreterState.next */
+	__u16 interp_threads_head;  /* PyInterpreterState.threads.head */
+	__u16 tstate_next;	    /* PyThreadState.next */
+	__u16 tstate_native_tid;    /* PyThreadState.native_thread_id */
+	__u16 tstate_cframe;	    /* PyThreadState.cframe; TP_PY_NO_OFFSET: current_frame is
+				     * in the thread state itself (3.13) */
+	__u16 cframe_current_frame; /* _PyCFrame.current_frame (or PyThreadState's) */
+	__u16 frame_code;	    /* _PyInterpreterFrame.f_code */
+	__u16 frame_previous;	    /* _PyInterpreterFrame.previous */
+	__u16 frame_prev_instr;	    /* _PyInterpreterFrame.prev_instr */
+	__u16 frame_is_entry;	    /* _PyInterpreterFrame.is_entry; TP_PY_NO_OFFSET: none */
+	__u16 frame_owner;	    /* _PyInterpreterFrame.owner */
+	__u16 code_adaptive;	    /* PyCodeObject.co_code_adaptive: the first instruction */
+	__u16 pad[3];
+};
+_Static_assert(sizeof(struct tp_py_offsets) == 32, "tp_py_offsets layout");
+
+/* py_procs value: a process running a supported Python. */
+struct tp_py_proc {
+	__u64 start_ns; /* identifies the process with its pid (tp_event_hdr.start_ns) */
+	__u64 runtime;	/* the address of _PyRuntime in the process */
+	__u32 version;	/* index into py_offsets */
+	__u32 pad;
+	__u64 woke_ns; /* BPF's: when a new Python stack of the process last woke user space */
+};
+_Static_assert(sizeof(struct tp_py_proc) == 32, "tp_py_proc layout");
+
 /* Kinds of record in the `events` ring buffer; every record starts with struct tp_event_hdr. */
 enum tp_event_kind {
 	TP_EV_SAMPLE = 1, /* struct tp_sample: one CPU sample of a non-idle task */
@@ -47,6 +105,14 @@ enum tp_event_kind {
 /* off-CPU: no frames: the stacks are those of the thread's last TP_SAMPLE_REPEATABLE sample,
  * sent less than a drain period before (both verified unchanged where it blocked) */
 #define TP_SAMPLE_REPEAT (1u << 9)
+/* the Python stack went on past TP_PY_MAX_FRAMES frames (outer ones not sent) */
+#define TP_SAMPLE_PY_TRUNCATED (1u << 10)
+/* the process runs a known Python, but the thread's PyThreadState was not found (a thread
+ * Python does not know, or past TP_PY_MAX_THREADS) or reading its frames failed */
+#define TP_SAMPLE_PY_FAILED (1u << 11)
+/* a Python stack (code objects) not seen lately in this process: the record wakes user space, so
+ * that it reads the code objects while the process lives (a short-lived one included) */
+#define TP_SAMPLE_PY_NEW (1u << 12)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -76,15 +142,21 @@ struct tp_sample {
 	char comm[TP_COMM_LEN];	       /* the process's (group leader's) comm */
 	char thread_comm[TP_COMM_LEN]; /* the sampled thread's comm */
 	__u32 stage;		       /* innermost active stage of the thread (0: none) */
-	__u32 pad;
+	__u16 nr_python; /* Python frames (struct tp_py_frame) after the user frames */
+	__u16 pad;
 	__u64 blocked_ns; /* TP_EV_OFFCPU: how long the thread was blocked; else 0 */
-	/* Leaf first. Only the used part is sent: the record is tp_sample_size(nr) bytes. */
-	__u64 addrs[2 * TP_MAX_STACK_DEPTH];
+	/* Leaf first: nr_kernel kernel addresses, nr_user user addresses, then nr_python Python
+	 * frames of two words each (struct tp_py_frame), the innermost first. Only the used part
+	 * is sent: the record is TP_SAMPLE_HDR_SIZE + 8 * (nr_kernel + nr_user + 2 * nr_python)
+	 * bytes. */
+	__u64 addrs[2 * TP_MAX_STACK_DEPTH + 2 * TP_PY_MAX_FRAMES];
 };
-_Static_assert(sizeof(struct tp_sample) == 24 + 16 + 32 + 8 + 8 + 8 * 2 * TP_MAX_STACK_DEPTH,
+_Static_assert(sizeof(struct tp_sample) ==
+		   24 + 16 + 32 + 8 + 8 + 8 * (2 * TP_MAX_STACK_DEPTH + 2 * TP_PY_MAX_FRAMES),
 	       "tp_sample layout");
 
-#define TP_SAMPLE_HDR_SIZE (sizeof(struct tp_sample) - 8 * 2 * TP_MAX_STACK_DEPTH)
+#define TP_SAMPLE_HDR_SIZE                                                                         \
+	(sizeof(struct tp_sample) - 8 * (2 * TP_MAX_STACK_DEPTH + 2 * TP_PY_MAX_FRAMES))
 
 /* Counters live in the `counters` map, an mmap-able array of __u64 that each CPU writes in its
  * own region, one set per drain period of the last TP_COUNTER_SLOTS periods:

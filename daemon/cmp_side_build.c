@@ -10,6 +10,7 @@
 #include "demangle.h"
 #include "gc.h"
 #include "hashmap.h"
+#include "python.h"
 #include "query.h"
 #include "stages.h"
 #include "symbolizer.h"
@@ -122,6 +123,11 @@ static int64_t frame_string(struct builder *b, const struct stack *st, uint32_t 
 
 	if (!f->obj)
 		return intern(b, "[unknown]");
+	if (python__is_object(f->obj)) {
+		struct python_line pl;
+
+		return intern(b, python__line(f->addr, &pl) ? pl.function : "[python]");
+	}
 	sym = object__lookup(f->obj, at, NULL);
 	if (sym)
 		return object__is_kernel(f->obj) ? intern(b, sym) : intern_user_symbol(b, sym);

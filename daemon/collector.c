@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "log.h"
 #include "probes.h"
+#include "python.h"
 #include "spikes.h"
 #include "stages.h"
 #include "symbolizer.h"
@@ -44,8 +45,9 @@ enum unwind_op { UNWIND_ADD, UNWIND_RESCAN, UNWIND_FORGET };
  * made it known) lack its libraries, and nothing reads them again before its first long block's
  * stacks are taken on its way back, nor before it exits: so every process that exec'd is read
  * once more this long after the exec, when it is known by then. */
-#define RECHECK_NS  (300 * NSEC_PER_MSEC)
-#define RECHECK_MAX 1024
+#define RECHECK_NS     (300 * NSEC_PER_MSEC)
+#define RECHECK_MAX    1024
+#define PY_PENDING_MAX 1024
 
 struct unwind_req {
 	enum unwind_op op;
@@ -111,6 +113,9 @@ struct collector {
 		uint64_t start_ns, due_ns;
 	} rechecks[RECHECK_MAX];
 	size_t recheck_head, nr_rechecks;
+	/* processes to look at for a CPython after this drain (py_queue) */
+	struct recheck py_pending[PY_PENDING_MAX];
+	size_t nr_py_pending;
 
 	/* scratch for one stack key */
 	struct stack *key;
@@ -346,6 +351,24 @@ static void unwind_run_queue(struct collector *c)
 	c->nr_unwind_ops = 0;
 }
 
+/* Queues process (pid, start_ns) for Python discovery after the drain: reading its maps must not
+ * hold the lock, nor delay the unwinder's work. When the queue is full the process is looked at
+ * again only at its next recheck. */
+static void py_queue(struct collector *c, uint32_t pid, uint64_t start_ns)
+{
+	if (c->opts.python && c->nr_py_pending < PY_PENDING_MAX)
+		c->py_pending[c->nr_py_pending++] =
+		    (struct recheck){.pid = pid, .start_ns = start_ns};
+}
+
+static void py_run_queue(struct collector *c)
+{
+	for (size_t i = 0; i < c->nr_py_pending; i++)
+		python__note_process(c->opts.python, c->py_pending[i].pid,
+				     c->py_pending[i].start_ns);
+	c->nr_py_pending = 0;
+}
+
 /* ---- events ---- */
 
 static void forget_process(struct collector *c, uint32_t pid, bool exited)
@@ -355,6 +378,8 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 	else
 		symbolizer__forget_process(c->opts.symbolizer, pid);
 	pid_set__del(&c->known, pid);
+	if (c->opts.python)
+		python__forget_process(c->opts.python, pid);
 	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
 	 * have marked the process known again: the new image's samples must wake us */
 	loader__forget(c->opts.loader, pid);
@@ -385,6 +410,8 @@ static void recheck_due(struct collector *c, uint64_t now)
 		if (pid_set__has(&c->known, r->pid, r->start_ns)) {
 			symbolizer__reread_process(c->opts.symbolizer, r->pid, r->start_ns);
 			unwind_queue(c, UNWIND_RESCAN, r->pid, r->start_ns);
+			/* a new image maps its libpython after its first samples */
+			py_queue(c, r->pid, r->start_ns);
 		}
 		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
 		c->nr_rechecks--;
@@ -400,7 +427,59 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 		return;
 	loader__mark_known(c->opts.loader, pid, start_ns);
 	pid_set__add(&c->known, pid, start_ns);
+	py_queue(c, pid, start_ns);
 	unwind_queue(c, UNWIND_ADD, pid, start_ns);
+}
+
+/* Whether user frame f (not the leaf: a return address) is in CPython's eval loop. */
+static bool is_eval_frame(const struct frame *f, bool leaf)
+{
+	const char *name;
+
+	if (!f->obj)
+		return false;
+	name = object__lookup(f->obj, leaf ? f->addr : f->addr - 1, NULL);
+	return name && !strcmp(name, "_PyEval_EvalFrameDefault");
+}
+
+/* Splices the Python frames of sample s into the nu resolved user frames at c->key->frames[nk..]:
+ * before each _PyEval_EvalFrameDefault frame (from the leaf up) go the Python frames that it ran,
+ * up to and including the next entry frame; Python frames left over (the native walk ended
+ * early) go at the end. The user part stays within TP_MAX_STACK_DEPTH frames (outer ones cut,
+ * marked truncated). Returns the new number of user frames. */
+static uint32_t splice_python(struct collector *c, const struct tp_sample *s, uint32_t nk,
+			      uint32_t nu)
+{
+	struct python_frame py[TP_PY_MAX_FRAMES];
+	struct frame out[TP_MAX_STACK_DEPTH];
+	const struct frame *user = c->key->frames + nk;
+	uint32_t np, ip = 0, no = 0;
+
+	np = python__resolve(c->opts.python, s->hdr.pid, s->hdr.start_ns,
+			     (const struct tp_py_frame *)&s->addrs[nk + nu], s->nr_python, py);
+	if (!np)
+		return nu;
+	for (uint32_t i = 0; i < nu && no < TP_MAX_STACK_DEPTH; i++) {
+		if (ip < np && is_eval_frame(&user[i], i == 0)) {
+			while (ip < np && no < TP_MAX_STACK_DEPTH) {
+				bool entry = py[ip].entry;
+
+				out[no++] = py[ip++].f;
+				if (entry)
+					break;
+			}
+		}
+		if (no < TP_MAX_STACK_DEPTH)
+			out[no++] = user[i];
+	}
+	while (ip < np && no < TP_MAX_STACK_DEPTH)
+		out[no++] = py[ip++].f;
+	if (no < nu + np)
+		c->key->flags |= STACK_TRUNCATED_USER;
+	if (s->flags & TP_SAMPLE_PY_TRUNCATED)
+		c->key->flags |= STACK_TRUNCATED_USER;
+	memcpy(c->key->frames + nk, out, no * sizeof(*out));
+	return no;
 }
 
 /* The interned stack of sample s (symbolized; a reference), or NULL (no memory). */
@@ -443,6 +522,15 @@ static struct stack *sample_stack(struct collector *c, const struct tp_sample *s
 			c->key->flags &= ~STACK_TRUNCATED_USER;
 			c->st.cut_stacks++;
 		}
+	}
+	if (s->flags & TP_SAMPLE_PY_FAILED)
+		c->st.py_failed++;
+	if (s->flags & TP_SAMPLE_PY_TRUNCATED)
+		c->st.py_truncated++;
+	if (s->nr_python && c->opts.python) {
+		nu = splice_python(c, s, nk, nu);
+		n = nk + nu;
+		c->key->nr_user = nu;
 	}
 	return intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
 				 NULL);
@@ -541,8 +629,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 static bool stacks_fit(const struct tp_sample *s, size_t size, size_t hdr_size)
 {
 	return size >= hdr_size && s->nr_kernel <= TP_MAX_STACK_DEPTH &&
-	       s->nr_user <= TP_MAX_STACK_DEPTH &&
-	       size >= hdr_size + 8 * ((size_t)s->nr_kernel + s->nr_user);
+	       s->nr_user <= TP_MAX_STACK_DEPTH && s->nr_python <= TP_PY_MAX_FRAMES &&
+	       size >= hdr_size + 8 * ((size_t)s->nr_kernel + s->nr_user + 2 * s->nr_python);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -868,6 +956,8 @@ static void drain(struct collector *c, bool tick)
 	 * after a long consume would count samples of the next window in this one */
 	if (tick)
 		drain_counters(c, now);
+	if (c->opts.python)
+		python__drain_begin(c->opts.python);
 	n = ring_buffer__consume(c->rb);
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
@@ -900,14 +990,21 @@ static void drain(struct collector *c, bool tick)
 		c->st.last_drain_mono_ns = now;
 		c->st.healthy = c->st.probes_attached >= 4;
 		symbolizer__stats(c->opts.symbolizer, &c->st.sym);
+		if (c->opts.python) {
+			c->st.python = true;
+			python__stats(c->opts.python, &c->st.py);
+		}
 	}
 	pthread_rwlock_unlock(&c->lock);
 	/* discovery reads /proc and attaches probes: not under the lock, and before the unwinder's
 	 * work (a new binary's tables take a while), while short-lived processes still run */
 	if (c->opts.gc)
 		gc__tick(c->opts.gc, now);
-	if (c->opts.unwinder) {
+	if (c->opts.unwinder)
 		unwind_run_queue(c);
+	if (c->opts.python)
+		py_run_queue(c);
+	if (c->opts.unwinder) {
 		/* every 20 drain periods (10 s by default): processes whose exit was lost */
 		if (tick && c->st.drains % 20 == 0)
 			unwinder__prune(c->opts.unwinder);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "python.h"
 #include "symbolizer.h"
 #include "tailprof.h"
 #include "unwinder.h"
@@ -39,6 +40,7 @@ struct collector_opts {
 	struct spikes *spikes; /* spike detection (not owned); NULL: none */
 	struct gc *gc;	       /* GC tracking (not owned); NULL: --gc=off */
 	int gc_events_fd;      /* with gc: the GC programs' ring buffer (gc_probes.h) */
+	struct python *python; /* Python frames (not owned); NULL: none */
 };
 
 struct collector_status {
@@ -70,6 +72,10 @@ struct collector_status {
 	/* BPF counts of the table unwinder since start, indexed by enum tp_metric from
 	 * TP_M_UNWIND_STACKS (tailprof.h) */
 	uint64_t unwind_bpf[TP_M_NR - TP_M_UNWIND_STACKS];
+	bool python;		/* Python frames are on */
+	struct python_stats py; /* as of the last drain */
+	uint64_t py_failed;	/* samples of Python processes without their Python stack */
+	uint64_t py_truncated;	/* samples whose Python stack went past TP_PY_MAX_FRAMES */
 };
 
 /* Returns a collector with an empty ring, or NULL with errno set. */

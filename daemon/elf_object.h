@@ -140,6 +140,8 @@ struct object {
 	const char *name; /* points into path */
 	char build_id[2 * BUILD_ID_MAX_BYTES + 1];
 	bool is_kernel;
+	bool is_python;	 /* a Python interpreter's synthetic object (python.h): addresses are line
+			    ids */
 	bool elf_failed; /* frames are then in file-offset space unless segments were read */
 
 	struct elf_segment *segs;

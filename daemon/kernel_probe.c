@@ -201,6 +201,16 @@ int kernel_probe__unwind_tables(char *why, size_t len)
 			     sizeof(helpers) / sizeof(helpers[0]), why, len);
 }
 
+int kernel_probe__python_frames(char *why, size_t len)
+{
+	static const struct helper_need helpers[] = {
+	    {BPF_FUNC_loop, "bpf_loop", "5.17"},
+	};
+
+	return probe_helpers(BPF_PROG_TYPE_PERF_EVENT, "perf_event", helpers,
+			     sizeof(helpers) / sizeof(helpers[0]), why, len);
+}
+
 int kernel_probe__request_accounting(char *why, size_t len)
 {
 	if (!task_struct_has("sched_info")) {

@@ -16,6 +16,9 @@ int kernel_probe__sampler(char *why, size_t len);
 /* What the table unwinder needs in perf_event programs: bpf_loop (Linux 5.17) and
  * bpf_task_pt_regs (5.15). 0 or -ENOTSUP with why. */
 int kernel_probe__unwind_tables(char *why, size_t len);
+/* What the CPython frame walker (bpf/lib/python.bpf.h) needs: bpf_loop (Linux 5.17). 0 or
+ * -ENOTSUP with why. */
+int kernel_probe__python_frames(char *why, size_t len);
 /* What the scheduler programs (bpf/sched.bpf.c) need beyond the sampler: tp_btf/sched_switch,
  * task storage, per-task scheduler statistics (CONFIG_SCHED_INFO) and the helpers they call
  * (bpf_map_lookup_percpu_elem: Linux 5.19). 0 or -ENOTSUP with why. */

@@ -25,6 +25,7 @@
 struct loader {
 	struct profile_bpf *skel;
 	bool unwind_tables;
+	bool python_frames;
 	uint32_t nr_cpus;
 	uint32_t frequency_hz;
 	int *perf_fds;		      /* [nr_cpus], -1 when not sampled */
@@ -223,12 +224,16 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	    {l->sched->maps.unwind_rows, l->skel->maps.unwind_rows},
 	    {l->sched->maps.unwind_pages, l->skel->maps.unwind_pages},
 	    {l->sched->maps.unwind_procs, l->skel->maps.unwind_procs},
+	    {l->sched->maps.py_procs, l->skel->maps.py_procs},
+	    {l->sched->maps.py_offsets, l->skel->maps.py_offsets},
+	    {l->sched->maps.py_seen, l->skel->maps.py_seen},
 	    {l->sched->maps.unwind_epoch, l->skel->maps.unwind_epoch},
 	};
 	err = 0;
 	for (size_t i = 0; !err && i < sizeof(shared) / sizeof(shared[0]); i++)
 		err = bpf_map__reuse_fd(shared[i].sched, bpf_map__fd(shared[i].profile));
 	l->sched->rodata->unwind_tables_on = l->unwind_tables;
+	l->sched->rodata->python_on = l->python_frames;
 	if (!err)
 		err =
 		    bpf_map__set_max_entries(l->sched->maps.runq_hist, l->nr_cpus * TP_SCHED_SLOTS);
@@ -362,6 +367,9 @@ struct loader *loader__new(const struct loader_opts *opts)
 	l->skel->rodata->slot_ns = opts->slot_ns;
 	l->unwind_tables = opts->unwind_tables;
 	l->skel->rodata->unwind_tables_on = opts->unwind_tables;
+	l->python_frames = opts->python_frames;
+	l->skel->rodata->python_on = opts->python_frames;
+	l->skel->rodata->bench_pid = opts->bench_pid;
 	/* off: the maps stay but hold one entry */
 	err = bpf_map__set_max_entries(l->skel->maps.unwind_rows,
 				       opts->unwind_tables ? opts->unwind_rows : 1);
@@ -404,13 +412,16 @@ struct loader *loader__new(const struct loader_opts *opts)
 	libbpf_log__reset();
 	err = profile_bpf__load(l->skel);
 	if (err) {
-		/* with the table unwinder, main tries again without it */
-		enum feature_id id = opts->unwind_tables ? FEATURE_EH_FRAME : FEATURE_CPU_SAMPLING;
+		/* with the Python walker, main tries again without it; then without the table
+		 * unwinder */
+		enum feature_id id = opts->python_frames   ? FEATURE_PYTHON_FRAMES
+				     : opts->unwind_tables ? FEATURE_EH_FRAME
+							   : FEATURE_CPU_SAMPLING;
 
 		libbpf_log__load_failed(opts->features, id,
-					opts->unwind_tables ? "frame_pointers" : "", "profile_bpf",
-					err);
-		if (!opts->unwind_tables)
+					id == FEATURE_EH_FRAME ? "frame_pointers" : "",
+					"profile_bpf", err);
+		if (id == FEATURE_CPU_SAMPLING)
 			pr_err("CPU sampling cannot run: %s",
 			       opts->features ? features__get(opts->features, id)->reason
 					      : strerror(-err));
@@ -455,6 +466,8 @@ struct loader *loader__new(const struct loader_opts *opts)
 	features__set(opts->features, FEATURE_CPU_SAMPLING, true, "perf_event/cpu-clock", NULL);
 	if (opts->unwind_tables)
 		features__set(opts->features, FEATURE_EH_FRAME, true, "bpf_loop", NULL);
+	if (opts->python_frames)
+		features__set(opts->features, FEATURE_PYTHON_FRAMES, true, "bpf_loop", NULL);
 	load_sched(l, opts);
 	enable_stats(l, opts->features);
 	if (opts->load_only)
@@ -672,6 +685,41 @@ void loader__unwind_drop_process(struct loader *l, uint32_t pid)
 		__atomic_fetch_add(l->epoch, 1, __ATOMIC_SEQ_CST);
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.unwind_procs), &pid);
 	}
+}
+
+void loader__bench_cost(const struct loader *l, uint64_t out[4])
+{
+	for (int i = 0; i < 4; i++)
+		out[i] = __atomic_load_n(&l->skel->bss->bench_cost[i], __ATOMIC_RELAXED);
+}
+
+bool loader__python_frames(const struct loader *l)
+{
+	return l->python_frames;
+}
+
+int loader__python_set_offsets(struct loader *l, uint32_t version, const struct tp_py_offsets *o)
+{
+	if (!l->python_frames || version >= TP_PY_MAX_VERSIONS)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.py_offsets), &version, o, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int loader__python_set_process(struct loader *l, uint32_t pid, const struct tp_py_proc *p)
+{
+	if (!l->python_frames)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.py_procs), &pid, p, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+void loader__python_drop_process(struct loader *l, uint32_t pid)
+{
+	if (l->python_frames)
+		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.py_procs), &pid);
 }
 
 size_t loader__object_prog_stats(struct bpf_object *obj, struct loader_prog_stats *out, size_t max)

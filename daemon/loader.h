@@ -29,6 +29,10 @@ struct loader_opts {
 	bool unwind_tables;
 	uint32_t unwind_rows;	       /* rows of unwind_rows (8 bytes each), >= 1 */
 	uint32_t unwind_max_processes; /* processes in unwind_procs, >= 1 */
+	/* Python frames (bpf/lib/python.bpf.h) of processes given by loader__python_set_process;
+	 * off: the verifier drops the walker */
+	bool python_frames;
+	uint32_t bench_pid; /* benchmark: time perf_sample for this process (loader__bench_cost) */
 	/* Filled in: cpu_sampling, eh_frame_unwinding (when unwind_tables), offcpu, runq_latency,
 	 * task_work, bpf_stats; read: what TAILPROF_FEATURES_OFF forced off. NULL: neither. */
 	struct features *features;
@@ -118,6 +122,20 @@ struct tp_unwind_page *loader__unwind_pages(struct loader *l, uint32_t *nr_pages
 int loader__unwind_set_process(struct loader *l, uint32_t pid, const struct tp_proc_mappings *m);
 /* Removes process pid from unwind_procs (its stacks are walked by frame pointers again). */
 void loader__unwind_drop_process(struct loader *l, uint32_t pid);
+
+/* True when the loaded sampler walks Python frames (loader_opts.python_frames). */
+bool loader__python_frames(const struct loader *l);
+/* Sets offset set `version` (< TP_PY_MAX_VERSIONS) of py_offsets. Returns 0 or a negative errno
+ * (-EINVAL: version out of range or Python frames off). */
+int loader__python_set_offsets(struct loader *l, uint32_t version, const struct tp_py_offsets *o);
+/* Tells the walker that process pid runs the interpreter p describes (py_procs). Returns 0 or a
+ * negative errno (-E2BIG: py_procs is full; -EINVAL: Python frames off). */
+int loader__python_set_process(struct loader *l, uint32_t pid, const struct tp_py_proc *p);
+/* Removes process pid from py_procs (absent: nothing). */
+void loader__python_drop_process(struct loader *l, uint32_t pid);
+/* Benchmark (loader_opts.bench_pid): out[0] ns perf_sample spent on that process's samples,
+ * out[1] their number, out[2] ns of their Python walks, out[3] Python frames they took. */
+void loader__bench_cost(const struct loader *l, uint64_t out[4]);
 /* Run time of each program; returns the number filled (<= max). */
 size_t loader__prog_stats(struct loader *l, struct loader_prog_stats *out, size_t max);
 /* The same for the programs of any BPF object (another module's skeleton). */

@@ -28,6 +28,7 @@
 #include "loader.h"
 #include "log.h"
 #include "probes.h"
+#include "python.h"
 #include "query.h"
 #include "snapshots.h"
 #include "spike_store.h"
@@ -62,6 +63,7 @@ struct options {
 	size_t unwind_memory_bytes;	 /* --unwind-memory */
 	uint32_t unwind_max_processes;	 /* --unwind-max-processes */
 	bool check;			 /* --check */
+	bool python_frames;		 /* --python-frames=on|off */
 	struct spikes_opts spikes;	 /* [spikes], --spike-*, --pin-budget, --state-dir */
 	struct snapshots_opts snapshots; /* [snapshots], --snapshot-* */
 	uint32_t section_set;		 /* bit per section_flags entry given as a flag */
@@ -72,6 +74,7 @@ enum {
 	OPT_DEBUG_DIR,
 	OPT_GC,
 	OPT_UNWIND,
+	OPT_PYTHON_FRAMES,
 	OPT_UNWIND_MEMORY,
 	OPT_UNWIND_PROCS,
 	OPT_OFFCPU_MIN,
@@ -137,6 +140,8 @@ static void usage(FILE *f)
 	    "      --unwind=MODE       user stacks: dwarf (.eh_frame unwind tables, and\n"
 	    "                          frame pointers where there are none) or fp\n"
 	    "                          (frame pointers only) (default dwarf)\n"
+	    "      --python-frames=on|off  CPython 3.11 function names, files and lines in\n"
+	    "                          stacks (default on)\n"
 	    "      --unwind-memory BYTES  BPF memory for unwind tables, 1M-4096M; K/M\n"
 	    "                          suffix allowed (default 64M)\n"
 	    "      --unwind-max-processes N  processes with unwind tables, 1-65536\n"
@@ -270,6 +275,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"gc", required_argument, NULL, OPT_GC},
 	    {"unwind", required_argument, NULL, OPT_UNWIND},
+	    {"python-frames", required_argument, NULL, OPT_PYTHON_FRAMES},
 	    {"unwind-memory", required_argument, NULL, OPT_UNWIND_MEMORY},
 	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
 	    {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
@@ -298,6 +304,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    .ringbuf_bytes = 8 << 20,
 	    .gc = GC_OPTS_DEFAULT,
 	    .unwind_tables = true,
+	    .python_frames = true,
 	    .unwind_memory_bytes = 64 << 20,
 	    .unwind_max_processes = 1024,
 	    .offcpu_min_ns = NSEC_PER_MSEC,
@@ -351,6 +358,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (strcmp(optarg, "dwarf") && strcmp(optarg, "fp"))
 				return usage_error("--unwind '%s': give dwarf or fp", optarg);
 			o->unwind_tables = !strcmp(optarg, "dwarf");
+			break;
+		case OPT_PYTHON_FRAMES:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return usage_error("--python-frames '%s': give on or off", optarg);
+			o->python_frames = !strcmp(optarg, "on");
 			break;
 		case OPT_UNWIND_MEMORY:
 			if (parse_size(optarg, &o->unwind_memory_bytes) ||
@@ -627,6 +639,28 @@ static bool want_unwind_tables(const struct options *o, struct features *ft)
 	return false;
 }
 
+/* Whether Python frames are walked: --python-frames=on, not forced off, and the kernel has
+ * bpf_loop. Sets python_frames off with the reason where not. */
+static bool want_python_frames(const struct options *o, struct features *ft)
+{
+	char why[200];
+
+	if (!o->python_frames) {
+		features__set(ft, FEATURE_PYTHON_FRAMES, false, "", "--python-frames=off");
+	} else if (features__forced_off(ft, FEATURE_PYTHON_FRAMES)) {
+		features__set(ft, FEATURE_PYTHON_FRAMES, false, "", "%s",
+			      features__forced_reason(ft, FEATURE_PYTHON_FRAMES));
+	} else if (kernel_probe__python_frames(why, sizeof(why))) {
+		features__set(ft, FEATURE_PYTHON_FRAMES, false, "",
+			      "%s: Python processes get native frames only", why);
+		return false;
+	} else {
+		return true;
+	}
+	features__set_quiet(ft, FEATURE_PYTHON_FRAMES);
+	return false;
+}
+
 /* Everything tailprofd loads into the kernel, as the options and the config ask, each
  * capability decided into ft: the stage maps and programs, the GC programs, the sampler (with
  * the table unwinder, and again without it if the kernel rejects it) and the scheduler
@@ -651,6 +685,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	/* GC probes first too: the sampler shares their map of processes in a pause */
 	*gc_probes = load_gc(o, cfg, ft, probes__label_sources_fd(*probes));
 	o->unwind_tables = want_unwind_tables(o, ft);
+	o->python_frames = want_python_frames(o, ft);
 	lopts = (struct loader_opts){
 	    .frequency_hz = o->frequency_hz,
 	    .ringbuf_bytes = o->ringbuf_bytes,
@@ -664,10 +699,18 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	    .unwind_tables = o->unwind_tables,
 	    .unwind_rows = o->unwind_memory_bytes / sizeof(struct tp_unwind_row),
 	    .unwind_max_processes = o->unwind_max_processes,
+	    .python_frames = o->python_frames,
+	    /* tests/bench/python.py times the sampler on one process */
+	    .bench_pid = getenv("TAILPROF_BENCH_PID") ? atoi(getenv("TAILPROF_BENCH_PID")) : 0,
 	    .features = ft,
 	    .load_only = load_only,
 	};
 	*loader = loader__new(&lopts);
+	if (!*loader && lopts.python_frames) {
+		/* a verifier that rejects the Python walker: native stacks, the report says why */
+		lopts.python_frames = o->python_frames = false;
+		*loader = loader__new(&lopts);
+	}
 	if (!*loader && lopts.unwind_tables) {
 		/* a kernel whose verifier rejects the walker still gets CPU profiles; the
 		 * features report says why the unwinder is off */
@@ -740,6 +783,7 @@ int main(int argc, char **argv)
 	struct gc *gc = NULL;
 	struct unwinder *unwinder = NULL;
 	struct collector *coll = NULL;
+	struct python *python = NULL;
 	struct http_api *http = NULL;
 	struct probes *probes = NULL;
 	struct stages *stages = NULL;
@@ -874,6 +918,13 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (loader__python_frames(loader)) {
+		python = python__new(&(struct python_opts){.loader = loader});
+		if (!python) {
+			pr_err("failed to start Python support: %s", strerror(errno));
+			goto out;
+		}
+	}
 	coll = collector__new(&(struct collector_opts){
 	    .loader = loader,
 	    .symbolizer = sym,
@@ -887,6 +938,7 @@ int main(int argc, char **argv)
 	    .gc = gc,
 	    .gc_events_fd = gc_probes ? gc_probes__events_fd(gc_probes) : -1,
 	    .unwinder = unwinder,
+	    .python = python,
 	});
 	if (!coll)
 		goto out;
@@ -949,6 +1001,7 @@ out:
 	spike_store__free(store);
 	snapshots__free(snapshots);
 	collector__free(coll);
+	python__free(python);
 	stages__free(stages);
 	unwinder__free(unwinder);
 	loader__free(loader);

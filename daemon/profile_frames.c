@@ -9,6 +9,7 @@
 #include "array.h"
 #include "demangle.h"
 #include "hashmap.h"
+#include "python.h"
 #include "source_lines.h"
 #include "tailprof.h"
 
@@ -184,6 +185,25 @@ static int stack_locations(struct frame_namer *nm, const struct stack *s, struct
 		*l = (struct pprof_location){.address = at};
 		if (!f->obj) {
 			l->function = "[unknown]";
+			n++;
+			continue;
+		}
+		if (python__is_object(f->obj)) {
+			/* a Python frame: its address is a line id (python.h) */
+			struct python_line pl;
+
+			l->address = f->addr;
+			l->mapping = mapping_for(&nm->maps, f->obj);
+			if (!l->mapping)
+				return -ENOMEM;
+			if (python__line(f->addr, &pl)) {
+				l->function = pl.function;
+				l->file = pl.file;
+				l->start_line = pl.start_line;
+				l->line = pl.line;
+			} else {
+				l->function = "[python]";
+			}
 			n++;
 			continue;
 		}

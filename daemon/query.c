@@ -21,6 +21,7 @@
 #include "loader.h"
 #include "pprof.h"
 #include "profile_frames.h"
+#include "python.h"
 #include "source_lines.h"
 #include "spikes.h"
 #include "stages.h"
@@ -1252,6 +1253,40 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
 		    "User frames in no known mapping.");
 	text_put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
+	if (st.python) {
+		text_metric(&t, "tailprof_python_unsupported_total", "counter",
+			    "Processes with a CPython whose frames are not walked, by reason.");
+		for (int i = 0; i < PY_UNSUP_NR; i++)
+			text_put(&t,
+				 "tailprof_python_unsupported_total{reason=\"%s\"} %" PRIu64 "\n",
+				 python_unsupported_names[i], st.py.unsupported[i]);
+		text_metric(&t, "tailprof_python_processes", "gauge",
+			    "Processes whose Python frames are walked.");
+		text_put(&t, "tailprof_python_processes %" PRIu64 "\n", st.py.processes);
+		text_metric(&t, "tailprof_python_frames_total", "counter",
+			    "Python frames resolved to a function, file and line.");
+		text_put(&t, "tailprof_python_frames_total %" PRIu64 "\n", st.py.frames);
+		text_metric(&t, "tailprof_python_dropped_frames_total", "counter",
+			    "Python frames dropped: still in their prologue (incomplete), or read "
+			    "while their frame changed (not_code).");
+		text_put(&t,
+			 "tailprof_python_dropped_frames_total{reason=\"incomplete\"} %" PRIu64 "\n"
+			 "tailprof_python_dropped_frames_total{reason=\"not_code\"} %" PRIu64 "\n",
+			 st.py.incomplete, st.py.not_code);
+		text_metric(
+		    &t, "tailprof_python_code_read_failures_total", "counter",
+		    "Code objects that could not be read (process gone): named by address.");
+		text_put(&t, "tailprof_python_code_read_failures_total %" PRIu64 "\n",
+			 st.py.code_read_failed);
+		text_metric(&t, "tailprof_python_stack_failures_total", "counter",
+			    "Samples of a Python process whose thread state or frames could not be "
+			    "read.");
+		text_put(&t, "tailprof_python_stack_failures_total %" PRIu64 "\n", st.py_failed);
+		text_metric(&t, "tailprof_python_truncated_stacks_total", "counter",
+			    "Samples whose Python stack went past its depth limit.");
+		text_put(&t, "tailprof_python_truncated_stacks_total %" PRIu64 "\n",
+			 st.py_truncated);
+	}
 	text_metric(
 	    &t, "tailprof_cut_stacks_total", "counter",
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
@@ -1319,6 +1354,27 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 progs[i].name, progs[i].run_cnt);
 	if (ctx->gc)
 		put_gc_metrics(&t, ctx);
+	if (ctx->loader && getenv("TAILPROF_BENCH_PID")) {
+		uint64_t v[4];
+
+		loader__bench_cost(ctx->loader, v);
+		text_metric(
+		    &t, "tailprof_bench_pid_ns_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_PID): ns perf_sample spent on that process's "
+		    "samples (part=sample), of which in the Python walk (part=python).");
+		text_put(&t,
+			 "tailprof_bench_pid_ns_total{part=\"sample\"} %" PRIu64 "\n"
+			 "tailprof_bench_pid_ns_total{part=\"python\"} %" PRIu64 "\n",
+			 v[0], v[2]);
+		text_metric(
+		    &t, "tailprof_bench_pid_samples_total", "counter",
+		    "Benchmark (TAILPROF_BENCH_PID): that process's samples, and their Python "
+		    "frames (part=python_frames).");
+		text_put(&t,
+			 "tailprof_bench_pid_samples_total{part=\"samples\"} %" PRIu64 "\n"
+			 "tailprof_bench_pid_samples_total{part=\"python_frames\"} %" PRIu64 "\n",
+			 v[1], v[3]);
+	}
 	if (ctx->loader && getenv("TAILPROF_BENCH_LABEL_COST")) {
 		uint64_t ns, clock_ns, samples;
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gc.h"
+#include "python.h"
 #include "stages.h"
 #include "symbolizer.h"
 #include "timeparse.h"
@@ -218,7 +219,10 @@ static const char *frame_name(const struct stack *st, uint32_t i)
 {
 	const struct frame *f = &st->frames[i];
 	uint64_t at = i == 0 || i == st->nr_kernel ? f->addr : f->addr - 1;
+	struct python_line pl;
 
+	if (python__is_object(f->obj))
+		return python__line(f->addr, &pl) ? pl.function : NULL;
 	return f->obj ? object__lookup(f->obj, at, NULL) : NULL;
 }
 

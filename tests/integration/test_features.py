@@ -21,13 +21,13 @@ from test_daemon import (DAEMON, Daemon, bpf_prog_ids, names, run,  # noqa: E402
 
 FREQ = 199
 FEATURES = ["cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work", "stages",
-            "usdt_semaphores", "gc", "bpf_stats", "request_accounting"]
+            "usdt_semaphores", "gc", "bpf_stats", "request_accounting", "python_frames"]
 FORCED = "forced off by TAILPROF_FEATURES_OFF (tests)"
 # on every kernel from Debian 12's 6.1 on, and here
 ALWAYS_ON = {"cpu_sampling": "perf_event/cpu-clock", "eh_frame_unwinding": "bpf_loop",
              "offcpu": "tp_btf/sched_switch", "runq_latency": "tp_btf/sched_switch",
              "stages": "uprobe", "bpf_stats": "BPF_ENABLE_STATS",
-             "request_accounting": "sum_exec_runtime"}
+             "request_accounting": "sum_exec_runtime", "python_frames": "bpf_loop"}
 
 
 def kernel_has_task_work():
@@ -107,6 +107,14 @@ def test_check_follows_flags_and_the_test_switch():
     assert rows["task_work"] == ("off", "-", "off-CPU capture is off"), rows
     assert rows["bpf_stats"] == ("off", "-", FORCED), rows
     assert rows["cpu_sampling"][0] == "on" and rows["stages"][0] == "on", rows
+    assert rows["python_frames"][0] == "on", rows
+    r = run([DAEMON, "--check", "--python-frames=off"], timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert check_table(r.stdout)["python_frames"] == ("off", "-", "--python-frames=off"), r.stdout
+    env["TAILPROF_FEATURES_OFF"] = "python_frames"
+    r = run([DAEMON, "--check"], env=env, timeout=60)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert check_table(r.stdout)["python_frames"] == ("off", "-", FORCED), r.stdout
     # a name that cannot be forced off is a usage error that names it
     env["TAILPROF_FEATURES_OFF"] = "offcpu,cpu_sampling"
     r = run([DAEMON, "--check"], env=env, timeout=60)

@@ -91,6 +91,13 @@ echo "KM runq-to $(date +%s)"
 # Phase 4 (4 s), on its own so as not to load the timed phases: GC pauses by uprobe and
 # uretprobe, nested calls included.
 /wl/python3.11-gc-uprobe-standin 4 >/tmp/gcup.txt
+# Phase 5 (5 s): Debian's CPython 3.11 runs 3 ms in compute_features and 1 ms in serialize per
+# round: the walker reads its Python frames.
+if [ -x /usr/bin/python3.11 ]; then
+	/usr/bin/python3.11 -I -S /wl/py_features.py 5 &
+	echo $! >/tmp/py.pid
+	wait $!
+fi
 sleep 2 # two drains: everything that ended is in a window
 
 for f in hotcold.pid pipeline.pid pipeline.log gc.txt gcup.txt offcpu.txt hogs.pid request.pid \
@@ -103,6 +110,7 @@ fetch stages.json "/api/v1/stages?last=10m"
 fetch spans.json "/api/v1/spans?stage=request&last=10m"
 fetch gc.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gc.txt)"
 fetch gcup.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gcup.txt)"
+fetch py.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/py.pid)"
 fetch windows.json "/api/v1/windows?last=10m"
 fetch metrics.txt /metrics
 fetch status-after.json /api/v1/status

@@ -183,6 +183,30 @@ def libraries(binary):
     return sorted(set(libs))
 
 
+# Debian 12's CPython (libpython linked in, _PyRuntime in .dynsym) and the workload its frames are
+# checked on: the guest gets the interpreter and just the standard library files the workload
+# imports (about 0.6 MB), found by running it here.
+PYTHON = "/usr/bin/python3.11"
+PY_WORKLOAD = os.path.realpath(os.path.join(HERE, "..", "workloads", "py_features.py"))
+
+
+def python_files():
+    """The files of the standard library py_features.py loads under `python3.11 -I -S`, with
+    os.py (the interpreter's landmark for its library) and their cached bytecode."""
+    code = ("import sys; sys.argv = ['py_features.py', '0.01']; p = %r; "
+            "exec(compile(open(p).read(), p, 'exec'), {'__name__': '__main__'}); "
+            "print('\\n'.join(m.__file__ for m in list(sys.modules.values()) "
+            "if getattr(m, '__file__', None)))" % PY_WORKLOAD)
+    files = set(run([PYTHON, "-I", "-S", "-c", code]).stdout.split())
+    files.add(os.path.join(os.path.dirname(next(f for f in files if f.endswith("/abc.py"))),
+                           "os.py"))
+    for f in list(files):
+        if f.endswith(".py"):
+            d, name = os.path.split(f)
+            files.update(glob.glob(os.path.join(d, "__pycache__", name[:-3] + ".cpython-*.pyc")))
+    return sorted(files)
+
+
 def build_initramfs(build, workdir):
     """An initramfs (newc cpio) with busybox, tailprofd, the workloads and guest_init.sh as
     /init. Returns its path."""
@@ -204,6 +228,16 @@ def build_initramfs(build, workdir):
                           # by uprobes
                           ("tp_gc_standin_uprobe", "python3.11-gc-uprobe-standin")):
         binaries[os.path.join(wl, name)] = "wl/" + as_name
+    if os.access(PYTHON, os.X_OK):
+        binaries[PYTHON] = PYTHON.lstrip("/")
+        os.makedirs(os.path.join(root, os.path.dirname(PYTHON).lstrip("/")), exist_ok=True)
+        for f in python_files():
+            dst = os.path.join(root, "lib", os.path.relpath(f, "/usr/lib"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy(f, dst)
+            if f.endswith(".so"):
+                binaries[f] = os.path.relpath(dst, root)
+        shutil.copy(PY_WORKLOAD, os.path.join(root, "wl", "py_features.py"))
     libs = set()
     for src, dst in binaries.items():
         shutil.copy(src, os.path.join(root, dst))
@@ -316,7 +350,7 @@ def features(files):
 
 
 FEATURES = ("cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
-            "stages", "usdt_semaphores", "gc", "bpf_stats", "request_accounting")
+            "stages", "usdt_semaphores", "gc", "bpf_stats", "request_accounting", "python_frames")
 
 
 def check_features(keys, files):
@@ -525,10 +559,49 @@ def check_gc_uprobe(keys, files):
             len(evs), len(made), len(made) - len(since), nested, 100 * over[len(over) // 2])
 
 
+def check_python(keys, files):
+    """py_features.py under Debian's python3.11: compute_features 75% of compute_features and
+    serialize (+- 10 points: emulated timing), and their Python chain to <module> with the
+    workload's file and the lines found in its text."""
+    if "py.pb.gz" not in files:
+        raise AssertionError("no profile of the Python workload (is %s installed?)" % PYTHON)
+    with open(PY_WORKLOAD) as f:
+        text = f.read().splitlines()
+
+    def line_of(pred):
+        return next(i + 1 for i, s in enumerate(text) if pred(s))
+    wl = "/wl/py_features.py"
+    want = (("compute_features", wl, line_of(lambda s: s.startswith("def compute_features(")),
+             line_of(lambda s: s.rstrip().endswith("# compute line"))),
+            ("handle", wl, line_of(lambda s: s.startswith("def handle(")),
+             line_of(lambda s: s.startswith("    compute_features("))),
+            ("<module>", wl, 1, line_of(lambda s: s.startswith("    handle()"))))
+    prof = Profile(files["py.pb.gz"])
+    own = {"compute_features": 0, "serialize": 0}
+    chains = {}
+    for s in prof.samples:
+        py = [f for f in s["frames"]
+              if (f["mapping"] or "").startswith("[python] ") and f["file"] == wl]
+        if not py or py[0]["function"] not in own:
+            continue
+        own[py[0]["function"]] += s["values"][0]
+        chain = tuple((f["function"], f["file"], f["start_line"], f["line"]) for f in py)
+        chains[chain] = chains.get(chain, 0) + s["values"][0]
+    total = sum(own.values())
+    assert total >= 150, "only %d samples in compute_features or serialize: %s" % (
+        total, prof.total())
+    share = own["compute_features"] / total
+    assert 0.65 <= share <= 0.85, "compute_features %.0f%% (want 75%%)" % (100 * share)
+    best = max(chains, key=chains.get)
+    assert best == want, "hottest Python chain %s, want %s" % (best, want)
+    return "%d samples, compute_features %.0f%%, chain to <module> with lines" % (
+        total, 100 * share)
+
+
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
-          ("gc_uprobe", check_gc_uprobe),
+          ("gc_uprobe", check_gc_uprobe), ("python_frames", check_python),
           ("shutdown", check_shutdown)]
 
 

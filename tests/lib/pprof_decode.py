@@ -148,7 +148,8 @@ class Profile:
                                          "address": loc["address"],
                                          "mapping": m["filename"] if m else None,
                                          "build_id": m["build_id"] if m else None,
-                                         "mapping_id": loc["mapping_id"]}
+                                         "mapping_id": loc["mapping_id"],
+                                         "start_line": last["start_line"] if last else 0}
         self.samples = []
         for s in raw["sample"]:
             self.samples.append({

@@ -15,8 +15,9 @@
 #include "feature_table.h"
 
 static const char *const keys[FEATURE_NR] = {
-    "cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
-    "stages",	    "usdt_semaphores",	  "gc",	    "bpf_stats",    "request_accounting",
+    "cpu_sampling",  "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
+    "stages",	     "usdt_semaphores",	   "gc",     "bpf_stats",    "request_accounting",
+    "python_frames",
 };
 
 /* A new table: every capability named, off, "not probed", nothing forced. */
@@ -192,17 +193,17 @@ static void test_metrics_text(void **state)
 	text = features__metrics_text(f);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "# TYPE tailprof_feature_enabled gauge\n"));
-	assert_non_null(strstr(text,
-			       "\ntailprof_feature_enabled{feature=\"cpu_sampling\"} 1\n"
-			       "tailprof_feature_enabled{feature=\"eh_frame_unwinding\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"offcpu\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"runq_latency\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"task_work\"} 1\n"
-			       "tailprof_feature_enabled{feature=\"stages\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"usdt_semaphores\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"gc\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"bpf_stats\"} 0\n"
-			       "tailprof_feature_enabled{feature=\"request_accounting\"} 0\n"));
+	assert_non_null(strstr(text, "\ntailprof_feature_enabled{feature=\"cpu_sampling\"} 1\n"
+				     "tailprof_feature_enabled{feature=\"eh_frame_unwinding\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"offcpu\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"runq_latency\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"task_work\"} 1\n"
+				     "tailprof_feature_enabled{feature=\"stages\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"usdt_semaphores\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"gc\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"bpf_stats\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"request_accounting\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"python_frames\"} 0\n"));
 	assert_int_equal(text[strlen(text) - 1], '\n');
 	free(text);
 	features__free(f);

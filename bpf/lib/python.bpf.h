@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The CPython frame walker shared by the CPU sampler and the scheduler programs: finds the
+ * current thread's PyThreadState through the interpreter's thread list (so a thread that does not
+ * hold the GIL is found too) and copies its _PyInterpreterFrame chain, innermost first, as
+ * (code object, instruction offset, entry flag) triples. Structure offsets come per interpreter
+ * version from py_offsets; which processes run which version, from py_procs. Both maps are
+ * defined here, owned by profile.bpf.c and reused by sched.bpf.c (daemon/loader.c). */
+#ifndef TAILPROF_PYTHON_BPF_H
+#define TAILPROF_PYTHON_BPF_H
+
+/* py_offsets: version id -> the structure offsets of that CPython version (tp_py_offsets).
+ * Written by tailprofd at start (daemon/python.c's table), read here. TP_PY_MAX_VERSIONS
+ * entries: one per supported version. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TP_PY_MAX_VERSIONS);
+	__type(key, __u32);
+	__type(value, struct tp_py_offsets);
+} py_offsets SEC(".maps");
+
+/* py_procs: tgid -> the process's Python runtime (tp_py_proc). Written by tailprofd when it finds
+ * a supported interpreter in a process's maps, deleted by tailprofd at its exec or exit (and
+ * checked against start_ns here, for a pid reused before that). Sized like known_procs' share of
+ * interpreters on a busy host; when full, the processes beyond it keep native stacks only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tp_py_proc);
+} py_procs SEC(".maps");
+
+/* py_seen: the Python stacks (a hash of the process and its frames' code objects) whose code
+ * objects user space has been woken to read. A stack not in it makes its sample wake user space
+ * (TP_SAMPLE_PY_NEW), at most once per TP_PY_WAKE_GAP_NS per process; a busy process's stacks
+ * are all in it after its first seconds, so steady sampling wakes nobody. LRU: forgetting an old
+ * stack costs one early drain. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u8);
+} py_seen SEC(".maps");
+
+/* The least time between two wake-ups for new Python stacks of one process. */
+#define TP_PY_WAKE_GAP_NS 2000000ULL
+
+/* What tp_py_walk found. */
+enum tp_py_result {
+	TP_PY_NONE = 0,	 /* not a Python process tailprofd knows: no frames */
+	TP_PY_OK,	 /* frames written (maybe 0: the thread runs no Python code now) */
+	TP_PY_FAILED,	 /* a Python process, but no thread state or an unreadable frame */
+	TP_PY_TRUNCATED, /* TP_PY_MAX_FRAMES written and the stack goes on */
+};
+
+static __always_inline __u64 tp_py_read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* State of one walk, on the caller's stack, shared with the bpf_loop callbacks: unrolled loops
+ * of reads would make the verifier follow every path through them (over a million
+ * instructions on 6.x). */
+struct tp_py_state {
+	const struct tp_py_offsets *o;
+	__u64 *out; /* 2 * TP_PY_MAX_FRAMES words */
+	__u64 interp;
+	__u64 ts;    /* the thread state looked at, then the one found (0: none) */
+	__u64 frame; /* the next frame to copy (0: none) */
+	__u64 hash;  /* of the code objects copied (FNV-1a style, a word at a time) */
+	__u32 tid;
+	__u32 nr;     /* frames copied */
+	__u32 failed; /* a frame without code: stop, the sample says so */
+	__u32 pad;
+};
+
+/* One step of the search for the thread state of st->tid: a thread of the current interpreter,
+ * or the move to the next interpreter. Returns 1 to stop, with st->ts the thread state found
+ * (0: none). */
+static long tp_py_find_step(__u32 index, void *ctx)
+{
+	struct tp_py_state *st = ctx;
+	const struct tp_py_offsets *o = st->o;
+
+	if (!st->ts) {
+		st->interp = st->interp ? tp_py_read_ptr(st->interp + o->interp_next) : 0;
+		if (!st->interp)
+			return 1;
+		st->ts = tp_py_read_ptr(st->interp + o->interp_threads_head);
+		return 0;
+	}
+	if (tp_py_read_ptr(st->ts + o->tstate_native_tid) == st->tid)
+		return 1;
+	st->ts = tp_py_read_ptr(st->ts + o->tstate_next);
+	return 0;
+}
+
+/* Copies frame st->frame as the index-th, and moves to its previous one. Returns 1 to stop. */
+static long tp_py_frame_step(__u32 index, void *ctx)
+{
+	struct tp_py_state *st = ctx;
+	const struct tp_py_offsets *o = st->o;
+	__u64 frame = st->frame, code, instr;
+	__u8 entry = 0, owner = 0;
+	__s64 units;
+
+	/* the frame number is bpf_loop's index, not a count kept in st: one verifier state */
+	if (index >= TP_PY_MAX_FRAMES || !frame)
+		return 1;
+	code = tp_py_read_ptr(frame + o->frame_code);
+	if (!code) {
+		st->failed = 1;
+		return 1;
+	}
+	instr = tp_py_read_ptr(frame + o->frame_prev_instr);
+	if (o->frame_is_entry != TP_PY_NO_OFFSET)
+		bpf_probe_read_user(&entry, 1, (const void *)(frame + o->frame_is_entry));
+	bpf_probe_read_user(&owner, 1, (const void *)(frame + o->frame_owner));
+	/* arithmetic shift: clang 14 cannot emit signed division for BPF */
+	units = (__s64)(instr - (code + o->code_adaptive)) >> 1;
+	/* masked where it is used: a bound checked on a copy is lost on some verifiers */
+	barrier_var(index);
+	index &= TP_PY_MAX_FRAMES - 1;
+	st->out[2 * index] = code;
+	st->out[2 * index + 1] = (__u32)units | (entry ? TP_PY_INFO_ENTRY : 0) |
+				 ((__u64)owner << TP_PY_INFO_OWNER_SHIFT);
+	st->nr = index + 1;
+	st->hash = (st->hash ^ code) * 0x100000001b3ULL;
+	st->frame = tp_py_read_ptr(frame + o->frame_previous);
+	return 0;
+}
+
+/* Writes the Python frames of thread tid of process pid (started at start_ns) into
+ * out[0 .. 2 * TP_PY_MAX_FRAMES) as struct tp_py_frame pairs, innermost first, and their number
+ * into *nr; sets TP_SAMPLE_PY_NEW in *flags for a stack not in py_seen (see there). The thread state is found by native_thread_id in the interpreters' thread lists (at
+ * most TP_PY_MAX_INTERPS x TP_PY_MAX_THREADS looked at), so threads that do not hold the GIL have
+ * their frames too. Incomplete frames (still in their prologue) are sent as they are, with their
+ * (negative or prologue) offset: user space, which reads the code object anyway, drops them as
+ * CPython's _PyFrame_IsIncomplete does. Needs bpf_loop (Linux 5.17). */
+static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, __u32 tid,
+						    __u64 *out, __u16 *nr, __u32 *flags)
+{
+	struct tp_py_state st = {.out = out, .tid = tid, .hash = 0xcbf29ce484222325ULL};
+	struct tp_py_proc *py;
+	__u64 cur;
+	__u32 v;
+
+	*nr = 0;
+	py = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!py || py->start_ns != start_ns)
+		return TP_PY_NONE;
+	v = py->version;
+	st.o = bpf_map_lookup_elem(&py_offsets, &v);
+	if (!st.o)
+		return TP_PY_FAILED;
+	st.interp = tp_py_read_ptr(py->runtime + st.o->runtime_interp_head);
+	if (st.interp)
+		st.ts = tp_py_read_ptr(st.interp + st.o->interp_threads_head);
+	bpf_loop(TP_PY_MAX_INTERPS * (TP_PY_MAX_THREADS + 1), tp_py_find_step, &st, 0);
+	if (!st.ts)
+		return TP_PY_FAILED;
+	cur = st.ts;
+	if (st.o->tstate_cframe != TP_PY_NO_OFFSET)
+		cur = tp_py_read_ptr(cur + st.o->tstate_cframe);
+	if (!cur)
+		return TP_PY_FAILED;
+	st.frame = tp_py_read_ptr(cur + st.o->cframe_current_frame);
+	bpf_loop(TP_PY_MAX_FRAMES + 1, tp_py_frame_step, &st, 0);
+	*nr = st.nr;
+	if (st.nr) {
+		__u64 key = (st.hash ^ ((__u64)pid << 32 | (__u32)start_ns)) * 0x100000001b3ULL;
+		__u64 now = bpf_ktime_get_ns();
+		__u8 one = 1;
+
+		if (!bpf_map_lookup_elem(&py_seen, &key) && now - py->woke_ns >= TP_PY_WAKE_GAP_NS) {
+			py->woke_ns = now;
+			bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+			*flags |= TP_SAMPLE_PY_NEW;
+		}
+	}
+	if (st.failed)
+		return TP_PY_FAILED;
+	return st.frame ? TP_PY_TRUNCATED : TP_PY_OK;
+}
+
+#endif

@@ -1,0 +1,849 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* CPython support: interpreter discovery, the offset tables, code object reading and the interned
+ * (function, file, line) table (python.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "elf_object.h"
+#include "hashmap.h"
+#include "loader.h"
+#include "proc_maps.h"
+#include "python.h"
+
+const char *const python_unsupported_names[PY_UNSUP_NR] = {
+    [PY_UNSUP_VERSION] = "version",
+    [PY_UNSUP_NO_RUNTIME] = "no_runtime_symbol",
+    [PY_UNSUP_UNREADABLE] = "unreadable",
+    [PY_UNSUP_MAP_FULL] = "map_full",
+};
+
+/* What user space reads of code objects and strings, per version (bytes, x86-64). */
+struct py_user_offsets {
+	uint16_t co_firstlineno, co_filename, co_qualname, co_linetable, co_firsttraceable;
+	uint16_t ascii_size;   /* sizeof(PyASCIIObject): compact ASCII data follows */
+	uint16_t compact_size; /* sizeof(PyCompactUnicodeObject): other compact data follows */
+	uint16_t str_length;   /* PyASCIIObject.length */
+	uint16_t str_state;    /* PyASCIIObject.state */
+	uint16_t bytes_size;   /* PyVarObject.ob_size of a bytes object */
+	uint16_t bytes_data;   /* PyBytesObject.ob_sval */
+};
+
+struct py_version {
+	const char *name; /* "3.11": matched in file names python3.11, libpython3.11.so */
+	struct tp_py_offsets bpf;
+	struct py_user_offsets user;
+};
+
+/* The offset sets, indexed by version id (py_offsets' key). Derived with tests/tools/py_offsets.c
+ * from CPython 3.11.7's and Debian's 3.11.2 internal headers (identical). 3.12 and 3.13 are a row
+ * each (3.13: tstate_cframe TP_PY_NO_OFFSET, no is_entry). */
+static const struct py_version versions[] = {
+    {
+	.name = "3.11",
+	.bpf =
+	    {
+		.runtime_interp_head = 40,
+		.interp_next = 0,
+		.interp_threads_head = 16,
+		.tstate_next = 8,
+		.tstate_native_tid = 160,
+		.tstate_cframe = 56,
+		.cframe_current_frame = 8,
+		.frame_code = 32,
+		.frame_previous = 48,
+		.frame_prev_instr = 56,
+		.frame_is_entry = 68,
+		.frame_owner = 69,
+		.code_adaptive = 184,
+	    },
+	.user =
+	    {
+		.co_firstlineno = 72,
+		.co_filename = 112,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_firsttraceable = 168,
+		.ascii_size = 48,
+		.compact_size = 72,
+		.str_length = 16,
+		.str_state = 32,
+		.bytes_size = 16,
+		.bytes_data = 32,
+	    },
+    },
+};
+#define NR_VERSIONS (sizeof(versions) / sizeof(versions[0]))
+_Static_assert(NR_VERSIONS <= TP_PY_MAX_VERSIONS, "py_offsets too small");
+
+#define FRAME_OWNED_BY_GENERATOR 1 /* 3.11's _PyInterpreterFrame.owner value */
+
+#define NAME_MAX_BYTES	    256		 /* longest qualified name kept (UTF-8 bytes) */
+#define FILE_MAX_BYTES	    1024	 /* longest file name kept */
+#define LINETABLE_MAX_BYTES 65536	 /* longest location table read */
+#define MAX_CODE_OBJECTS    65536	 /* cached code objects; past it the cache starts over */
+#define LINE_CHUNK	    4096	 /* interned lines per chunk */
+#define MAX_LINE_CHUNKS	    1024	 /* at most 4M interned lines */
+#define PY_OBJECT_RANGE	    (1ull << 32) /* the synthetic objects' address range (line ids) */
+
+/* ---- the interned lines: append-only, readable from any thread ---- */
+
+struct line_entry {
+	char *function;
+	char *file;
+	uint32_t start_line;
+	uint32_t line;
+};
+
+static struct line_entry *line_chunks[MAX_LINE_CHUNKS];
+static uint32_t nr_lines; /* published with release stores; read with acquire loads */
+static struct hashmap line_index;
+static pthread_mutex_t line_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct line_entry *line_at(uint32_t i)
+{
+	return &line_chunks[i / LINE_CHUNK][i % LINE_CHUNK];
+}
+
+static bool line_eq(const void *ctx, uint32_t val)
+{
+	const struct line_entry *k = ctx, *e = line_at(val);
+
+	return e->start_line == k->start_line && e->line == k->line &&
+	       !strcmp(e->function, k->function) && !strcmp(e->file, k->file);
+}
+
+/* The id of (function, file, start_line, line), interned now if new; UINT32_MAX when full. */
+static uint32_t line_intern(const char *function, const char *file, uint32_t start_line,
+			    uint32_t line)
+{
+	struct line_entry k = {(char *)function, (char *)file, start_line, line};
+	uint64_t h =
+	    hashmap__combine(hashmap__combine(hashmap__hash_str(function), hashmap__hash_str(file)),
+			     ((uint64_t)start_line << 32) | line);
+	uint32_t i = UINT32_MAX;
+
+	pthread_mutex_lock(&line_lock);
+	if (hashmap__find(&line_index, h, line_eq, &k, &i))
+		goto out;
+	i = nr_lines;
+	if (i / LINE_CHUNK >= MAX_LINE_CHUNKS) {
+		i = UINT32_MAX;
+		goto out;
+	}
+	if (!line_chunks[i / LINE_CHUNK])
+		line_chunks[i / LINE_CHUNK] = sym_xcalloc(LINE_CHUNK, sizeof(struct line_entry));
+	if (hashmap__insert(&line_index, h, i)) {
+		i = UINT32_MAX;
+		goto out;
+	}
+	*line_at(i) =
+	    (struct line_entry){sym_xstrdup(function), sym_xstrdup(file), start_line, line};
+	__atomic_store_n(&nr_lines, i + 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&line_lock);
+	return i;
+}
+
+bool python__line(uint64_t id, struct python_line *out)
+{
+	const struct line_entry *e;
+
+	if (id >= __atomic_load_n(&nr_lines, __ATOMIC_ACQUIRE))
+		return false;
+	e = line_at(id);
+	*out = (struct python_line){e->function, e->file, e->start_line, e->line};
+	return true;
+}
+
+/* ---- the location table (CPython 3.11 Objects/locations.md) ---- */
+
+/* Reads a varint of 6-bit groups, low first, 0x40 meaning "more". */
+static uint32_t lt_varint(const uint8_t *t, size_t len, size_t *pos)
+{
+	uint32_t v = 0;
+	unsigned shift = 0;
+
+	while (*pos < len && shift < 32) {
+		uint8_t b = t[(*pos)++];
+
+		v |= (uint32_t)(b & 63) << shift;
+		shift += 6;
+		if (!(b & 64))
+			break;
+	}
+	return v;
+}
+
+static int32_t lt_svarint(const uint8_t *t, size_t len, size_t *pos)
+{
+	uint32_t u = lt_varint(t, len, pos);
+
+	return u & 1 ? -(int32_t)(u >> 1) : (int32_t)(u >> 1);
+}
+
+uint32_t python__linetable_line(const uint8_t *table, size_t len, int32_t first_line, int32_t units)
+{
+	int32_t line = first_line, addr = 0;
+	size_t pos = 0;
+
+	if (units < 0)
+		return first_line > 0 ? (uint32_t)first_line : 0;
+	while (pos < len) {
+		uint8_t first = table[pos++];
+		int code = (first >> 3) & 15, n = (first & 7) + 1;
+		bool has_line = true;
+
+		if (!(first & 0x80))
+			return 0; /* lost sync: not an entry's first byte */
+		switch (code) {
+		case 15: /* no location */
+			has_line = false;
+			break;
+		case 14: /* long form: line delta, end line delta, columns */
+			line += lt_svarint(table, len, &pos);
+			lt_varint(table, len, &pos);
+			lt_varint(table, len, &pos);
+			lt_varint(table, len, &pos);
+			break;
+		case 13: /* no columns */
+			line += lt_svarint(table, len, &pos);
+			break;
+		case 10:
+		case 11:
+		case 12: /* one line form: delta code - 10, two column bytes */
+			line += code - 10;
+			pos += 2;
+			break;
+		default: /* short form, same line, one column byte */
+			pos += 1;
+			break;
+		}
+		if (units < addr + n)
+			return has_line && line > 0 ? (uint32_t)line : 0;
+		addr += n;
+	}
+	return 0;
+}
+
+/* ---- processes and code objects ---- */
+
+struct py_proc {
+	uint32_t pid;
+	uint64_t start_ns;
+	const struct py_version *v;
+	struct object *obj; /* the interpreter's synthetic object (python->objs holds it) */
+	uint64_t code_type; /* &PyCode_Type in the process; 0: unknown (no type check) */
+};
+
+struct py_code {
+	uint32_t pid;
+	uint64_t start_ns;
+	uint64_t addr;
+	uint64_t qualname_ptr; /* checked again with firstlineno: code objects are freed and
+				  their addresses reused */
+	int32_t firstlineno;
+	int32_t firsttraceable;
+	uint32_t checked_gen; /* the drain when it was last checked */
+	bool failed;	      /* unreadable: named by address */
+	bool not_code;	      /* readable, but not a code object: its frames are dropped */
+	char *function, *file;
+	uint8_t *linetable;
+	size_t linetable_len;
+};
+
+struct python {
+	struct python_opts opts;
+	char proc_root[PATH_MAX];
+	struct py_proc *procs;
+	size_t nr_procs, cap_procs;
+	struct object **objs; /* synthetic objects, one per interpreter path, referenced */
+	size_t nr_objs;
+	struct py_code *codes;
+	size_t nr_codes;
+	struct hashmap code_index;
+	uint32_t gen;
+	struct python_stats st;
+};
+
+static struct py_proc *find_proc(struct python *p, uint32_t pid)
+{
+	for (size_t i = 0; i < p->nr_procs; i++)
+		if (p->procs[i].pid == pid)
+			return &p->procs[i];
+	return NULL;
+}
+
+struct python *python__new(const struct python_opts *opts)
+{
+	struct python *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	if (opts)
+		p->opts = *opts;
+	snprintf(p->proc_root, sizeof(p->proc_root), "%s",
+		 p->opts.proc_root ? p->opts.proc_root : "/proc");
+	p->opts.proc_root = p->proc_root;
+	if (p->opts.loader && loader__python_frames(p->opts.loader))
+		for (uint32_t i = 0; i < NR_VERSIONS; i++)
+			loader__python_set_offsets(p->opts.loader, i, &versions[i].bpf);
+	return p;
+}
+
+static void clear_codes(struct python *p)
+{
+	for (size_t i = 0; i < p->nr_codes; i++) {
+		free(p->codes[i].function);
+		free(p->codes[i].file);
+		free(p->codes[i].linetable);
+	}
+	free(p->codes);
+	p->codes = NULL;
+	p->nr_codes = 0;
+	hashmap__clear(&p->code_index);
+}
+
+void python__free(struct python *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nr_procs; i++)
+		if (p->opts.loader)
+			loader__python_drop_process(p->opts.loader, p->procs[i].pid);
+	free(p->procs);
+	/* the objects stay alive as long as stacks reference them */
+	for (size_t i = 0; i < p->nr_objs; i++)
+		object__put(p->objs[i]);
+	free(p->objs);
+	clear_codes(p);
+	free(p);
+}
+
+/* The version whose name follows "python" in the file name (python3.11, libpython3.11.so.1.0),
+ * or NULL; *named tells whether the name looked like a CPython at all. */
+static const struct py_version *version_of(const char *path, bool *named)
+{
+	const char *name = strrchr(path, '/'), *s;
+	char ver[16];
+	size_t n = 0;
+
+	name = name ? name + 1 : path;
+	*named = false;
+	if (!strncmp(name, "libpython", 9))
+		s = name + 9;
+	else if (!strncmp(name, "python", 6))
+		s = name + 6;
+	else
+		return NULL;
+	while (n + 1 < sizeof(ver) && ((s[n] >= '0' && s[n] <= '9') || s[n] == '.'))
+		n++;
+	/* "3.11" from "3.11.so.1.0" or "3.11": the major.minor part */
+	memcpy(ver, s, n);
+	ver[n] = 0;
+	if (strncmp(ver, "3.", 2))
+		return NULL;
+	*named = true;
+	for (char *dot = strchr(ver + 2, '.'); dot; dot = NULL)
+		*dot = 0;
+	for (uint32_t i = 0; i < NR_VERSIONS; i++)
+		if (!strcmp(ver, versions[i].name))
+			return &versions[i];
+	return NULL;
+}
+
+/* Reads the link-time addresses (.dynsym, then .symtab) of _PyRuntime and PyCode_Type (0 when
+ * absent) of the ELF file at path and the (file offset - vaddr) of its executable PT_LOAD, to place
+ * them in a mapping. Returns 0, -ENOENT (no _PyRuntime), or another negative errno (unreadable). */
+static int runtime_symbol(const char *path, uint64_t *vaddr, uint64_t *code_type,
+			  int64_t *exec_delta)
+{
+	int fd, err = -ENOENT;
+	Elf_Scn *scn = NULL;
+	bool have_seg = false;
+	size_t nph = 0;
+	Elf *elf;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	for (size_t i = 0; i < nph && !have_seg; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			*exec_delta = (int64_t)ph.p_offset - (int64_t)ph.p_vaddr;
+			have_seg = true;
+		}
+	}
+	*vaddr = *code_type = 0;
+	for (int pass = 0; pass < 2 && have_seg && !(*vaddr && *code_type); pass++) {
+		int want = pass ? SHT_SYMTAB : SHT_DYNSYM;
+
+		scn = NULL;
+		while (!(*vaddr && *code_type) && (scn = elf_nextscn(elf, scn))) {
+			Elf_Data *data;
+			GElf_Shdr sh;
+
+			if (!gelf_getshdr(scn, &sh) || (int)sh.sh_type != want || !sh.sh_entsize)
+				continue;
+			data = elf_getdata(scn, NULL);
+			for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym;
+				const char *s;
+
+				if (!gelf_getsym(data, i, &sym) ||
+				    GELF_ST_TYPE(sym.st_info) != STT_OBJECT || !sym.st_value)
+					continue;
+				s = elf_strptr(elf, sh.sh_link, sym.st_name);
+				if (s && !strcmp(s, "_PyRuntime"))
+					*vaddr = sym.st_value;
+				else if (s && !strcmp(s, "PyCode_Type"))
+					*code_type = sym.st_value;
+			}
+		}
+	}
+	if (*vaddr)
+		err = 0;
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* The synthetic object of the interpreter at path (one per path, kept by p). */
+static struct object *interp_object(struct python *p, const char *path)
+{
+	char name[PATH_MAX + 16];
+	struct object *obj;
+
+	snprintf(name, sizeof(name), "[python] %s", path);
+	for (size_t i = 0; i < p->nr_objs; i++)
+		if (!strcmp(object__path(p->objs[i]), name))
+			return p->objs[i];
+	obj = object__new(name);
+	obj->is_python = true;
+	obj->range_limit = PY_OBJECT_RANGE;
+	p->objs = realloc(p->objs, (p->nr_objs + 1) * sizeof(*p->objs));
+	if (!p->objs)
+		abort();
+	p->objs[p->nr_objs++] = obj;
+	return obj;
+}
+
+bool python__is_object(const struct object *obj)
+{
+	return obj && obj->is_python;
+}
+
+int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
+{
+	const struct proc_mapping *pick = NULL;
+	const struct py_version *v = NULL;
+	struct proc_maps maps = {0};
+	char path[PATH_MAX + 64];
+	int64_t delta = 0;
+	uint64_t vaddr, code_type;
+	bool named = false;
+	size_t len;
+	char *text;
+	int err;
+
+	python__forget_process(p, pid);
+	snprintf(path, sizeof(path), "%s/%u/maps", p->proc_root, pid);
+	err = proc_read_file(path, 64 << 20, &text, &len);
+	if (err)
+		return err;
+	err = proc_maps__parse(text, len, &maps);
+	free(text);
+	if (err < 0)
+		return err;
+	/* libpython first: an executable linked to it has no runtime of its own */
+	for (size_t i = 0; i < maps.nr; i++) {
+		const struct proc_mapping *m = &maps.v[i];
+		const char *base = strrchr(m->path, '/');
+		bool lib, n;
+
+		if (!proc_mapping__is_file(m))
+			continue;
+		base = base ? base + 1 : m->path;
+		lib = !strncmp(base, "libpython3", 10);
+		if (!lib && strncmp(base, "python3", 7))
+			continue;
+		if (pick && !lib)
+			continue;
+		v = version_of(m->path, &n);
+		named |= n;
+		if (n)
+			pick = m;
+		if (lib && n)
+			break;
+	}
+	if (!pick) {
+		proc_maps__clear(&maps);
+		return 0;
+	}
+	v = version_of(pick->path, &named);
+	if (!v) {
+		p->st.unsupported[PY_UNSUP_VERSION]++;
+		err = 0;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/%u/root%s", p->proc_root, pid, pick->path);
+	err = runtime_symbol(path, &vaddr, &code_type, &delta);
+	if (err == -ENOENT || err == -EACCES)
+		err = runtime_symbol(pick->path, &vaddr, &code_type, &delta);
+	if (err) {
+		p->st.unsupported[err == -ENOENT ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE]++;
+		err = 0;
+		goto out;
+	}
+	{
+		/* the bias of the object in the process: a file offset pgoff sits at start */
+		uint64_t bias = pick->start - pick->pgoff + delta;
+		struct tp_py_proc bp = {
+		    .start_ns = start_ns,
+		    .runtime = bias + vaddr,
+		    .version = (uint32_t)(v - versions),
+		};
+		struct py_proc *pp;
+
+		if (p->opts.loader && loader__python_set_process(p->opts.loader, pid, &bp)) {
+			p->st.unsupported[PY_UNSUP_MAP_FULL]++;
+			err = 0;
+			goto out;
+		}
+		if (p->nr_procs == p->cap_procs) {
+			size_t cap = p->cap_procs ? 2 * p->cap_procs : 64;
+			struct py_proc *np = realloc(p->procs, cap * sizeof(*np));
+
+			if (!np) {
+				err = -ENOMEM;
+				goto out;
+			}
+			p->procs = np;
+			p->cap_procs = cap;
+		}
+		pp = &p->procs[p->nr_procs++];
+		*pp = (struct py_proc){pid, start_ns, v, interp_object(p, pick->path),
+				       code_type ? bias + code_type : 0};
+		err = 1;
+	}
+out:
+	proc_maps__clear(&maps);
+	return err;
+}
+
+void python__forget_process(struct python *p, uint32_t pid)
+{
+	struct py_proc *pp = find_proc(p, pid);
+
+	if (!pp)
+		return;
+	if (p->opts.loader)
+		loader__python_drop_process(p->opts.loader, pid);
+	*pp = p->procs[--p->nr_procs];
+	/* its code objects are keyed by start_ns too: stale entries are never hit again */
+}
+
+void python__drain_begin(struct python *p)
+{
+	p->gen++;
+}
+
+/* Reads len bytes at addr of process pid; returns the bytes read (may be short), or -1. */
+static ssize_t read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+
+	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+}
+
+static void put_utf8(char *out, size_t *o, size_t cap, uint32_t c)
+{
+	char b[4];
+	size_t n;
+
+	if (c < 0x80) {
+		b[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		b[0] = (char)(0xc0 | c >> 6);
+		b[1] = (char)(0x80 | (c & 63));
+		n = 2;
+	} else if (c < 0x10000) {
+		b[0] = (char)(0xe0 | c >> 12);
+		b[1] = (char)(0x80 | ((c >> 6) & 63));
+		b[2] = (char)(0x80 | (c & 63));
+		n = 3;
+	} else {
+		b[0] = (char)(0xf0 | (c >> 18 & 7));
+		b[1] = (char)(0x80 | ((c >> 12) & 63));
+		b[2] = (char)(0x80 | ((c >> 6) & 63));
+		b[3] = (char)(0x80 | (c & 63));
+		n = 4;
+	}
+	if (*o + n < cap) {
+		memcpy(out + *o, b, n);
+		*o += n;
+	}
+}
+
+/* Reads the str object at addr of process pid as UTF-8 into out (cap bytes, NUL-terminated, cut
+ * at a character boundary). Compact strings only (every code object's strings are). Returns 0 or
+ * -1. */
+static int read_str(uint32_t pid, const struct py_user_offsets *u, uint64_t addr, char *out,
+		    size_t cap)
+{
+	uint8_t hdr[128];
+	uint8_t data[4 * NAME_MAX_BYTES * 4];
+	uint64_t length;
+	uint32_t state, kind;
+	size_t o = 0, chars, width, base;
+	ssize_t n;
+
+	if (!addr || read_mem(pid, addr, hdr, u->compact_size) != u->compact_size)
+		return -1;
+	memcpy(&length, hdr + u->str_length, 8);
+	memcpy(&state, hdr + u->str_state, 4);
+	/* state bits (3.11): interned 0-1, kind 2-4, compact 5, ascii 6, ready 7 */
+	kind = (state >> 2) & 7;
+	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
+		return -1;
+	base = state & (1u << 6) ? u->ascii_size : u->compact_size;
+	width = kind;
+	chars = length < cap - 1 ? length : cap - 1;
+	if (chars * width > sizeof(data))
+		chars = sizeof(data) / width;
+	n = read_mem(pid, addr + base, data, chars * width);
+	if (n < 0 || (size_t)n != chars * width)
+		return -1;
+	for (size_t i = 0; i < chars; i++) {
+		uint32_t c;
+
+		if (width == 1)
+			c = data[i];
+		else if (width == 2)
+			c = data[2 * i] | (uint32_t)data[2 * i + 1] << 8;
+		else
+			c = data[4 * i] | (uint32_t)data[4 * i + 1] << 8 |
+			    (uint32_t)data[4 * i + 2] << 16 | (uint32_t)data[4 * i + 3] << 24;
+		put_utf8(out, &o, cap, c);
+	}
+	out[o] = 0;
+	return 0;
+}
+
+/* The fields of a code object that identify it and name it: firstlineno, the qualname pointer,
+ * and the others, from one read. */
+struct code_fields {
+	uint64_t type; /* ob_type */
+	int32_t firstlineno, firsttraceable;
+	uint64_t filename, qualname, linetable;
+};
+
+#define OB_TYPE_OFFSET 8 /* PyObject.ob_type, after ob_refcnt (every version, non-debug builds) */
+
+/* Reads the fields of the code object at addr of process pid. Returns 0, or -1 when they cannot
+ * be read. */
+static int read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
+			    struct code_fields *cf)
+{
+	/* one read covering every field: they all lie within 8 .. 192 in 3.11 */
+	uint16_t lo = OB_TYPE_OFFSET, hi = u->co_firsttraceable + 4;
+	uint8_t buf[256];
+
+	if (u->co_filename < lo || u->co_qualname < lo || u->co_linetable < lo || hi - lo > 256 ||
+	    u->co_linetable + 8 > hi || u->co_qualname + 8 > hi || u->co_filename + 8 > hi ||
+	    u->co_firstlineno < lo)
+		return -1;
+	if (read_mem(pid, addr + lo, buf, hi - lo) != hi - lo)
+		return -1;
+	memcpy(&cf->type, buf, 8);
+	memcpy(&cf->firstlineno, buf + u->co_firstlineno - lo, 4);
+	memcpy(&cf->firsttraceable, buf + u->co_firsttraceable - lo, 4);
+	memcpy(&cf->filename, buf + u->co_filename - lo, 8);
+	memcpy(&cf->qualname, buf + u->co_qualname - lo, 8);
+	memcpy(&cf->linetable, buf + u->co_linetable - lo, 8);
+	return 0;
+}
+
+/* Fills c (pid, start_ns, addr set) from the process of pp: failed when it cannot be read,
+ * not_code too when what is there is not a code object (its type is not PyCode_Type: a frame read
+ * while it was being set up or torn down). */
+static void read_code(struct python *p, const struct py_proc *pp, struct py_code *c)
+{
+	const struct py_user_offsets *u = &pp->v->user;
+	char name[NAME_MAX_BYTES], file[FILE_MAX_BYTES];
+	struct code_fields cf;
+	uint64_t size = 0;
+
+	p->st.code_reads++;
+	c->failed = true;
+	if (read_code_fields(c->pid, u, c->addr, &cf)) {
+		p->st.code_read_failed++;
+		return;
+	}
+	if (pp->code_type && cf.type != pp->code_type) {
+		c->not_code = true;
+		return;
+	}
+	if (read_str(c->pid, u, cf.qualname, name, sizeof(name)) ||
+	    read_str(c->pid, u, cf.filename, file, sizeof(file))) {
+		p->st.code_read_failed++;
+		return;
+	}
+	c->failed = false;
+	c->firstlineno = cf.firstlineno;
+	c->firsttraceable = cf.firsttraceable;
+	c->qualname_ptr = cf.qualname;
+	c->function = sym_xstrdup(name);
+	c->file = sym_xstrdup(file);
+	if (cf.linetable && read_mem(c->pid, cf.linetable + u->bytes_size, &size, 8) == 8 &&
+	    size <= LINETABLE_MAX_BYTES && size) {
+		c->linetable = malloc(size);
+		if (c->linetable && read_mem(c->pid, cf.linetable + u->bytes_data, c->linetable,
+					     size) == (ssize_t)size) {
+			c->linetable_len = size;
+		} else {
+			free(c->linetable);
+			c->linetable = NULL;
+		}
+	}
+}
+
+struct code_key {
+	uint32_t pid;
+	uint64_t start_ns, addr;
+	const struct python *p;
+};
+
+static bool code_eq(const void *ctx, uint32_t val)
+{
+	const struct code_key *k = ctx;
+	const struct py_code *c = &k->p->codes[val];
+
+	return c->pid == k->pid && c->start_ns == k->start_ns && c->addr == k->addr;
+}
+
+/* The cached code object at addr of the process, read now if new or no longer the same. */
+static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint64_t addr)
+{
+	struct code_key k = {pp->pid, pp->start_ns, addr, p};
+	uint64_t h = hashmap__combine(hashmap__combine(pp->pid, pp->start_ns), addr);
+	struct py_code *c;
+	uint32_t i;
+
+	if (hashmap__find(&p->code_index, h, code_eq, &k, &i)) {
+		struct code_fields cf;
+
+		c = &p->codes[i];
+		if (c->checked_gen == p->gen)
+			return c;
+		c->checked_gen = p->gen;
+		/* the address may hold another code object now: check what names it (unreadable:
+		 * the process is gone, what was read stands) */
+		if (read_code_fields(pp->pid, &pp->v->user, addr, &cf))
+			return c;
+		if (pp->code_type && cf.type != pp->code_type && c->not_code)
+			return c;
+		if (!c->failed && cf.firstlineno == c->firstlineno &&
+		    cf.qualname == c->qualname_ptr && (!pp->code_type || cf.type == pp->code_type))
+			return c;
+		free(c->function);
+		free(c->file);
+		free(c->linetable);
+		*c = (struct py_code){.pid = pp->pid, .start_ns = pp->start_ns, .addr = addr};
+		c->checked_gen = p->gen;
+		read_code(p, pp, c);
+		return c;
+	}
+	if (p->nr_codes >= MAX_CODE_OBJECTS)
+		clear_codes(p);
+	if (!p->codes) {
+		p->codes = calloc(MAX_CODE_OBJECTS, sizeof(*p->codes));
+		if (!p->codes)
+			return NULL;
+	}
+	if (hashmap__insert(&p->code_index, h, p->nr_codes))
+		return NULL;
+	c = &p->codes[p->nr_codes++];
+	*c = (struct py_code){.pid = pp->pid, .start_ns = pp->start_ns, .addr = addr};
+	c->checked_gen = p->gen;
+	read_code(p, pp, c);
+	return c;
+}
+
+uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
+			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out)
+{
+	struct py_proc *pp = find_proc(p, pid);
+	uint32_t nr = 0;
+
+	if (!pp || pp->start_ns != start_ns)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t units = (int32_t)(uint32_t)in[i].info;
+		uint8_t owner = (uint8_t)(in[i].info >> TP_PY_INFO_OWNER_SHIFT);
+		struct py_code *c;
+		uint32_t id;
+
+		/* a frame read while it was set up or torn down: no object is in the first page or
+		 * misaligned */
+		if (in[i].code < 4096 || (in[i].code & 7)) {
+			p->st.not_code++;
+			continue;
+		}
+		c = code_of(p, pp, in[i].code);
+		if (c && c->not_code) {
+			p->st.not_code++;
+			continue;
+		}
+		if (c && !c->failed) {
+			/* _PyFrame_IsIncomplete: before its first traceable instruction */
+			if (owner != FRAME_OWNED_BY_GENERATOR && units < c->firsttraceable) {
+				p->st.incomplete++;
+				continue;
+			}
+			id = line_intern(c->function, c->file, (uint32_t)c->firstlineno,
+					 python__linetable_line(c->linetable, c->linetable_len,
+								c->firstlineno, units));
+		} else {
+			char name[48];
+
+			snprintf(name, sizeof(name), "[python code 0x%" PRIx64 "]",
+				 (uint64_t)in[i].code);
+			id = line_intern(name, "", 0, 0);
+		}
+		if (id == UINT32_MAX)
+			continue; /* the table is full: counted as lines, shown as native only */
+		out[nr].f = (struct frame){.obj = pp->obj, .addr = id};
+		out[nr].entry = (in[i].info & TP_PY_INFO_ENTRY) != 0;
+		nr++;
+	}
+	p->st.frames += nr;
+	return nr;
+}
+
+void python__stats(const struct python *p, struct python_stats *st)
+{
+	*st = p->st;
+	st->processes = p->nr_procs;
+	st->lines = __atomic_load_n(&nr_lines, __ATOMIC_ACQUIRE);
+}

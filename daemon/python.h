@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* CPython support: finds the interpreters of processes (their _PyRuntime) and tells the BPF frame
+ * walker about them (loader py_procs, py_offsets), then turns the frames it sends (code object
+ * address, instruction offset) into qualified name, file and line, read from the live process at
+ * drain time (process_vm_readv) and interned for good, so frames outlive their process.
+ *
+ * A Python frame in a struct stack is (obj, addr): obj the synthetic object of the interpreter
+ * (python__is_object() true; one per interpreter file, its pprof mapping), addr the id of an
+ * interned (qualified name, file, first line, line) for python__line().
+ *
+ * Threading: everything but python__line() and python__is_object() runs on the drain thread;
+ * those two are safe from any thread (the interned table only grows; entries never change). */
+#ifndef TAILPROF_PYTHON_H
+#define TAILPROF_PYTHON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "symbolizer.h"
+#include "tailprof.h"
+
+struct loader;
+
+/* Why a process with a CPython in it gets no Python frames (tailprof_python_unsupported_total
+ * reasons). */
+enum python_unsupported {
+	PY_UNSUP_VERSION,    /* "version": an interpreter version without an offset table */
+	PY_UNSUP_NO_RUNTIME, /* "no_runtime_symbol": no _PyRuntime in .dynsym or .symtab */
+	PY_UNSUP_UNREADABLE, /* "unreadable": its ELF file could not be read */
+	PY_UNSUP_MAP_FULL,   /* "map_full": py_procs had no room */
+	PY_UNSUP_NR,
+};
+extern const char *const python_unsupported_names[PY_UNSUP_NR];
+
+struct python_stats {
+	uint64_t processes;		   /* processes given to the walker now */
+	uint64_t unsupported[PY_UNSUP_NR]; /* processes refused, since start */
+	uint64_t frames;		   /* Python frames resolved */
+	uint64_t code_reads;		   /* code objects read from processes */
+	uint64_t code_read_failed;	   /* ... that could not be read (process gone) */
+	uint64_t incomplete;		   /* frames dropped: still in their prologue */
+	uint64_t not_code; /* frames dropped: their code pointer is no code object (torn read) */
+	uint64_t lines;	   /* interned (function, line) entries */
+};
+
+struct python_opts {
+	struct loader *loader; /* NULL: discovery only (tests); no BPF maps are written */
+	const char *proc_root; /* default "/proc" */
+};
+
+/* Returns the module, or NULL with errno set. Writes the offset tables into py_offsets when the
+ * loader walks Python frames. */
+struct python *python__new(const struct python_opts *opts);
+/* Forgets the processes (removing them from py_procs); interned lines stay. NULL allowed. */
+void python__free(struct python *p);
+
+/* Looks for a CPython in process (pid, start_ns): its executable or a mapped libpython3.*.so with
+ * a _PyRuntime symbol. A supported one is given to the BPF walker. Returns 1 when the process's
+ * frames will be walked, 0 when it has no (supported) CPython, or a negative errno when its maps
+ * cannot be read (-ESRCH: gone). Unsupported interpreters are counted by reason. */
+int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns);
+/* The process exec'd or exited: it leaves py_procs and its cached code objects are dropped. */
+void python__forget_process(struct python *p, uint32_t pid);
+/* A drain begins: cached code objects are checked again (once each) before their next use. */
+void python__drain_begin(struct python *p);
+
+/* One resolved Python frame. */
+struct python_frame {
+	struct frame f; /* obj: the interpreter's synthetic object (borrowed), addr: a line id */
+	bool entry;	/* the eval loop's C frame that ran this frame was entered here */
+};
+
+/* Resolves the n Python frames in (innermost first) of process (pid, start_ns) into out,
+ * dropping incomplete frames (CPython's _PyFrame_IsIncomplete) and frames whose code pointer is
+ * not a code object (PyCode_Type checked: a frame read mid-update). Code objects that cannot be
+ * read become "[python code 0x...]" frames. Returns the number of frames written (<= n), 0 when the
+ * process is not one python__note_process() accepted. */
+uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
+			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out);
+
+/* True when obj is an interpreter's synthetic object (its frames' addr are line ids). */
+bool python__is_object(const struct object *obj);
+
+struct python_line {
+	const char *function; /* qualified name (co_qualname), UTF-8 */
+	const char *file;     /* co_filename, UTF-8 */
+	uint32_t start_line;  /* co_firstlineno */
+	uint32_t line;	      /* the line of the instruction; 0: unknown */
+};
+/* The interned line id (struct frame.addr of a Python frame). Returns false for an unknown id.
+ * The strings live as long as the process. Any thread. */
+bool python__line(uint64_t id, struct python_line *out);
+
+void python__stats(const struct python *p, struct python_stats *st);
+
+/* --- pure helpers, exposed for tests --- */
+
+/* The line of the instruction at code unit `units` from CPython 3.11's location table
+ * (co_linetable; format: CPython's Objects/locations.md) of a code object whose first line is
+ * first_line. Returns the line, or 0 when the table has no line there (or units < 0: before the
+ * first instruction, when first_line is returned). */
+uint32_t python__linetable_line(const uint8_t *table, size_t len, int32_t first_line,
+				int32_t units);
+
+#endif
