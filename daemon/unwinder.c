@@ -26,6 +26,10 @@
 #define OBJECT_BUCKETS 1024
 #define PROC_BUCKETS   1024
 #define MAPS_MAX_BYTES (64u << 20)
+/* Objects kept with no process mapping them (their tables stay in BPF's rows until the room is
+ * needed): a short-lived process of an executable that runs again and again (a shell's
+ * commands, a compiler, python3 -c) then costs no table build after its first run. */
+#define MAX_IDLE_OBJECTS 1024
 
 /* One ELF object (a file, or the vDSO), shared by the processes that map it. */
 struct uw_object {
@@ -41,6 +45,8 @@ struct uw_object {
 	struct unwind_segment segs[UNWIND_MAX_SEGMENTS];
 	size_t nr_segs;
 	struct uw_object *next; /* hash chain */
+	/* idle (refcnt 0): its place in the idle list, oldest first */
+	struct uw_object *idle_prev, *idle_next;
 };
 
 /* A run of entries of unwind_rows or unwind_pages. */
@@ -67,8 +73,9 @@ struct unwinder {
 	struct unwinder_opts opts;
 	struct uw_object *objects[OBJECT_BUCKETS];
 	struct uw_proc *procs[PROC_BUCKETS];
-	struct extents rows_free;  /* of opts.rows */
-	struct extents pages_free; /* of opts.pages */
+	struct extents rows_free;		 /* of opts.rows */
+	struct extents pages_free;		 /* of opts.pages */
+	struct uw_object *idle_head, *idle_tail; /* objects no process maps, oldest first */
 	struct unwinder_stats st;
 	struct tp_proc_mappings scratch;
 	uint32_t gen; /* entries of unwind_procs written (tp_proc_mappings.gen) */
@@ -159,12 +166,25 @@ static size_t object_bucket(uint64_t dev, uint64_t ino)
 	return hashmap__mix64(dev * 0x9e3779b97f4a7c15ull ^ ino) % OBJECT_BUCKETS;
 }
 
-static void object_release(struct unwinder *u, struct uw_object *o)
+static void idle_unlink(struct unwinder *u, struct uw_object *o)
+{
+	if (o->idle_prev)
+		o->idle_prev->idle_next = o->idle_next;
+	else
+		u->idle_head = o->idle_next;
+	if (o->idle_next)
+		o->idle_next->idle_prev = o->idle_prev;
+	else
+		u->idle_tail = o->idle_prev;
+	o->idle_prev = o->idle_next = NULL;
+	u->st.idle_objects--;
+}
+
+/* Frees o (no process maps it) and its rows and page index. */
+static void object_destroy(struct unwinder *u, struct uw_object *o)
 {
 	struct uw_object **pp;
 
-	if (!o || --o->refcnt > 0)
-		return;
 	for (pp = &u->objects[object_bucket(o->dev, o->ino)]; *pp; pp = &(*pp)->next) {
 		if (*pp == o) {
 			*pp = o->next;
@@ -179,8 +199,53 @@ static void object_release(struct unwinder *u, struct uw_object *o)
 		u->st.tables--;
 		u->st.table_rows -= o->nr_rows;
 	}
-	u->st.objects--;
 	free(o);
+}
+
+/* Frees the oldest idle object. Returns false when there is none. */
+static bool evict_idle(struct unwinder *u)
+{
+	struct uw_object *o = u->idle_head;
+
+	if (!o)
+		return false;
+	idle_unlink(u, o);
+	object_destroy(u, o);
+	u->st.idle_evicted++;
+	return true;
+}
+
+/* A run of n entries of x, idle objects' tables evicted (oldest first) until it fits; -ENOSPC
+ * when it does not fit even so. */
+static int64_t alloc_evicting(struct unwinder *u, struct extents *x, uint32_t n)
+{
+	int64_t start;
+
+	while ((start = extent_alloc(x, n)) < 0 && evict_idle(u))
+		;
+	return start;
+}
+
+/* A reference less: an object no process maps any more stays, idle, for the next process that
+ * maps it (the oldest idle ones go first when room is needed, or past MAX_IDLE_OBJECTS). One
+ * that found no room is freed, so that its next user tries again. */
+static void object_release(struct unwinder *u, struct uw_object *o)
+{
+	if (!o || --o->refcnt > 0)
+		return;
+	u->st.objects--;
+	if (o->status == -ENOSPC) {
+		object_destroy(u, o);
+		return;
+	}
+	o->idle_prev = u->idle_tail;
+	if (u->idle_tail)
+		u->idle_tail->idle_next = o;
+	else
+		u->idle_head = o;
+	u->idle_tail = o;
+	if (++u->st.idle_objects > MAX_IDLE_OBJECTS)
+		evict_idle(u);
 }
 
 /* The page index of o's rows: for each TP_UNWIND_PAGE_BYTES of PCs from the first row's, the
@@ -194,7 +259,7 @@ static void index_pages(struct unwinder *u, struct uw_object *o, const struct tp
 
 	if (!u->opts.pages || o->nr_rows < 16)
 		return;
-	start = extent_alloc(&u->pages_free, n);
+	start = alloc_evicting(u, &u->pages_free, n);
 	if (start < 0)
 		return;
 	for (uint32_t p = 0; p < n; p++) {
@@ -222,6 +287,7 @@ static void object_load(struct unwinder *u, struct uw_object *o, int fd, const c
 
 	err = unwind_table__build_fd(fd, &t);
 	u->st.build_ns += mono_ns() - t0;
+	u->st.builds++;
 	if (err) {
 		o->status = err;
 		if (err == -ENOENT)
@@ -233,7 +299,7 @@ static void object_load(struct unwinder *u, struct uw_object *o, int fd, const c
 	}
 	memcpy(o->segs, t.segs, sizeof(o->segs));
 	o->nr_segs = t.nr_segs;
-	start = t.nr_rows <= UINT32_MAX ? extent_alloc(&u->rows_free, t.nr_rows) : -ENOSPC;
+	start = t.nr_rows <= UINT32_MAX ? alloc_evicting(u, &u->rows_free, t.nr_rows) : -ENOSPC;
 	if (start < 0) {
 		o->status = -ENOSPC;
 		u->st.over_budget++;
@@ -266,7 +332,10 @@ static struct uw_object *object_get(struct unwinder *u, int fd, const struct sta
 	for (o = u->objects[b]; o; o = o->next) {
 		if (o->dev == dev && o->ino == ino && o->mtime_ns == mtime && o->size == size &&
 		    o->vdso == vdso) {
-			o->refcnt++;
+			if (!o->refcnt++) {
+				idle_unlink(u, o);
+				u->st.objects++;
+			}
 			return o;
 		}
 	}
@@ -298,7 +367,10 @@ static struct uw_object *vdso_get(struct unwinder *u)
 
 	for (o = u->objects[b]; o; o = o->next) {
 		if (o->vdso) {
-			o->refcnt++;
+			if (!o->refcnt++) {
+				idle_unlink(u, o);
+				u->st.objects++;
+			}
 			return o;
 		}
 	}
@@ -574,6 +646,8 @@ void unwinder__free(struct unwinder *u)
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
 		while (u->procs[b])
 			proc_free(u, &u->procs[b], true);
+	while (evict_idle(u))
+		;
 	free(u->rows_free.v);
 	free(u->pages_free.v);
 	free(u);

@@ -3,9 +3,11 @@
  * about it reads /proc/PID/maps, builds (or finds cached) the table of every executable object
  * mapped (unwind_table), hands new tables to BPF, and hands BPF the process's sorted list of
  * executable mappings (start, end, load bias, table). Tables are per object, not per process:
- * one table serves every process that maps the object, and its rows are reused once the last
- * such process is forgotten. Memory is bounded by the rows array: tables that do not fit are not
- * loaded and their objects are walked by frame pointers (counted).
+ * one table serves every process that maps the object. When the last such process is forgotten
+ * the object stays, idle, with its table in BPF, for the next process that maps it (a command
+ * run again and again costs one build); idle tables are evicted, oldest first, when a new table
+ * needs their room. Memory is bounded by the rows array: tables that do not fit are not loaded
+ * and their objects are walked by frame pointers (counted).
  *
  * It knows nothing of BPF itself: it calls the ops it is given (the loader's unwind functions in
  * the daemon, fakes in tests). Threading: one thread (the drain loop). */
@@ -43,7 +45,8 @@ struct unwinder_opts {
 struct unwinder_stats {
 	uint64_t processes;	   /* processes whose mappings BPF has now */
 	uint64_t objects;	   /* objects referenced now (with or without a table) */
-	uint64_t tables;	   /* tables loaded in BPF now */
+	uint64_t idle_objects;	   /* objects no process maps, kept (with their tables) */
+	uint64_t tables;	   /* tables loaded in BPF now, idle objects' included */
 	uint64_t table_rows;	   /* their rows (8 bytes each) */
 	uint64_t capacity_rows;	   /* rows unwind_rows holds (--unwind-memory) */
 	uint64_t pages;		   /* page index entries in use (8 bytes each) */
@@ -54,6 +57,8 @@ struct unwinder_stats {
 	uint64_t procs_dropped;	   /* processes left to frame pointers: no room in BPF (total) */
 	uint64_t mappings_dropped; /* executable mappings beyond TP_MAX_PROC_MAPPINGS (total) */
 	uint64_t build_ns;	   /* time spent building tables (total) */
+	uint64_t builds;	   /* tables built (or tried: no CFI, unreadable) (total) */
+	uint64_t idle_evicted;	   /* idle objects freed for room or past the idle cap (total) */
 };
 
 /* Returns an unwinder with nothing loaded, or NULL with errno set (EINVAL: no ops or rows,
@@ -71,7 +76,8 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
  * again, at most once per rescan_min_ns per process. Returns 1 when the maps were read, 0 when
  * rate-limited, or a negative errno. An unknown process is added. */
 int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns);
-/* The process exec'd or exited: drop it from BPF and release its objects' tables. */
+/* The process exec'd or exited: drop it from BPF and release its objects (idle when it was the
+ * last process mapping them). */
 void unwinder__forget_process(struct unwinder *u, uint32_t pid);
 /* Forgets processes that no longer exist (their exit notification was lost): kill(pid, 0)
  * fails with ESRCH, or, with a fake proc_root, PROC_ROOT/PID is gone. Returns how many. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of the unwinder: this process's own maps (through a fake /proc root that points at
- * the real files), tables shared between processes and released with the last one, load
+ * the real files), tables shared between processes and kept idle after the last one (evicted
+ * for room), load
  * biases checked against the ELF symbol tables, the memory budget, the process limit and the
  * rescan rate limit. BPF is replaced by fake ops that record what they are given and a plain
  * array of rows. */
@@ -85,6 +86,24 @@ static void fake_process(uint32_t pid)
 		assert_int_equal(write(out, buf, n), n);
 	close(in);
 	close(out);
+}
+
+/* A fake process mapping only the lines of our maps that contain `only`. */
+static void fake_process_only(uint32_t pid, const char *only)
+{
+	char path[PATH_MAX], line[4096];
+	FILE *in, *out;
+
+	fake_process(pid);
+	snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid);
+	in = fopen("/proc/self/maps", "r");
+	out = fopen(path, "w");
+	assert_true(in && out);
+	while (fgets(line, sizeof(line), in))
+		if (strstr(line, only))
+			fputs(line, out);
+	fclose(in);
+	fclose(out);
 }
 
 static int setup(void **state)
@@ -268,22 +287,83 @@ static void test_tables_shared_and_released(void **state)
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 1);
 	assert_int_equal(st.tables, first.tables);
-	/* the last one gone: every table is released */
+	/* the last one gone: every object stays, idle, its table in place */
 	unwinder__forget_process(u, 1002);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 0);
-	assert_int_equal(st.tables, 0);
-	assert_int_equal(st.table_rows, 0);
 	assert_int_equal(st.objects, 0);
-	/* the rows are free again, in one run: the same tables fit at the same places */
+	assert_int_equal(st.idle_objects, first.objects);
+	assert_int_equal(st.tables, first.tables);
+	assert_int_equal(st.table_rows, first.table_rows);
+	/* the next process of the same objects builds nothing: the same rows serve it */
 	assert_int_equal(unwinder__add_process(u, 1001, 1), 0);
 	assert_int_equal(mapping_of(&fake.last, (uint64_t)(uintptr_t)qsort)->row_start, libc_start);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.builds, first.builds);
+	assert_int_equal(st.idle_objects, 0);
+	assert_int_equal(st.objects, first.objects);
 	/* a pid reused by a new process (other start time) is read again */
 	assert_int_equal(unwinder__add_process(u, 1001, 2), 0);
 	assert_int_equal(fake.proc_sets, 4);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 1);
 	assert_int_equal(st.tables, first.tables);
+	assert_int_equal(st.builds, first.builds);
+	unwinder__free(u);
+}
+
+/* The rows a process mapping only `only` needs. */
+static uint64_t rows_of(const char *only)
+{
+	struct unwinder *u = new_unwinder(8 << 20, 16);
+	struct unwinder_stats st;
+
+	fake_process_only(3001, only);
+	assert_int_equal(unwinder__add_process(u, 3001, 1), 0);
+	unwinder__stats(u, &st);
+	unwinder__free(u);
+	teardown(NULL);
+	return st.table_rows;
+}
+
+/* An idle table gives its room to a new one; one still mapped does not. */
+static void test_idle_tables_evicted_for_room(void **state)
+{
+	uint64_t libc = rows_of("/libc.so"), cmocka = rows_of("/libcmocka.so");
+	struct unwinder *u;
+	struct unwinder_stats st;
+
+	assert_true(libc > 1000 && cmocka > 64);
+	/* room for libc's table and 32 rows more */
+	u = new_unwinder((uint32_t)libc + 32, 16);
+	fake_process_only(2001, "/libc.so");
+	fake_process_only(2002, "/libcmocka.so");
+	assert_int_equal(unwinder__add_process(u, 2001, 1), 0);
+	assert_int_equal(mapping_of(&fake.last, (uint64_t)(uintptr_t)qsort)->nr_rows, libc);
+	unwinder__forget_process(u, 2001);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.idle_objects, 1);
+	assert_int_equal(st.table_rows, libc);
+	/* cmocka's table needs libc's room: the idle table goes */
+	assert_int_equal(unwinder__add_process(u, 2002, 1), 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.idle_evicted, 1);
+	assert_int_equal(st.idle_objects, 0);
+	assert_int_equal(st.table_rows, cmocka);
+	assert_int_equal(st.over_budget, 0);
+	/* libc again, with cmocka's process alive: no room, frame pointers there */
+	assert_int_equal(unwinder__add_process(u, 2001, 2), 0);
+	assert_int_equal(mapping_of(&fake.last, (uint64_t)(uintptr_t)qsort)->nr_rows, 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.over_budget, 1);
+	assert_int_equal(st.table_rows, cmocka);
+	/* a table that found no room is not kept idle: the next process tries again */
+	unwinder__forget_process(u, 2001);
+	unwinder__forget_process(u, 2002);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.idle_objects, 1);
+	assert_int_equal(unwinder__add_process(u, 2001, 3), 0);
+	assert_int_equal(mapping_of(&fake.last, (uint64_t)(uintptr_t)qsort)->nr_rows, libc);
 	unwinder__free(u);
 }
 
@@ -316,7 +396,7 @@ static void test_budget_and_limits(void **state)
 	assert_int_equal(fake.proc_drops, 1);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 0);
-	assert_int_equal(st.tables, 0);
+	assert_int_equal(st.objects, 0);
 	/* a process that is gone */
 	assert_true(unwinder__add_process(u, 999999, 1) < 0);
 	unwinder__stats(u, &st);
@@ -376,6 +456,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_own_process, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tables_shared_and_released, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_tables_evicted_for_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_and_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rescan_rate_limited, setup, teardown),
