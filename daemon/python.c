@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -261,8 +262,22 @@ struct py_code {
 	size_t linetable_len;
 };
 
+/* What runtime_symbol() found in one interpreter file, by the file's identity. */
+struct py_symbols {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	uint64_t runtime, code_type;
+	int64_t exec_delta;
+	int err;       /* 0 or -ENOENT (no _PyRuntime): both are remembered */
+	uint64_t used; /* python.sym_clock at the last hit; 0: empty */
+};
+
+#define SYM_CACHE 64 /* interpreter files remembered */
+
 struct python {
 	struct python_opts opts;
+	struct py_symbols syms[SYM_CACHE];
+	uint64_t sym_clock;
 	char proc_root[PATH_MAX];
 	struct py_proc *procs;
 	size_t nr_procs, cap_procs;
@@ -427,6 +442,50 @@ out:
 	return err;
 }
 
+/* runtime_symbol() of the file at path, remembered per file (device, inode, size, mtime): the
+ * next process of an interpreter already seen costs a stat, not an ELF read. */
+static int runtime_symbol_cached(struct python *p, const char *path, uint64_t *vaddr,
+				 uint64_t *code_type, int64_t *exec_delta)
+{
+	struct py_symbols *victim = &p->syms[0];
+	struct stat st;
+	int64_t mtime;
+	int err;
+
+	if (stat(path, &st))
+		return -errno;
+	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	for (size_t i = 0; i < SYM_CACHE; i++) {
+		struct py_symbols *e = &p->syms[i];
+
+		if (e->used && e->dev == st.st_dev && e->ino == st.st_ino &&
+		    e->size == (uint64_t)st.st_size && e->mtime_ns == mtime) {
+			e->used = ++p->sym_clock;
+			*vaddr = e->runtime;
+			*code_type = e->code_type;
+			*exec_delta = e->exec_delta;
+			return e->err;
+		}
+		if (e->used < victim->used)
+			victim = e;
+	}
+	err = runtime_symbol(path, vaddr, code_type, exec_delta);
+	p->st.symbol_reads++;
+	if (!err || err == -ENOENT)
+		*victim = (struct py_symbols){
+		    .dev = st.st_dev,
+		    .ino = st.st_ino,
+		    .size = (uint64_t)st.st_size,
+		    .mtime_ns = mtime,
+		    .runtime = err ? 0 : *vaddr,
+		    .code_type = err ? 0 : *code_type,
+		    .exec_delta = err ? 0 : *exec_delta,
+		    .err = err,
+		    .used = ++p->sym_clock,
+		};
+	return err;
+}
+
 /* The synthetic object of the interpreter at path (one per path, kept by p). */
 static struct object *interp_object(struct python *p, const char *path)
 {
@@ -506,9 +565,9 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%u/root%s", p->proc_root, pid, pick->path);
-	err = runtime_symbol(path, &vaddr, &code_type, &delta);
+	err = runtime_symbol_cached(p, path, &vaddr, &code_type, &delta);
 	if (err == -ENOENT || err == -EACCES)
-		err = runtime_symbol(pick->path, &vaddr, &code_type, &delta);
+		err = runtime_symbol_cached(p, pick->path, &vaddr, &code_type, &delta);
 	if (err) {
 		p->st.unsupported[err == -ENOENT ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE]++;
 		err = 0;

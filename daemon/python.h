@@ -41,6 +41,7 @@ struct python_stats {
 	uint64_t incomplete;		   /* frames dropped: still in their prologue */
 	uint64_t not_code; /* frames dropped: their code pointer is no code object (torn read) */
 	uint64_t lines;	   /* interned (function, line) entries */
+	uint64_t symbol_reads; /* interpreter files whose symbols were read (once per file) */
 };
 
 struct python_opts {
