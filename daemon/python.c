@@ -326,8 +326,11 @@ struct py_code {
 	uint32_t pid;
 	uint64_t start_ns;
 	uint64_t addr;
-	uint64_t qualname_ptr; /* checked again with firstlineno: code objects are freed and
-				  their addresses reused */
+	/* checked again with firstlineno: code objects are freed and their addresses reused.
+	 * The qualname alone does not tell modules apart (every <module> has the same interned
+	 * name and first line 1; 3.13 reused <frozen site>'s for the main script's): the file
+	 * and location table pointers do. */
+	uint64_t qualname_ptr, filename_ptr, linetable_ptr;
 	int32_t firstlineno;
 	int32_t firsttraceable;
 	uint32_t checked_gen; /* the drain when it was last checked */
@@ -807,6 +810,8 @@ static void read_code(struct python *p, const struct py_proc *pp, struct py_code
 	c->firstlineno = cf.firstlineno;
 	c->firsttraceable = cf.firsttraceable;
 	c->qualname_ptr = cf.qualname;
+	c->filename_ptr = cf.filename;
+	c->linetable_ptr = cf.linetable;
 	c->function = sym_xstrdup(name);
 	c->file = sym_xstrdup(file);
 	if (cf.linetable && read_mem(c->pid, cf.linetable + u->bytes_size, &size, 8) == 8 &&
@@ -858,7 +863,9 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		if (pp->code_type && cf.type != pp->code_type && c->not_code)
 			return c;
 		if (!c->failed && cf.firstlineno == c->firstlineno &&
-		    cf.qualname == c->qualname_ptr && (!pp->code_type || cf.type == pp->code_type))
+		    cf.qualname == c->qualname_ptr && cf.filename == c->filename_ptr &&
+		    cf.linetable == c->linetable_ptr &&
+		    (!pp->code_type || cf.type == pp->code_type))
 			return c;
 		free(c->function);
 		free(c->file);

@@ -110,26 +110,43 @@ static const char sweep_script[] =
     "    mod = sys.modules[m]\n"
     "    walk(compile(open(mod.__file__).read(), mod.__file__, 'exec'))\n";
 
-/* Runs python -c script with its stdout on the returned stream; *pid is the child. */
-static FILE *spawn_python(const char *python, const char *script, pid_t *pid)
+/* Runs python -c script with its stdout on the returned stream; *pid is the child; its stdin is
+ * a pipe written at *to_child when that is not NULL. */
+static FILE *spawn_python_io(const char *python, const char *script, pid_t *pid, int *to_child)
 {
-	int fds[2];
+	int fds[2], ins[2] = {-1, -1};
 	FILE *in;
 
 	assert_int_equal(pipe(fds), 0);
+	if (to_child)
+		assert_int_equal(pipe(ins), 0);
 	*pid = fork();
 	assert_true(*pid >= 0);
 	if (!*pid) {
 		dup2(fds[1], 1);
 		close(fds[0]);
 		close(fds[1]);
+		if (to_child) {
+			dup2(ins[0], 0);
+			close(ins[0]);
+			close(ins[1]);
+		}
 		execl(python, python, "-c", script, NULL);
 		_exit(127);
 	}
 	close(fds[1]);
+	if (to_child) {
+		close(ins[0]);
+		*to_child = ins[1];
+	}
 	in = fdopen(fds[0], "r");
 	assert_non_null(in);
 	return in;
+}
+
+static FILE *spawn_python(const char *python, const char *script, pid_t *pid)
+{
+	return spawn_python_io(python, script, pid, NULL);
 }
 
 static void linetable_sweep(const char *python)
@@ -286,6 +303,79 @@ static void check_discovery(const char *python, bool cstack)
 	python__free(p);
 }
 
+/* A code object freed and another made at its address, with the same qualified name (every
+ * module's is the interned "<module>"), first line and location table but another file, is
+ * read again at the next drain (3.13 reused <frozen site>'s address for the main script's
+ * <module>, which kept site's file and lines). */
+static void check_reused_code_address(const char *python)
+{
+	struct python *p = python__new(NULL);
+	unsigned long long first = 0, second = 0;
+	struct python_frame out[1];
+	struct python_line pl;
+	char buf[128] = "";
+	int r = -1, to_child;
+	FILE *in;
+	pid_t pid;
+
+	if (access(python, X_OK))
+		skip();
+	assert_non_null(p);
+	in = spawn_python_io(python,
+			     "import sys\n"
+			     "c0 = compile('x = 1\\n', 'zero.py', 'exec')\n"
+			     "c1 = c0.replace(co_filename='first.py')\n"
+			     "print(id(c1), flush=True)\n"
+			     "sys.stdin.readline()\n"
+			     "del c1\n"
+			     "c2 = c0.replace(co_filename='second.py')\n"
+			     "print(id(c2), flush=True)\n"
+			     "sys.stdin.readline()\n",
+			     &pid, &to_child);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	assert_int_equal(sscanf(buf, "%llu", &first), 1);
+	for (int i = 0; i < 50 && r != 1; i++)
+		r = python__note_process(p, (uint32_t)pid, 1);
+	assert_int_equal(r, 1);
+	{
+		const struct tp_py_frame frames[1] = {{first, 0}};
+
+		python__drain_begin(p);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.function, "<module>");
+		assert_string_equal(pl.file, "first.py");
+	}
+	assert_int_equal(write(to_child, "\n", 1), 1);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	assert_int_equal(sscanf(buf, "%llu", &second), 1);
+	if (second == first) {
+		const struct tp_py_frame frames[1] = {{second, 0}};
+
+		python__drain_begin(p);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.file, "second.py");
+	}
+	close(to_child);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fclose(in);
+	python__free(p);
+	if (second != first)
+		skip(); /* the allocator put it elsewhere: nothing to check */
+}
+
+static void test_reused_code_address_311(void **state)
+{
+	check_reused_code_address("/usr/bin/python3.11");
+}
+
+static void test_reused_code_address_313(void **state)
+{
+	check_reused_code_address("/root/.pyenv/versions/3.13.0/bin/python3.13");
+}
+
 static void test_discovers_debian_python(void **state)
 {
 	check_discovery("/usr/bin/python3.11", false);
@@ -354,6 +444,8 @@ int main(void)
 	    cmocka_unit_test(test_discovers_debian_python),
 	    cmocka_unit_test(test_discovers_pyenv_312),
 	    cmocka_unit_test(test_discovers_pyenv_313),
+	    cmocka_unit_test(test_reused_code_address_311),
+	    cmocka_unit_test(test_reused_code_address_313),
 	    cmocka_unit_test(test_refuses_other_versions),
 	};
 
