@@ -444,27 +444,32 @@ static bool is_eval_frame(const struct frame *f, bool leaf)
 
 /* Splices the Python frames of sample s into the nu resolved user frames at c->key->frames[nk..]:
  * before each _PyEval_EvalFrameDefault frame (from the leaf up) go the Python frames that it ran,
- * up to and including the next entry frame; Python frames left over (the native walk ended
- * early) go at the end. The user part stays within TP_MAX_STACK_DEPTH frames (outer ones cut,
- * marked truncated). Returns the new number of user frames. */
+ * up to and including the next entry frame (an empty entry: none); Python frames left over (the
+ * native walk ended early) go at the end. The user part stays within TP_MAX_STACK_DEPTH frames
+ * (outer ones cut, marked truncated). Returns the new number of user frames. */
 static uint32_t splice_python(struct collector *c, const struct tp_sample *s, uint32_t nk,
 			      uint32_t nu)
 {
 	struct python_frame py[TP_PY_MAX_FRAMES];
 	struct frame out[TP_MAX_STACK_DEPTH];
 	const struct frame *user = c->key->frames + nk;
-	uint32_t np, ip = 0, no = 0;
+	uint32_t np, ip = 0, no = 0, nreal = 0;
 
 	np = python__resolve(c->opts.python, s->hdr.pid, s->hdr.start_ns,
 			     (const struct tp_py_frame *)&s->addrs[nk + nu], s->nr_python, py);
-	if (!np)
+	for (uint32_t i = 0; i < np; i++)
+		nreal += py[i].f.obj != NULL;
+	if (!nreal)
 		return nu;
 	for (uint32_t i = 0; i < nu && no < TP_MAX_STACK_DEPTH; i++) {
 		if (ip < np && is_eval_frame(&user[i], i == 0)) {
 			while (ip < np && no < TP_MAX_STACK_DEPTH) {
 				bool entry = py[ip].entry;
 
-				out[no++] = py[ip++].f;
+				/* an empty entry: this C frame runs no complete Python frame */
+				if (py[ip].f.obj)
+					out[no++] = py[ip].f;
+				ip++;
 				if (entry)
 					break;
 			}
@@ -472,9 +477,10 @@ static uint32_t splice_python(struct collector *c, const struct tp_sample *s, ui
 		if (no < TP_MAX_STACK_DEPTH)
 			out[no++] = user[i];
 	}
-	while (ip < np && no < TP_MAX_STACK_DEPTH)
-		out[no++] = py[ip++].f;
-	if (no < nu + np)
+	for (; ip < np && no < TP_MAX_STACK_DEPTH; ip++)
+		if (py[ip].f.obj)
+			out[no++] = py[ip].f;
+	if (no < nu + nreal)
 		c->key->flags |= STACK_TRUNCATED_USER;
 	if (s->flags & TP_SAMPLE_PY_TRUNCATED)
 		c->key->flags |= STACK_TRUNCATED_USER;

@@ -140,7 +140,7 @@ static void usage(FILE *f)
 	    "      --unwind=MODE       user stacks: dwarf (.eh_frame unwind tables, and\n"
 	    "                          frame pointers where there are none) or fp\n"
 	    "                          (frame pointers only) (default dwarf)\n"
-	    "      --python-frames=on|off  CPython 3.11 function names, files and lines in\n"
+	    "      --python-frames=on|off  CPython 3.11-3.13 function names, files and lines in\n"
 	    "                          stacks (default on)\n"
 	    "      --unwind-memory BYTES  BPF memory for unwind tables, 1M-4096M; K/M\n"
 	    "                          suffix allowed (default 64M)\n"

@@ -43,11 +43,19 @@ struct py_version {
 	const char *name; /* "3.11": matched in file names python3.11, libpython3.11.so */
 	struct tp_py_offsets bpf;
 	struct py_user_offsets user;
+	/* The owner value (_PyInterpreterFrame.owner) of the eval loop's own entry frame on the C
+	 * stack (3.12 on: FRAME_OWNED_BY_CSTACK, in place of is_entry): such a frame is dropped
+	 * and the frame inside it marked entry. PY_NO_OWNER: none (3.11's is_entry). */
+	uint8_t cstack_owner;
 };
 
+#define PY_NO_OWNER 0xff
+
 /* The offset sets, indexed by version id (py_offsets' key). Derived with tests/tools/py_offsets.c
- * from CPython 3.11.7's and Debian's 3.11.2 internal headers (identical). 3.12 and 3.13 are a row
- * each (3.13: tstate_cframe TP_PY_NO_OFFSET, no is_entry). */
+ * from the internal headers of CPython 3.11.7 and Debian's 3.11.2 (identical), 3.12.1 and 3.13.0
+ * (pyenv builds). 3.12: no is_entry (entry frames are owner FRAME_OWNED_BY_CSTACK frames), str
+ * objects without wstr (smaller headers). 3.13: also no cframe (tstate->current_frame),
+ * f_executable for f_code, instr_ptr (the current instruction) for prev_instr. */
 static const struct py_version versions[] = {
     {
 	.name = "3.11",
@@ -81,12 +89,81 @@ static const struct py_version versions[] = {
 		.bytes_size = 16,
 		.bytes_data = 32,
 	    },
+	.cstack_owner = PY_NO_OWNER,
+    },
+    {
+	.name = "3.12",
+	.bpf =
+	    {
+		.runtime_interp_head = 40,
+		.interp_next = 0,
+		.interp_threads_head = 72,
+		.tstate_next = 8,
+		.tstate_native_tid = 144,
+		.tstate_cframe = 56,
+		.cframe_current_frame = 0,
+		.frame_code = 0,
+		.frame_previous = 8,
+		.frame_prev_instr = 56,
+		.frame_is_entry = TP_PY_NO_OFFSET,
+		.frame_owner = 70,
+		.code_adaptive = 192,
+	    },
+	.user =
+	    {
+		.co_firstlineno = 68,
+		.co_filename = 112,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_firsttraceable = 176,
+		.ascii_size = 40,
+		.compact_size = 56,
+		.str_length = 16,
+		.str_state = 32,
+		.bytes_size = 16,
+		.bytes_data = 32,
+	    },
+	.cstack_owner = 3,
+    },
+    {
+	.name = "3.13",
+	.bpf =
+	    {
+		.runtime_interp_head = 632,
+		.interp_next = 7264,
+		.interp_threads_head = 7344,
+		.tstate_next = 8,
+		.tstate_native_tid = 160,
+		.tstate_cframe = TP_PY_NO_OFFSET,
+		.cframe_current_frame = 72, /* PyThreadState.current_frame */
+		.frame_code = 0,	    /* f_executable */
+		.frame_previous = 8,
+		.frame_prev_instr = 56, /* instr_ptr */
+		.frame_is_entry = TP_PY_NO_OFFSET,
+		.frame_owner = 70,
+		.code_adaptive = 200,
+	    },
+	.user =
+	    {
+		.co_firstlineno = 68,
+		.co_filename = 112,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_firsttraceable = 184,
+		.ascii_size = 40,
+		.compact_size = 56,
+		.str_length = 16,
+		.str_state = 32,
+		.bytes_size = 16,
+		.bytes_data = 32,
+	    },
+	.cstack_owner = 3,
     },
 };
 #define NR_VERSIONS (sizeof(versions) / sizeof(versions[0]))
 _Static_assert(NR_VERSIONS <= TP_PY_MAX_VERSIONS, "py_offsets too small");
 
-#define FRAME_OWNED_BY_GENERATOR 1 /* 3.11's _PyInterpreterFrame.owner value */
+#define FRAME_OWNED_BY_GENERATOR 1 /* _PyInterpreterFrame.owner value (3.11 to 3.13) */
 
 #define NAME_MAX_BYTES	    256		 /* longest qualified name kept (UTF-8 bytes) */
 #define FILE_MAX_BYTES	    1024	 /* longest file name kept */
@@ -250,8 +327,11 @@ struct py_code {
 	uint32_t pid;
 	uint64_t start_ns;
 	uint64_t addr;
-	uint64_t qualname_ptr; /* checked again with firstlineno: code objects are freed and
-				  their addresses reused */
+	/* checked again with firstlineno: code objects are freed and their addresses reused.
+	 * The qualname alone does not tell modules apart (every <module> has the same interned
+	 * name and first line 1; 3.13 reused <frozen site>'s for the main script's): the file
+	 * and location table pointers do. */
+	uint64_t qualname_ptr, filename_ptr, linetable_ptr;
 	int32_t firstlineno;
 	int32_t firsttraceable;
 	uint32_t checked_gen; /* the drain when it was last checked */
@@ -368,6 +448,10 @@ static const struct py_version *version_of(const char *path, bool *named)
 	if (strncmp(ver, "3.", 2))
 		return NULL;
 	*named = true;
+	/* ABI flags after the version (3.13t: free-threaded, other object headers; d: debug):
+	 * other layouts than the table's */
+	if (s[n] && (!n || s[n - 1] != '.'))
+		return NULL;
 	for (char *dot = strchr(ver + 2, '.'); dot; dot = NULL)
 		*dot = 0;
 	for (uint32_t i = 0; i < NR_VERSIONS; i++)
@@ -681,7 +765,8 @@ static int read_str(uint32_t pid, const struct py_user_offsets *u, uint64_t addr
 		return -1;
 	memcpy(&length, hdr + u->str_length, 8);
 	memcpy(&state, hdr + u->str_state, 4);
-	/* state bits (3.11): interned 0-1, kind 2-4, compact 5, ascii 6, ready 7 */
+	/* state bits (3.11 to 3.13, tests/tools/py_offsets.c): interned 0-1, kind 2-4, compact 5,
+	 * ascii 6 */
 	kind = (state >> 2) & 7;
 	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
 		return -1;
@@ -724,13 +809,25 @@ struct code_fields {
 static int read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
 			    struct code_fields *cf)
 {
-	/* one read covering every field: they all lie within 8 .. 192 in 3.11 */
-	uint16_t lo = OB_TYPE_OFFSET, hi = u->co_firsttraceable + 4;
+	/* one read covering every field: they all lie within 8 .. 192 (3.11 to 3.13) */
+	const uint16_t ptrs[] = {u->co_filename, u->co_qualname, u->co_linetable};
+	const uint16_t ints[] = {u->co_firstlineno, u->co_firsttraceable};
+	uint16_t lo = OB_TYPE_OFFSET, hi = OB_TYPE_OFFSET + 8;
 	uint8_t buf[256];
 
-	if (u->co_filename < lo || u->co_qualname < lo || u->co_linetable < lo || hi - lo > 256 ||
-	    u->co_linetable + 8 > hi || u->co_qualname + 8 > hi || u->co_filename + 8 > hi ||
-	    u->co_firstlineno < lo)
+	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
+		if (ptrs[i] < lo)
+			return -1;
+		if (ptrs[i] + 8 > hi)
+			hi = ptrs[i] + 8;
+	}
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		if (ints[i] < lo)
+			return -1;
+		if (ints[i] + 4 > hi)
+			hi = ints[i] + 4;
+	}
+	if (hi - lo > (int)sizeof(buf))
 		return -1;
 	if (read_mem(pid, addr + lo, buf, hi - lo) != hi - lo)
 		return -1;
@@ -772,6 +869,8 @@ static void read_code(struct python *p, const struct py_proc *pp, struct py_code
 	c->firstlineno = cf.firstlineno;
 	c->firsttraceable = cf.firsttraceable;
 	c->qualname_ptr = cf.qualname;
+	c->filename_ptr = cf.filename;
+	c->linetable_ptr = cf.linetable;
 	c->function = sym_xstrdup(name);
 	c->file = sym_xstrdup(file);
 	if (cf.linetable && read_mem(c->pid, cf.linetable + u->bytes_size, &size, 8) == 8 &&
@@ -823,7 +922,9 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		if (pp->code_type && cf.type != pp->code_type && c->not_code)
 			return c;
 		if (!c->failed && cf.firstlineno == c->firstlineno &&
-		    cf.qualname == c->qualname_ptr && (!pp->code_type || cf.type == pp->code_type))
+		    cf.qualname == c->qualname_ptr && cf.filename == c->filename_ptr &&
+		    cf.linetable == c->linetable_ptr &&
+		    (!pp->code_type || cf.type == pp->code_type))
 			return c;
 		free(c->function);
 		free(c->file);
@@ -853,7 +954,7 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out)
 {
 	struct py_proc *pp = find_proc(p, pid);
-	uint32_t nr = 0;
+	uint32_t nr = 0, seg = 0, real = 0;
 
 	if (!pp || pp->start_ns != start_ns)
 		return 0;
@@ -863,6 +964,20 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 		struct py_code *c;
 		uint32_t id;
 
+		/* 3.12 on: the eval loop's own frame (its code the interpreter's trampoline, or
+		 * None) is not shown; the frame inside it is the one the C frame was entered with.
+		 * When none is (its frames all incomplete), an empty entry stands for them. */
+		if (pp->v->cstack_owner != PY_NO_OWNER && owner == pp->v->cstack_owner) {
+			if (nr > seg) {
+				out[nr - 1].entry = true;
+			} else {
+				out[nr].f = (struct frame){0};
+				out[nr].entry = true;
+				nr++;
+			}
+			seg = nr;
+			continue;
+		}
 		/* a frame read while it was set up or torn down: no object is in the first page or
 		 * misaligned */
 		if (in[i].code < 4096 || (in[i].code & 7)) {
@@ -875,7 +990,9 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			continue;
 		}
 		if (c && !c->failed) {
-			/* _PyFrame_IsIncomplete: before its first traceable instruction */
+			/* _PyFrame_IsIncomplete: before its first traceable instruction (units is
+			 * the frame's LASTI: prev_instr's offset to 3.12, instr_ptr's in 3.13, as
+			 * CPython compares them; its lines are looked up there too) */
 			if (owner != FRAME_OWNED_BY_GENERATOR && units < c->firsttraceable) {
 				p->st.incomplete++;
 				continue;
@@ -895,8 +1012,9 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 		out[nr].f = (struct frame){.obj = pp->obj, .addr = id};
 		out[nr].entry = (in[i].info & TP_PY_INFO_ENTRY) != 0;
 		nr++;
+		real++;
 	}
-	p->st.frames += nr;
+	p->st.frames += real;
 	return nr;
 }
 

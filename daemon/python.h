@@ -67,15 +67,19 @@ void python__drain_begin(struct python *p);
 
 /* One resolved Python frame. */
 struct python_frame {
-	struct frame f; /* obj: the interpreter's synthetic object (borrowed), addr: a line id */
+	struct frame f; /* obj: the interpreter's synthetic object (borrowed), addr: a line id;
+			 * obj NULL: no frame, an entry standing for an eval loop C frame whose
+			 * Python frames are all incomplete (3.12 on) */
 	bool entry;	/* the eval loop's C frame that ran this frame was entered here */
 };
 
 /* Resolves the n Python frames in (innermost first) of process (pid, start_ns) into out,
- * dropping incomplete frames (CPython's _PyFrame_IsIncomplete) and frames whose code pointer is
- * not a code object (PyCode_Type checked: a frame read mid-update). Code objects that cannot be
- * read become "[python code 0x...]" frames. Returns the number of frames written (<= n), 0 when the
- * process is not one python__note_process() accepted. */
+ * dropping incomplete frames (CPython's _PyFrame_IsIncomplete), frames whose code pointer is
+ * not a code object (PyCode_Type checked: a frame read mid-update) and, from 3.12, the eval
+ * loop's own entry frames (the frame inside one is marked entry; when there is none, an empty
+ * entry frame is written, obj NULL). Code objects that cannot be read become
+ * "[python code 0x...]" frames. Returns the number of frames written (<= n), 0 when the process
+ * is not one python__note_process() accepted. */
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out);
 
@@ -96,7 +100,7 @@ void python__stats(const struct python *p, struct python_stats *st);
 
 /* --- pure helpers, exposed for tests --- */
 
-/* The line of the instruction at code unit `units` from CPython 3.11's location table
+/* The line of the instruction at code unit `units` from CPython's location table (3.11 to 3.13)
  * (co_linetable; format: CPython's Objects/locations.md) of a code object whose first line is
  * first_line. Returns the line, or 0 when the table has no line there (or units < 0: before the
  * first instruction, when first_line is returned). */

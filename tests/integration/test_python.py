@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Integration tests of Python frames: tests/workloads/py_features.py (3 ms in compute_features,
-1 ms in serialize per round) under Debian's /usr/bin/python3.11 and pyenv's 3.11.7, profiled at
-999 Hz; the pulled CPU profile (decoded, not grepped) must give compute_features 75% +- 5 points
-of the two, the Python chain to <module> with the files, first lines and lines of the source
-(found in its text), and math.sin's native frames leafward of compute_features. Off-CPU: a
-thread's sleeps under fetch_from_store. A 300 ms process named after it exits.
+1 ms in serialize per round) under Debian's /usr/bin/python3.11 and pyenv's 3.11.7, 3.12.1 and
+3.13.0, profiled at 999 Hz; the pulled CPU profile (decoded, not grepped) must give
+compute_features 75% +- 5 points of the two, the Python chain to <module> with the files, first
+lines and lines of the source (found in its text), and math.sin's native frames leafward of
+compute_features. Off-CPU: a thread's sleeps under fetch_from_store. A 300 ms process named after
+it exits.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
@@ -26,6 +27,8 @@ WORKLOAD = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file_
 PYTHONS = {
     "debian": "/usr/bin/python3.11",
     "pyenv": (sorted(glob.glob("/root/.pyenv/versions/3.11.*/bin/python3.11")) or [None])[-1],
+    "pyenv312": (sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python3.12")) or [None])[-1],
+    "pyenv313": (sorted(glob.glob("/root/.pyenv/versions/3.13.*/bin/python3.13")) or [None])[-1],
 }
 
 
@@ -186,7 +189,17 @@ def test_pyenv_python(d):
     check_interpreter(d, PYTHONS["pyenv"])
 
 
+def test_pyenv312_python(d):
+    """3.12: entry frames are the eval loop's own (owner FRAME_OWNED_BY_CSTACK), dropped."""
+    check_interpreter(d, PYTHONS["pyenv312"])
+
+
+def test_pyenv313_python(d):
+    """3.13: no cframe, f_executable and instr_ptr."""
+    check_interpreter(d, PYTHONS["pyenv313"])
+
+
 if __name__ == "__main__":
-    run_tests([test_debian_python, test_pyenv_python, test_offcpu_sleep_under_fetch_from_store,
-               test_short_lived_named],
+    run_tests([test_debian_python, test_pyenv_python, test_pyenv312_python, test_pyenv313_python,
+               test_offcpu_sleep_under_fetch_from_store, test_short_lived_named],
               start_daemons(make))

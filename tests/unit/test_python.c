@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Unit tests of daemon/python.c: CPython 3.11's location table decoding against what CPython
- * itself says (co_lines()), and interpreter discovery in live processes. */
+/* Unit tests of daemon/python.c: the location table decoding (CPython 3.11 to 3.13) against what
+ * CPython itself says (co_lines()), interpreter discovery in live processes (Debian's 3.11,
+ * pyenv's 3.12 and 3.13), 3.12's entry frames, and the interpreters refused. */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +20,7 @@
 
 #include "python.h"
 
-/* co_linetable of this function, compiled by CPython 3.11.7 (first line 2):
+/* co_linetable of this function as compiled by CPython 3.11.7, 3.12.1 and 3.13.0 (first line 2):
  *   def f(a, b):
  *       x = a + 1
  *       if x > 3:
@@ -27,66 +30,214 @@
  *   (three blank lines)
  *       return (x,
  *               b)
- * and, per code unit, the line co_lines() gives (0: None). */
-static const char table_hex[] =
-    "f88000d80809884189058041d80708883182758075f002010d20f000010d20f000010d20f000010d20dd161b98"
-    "4191689468f003010d20f100010d20f400010d208801e00f108808f008000d0ed80c0df003010c0ff00001050f";
-static const uint32_t want[] = {0, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4,  4,  4,  5, 5, 5,
-				5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6,  6,  6,  6, 6, 5,
-				5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 11, 12, 11, 11};
+ * and, per code unit, the line co_lines() gives (0: None). 3.12 inlines the comprehension. */
+struct linetable_case {
+	const char *version;
+	const char *hex;
+	uint32_t want[64];
+	int32_t units;
+};
+
+static const struct linetable_case linetables[] = {
+    {"3.11.7",
+     "f88000d80809884189058041d80708883182758075f002010d20f000010d20f000010d20f000010d20dd161b98"
+     "4191689468f003010d20f100010d20f400010d208801e00f108808f008000d0ed80c0df003010c0ff00001050f",
+     {0, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6,  6,  6,  6,
+      6, 6, 6, 6, 6, 6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 11, 12, 11, 11},
+     46},
+    {"3.12.1",
+     "8000d80809884189058041d8070888318275e4161b98419368f603010d20d81112f003000e0f90118b55f00001"
+     "0d208801f000010d20e00f108808f008000d0ed80c0df003010c0ff00001050ff9f20d010d20",
+     {2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6,  6,  6,  6,  6, 6, 5, 5, 5, 5,
+      5, 5, 5, 6, 5, 5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 11, 12, 11, 11, 0, 0, 5, 5, 5},
+     49},
+    {"3.13.0",
+     "8000d80809884189058041d8070888318375e4161b98419468f303010d20d9161e9011f003000e0f8c55d9161e"
+     "f00300090af000010d20e00f108808f008000d0ed80c0df003010c0ff00001050ff9f20d010d20",
+     {2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6,  6,  6,  6,  6, 6, 6, 5, 5, 5,
+      5, 6, 6, 6, 5, 5, 5, 5, 5, 5, 6, 6, 5, 5, 7, 7, 11, 12, 11, 11, 0, 0, 5, 5, 5},
+     51},
+};
+
+static size_t from_hex(const char *hex, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; hex[2 * n] && hex[2 * n + 1] && n < cap; n++)
+		sscanf(&hex[2 * n], "%2hhx", &out[n]);
+	return n;
+}
 
 static void test_linetable_matches_cpython(void **state)
 {
-	uint8_t table[sizeof(table_hex) / 2];
-	size_t n = 0;
+	for (size_t c = 0; c < sizeof(linetables) / sizeof(linetables[0]); c++) {
+		const struct linetable_case *lc = &linetables[c];
+		uint8_t table[256];
+		size_t n = from_hex(lc->hex, table, sizeof(table));
 
-	for (; 2 * n + 1 < sizeof(table_hex) - 1; n++)
-		sscanf(&table_hex[2 * n], "%2hhx", &table[n]);
-	for (int32_t u = 0; u < (int32_t)(sizeof(want) / sizeof(want[0])); u++)
-		assert_int_equal(python__linetable_line(table, n, 2, u), want[u]);
-	/* before the first instruction: the first line; past the end, or no table: unknown */
-	assert_int_equal(python__linetable_line(table, n, 2, -1), 2);
-	assert_int_equal(python__linetable_line(table, n, 2, 46), 0);
+		for (int32_t u = 0; u < lc->units; u++)
+			if (python__linetable_line(table, n, 2, u) != lc->want[u])
+				fail_msg("%s: unit %d: line %u, want %u", lc->version, u,
+					 python__linetable_line(table, n, 2, u), lc->want[u]);
+		/* before the first instruction: the first line; past the end: unknown */
+		assert_int_equal(python__linetable_line(table, n, 2, -1), 2);
+		assert_int_equal(python__linetable_line(table, n, 2, lc->units), 0);
+		/* a table cut in the middle of an entry ends without reading past it */
+		assert_int_equal(python__linetable_line(table, 3, 2, 40), 0);
+	}
 	assert_int_equal(python__linetable_line(NULL, 0, 2, 3), 0);
-	/* a table cut in the middle of an entry ends without reading past it */
-	assert_int_equal(python__linetable_line(table, 3, 2, 40), 0);
 }
 
-/* A live /usr/bin/python3.11 (Debian's: _PyRuntime in .dynsym) is found; this test program is
- * not a Python. Its code object (by id()) is named; a list's address and a pointer into the
- * first page, as a frame read mid-update may give, are no code objects: dropped and counted. */
-static void test_discovers_debian_python(void **state)
+/* Every code object of a few standard library modules, as the interpreter at python compiles
+ * them: each line "FIRSTLINENO HEX LINE,LINE,..." (the line of each code unit per co_lines(), 0
+ * for None), decoded here and compared. */
+static const char sweep_script[] =
+    "import argparse, json.decoder, email.message, asyncio.base_events, dataclasses, inspect, "
+    "typing\n"
+    "seen = {}\n"
+    "def walk(co):\n"
+    "    if id(co) in seen: return\n"
+    "    seen[id(co)] = co\n"
+    "    lines = [0] * (len(co.co_code) // 2)\n"
+    "    for a, b, l in co.co_lines():\n"
+    "        for u in range(a // 2, b // 2): lines[u] = l or 0\n"
+    "    print(co.co_firstlineno, co.co_linetable.hex() or '-', ','.join(map(str, lines)))\n"
+    "    for c in co.co_consts:\n"
+    "        if hasattr(c, 'co_lines'): walk(c)\n"
+    "import sys\n"
+    "for m in ('argparse', 'json.decoder', 'email.message', 'asyncio.base_events',\n"
+    "          'dataclasses', 'inspect', 'typing'):\n"
+    "    mod = sys.modules[m]\n"
+    "    walk(compile(open(mod.__file__).read(), mod.__file__, 'exec'))\n";
+
+/* Runs python -c script with its stdout on the returned stream; *pid is the child; its stdin is
+ * a pipe written at *to_child when that is not NULL. */
+static FILE *spawn_python_io(const char *python, const char *script, pid_t *pid, int *to_child)
+{
+	int fds[2], ins[2] = {-1, -1};
+	FILE *in;
+
+	assert_int_equal(pipe(fds), 0);
+	if (to_child)
+		assert_int_equal(pipe(ins), 0);
+	*pid = fork();
+	assert_true(*pid >= 0);
+	if (!*pid) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		if (to_child) {
+			dup2(ins[0], 0);
+			close(ins[0]);
+			close(ins[1]);
+		}
+		execl(python, python, "-c", script, NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (to_child) {
+		close(ins[0]);
+		*to_child = ins[1];
+	}
+	in = fdopen(fds[0], "r");
+	assert_non_null(in);
+	return in;
+}
+
+static FILE *spawn_python(const char *python, const char *script, pid_t *pid)
+{
+	return spawn_python_io(python, script, pid, NULL);
+}
+
+static void linetable_sweep(const char *python)
+{
+	size_t cap = 0, objects = 0, units = 0, table_cap = 1 << 20;
+	uint8_t *table = malloc(table_cap);
+	char *line = NULL;
+	int status = -1;
+	FILE *in;
+	pid_t pid;
+
+	if (access(python, X_OK))
+		skip();
+	assert_non_null(table);
+	in = spawn_python(python, sweep_script, &pid);
+	while (getline(&line, &cap, in) > 0) {
+		char *hex = strchr(line, ' '), *lines, *save = NULL;
+		int32_t first = atoi(line), u = 0;
+		size_t n;
+
+		assert_non_null(hex);
+		lines = strchr(++hex, ' ');
+		assert_non_null(lines);
+		*lines++ = 0;
+		n = *hex == '-' ? 0 : from_hex(hex, table, table_cap);
+		for (char *tok = strtok_r(lines, ",\n", &save); tok;
+		     tok = strtok_r(NULL, ",\n", &save), u++) {
+			uint32_t want = (uint32_t)strtoul(tok, NULL, 10),
+				 got = python__linetable_line(table, n, first, u);
+
+			if (got != want)
+				fail_msg("%s: code object %zu (first line %d): unit %d: line %u, "
+					 "want %u",
+					 python, objects, first, u, got, want);
+			units++;
+		}
+		objects++;
+	}
+	fclose(in);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	printf("  %s: %zu code objects, %zu code units\n", python, objects, units);
+	assert_true(objects > 500 && units > 50000);
+	free(line);
+	free(table);
+}
+
+static void test_linetable_sweep_311(void **state)
+{
+	linetable_sweep("/usr/bin/python3.11");
+}
+
+static void test_linetable_sweep_312(void **state)
+{
+	linetable_sweep("/root/.pyenv/versions/3.12.1/bin/python3.12");
+}
+
+static void test_linetable_sweep_313(void **state)
+{
+	linetable_sweep("/root/.pyenv/versions/3.13.0/bin/python3.13");
+}
+
+/* A live python (Debian's /usr/bin/python3.11: _PyRuntime in .dynsym; pyenv's 3.12 and 3.13:
+ * libpython3.1X.so) is found; this test program is not a Python. Its code object (by id()) is
+ * named; a list's address and a pointer into the first page, as a frame read mid-update may
+ * give, are no code objects: dropped and counted. From 3.12 (cstack), the eval loop's own entry
+ * frames (owner FRAME_OWNED_BY_CSTACK) are dropped without being read, the frame inside one
+ * marked entry, or an empty entry written when there is none. */
+static void check_discovery(const char *python, bool cstack)
 {
 	struct python *p = python__new(NULL);
 	struct python_stats st;
-	int fds[2], r = -1;
+	int r = -1;
 	unsigned long long code = 0, list = 0;
-	struct python_frame out[3];
+	struct python_frame out[8];
 	struct python_line pl;
 	char buf[128] = "";
 	FILE *in;
 	pid_t pid;
 
-	if (access("/usr/bin/python3.11", X_OK))
+	if (access(python, X_OK))
 		skip();
 	assert_non_null(p);
-	assert_int_equal(pipe(fds), 0);
-	pid = fork();
-	if (!pid) {
-		dup2(fds[1], 1);
-		execl("/usr/bin/python3.11", "python3.11", "-c",
-		      "import time\n"
-		      "def work():\n"
-		      "    return 1\n"
-		      "keep = [1, 2]\n"
-		      "print(id(work.__code__), id(keep), flush=True)\n"
-		      "time.sleep(30)\n",
-		      NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	in = fdopen(fds[0], "r");
-	assert_non_null(in);
+	in = spawn_python(python,
+			  "import time\n"
+			  "def work():\n"
+			  "    return 1\n"
+			  "keep = [1, 2]\n"
+			  "print(id(work.__code__), id(keep), flush=True)\n"
+			  "time.sleep(30)\n",
+			  &pid);
 	/* running Python code: libraries mapped */
 	assert_non_null(fgets(buf, sizeof(buf), in));
 	assert_int_equal(sscanf(buf, "%llu %llu", &code, &list), 2);
@@ -108,6 +259,7 @@ static void test_discovers_debian_python(void **state)
 
 		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 3, out), 1);
 		assert_true(python__is_object(out[0].f.obj));
+		assert_false(out[0].entry);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "work");
 		assert_string_equal(pl.file, "<string>");
@@ -115,6 +267,38 @@ static void test_discovers_debian_python(void **state)
 		python__stats(p, &st);
 		assert_int_equal(st.not_code, 2);
 		assert_int_equal(st.code_read_failed, 0);
+	}
+	if (cstack) {
+		const uint64_t cs = 3ull << TP_PY_INFO_OWNER_SHIFT; /* FRAME_OWNED_BY_CSTACK */
+		/* innermost first: an entry frame with nothing inside (a native eval frame
+		 * between two entries), two frames, an entry, an incomplete frame (3.12's fresh
+		 * frame: one unit before the first), an entry, the outermost frame */
+		const struct tp_py_frame frames[7] = {
+		    {list, cs},		 {code, 100}, {code, 100}, {list, cs},
+		    {code, 0xffffffffu}, {list, cs},  {code, 100},
+		};
+		struct python_stats before;
+
+		python__stats(p, &before);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 7, out), 5);
+		assert_null(out[0].f.obj);
+		assert_true(out[0].entry);
+		assert_true(python__is_object(out[1].f.obj) && !out[1].entry);
+		assert_true(python__is_object(out[2].f.obj) && out[2].entry);
+		assert_null(out[3].f.obj);
+		assert_true(out[3].entry);
+		assert_true(python__is_object(out[4].f.obj) && !out[4].entry);
+		python__stats(p, &st);
+		assert_int_equal(st.not_code, before.not_code);
+		assert_int_equal(st.incomplete, before.incomplete + 1);
+		assert_int_equal(st.frames, before.frames + 3);
+	} else {
+		/* 3.11: is_entry comes with the frame */
+		const struct tp_py_frame frames[2] = {{code, 100 | TP_PY_INFO_ENTRY}, {code, 100}};
+
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 2, out), 2);
+		assert_true(out[0].entry);
+		assert_false(out[1].entry);
 	}
 	python__forget_process(p, (uint32_t)pid);
 	python__stats(p, &st);
@@ -125,11 +309,150 @@ static void test_discovers_debian_python(void **state)
 	python__free(p);
 }
 
+/* A code object freed and another made at its address, with the same qualified name (every
+ * module's is the interned "<module>"), first line and location table but another file, is
+ * read again at the next drain (3.13 reused <frozen site>'s address for the main script's
+ * <module>, which kept site's file and lines). */
+static void check_reused_code_address(const char *python)
+{
+	struct python *p = python__new(NULL);
+	unsigned long long first = 0, second = 0;
+	struct python_frame out[1];
+	struct python_line pl;
+	char buf[128] = "";
+	int r = -1, to_child;
+	FILE *in;
+	pid_t pid;
+
+	if (access(python, X_OK))
+		skip();
+	assert_non_null(p);
+	in = spawn_python_io(python,
+			     "import sys\n"
+			     "c0 = compile('x = 1\\n', 'zero.py', 'exec')\n"
+			     "c1 = c0.replace(co_filename='first.py')\n"
+			     "print(id(c1), flush=True)\n"
+			     "sys.stdin.readline()\n"
+			     "del c1\n"
+			     "c2 = c0.replace(co_filename='second.py')\n"
+			     "print(id(c2), flush=True)\n"
+			     "sys.stdin.readline()\n",
+			     &pid, &to_child);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	assert_int_equal(sscanf(buf, "%llu", &first), 1);
+	for (int i = 0; i < 50 && r != 1; i++)
+		r = python__note_process(p, (uint32_t)pid, 1);
+	assert_int_equal(r, 1);
+	{
+		const struct tp_py_frame frames[1] = {{first, 0}};
+
+		python__drain_begin(p);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.function, "<module>");
+		assert_string_equal(pl.file, "first.py");
+	}
+	assert_int_equal(write(to_child, "\n", 1), 1);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	assert_int_equal(sscanf(buf, "%llu", &second), 1);
+	if (second == first) {
+		const struct tp_py_frame frames[1] = {{second, 0}};
+
+		python__drain_begin(p);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.file, "second.py");
+	}
+	close(to_child);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fclose(in);
+	python__free(p);
+	if (second != first)
+		skip(); /* the allocator put it elsewhere: nothing to check */
+}
+
+static void test_reused_code_address_311(void **state)
+{
+	check_reused_code_address("/usr/bin/python3.11");
+}
+
+static void test_reused_code_address_313(void **state)
+{
+	check_reused_code_address("/root/.pyenv/versions/3.13.0/bin/python3.13");
+}
+
+static void test_discovers_debian_python(void **state)
+{
+	check_discovery("/usr/bin/python3.11", false);
+}
+
+static void test_discovers_pyenv_312(void **state)
+{
+	check_discovery("/root/.pyenv/versions/3.12.1/bin/python3.12", true);
+}
+
+static void test_discovers_pyenv_313(void **state)
+{
+	check_discovery("/root/.pyenv/versions/3.13.0/bin/python3.13", true);
+}
+
+/* Interpreters without an offset table are refused and counted as "version": other versions
+ * (3.10) and other ABIs of a supported one (3.13t: free-threaded, its objects another layout;
+ * 3.11d: debug). Maps of fake processes under a fake /proc. */
+static void test_refuses_other_versions(void **state)
+{
+	static const char *const paths[] = {
+	    "/opt/py/lib/libpython3.10.so.1.0",	 "/opt/py/bin/python3.10",
+	    "/opt/py/lib/libpython3.13t.so.1.0", "/opt/py/bin/python3.13t",
+	    "/opt/py/bin/python3.11d",
+	};
+	char root[] = "/tmp/tailprof_python_XXXXXX", path[PATH_MAX];
+	struct python_opts opts = {.proc_root = root};
+	struct python_stats st;
+	struct python *p;
+
+	assert_non_null(mkdtemp(root));
+	p = python__new(&opts);
+	assert_non_null(p);
+	for (uint32_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%u", root, 100 + i);
+		assert_int_equal(mkdir(path, 0755), 0);
+		snprintf(path, sizeof(path), "%s/%u/maps", root, 100 + i);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "55d0c0000000-55d0c0001000 r-xp 00000000 08:01 1234 %s\n", paths[i]);
+		fclose(f);
+		assert_int_equal(python__note_process(p, 100 + i, 1), 0);
+		python__stats(p, &st);
+		assert_int_equal(st.unsupported[PY_UNSUP_VERSION], i + 1);
+	}
+	assert_int_equal(st.processes, 0);
+	python__free(p);
+	for (uint32_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%u/maps", root, 100 + i);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%u", root, 100 + i);
+		rmdir(path);
+	}
+	rmdir(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_linetable_matches_cpython),
+	    cmocka_unit_test(test_linetable_sweep_311),
+	    cmocka_unit_test(test_linetable_sweep_312),
+	    cmocka_unit_test(test_linetable_sweep_313),
 	    cmocka_unit_test(test_discovers_debian_python),
+	    cmocka_unit_test(test_discovers_pyenv_312),
+	    cmocka_unit_test(test_discovers_pyenv_313),
+	    cmocka_unit_test(test_reused_code_address_311),
+	    cmocka_unit_test(test_reused_code_address_313),
+	    cmocka_unit_test(test_refuses_other_versions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
