@@ -1021,7 +1021,8 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	text_metric(t, "tailprof_unwind_processes", "gauge",
 		    "Processes with unwind mappings in BPF.");
 	text_put(t, "tailprof_unwind_processes %" PRIu64 "\n", u->processes);
-	text_metric(t, "tailprof_unwind_tables", "gauge", "Unwind tables (one per object) in BPF.");
+	text_metric(t, "tailprof_unwind_tables", "gauge",
+		    "Unwind tables (one per object) in BPF, idle objects' included.");
 	text_put(t, "tailprof_unwind_tables %" PRIu64 "\n", u->tables);
 	text_metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of those tables.");
 	text_put(t, "tailprof_unwind_table_rows %" PRIu64 "\n", u->table_rows);
@@ -1052,6 +1053,15 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	text_metric(t, "tailprof_unwind_build_seconds_total", "counter",
 		    "Time spent building unwind tables.");
 	text_put(t, "tailprof_unwind_build_seconds_total %.6f\n", u->build_ns / 1e9);
+	text_metric(t, "tailprof_unwind_table_builds_total", "counter",
+		    "Unwind tables built (once per object while it stays known).");
+	text_put(t, "tailprof_unwind_table_builds_total %" PRIu64 "\n", u->builds);
+	text_metric(t, "tailprof_unwind_idle_objects", "gauge",
+		    "Objects no known process maps, kept with their tables for the next one.");
+	text_put(t, "tailprof_unwind_idle_objects %" PRIu64 "\n", u->idle_objects);
+	text_metric(t, "tailprof_unwind_idle_evicted_total", "counter",
+		    "Idle objects freed for a new table's room or past the cap of 1024.");
+	text_put(t, "tailprof_unwind_idle_evicted_total %" PRIu64 "\n", u->idle_evicted);
 }
 
 /* Prometheus le bounds of the run-queue histogram: 2^k microseconds, k = 0 .. 22 (1 us to 4.2 s),
