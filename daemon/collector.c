@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "log.h"
 #include "probes.h"
+#include "proc_maps.h"
 #include "python.h"
 #include "spikes.h"
 #include "stages.h"
@@ -373,6 +374,8 @@ static void py_run_queue(struct collector *c)
 
 static void forget_process(struct collector *c, uint32_t pid, bool exited)
 {
+	/* the maps read this round were the old image's */
+	proc_maps__forget(pid);
 	if (exited)
 		symbolizer__forget_exited(c->opts.symbolizer, pid);
 	else
@@ -964,6 +967,8 @@ static void drain(struct collector *c, bool tick)
 		drain_counters(c, now);
 	if (c->opts.python)
 		python__drain_begin(c->opts.python);
+	/* the maps text one module reads from here to the end of the drain serves the others */
+	proc_maps__begin_round();
 	n = ring_buffer__consume(c->rb);
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
@@ -1020,6 +1025,7 @@ static void drain(struct collector *c, bool tick)
 			pthread_rwlock_unlock(&c->lock);
 		}
 	}
+	proc_maps__end_round();
 
 	/* spikes that closed: to the state directory (it takes the read lock per profile) */
 	if (tick && c->opts.spikes)

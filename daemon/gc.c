@@ -380,8 +380,7 @@ static void scan_pid(struct gc *g, uint32_t pid)
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
 	if (stat(path, &exe))
 		return; /* gone, or a kernel thread */
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	if (proc_read_file(path, GC_MAPS_MAX_BYTES, &text, &len))
+	if (proc_maps__read("/proc", pid, GC_MAPS_MAX_BYTES, &text, &len))
 		return;
 	proc_maps__parse(text, len, &maps);
 	free(text);

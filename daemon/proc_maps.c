@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -244,4 +247,106 @@ out:
 	free(b);
 	close(fd);
 	return err;
+}
+
+/* ---- maps text shared within a round ---- */
+
+#define SHARED_MAPS 64 /* processes whose maps text one round keeps (direct-mapped by pid) */
+
+static struct {
+	pthread_mutex_t lock;
+	bool open;	/* in a round */
+	uint64_t round; /* the current or last round */
+	uint64_t shared, read;
+	struct {
+		uint64_t round; /* 0: empty */
+		uint32_t pid;
+		char root[64];
+		char *text;
+		size_t len;
+	} v[SHARED_MAPS];
+} maps_cache = {.lock = PTHREAD_MUTEX_INITIALIZER, .round = 1};
+
+int proc_maps__read(const char *proc_root, uint32_t pid, size_t max_bytes, char **buf, size_t *len)
+{
+	char path[PATH_MAX];
+	size_t slot = pid % SHARED_MAPS;
+	bool cacheable = strlen(proc_root) < sizeof(maps_cache.v[0].root);
+	char *text;
+	int err;
+
+	if (snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&maps_cache.lock);
+	cacheable &= maps_cache.open;
+	if (cacheable && maps_cache.v[slot].round == maps_cache.round &&
+	    maps_cache.v[slot].pid == pid && !strcmp(maps_cache.v[slot].root, proc_root) &&
+	    maps_cache.v[slot].len <= max_bytes) {
+		text = malloc(maps_cache.v[slot].len + 1);
+		if (text) {
+			memcpy(text, maps_cache.v[slot].text, maps_cache.v[slot].len + 1);
+			*buf = text;
+			*len = maps_cache.v[slot].len;
+			maps_cache.shared++;
+		}
+		pthread_mutex_unlock(&maps_cache.lock);
+		return text ? 0 : -ENOMEM;
+	}
+	pthread_mutex_unlock(&maps_cache.lock);
+	err = proc_read_file(path, max_bytes, buf, len);
+	if (err || !cacheable)
+		return err;
+	text = malloc(*len + 1);
+	if (!text)
+		return 0;
+	memcpy(text, *buf, *len + 1);
+	pthread_mutex_lock(&maps_cache.lock);
+	maps_cache.read++;
+	if (!maps_cache.open) {
+		pthread_mutex_unlock(&maps_cache.lock);
+		free(text);
+		return 0;
+	}
+	free(maps_cache.v[slot].text);
+	maps_cache.v[slot].round = maps_cache.round;
+	maps_cache.v[slot].pid = pid;
+	snprintf(maps_cache.v[slot].root, sizeof(maps_cache.v[slot].root), "%s", proc_root);
+	maps_cache.v[slot].text = text;
+	maps_cache.v[slot].len = *len;
+	pthread_mutex_unlock(&maps_cache.lock);
+	return 0;
+}
+
+void proc_maps__begin_round(void)
+{
+	pthread_mutex_lock(&maps_cache.lock);
+	maps_cache.round++;
+	maps_cache.open = true;
+	pthread_mutex_unlock(&maps_cache.lock);
+}
+
+void proc_maps__end_round(void)
+{
+	pthread_mutex_lock(&maps_cache.lock);
+	maps_cache.open = false;
+	maps_cache.round++;
+	pthread_mutex_unlock(&maps_cache.lock);
+}
+
+void proc_maps__forget(uint32_t pid)
+{
+	size_t slot = pid % SHARED_MAPS;
+
+	pthread_mutex_lock(&maps_cache.lock);
+	if (maps_cache.v[slot].pid == pid)
+		maps_cache.v[slot].round = 0;
+	pthread_mutex_unlock(&maps_cache.lock);
+}
+
+void proc_maps__read_stats(uint64_t *shared, uint64_t *read)
+{
+	pthread_mutex_lock(&maps_cache.lock);
+	*shared = maps_cache.shared;
+	*read = maps_cache.read;
+	pthread_mutex_unlock(&maps_cache.lock);
 }

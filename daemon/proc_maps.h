@@ -47,4 +47,19 @@ const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t a
  * open/read (-ENOENT, -ESRCH for a process that exited, -EACCES...). */
 int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
 
+/* proc_read_file() of PROC_ROOT/PID/maps, shared by the modules that read a new process's maps
+ * in one drain (symbolizer, unwinder, Python and GC discovery): within a round the text read
+ * first is handed out again (a copy, the caller's to free) unless proc_maps__forget() was called
+ * for that pid since; outside a round every call reads the file. Same returns as
+ * proc_read_file(). Thread-safe. */
+int proc_maps__read(const char *proc_root, uint32_t pid, size_t max_bytes, char **buf, size_t *len);
+/* A round begins (the drain loop: when a drain begins) and ends (when its work is done): maps
+ * read in one round are not handed out in another. */
+void proc_maps__begin_round(void);
+void proc_maps__end_round(void);
+/* The process exec'd or exited: its maps are read again. */
+void proc_maps__forget(uint32_t pid);
+/* Maps reads served from the round's text and from the file, since start. */
+void proc_maps__read_stats(uint64_t *shared, uint64_t *read);
+
 #endif

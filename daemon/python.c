@@ -609,8 +609,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	int err;
 
 	python__forget_process(p, pid);
-	snprintf(path, sizeof(path), "%s/%u/maps", p->proc_root, pid);
-	err = proc_read_file(path, 64 << 20, &text, &len);
+	err = proc_maps__read(p->proc_root, pid, 64 << 20, &text, &len);
 	if (err)
 		return err;
 	err = proc_maps__parse(text, len, &maps);

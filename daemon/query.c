@@ -20,6 +20,7 @@
 #include "histogram.h"
 #include "loader.h"
 #include "pprof.h"
+#include "proc_maps.h"
 #include "profile_frames.h"
 #include "python.h"
 #include "source_lines.h"
@@ -1260,6 +1261,18 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_put(&t, "tailprof_objects %" PRIu64 "\n", st.sym.objects);
 	text_metric(&t, "tailprof_processes", "gauge", "Processes with cached memory maps.");
 	text_put(&t, "tailprof_processes %" PRIu64 "\n", st.sym.processes);
+	{
+		uint64_t shared, read;
+
+		proc_maps__read_stats(&shared, &read);
+		text_metric(&t, "tailprof_maps_reads_total", "counter",
+			    "/proc/PID/maps reads of a drain, from the file or shared with another "
+			    "module's read of the same drain.");
+		text_put(&t,
+			 "tailprof_maps_reads_total{source=\"file\"} %" PRIu64 "\n"
+			 "tailprof_maps_reads_total{source=\"shared\"} %" PRIu64 "\n",
+			 read, shared);
+	}
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
 		    "User frames in no known mapping.");
 	text_put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);

@@ -426,7 +426,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 {
 	struct proc_maps maps = {};
 	struct mapping_obj *mobjs;
-	char path[PATH_MAX], *buf;
+	char *buf;
 	size_t len;
 	int err;
 
@@ -435,11 +435,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 	err = check_identity(s, p->pid, p->start_ns);
 	if (err)
 		goto fail;
-	if (snprintf(path, sizeof(path), "%s/%u/maps", s->proc_root, p->pid) >= (int)sizeof(path)) {
-		err = -ENAMETOOLONG;
-		goto fail;
-	}
-	err = proc_read_file(path, MAPS_MAX_BYTES, &buf, &len);
+	err = proc_maps__read(s->proc_root, p->pid, MAPS_MAX_BYTES, &buf, &len);
 	if (err) {
 		if (err == -ENOENT)
 			err = -ESRCH;

@@ -442,13 +442,12 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 {
 	struct tp_proc_mappings *out = &u->scratch;
 	struct proc_maps maps = {0};
-	char path[PATH_MAX], *buf = NULL;
+	char *buf = NULL;
 	size_t len;
 	int err;
 
 	p->nr = 0;
-	snprintf(path, sizeof(path), "%s/%u/maps", u->opts.proc_root, p->pid);
-	err = proc_read_file(path, MAPS_MAX_BYTES, &buf, &len);
+	err = proc_maps__read(u->opts.proc_root, p->pid, MAPS_MAX_BYTES, &buf, &len);
 	if (err)
 		return err;
 	err = proc_maps__parse(buf, len, &maps);

@@ -287,6 +287,66 @@ static const char sample_maps[] =
     "7ffd3b5f9000-7ffd3b5fb000 r-xp 00000000 00:00 0                          [vdso]\n"
     "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]";
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void assert_maps_read(const char *root, uint32_t pid, const char *want)
+{
+	char *buf;
+	size_t len;
+
+	assert_int_equal(proc_maps__read(root, pid, 1 << 20, &buf, &len), 0);
+	assert_int_equal(len, strlen(want));
+	assert_string_equal(buf, want);
+	free(buf);
+}
+
+/* Within a round the maps text read first is handed out again, unless the pid was forgotten (an
+ * exec, an exit); outside rounds, and in the next round, the file is read. */
+static void test_proc_maps_shared_in_round(void **state)
+{
+	char root[] = "/tmp/tailprof_maps_XXXXXX", dir[64], path[80], *buf;
+	uint64_t shared0, read0, shared, nread;
+	size_t len;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(dir, sizeof(dir), "%s/42", root);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	proc_maps__read_stats(&shared0, &read0);
+	write_text(path, "A\n");
+	proc_maps__begin_round();
+	assert_maps_read(root, 42, "A\n");
+	write_text(path, "B\n");
+	assert_maps_read(root, 42, "A\n");
+	proc_maps__read_stats(&shared, &nread);
+	assert_int_equal(shared - shared0, 1);
+	assert_int_equal(nread - read0, 1);
+	/* an exec: the new image's maps */
+	proc_maps__forget(42);
+	assert_maps_read(root, 42, "B\n");
+	proc_maps__end_round();
+	write_text(path, "C\n");
+	assert_maps_read(root, 42, "C\n");
+	write_text(path, "D\n");
+	assert_maps_read(root, 42, "D\n");
+	proc_maps__begin_round();
+	assert_maps_read(root, 42, "D\n");
+	/* a process that is gone */
+	assert_int_equal(proc_maps__read(root, 43, 1 << 20, &buf, &len), -ENOENT);
+	proc_maps__end_round();
+	unlink(path);
+	rmdir(dir);
+	rmdir(root);
+}
+
 static void test_proc_maps_parse(void **state)
 {
 	struct proc_maps m;
@@ -1593,20 +1653,35 @@ static void test_demangle(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_symtab_nested),     cmocka_unit_test(test_proc_maps_parse),
-	    cmocka_unit_test(test_layout_pie),	      cmocka_unit_test(test_layout_nopie),
-	    cmocka_unit_test(test_layout_shared_lib), cmocka_unit_test(test_layout_lld_lib),
-	    cmocka_unit_test(test_layout_lld_exe),    cmocka_unit_test(test_layout_based_lib),
-	    cmocka_unit_test(test_layout_stripped),   cmocka_unit_test(test_object_cache),
-	    cmocka_unit_test(test_fork_fallback),     cmocka_unit_test(test_malformed_elf),
-	    cmocka_unit_test(test_unresolved),	      cmocka_unit_test(test_rescan),
-	    cmocka_unit_test(test_pid_reuse),	      cmocka_unit_test(test_vanished),
-	    cmocka_unit_test(test_live_self),	      cmocka_unit_test(test_debug_file_build_id),
-	    cmocka_unit_test(test_debuglink),	      cmocka_unit_test(test_minidebuginfo),
-	    cmocka_unit_test(test_perf_map_parse),    cmocka_unit_test(test_perf_map_open),
-	    cmocka_unit_test(test_jit_symbols),	      cmocka_unit_test(test_process_info),
-	    cmocka_unit_test(test_caps_evict_lru),    cmocka_unit_test(test_demangle),
-	    cmocka_unit_test(test_rescan_leaf),	      cmocka_unit_test(test_fork_vdso),
+	    cmocka_unit_test(test_symtab_nested),
+	    cmocka_unit_test(test_proc_maps_parse),
+	    cmocka_unit_test(test_proc_maps_shared_in_round),
+	    cmocka_unit_test(test_layout_pie),
+	    cmocka_unit_test(test_layout_nopie),
+	    cmocka_unit_test(test_layout_shared_lib),
+	    cmocka_unit_test(test_layout_lld_lib),
+	    cmocka_unit_test(test_layout_lld_exe),
+	    cmocka_unit_test(test_layout_based_lib),
+	    cmocka_unit_test(test_layout_stripped),
+	    cmocka_unit_test(test_object_cache),
+	    cmocka_unit_test(test_fork_fallback),
+	    cmocka_unit_test(test_malformed_elf),
+	    cmocka_unit_test(test_unresolved),
+	    cmocka_unit_test(test_rescan),
+	    cmocka_unit_test(test_pid_reuse),
+	    cmocka_unit_test(test_vanished),
+	    cmocka_unit_test(test_live_self),
+	    cmocka_unit_test(test_debug_file_build_id),
+	    cmocka_unit_test(test_debuglink),
+	    cmocka_unit_test(test_minidebuginfo),
+	    cmocka_unit_test(test_perf_map_parse),
+	    cmocka_unit_test(test_perf_map_open),
+	    cmocka_unit_test(test_jit_symbols),
+	    cmocka_unit_test(test_process_info),
+	    cmocka_unit_test(test_caps_evict_lru),
+	    cmocka_unit_test(test_demangle),
+	    cmocka_unit_test(test_rescan_leaf),
+	    cmocka_unit_test(test_fork_vdso),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fake_root, teardown_fake_root);
