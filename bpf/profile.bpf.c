@@ -208,7 +208,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->nr_python = 0;
 	if (python_on && !(s->flags & TP_SAMPLE_KERNEL_THREAD)) {
 		__u64 tp = bench_pid && s->hdr.pid == bench_pid ? bpf_ktime_get_ns() : 0;
-		enum tp_py_result r = tp_py_walk(s->hdr.pid, s->hdr.start_ns, s->tid,
+		enum tp_py_result r = tp_py_walk(s->hdr.pid, s->hdr.start_ns, tp_py_current_tid(),
 						 &s->addrs[nk + nu], &s->nr_python, &s->flags);
 
 		if (tp) {

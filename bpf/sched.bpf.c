@@ -1085,7 +1085,8 @@ __noinline int current_python_stack(__u32 key)
 	sc->nr_py = 0;
 	if (!python_on)
 		return 0;
-	r = tp_py_walk(t->tgid, process_start_ns(t), t->pid, sc->py, &sc->nr_py, &flags);
+	r = tp_py_walk(t->tgid, process_start_ns(t), tp_py_current_tid(), sc->py, &sc->nr_py,
+		       &flags);
 	if (r == TP_PY_FAILED)
 		flags |= TP_SAMPLE_PY_FAILED;
 	else if (r == TP_PY_TRUNCATED)

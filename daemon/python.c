@@ -165,13 +165,14 @@ _Static_assert(NR_VERSIONS <= TP_PY_MAX_VERSIONS, "py_offsets too small");
 
 #define FRAME_OWNED_BY_GENERATOR 1 /* _PyInterpreterFrame.owner value (3.11 to 3.13) */
 
-#define NAME_MAX_BYTES	    256		 /* longest qualified name kept (UTF-8 bytes) */
-#define FILE_MAX_BYTES	    1024	 /* longest file name kept */
-#define LINETABLE_MAX_BYTES 65536	 /* longest location table read */
-#define MAX_CODE_OBJECTS    65536	 /* cached code objects; past it the cache starts over */
-#define LINE_CHUNK	    4096	 /* interned lines per chunk */
-#define MAX_LINE_CHUNKS	    1024	 /* at most 4M interned lines */
-#define PY_OBJECT_RANGE	    (1ull << 32) /* the synthetic objects' address range (line ids) */
+#define NAME_MAX_BYTES 256  /* longest qualified name kept (UTF-8 bytes) */
+#define FILE_MAX_BYTES 1024 /* longest file name kept */
+#define LINETABLE_MAX_BYTES                                                                        \
+	(1 << 20)	       /* longest location table read (a 30,000-line function: 270 kB) */
+#define MAX_CODE_OBJECTS 65536 /* cached code objects; past it the cache starts over */
+#define LINE_CHUNK	 4096  /* interned lines per chunk */
+#define MAX_LINE_CHUNKS	 1024  /* at most 4M interned lines */
+#define PY_OBJECT_RANGE	 (1ull << 32) /* the synthetic objects' address range (line ids) */
 
 /* ---- the interned lines: append-only, readable from any thread ---- */
 
@@ -348,14 +349,17 @@ struct py_symbols {
 	int64_t mtime_ns;
 	uint64_t runtime, code_type;
 	int64_t exec_delta;
-	int err;       /* 0 or -ENOENT (no _PyRuntime): both are remembered */
+	int err;       /* 0 or -ENODATA (no _PyRuntime): both are remembered */
 	uint64_t used; /* python.sym_clock at the last hit; 0: empty */
 };
 
 #define SYM_CACHE 64 /* interpreter files remembered */
 
+#define COUNTED_SLOTS 1024 /* processes remembered as counted unsupported */
+
 struct python {
 	struct python_opts opts;
+	uint64_t counted[COUNTED_SLOTS]; /* (pid, start_ns) keys counted unsupported */
 	struct py_symbols syms[SYM_CACHE];
 	uint64_t sym_clock;
 	char proc_root[PATH_MAX];
@@ -462,11 +466,12 @@ static const struct py_version *version_of(const char *path, bool *named)
 
 /* Reads the link-time addresses (.dynsym, then .symtab) of _PyRuntime and PyCode_Type (0 when
  * absent) of the ELF file at path and the (file offset - vaddr) of its executable PT_LOAD, to place
- * them in a mapping. Returns 0, -ENOENT (no _PyRuntime), or another negative errno (unreadable). */
+ * them in a mapping. Returns 0, -ENODATA (no _PyRuntime), or another negative errno (unreadable:
+ * -ENOENT for a path that does not resolve). */
 static int runtime_symbol(const char *path, uint64_t *vaddr, uint64_t *code_type,
 			  int64_t *exec_delta)
 {
-	int fd, err = -ENOENT;
+	int fd, err = -ENODATA;
 	Elf_Scn *scn = NULL;
 	bool have_seg = false;
 	size_t nph = 0;
@@ -555,7 +560,7 @@ static int runtime_symbol_cached(struct python *p, const char *path, uint64_t *v
 	}
 	err = runtime_symbol(path, vaddr, code_type, exec_delta);
 	p->st.symbol_reads++;
-	if (!err || err == -ENOENT)
+	if (!err || err == -ENODATA)
 		*victim = (struct py_symbols){
 		    .dev = st.st_dev,
 		    .ino = st.st_ino,
@@ -593,6 +598,20 @@ static struct object *interp_object(struct python *p, const char *path)
 bool python__is_object(const struct object *obj)
 {
 	return obj && obj->is_python;
+}
+
+/* Counts process (pid, start_ns) as refused for reason, once: it is looked at again at its
+ * recheck after exec. */
+static void count_unsupported(struct python *p, uint32_t pid, uint64_t start_ns,
+			      enum python_unsupported reason)
+{
+	uint64_t key = hashmap__combine(pid, start_ns) | 1;
+	uint64_t *slot = &p->counted[key % COUNTED_SLOTS];
+
+	if (*slot == key)
+		return;
+	*slot = key;
+	p->st.unsupported[reason]++;
 }
 
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
@@ -643,16 +662,17 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	}
 	v = version_of(pick->path, &named);
 	if (!v) {
-		p->st.unsupported[PY_UNSUP_VERSION]++;
+		count_unsupported(p, pid, start_ns, PY_UNSUP_VERSION);
 		err = 0;
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%u/root%s", p->proc_root, pid, pick->path);
 	err = runtime_symbol_cached(p, path, &vaddr, &code_type, &delta);
-	if (err == -ENOENT || err == -EACCES)
+	if (err == -ENODATA || err == -ENOENT || err == -EACCES)
 		err = runtime_symbol_cached(p, pick->path, &vaddr, &code_type, &delta);
 	if (err) {
-		p->st.unsupported[err == -ENOENT ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE]++;
+		count_unsupported(p, pid, start_ns,
+				  err == -ENODATA ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE);
 		err = 0;
 		goto out;
 	}
@@ -667,7 +687,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		struct py_proc *pp;
 
 		if (p->opts.loader && loader__python_set_process(p->opts.loader, pid, &bp)) {
-			p->st.unsupported[PY_UNSUP_MAP_FULL]++;
+			count_unsupported(p, pid, start_ns, PY_UNSUP_MAP_FULL);
 			err = 0;
 			goto out;
 		}
@@ -722,6 +742,10 @@ static void put_utf8(char *out, size_t *o, size_t cap, uint32_t c)
 	char b[4];
 	size_t n;
 
+	/* a lone surrogate (an undecodable byte of a file name, PEP 383) or past U+10FFFF: not
+	 * UTF-8, U+FFFD instead */
+	if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+		c = 0xfffd;
 	if (c < 0x80) {
 		b[0] = (char)c;
 		n = 1;

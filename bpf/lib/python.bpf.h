@@ -68,10 +68,11 @@ struct tp_py_state {
 	const struct tp_py_offsets *o;
 	__u64 *out; /* 2 * TP_PY_MAX_FRAMES words */
 	__u64 interp;
-	__u64 ts;    /* the thread state looked at, then the one found (0: none) */
-	__u64 frame; /* the next frame to copy (0: none) */
-	__u64 hash;  /* of the code objects copied (FNV-1a style, a word at a time) */
-	__u32 tid;
+	__u64 ts;     /* the thread state looked at, then the one found (0: none) */
+	__u64 frame;  /* the next frame to copy (0: none) */
+	__u64 hash;   /* of the code objects copied (FNV-1a style, a word at a time) */
+	__u32 tid;    /* as the process sees it (its PID namespace's), like native_thread_id */
+	__u32 found;  /* the thread state of tid was found */
 	__u32 nr;     /* frames copied */
 	__u32 failed; /* a frame without code: stop, the sample says so */
 	__u32 pad;
@@ -92,8 +93,10 @@ static long tp_py_find_step(__u32 index, void *ctx)
 		st->ts = tp_py_read_ptr(st->interp + o->interp_threads_head);
 		return 0;
 	}
-	if (tp_py_read_ptr(st->ts + o->tstate_native_tid) == st->tid)
+	if (tp_py_read_ptr(st->ts + o->tstate_native_tid) == st->tid) {
+		st->found = 1;
 		return 1;
+	}
 	st->ts = tp_py_read_ptr(st->ts + o->tstate_next);
 	return 0;
 }
@@ -133,13 +136,30 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 	return 0;
 }
 
-/* Writes the Python frames of thread tid of process pid (started at start_ns) into
- * out[0 .. 2 * TP_PY_MAX_FRAMES) as struct tp_py_frame pairs, innermost first, and their number
- * into *nr; sets TP_SAMPLE_PY_NEW in *flags for a stack not in py_seen (see there). The thread state is found by native_thread_id in the interpreters' thread lists (at
- * most TP_PY_MAX_INTERPS x TP_PY_MAX_THREADS looked at), so threads that do not hold the GIL have
- * their frames too. Incomplete frames (still in their prologue) are sent as they are, with their
- * (negative or prologue) offset: user space, which reads the code object anyway, drops them as
- * CPython's _PyFrame_IsIncomplete does. Needs bpf_loop (Linux 5.17). */
+/* The current thread's id as its own process sees it: in its innermost PID namespace (a
+ * container's), which is what CPython stores in native_thread_id (gettid()). */
+static __always_inline __u32 tp_py_current_tid(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pid *p = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(p, level);
+	__u32 nr = 0;
+
+	/* the kernel's MAX_PID_NS_LEVEL is 32 */
+	bpf_core_read(&nr, sizeof(nr), &p->numbers[level & 31].nr);
+	return nr;
+}
+
+/* Writes the Python frames of thread tid (as its process sees it: tp_py_current_tid()) of process
+ * pid (started at start_ns) into out[0 .. 2 * TP_PY_MAX_FRAMES) as struct tp_py_frame pairs,
+ * innermost first, and their number into *nr; sets TP_SAMPLE_PY_NEW in *flags for a stack not in
+ * py_seen (see there). The thread state is found by native_thread_id in the interpreters' thread
+ * lists, so threads that do not hold the GIL have their frames too; at most about
+ * TP_PY_MAX_INTERPS x TP_PY_MAX_THREADS thread states are looked at in all, and a thread not
+ * found among them gets TP_PY_FAILED (never another thread's frames). Incomplete frames (still in
+ * their prologue) are sent as they are, with their (negative or prologue) offset: user space,
+ * which reads the code object anyway, drops them as CPython's _PyFrame_IsIncomplete does. Needs
+ * bpf_loop (Linux 5.17). */
 static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, __u32 tid,
 						    __u64 *out, __u16 *nr, __u32 *flags)
 {
@@ -160,7 +180,9 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	if (st.interp)
 		st.ts = tp_py_read_ptr(st.interp + st.o->interp_threads_head);
 	bpf_loop(TP_PY_MAX_INTERPS * (TP_PY_MAX_THREADS + 1), tp_py_find_step, &st, 0);
-	if (!st.ts)
+	/* not found within the bound (more threads than it allows): never another thread's frames
+	 */
+	if (!st.found || !st.ts)
 		return TP_PY_FAILED;
 	cur = st.ts;
 	if (st.o->tstate_cframe != TP_PY_NO_OFFSET)
@@ -175,7 +197,8 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 		__u64 now = bpf_ktime_get_ns();
 		__u8 one = 1;
 
-		if (!bpf_map_lookup_elem(&py_seen, &key) && now - py->woke_ns >= TP_PY_WAKE_GAP_NS) {
+		if (!bpf_map_lookup_elem(&py_seen, &key) &&
+		    now - py->woke_ns >= TP_PY_WAKE_GAP_NS) {
 			py->woke_ns = now;
 			bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
 			*flags |= TP_SAMPLE_PY_NEW;

@@ -176,6 +176,67 @@ def test_short_lived_named(d):
         assert name in m, name
 
 
+def main_thread_frames(d, query, tid=None):
+    """(samples of the process's main thread naming main_spin, naming idle_wait, with no Python
+    frames) in the CPU profile of query."""
+    prof, _ = d.profile(query)
+    spin = idle = none = 0
+    for s in prof.samples:
+        if tid is not None and s["labels"].get("tid") != str(tid):
+            continue
+        if tid is None and s["labels"].get("tid") != s["labels"].get("pid"):
+            continue
+        names = [f["function"] for f in python_frames(s)]
+        v = s["values"][0]
+        if "main_spin" in names:
+            spin += v
+        elif "idle_wait" in names:
+            idle += v
+        elif not names:
+            none += v
+    return spin, idle, none
+
+
+def test_many_threads_never_another_threads_frames(d):
+    """300 idle threads listed before the busy main thread: past the search's bound the main
+    thread gets native frames only (counted), never an idle thread's idle_wait; 100 threads are
+    all searched."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    wl = os.path.join(os.path.dirname(WORKLOAD), "py_threads.py")
+    res = {}
+    for n in (100, 300):
+        before = d.metrics()["tailprof_python_stack_failures_total"]
+        w = subprocess.Popen([python, wl, str(n), "3"])
+        assert w.wait(timeout=60) == 0
+        time.sleep(2.5)
+        res[n] = main_thread_frames(d, "last=30s&pid=%d" % w.pid, w.pid) + (
+            d.metrics()["tailprof_python_stack_failures_total"] - before,)
+    print("  main thread (main_spin, idle_wait, no Python frames, stack failures): 100 threads "
+          "%s, 300 threads %s" % (res[100], res[300]))
+    assert res[100][0] >= 1000 and res[100][1] == 0, res[100]
+    assert res[300][1] == 0, res[300]
+    assert res[300][0] + res[300][2] >= 1000 and res[300][3] >= 0.5 * res[300][2], res[300]
+
+
+def test_pid_namespace(d):
+    """A CPython in a PID namespace of its own (as in a container): its threads are found by
+    the tid it sees (native_thread_id), not the host's."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    wl = os.path.join(os.path.dirname(WORKLOAD), "py_threads.py")
+    r = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", python, wl, "2", "3",
+                        "tp_pyns"], timeout=60)
+    assert r.returncode == 0, r
+    time.sleep(2.5)
+    spin, idle, none = main_thread_frames(d, "last=30s&comm=tp_pyns")
+    print("  PID namespace: main_spin in %d samples, idle_wait %d, no Python frames %d" % (
+        spin, idle, none))
+    assert spin >= 1000 and idle == 0 and none <= 0.05 * spin, (spin, idle, none)
+
+
 def make():
     require_bpf()
     return [daemon.Daemon(DAEMON, "-F", "999", "--window", "1s")]
@@ -201,5 +262,6 @@ def test_pyenv313_python(d):
 
 if __name__ == "__main__":
     run_tests([test_debian_python, test_pyenv_python, test_pyenv312_python, test_pyenv313_python,
-               test_offcpu_sleep_under_fetch_from_store, test_short_lived_named],
+               test_offcpu_sleep_under_fetch_from_store, test_short_lived_named,
+               test_many_threads_never_another_threads_frames, test_pid_namespace],
               start_daemons(make))

@@ -220,7 +220,7 @@ static void check_discovery(const char *python, bool cstack)
 	struct python *p = python__new(NULL);
 	struct python_stats st;
 	int r = -1;
-	unsigned long long code = 0, list = 0;
+	unsigned long long code = 0, list = 0, bad = 0;
 	struct python_frame out[8];
 	struct python_line pl;
 	char buf[128] = "";
@@ -230,17 +230,20 @@ static void check_discovery(const char *python, bool cstack)
 	if (access(python, X_OK))
 		skip();
 	assert_non_null(p);
-	in = spawn_python(python,
-			  "import time\n"
-			  "def work():\n"
-			  "    return 1\n"
-			  "keep = [1, 2]\n"
-			  "print(id(work.__code__), id(keep), flush=True)\n"
-			  "time.sleep(30)\n",
-			  &pid);
+	in = spawn_python(
+	    python,
+	    "import time\n"
+	    "def work():\n"
+	    "    return 1\n"
+	    "keep = [1, 2]\n"
+	    "ns = {}\n"
+	    "exec(compile('def w():\\n    return 2\\n', '/x/b\\udcff.py', 'exec'), ns)\n"
+	    "print(id(work.__code__), id(keep), id(ns['w'].__code__), flush=True)\n"
+	    "time.sleep(30)\n",
+	    &pid);
 	/* running Python code: libraries mapped */
 	assert_non_null(fgets(buf, sizeof(buf), in));
-	assert_int_equal(sscanf(buf, "%llu %llu", &code, &list), 2);
+	assert_int_equal(sscanf(buf, "%llu %llu %llu", &code, &list, &bad), 3);
 	for (int i = 0; i < 50 && r != 1; i++)
 		r = python__note_process(p, (uint32_t)pid, 1);
 	assert_int_equal(r, 1);
@@ -267,6 +270,16 @@ static void check_discovery(const char *python, bool cstack)
 		python__stats(p, &st);
 		assert_int_equal(st.not_code, 2);
 		assert_int_equal(st.code_read_failed, 0);
+	}
+	{
+		/* a file name with an undecodable byte (PEP 383: a lone surrogate) is UTF-8, U+FFFD
+		 * in its place */
+		const struct tp_py_frame frames[1] = {{bad, 100}};
+
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.function, "w");
+		assert_string_equal(pl.file, "/x/b\xef\xbf\xbd.py");
 	}
 	if (cstack) {
 		const uint64_t cs = 3ull << TP_PY_INFO_OWNER_SHIFT; /* FRAME_OWNED_BY_CSTACK */
