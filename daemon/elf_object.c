@@ -966,6 +966,18 @@ struct object *object_cache__find_file(struct object_cache *c, uint64_t dev, uin
 	return NULL;
 }
 
+struct object *object_cache__find_checked(struct object_cache *c, uint64_t dev, uint64_t inode,
+					  uint64_t since_ns)
+{
+	struct object *best = NULL;
+
+	for (struct object *o = c->buckets[devino_bucket(dev, inode)]; o; o = o->hnext)
+		if (o->dev == dev && o->inode == inode && o->checked_ns >= since_ns &&
+		    (!best || o->checked_ns > best->checked_ns))
+			best = o;
+	return best;
+}
+
 struct object *object_cache__find_build_id(struct object_cache *c, const char *build_id)
 {
 	if (!build_id[0])

@@ -135,6 +135,7 @@ struct object {
 	uint64_t inode;
 	int64_t mtime_ns;
 	uint64_t size_bytes;
+	uint64_t checked_ns; /* CLOCK_MONOTONIC ns when a file's stat last matched that identity */
 
 	char *path;
 	const char *name; /* points into path */
@@ -230,6 +231,10 @@ struct object_cache {
 void object_cache__add(struct object_cache *c, struct object *obj, bool findable);
 /* A findable object of c for (dev, inode) whose mtime and size match st (st NULL: not checked),
  * or NULL. No reference is taken. */
+/* A findable object of c for (dev, inode) whose file was checked (checked_ns) at or after since_ns
+ * (CLOCK_MONOTONIC ns), the most recently checked one; or NULL. No reference is taken. */
+struct object *object_cache__find_checked(struct object_cache *c, uint64_t dev, uint64_t inode,
+					  uint64_t since_ns);
 struct object *object_cache__find_file(struct object_cache *c, uint64_t dev, uint64_t inode,
 				       const struct stat *st);
 /* A findable object of c with this (non-empty) build ID whose ELF was read, or NULL. No reference

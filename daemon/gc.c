@@ -366,20 +366,33 @@ static bool process_gone(uint32_t pid)
 	return gone;
 }
 
-/* Reads pid's maps and records the runtime objects it maps (attaching them). */
-static void scan_pid(struct gc *g, uint32_t pid)
+/* Reads pid's maps and records the runtime objects it maps (attaching them). With at_exec, a
+ * process whose executable is known not to be a runtime is left for the look after the dynamic
+ * loader mapped its libraries: right after an exec its maps hold nothing else. */
+static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
 {
 	struct proc_maps maps = {0};
 	struct gc_proc np = {.pid = pid}, *p;
 	char path[64], *text;
 	struct stat exe;
 	size_t len;
+	uint32_t known;
 
 	if (pid == g->self_pid)
 		return;
 	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
 	if (stat(path, &exe))
 		return; /* gone, or a kernel thread */
+	if (at_exec) {
+		struct obj_key key = {g, exe.st_dev, exe.st_ino};
+
+		if (hashmap__find(&g->index, obj_hash(exe.st_dev, exe.st_ino), obj_eq, &key,
+				  &known) &&
+		    !g->objs[known].info.runtime) {
+			g->st.exec_scans_skipped++;
+			return;
+		}
+	}
 	if (proc_maps__read("/proc", pid, GC_MAPS_MAX_BYTES, &text, &len))
 		return;
 	proc_maps__parse(text, len, &maps);
@@ -452,7 +465,7 @@ void gc__scan_all(struct gc *g)
 
 		if (tp_parse_uint(de->d_name, 1, UINT32_MAX, &pid))
 			continue;
-		scan_pid(g, pid);
+		scan_pid(g, pid, false);
 	}
 	/* processes whose exit we missed (lost notices) */
 	for (size_t i = 0; i < g->nr_procs;) {
@@ -503,6 +516,9 @@ void gc__tick(struct gc *g, uint64_t now)
 
 		switch (n->kind) {
 		case N_EXIT:
+			/* a process without runtime objects has nothing to release */
+			if (!proc_find(g, n->pid))
+				break;
 			if (process_gone(n->pid))
 				proc_release(g, n->pid);
 			else if (g->nr_later < GC_MAX_NOTICES)
@@ -514,14 +530,14 @@ void gc__tick(struct gc *g, uint64_t now)
 			break;
 		case N_EXEC:
 			proc_release(g, n->pid);
-			scan_pid(g, n->pid);
+			scan_pid(g, n->pid, true);
 			/* the dynamic loader maps the libraries after exec: look once more */
 			if (g->nr_later < GC_MAX_NOTICES)
 				g->later[g->nr_later++] = (struct notice){
 				    .pid = n->pid, .kind = N_EXEC, .due_ns = now + GC_RESCAN_NS};
 			break;
 		case N_DLOPEN:
-			scan_pid(g, n->pid);
+			scan_pid(g, n->pid, false);
 			break;
 		}
 	}
@@ -532,7 +548,7 @@ void gc__tick(struct gc *g, uint64_t now)
 		if (n->due_ns > now) {
 			g->later[keep++] = *n;
 		} else if (n->kind == N_EXEC) {
-			scan_pid(g, n->pid);
+			scan_pid(g, n->pid, false);
 		} else if (process_gone(n->pid)) {
 			proc_release(g, n->pid);
 		} else if (--n->tries) {

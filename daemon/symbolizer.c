@@ -21,7 +21,9 @@
 #define STAT_MAX_BYTES (64u << 10)
 /* An address in no cached mapping rereads the maps at most this often per process. */
 #define RESCAN_INTERVAL_NS (100ull * 1000 * 1000)
-#define PROC_BUCKETS_MIN   256
+/* A file whose stat matched its object this recently is taken for it by (dev, inode) alone */
+#define OBJECT_RECHECK_NS (1000ull * 1000 * 1000)
+#define PROC_BUCKETS_MIN  256
 /* A JIT's perf map is checked for growth at most this often per process. */
 #define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
 /* A perf map that changed is read again at most this often per process. */
@@ -51,6 +53,7 @@ struct process {
 	uint64_t start_ns;
 	/* identity beyond the pid, read with the first maps */
 	bool info_read;
+	bool status_read; /* uid, euid and info.ns_pid */
 	struct process_info info;
 	uint32_t uid, euid;
 	/* JIT symbols from the process's perf map: an object of absolute addresses, replaced
@@ -88,6 +91,8 @@ struct exited {
 
 struct symbolizer {
 	char *proc_root;
+	char root_pid_ns[64]; /* the ns/pid link of the proc mount's PID namespace, or empty */
+	bool root_pid_ns_read;
 	char **debug_dirs;
 	size_t nr_debug_dirs;
 	uint32_t max_processes, max_objects;
@@ -368,36 +373,104 @@ static const char *status_field(const char *status, const char *key)
 	return NULL;
 }
 
-/* Reads the process's name (executable, else argv[0]), PID-namespace pid and uids. What cannot
- * be read stays empty: these are labels, never a reason to drop a sample. */
+/* Reads the uids and the PID-namespace pid of p from its status file (once). */
+static void read_status(struct symbolizer *s, struct process *p)
+{
+	char path[PATH_MAX], *buf;
+	const char *f;
+	size_t len;
+
+	p->status_read = true;
+	snprintf(path, sizeof(path), "%s/%u/status", s->proc_root, p->pid);
+	if (proc_read_file(path, STAT_MAX_BYTES, &buf, &len))
+		return;
+	f = status_field(buf, "Uid:");
+	if (f)
+		sscanf(f, "%u %u", &p->uid, &p->euid);
+	f = status_field(buf, "NSpid:");
+	if (f) {
+		/* the outermost namespace first, the process's own last */
+		const char *last = NULL;
+
+		for (const char *t = f; *t && *t != '\n'; t++)
+			if ((*t == ' ' || *t == '\t') && t[1] >= '0' && t[1] <= '9')
+				last = t + 1;
+		if (last && last != f + 1)
+			p->info.ns_pid = strtoul(last, NULL, 10);
+		if (p->info.ns_pid == p->pid)
+			p->info.ns_pid = 0;
+	}
+	free(buf);
+}
+
+/* The ns/pid link of the proc mount's PID namespace into s->root_pid_ns: its pid 1's (the
+ * namespace's init), else, where pid 1 may not be looked at (a sandbox), this daemon's own if its
+ * status shows one pid (it runs in that namespace). Empty when neither tells. */
+static void read_root_pid_ns(struct symbolizer *s)
+{
+	char path[PATH_MAX], *buf;
+	const char *f;
+	size_t len;
+	ssize_t n;
+
+	s->root_pid_ns_read = true;
+	snprintf(path, sizeof(path), "%s/1/ns/pid", s->proc_root);
+	n = readlink(path, s->root_pid_ns, sizeof(s->root_pid_ns) - 1);
+	if (n > 0) {
+		s->root_pid_ns[n] = 0;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/self/status", s->proc_root);
+	if (proc_read_file(path, STAT_MAX_BYTES, &buf, &len))
+		return;
+	f = status_field(buf, "NSpid:");
+	if (f) {
+		/* one pid: the digits end the line */
+		const char *t = f + strspn(f, " \t");
+
+		t += strspn(t, "0123456789");
+		if (*t == '\n' || !*t) {
+			snprintf(path, sizeof(path), "%s/self/ns/pid", s->proc_root);
+			n = readlink(path, s->root_pid_ns, sizeof(s->root_pid_ns) - 1);
+			s->root_pid_ns[n > 0 ? n : 0] = 0;
+		}
+	}
+	free(buf);
+}
+
+/* Whether p is in the PID namespace of the proc mount, by their ns/pid links: then its pid there
+ * is its own and its status file need not be read (the dearest file of a process to read: its
+ * memory figures are counted for it). False when unsure. */
+static bool same_pid_ns(struct symbolizer *s, const struct process *p)
+{
+	char path[PATH_MAX], link[64];
+	ssize_t n;
+
+	if (!s->root_pid_ns_read)
+		read_root_pid_ns(s);
+	if (!s->root_pid_ns[0])
+		return false;
+	snprintf(path, sizeof(path), "%s/%u/ns/pid", s->proc_root, p->pid);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, s->root_pid_ns);
+}
+
+/* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for
+ * a perf map (jit_object). What cannot be read stays empty: these are labels, never a reason to
+ * drop a sample. */
 static void read_info(struct symbolizer *s, struct process *p)
 {
 	char path[PATH_MAX], target[PATH_MAX], *buf;
-	const char *base = NULL, *f;
+	const char *base = NULL;
 	size_t len;
 	ssize_t n;
 
 	p->info_read = true;
-	snprintf(path, sizeof(path), "%s/%u/status", s->proc_root, p->pid);
-	if (!proc_read_file(path, STAT_MAX_BYTES, &buf, &len)) {
-		f = status_field(buf, "Uid:");
-		if (f)
-			sscanf(f, "%u %u", &p->uid, &p->euid);
-		f = status_field(buf, "NSpid:");
-		if (f) {
-			/* the outermost namespace first, the process's own last */
-			const char *last = NULL;
-
-			for (const char *t = f; *t && *t != '\n'; t++)
-				if ((*t == ' ' || *t == '\t') && t[1] >= '0' && t[1] <= '9')
-					last = t + 1;
-			if (last && last != f + 1)
-				p->info.ns_pid = strtoul(last, NULL, 10);
-			if (p->info.ns_pid == p->pid)
-				p->info.ns_pid = 0;
-		}
-		free(buf);
-	}
+	if (!same_pid_ns(s, p))
+		read_status(s, p);
 	snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, p->pid);
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n > 0) {
@@ -419,9 +492,10 @@ static void read_info(struct symbolizer *s, struct process *p)
 		snprintf(p->info.name, sizeof(p->info.name), "%.*s", PROCESS_NAME_LEN - 1, base);
 }
 
-/* (Re)reads the maps of p, verifying before and after that the pid still is that process, so a
- * process that exits or is replaced mid-read leaves nothing half-read. On failure the cached maps
- * (if any) stay. Returns 0 or a negative errno. */
+/* (Re)reads the maps of p, verifying after the read that the pid still is that process, so a
+ * process that exits or is replaced mid-read leaves nothing half-read. Once is enough: the read
+ * came after p's sample, so a pid that still shows p's start time was p's all along. On failure
+ * the cached maps (if any) stay. Returns 0 or a negative errno. */
 static int read_process(struct symbolizer *s, struct process *p)
 {
 	struct proc_maps maps = {};
@@ -432,9 +506,6 @@ static int read_process(struct symbolizer *s, struct process *p)
 
 	p->last_read_ns = monotonic_ns();
 	s->stats.maps_reads++;
-	err = check_identity(s, p->pid, p->start_ns);
-	if (err)
-		goto fail;
 	err = proc_maps__read(s->proc_root, p->pid, MAPS_MAX_BYTES, &buf, &len);
 	if (err) {
 		if (err == -ENOENT)
@@ -716,7 +787,16 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 	int fd, dbg_fd = -1, err;
 	bool found_dbg = false;
 	struct stat st;
+	uint64_t now;
 
+	/* A file whose identity was checked a moment ago for another process is not opened again:
+	 * per process started, only its own mappings cost anything (processes started in a burst
+	 * share their libraries). */
+	now = monotonic_ns();
+	obj = object_cache__find_checked(&s->objects, dev, m->inode,
+					 now > OBJECT_RECHECK_NS ? now - OBJECT_RECHECK_NS : 0);
+	if (obj && !m->deleted)
+		return object__get(obj);
 	fd = open_mapping_file(s, pid, m, &st);
 	if (fd < 0) {
 		/* Identity unchecked: the object cached for (dev, inode) is the best bet. */
@@ -735,8 +815,10 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 		return obj;
 	}
 	obj = object_cache__find_file(&s->objects, dev, m->inode, &st);
-	if (obj)
+	if (obj) {
+		obj->checked_ns = now;
 		goto found;
+	}
 	err = elf_file__open(&ef, fd);
 	if (!err) {
 		obj = object_cache__find_build_id(&s->objects, ef.build_id);
@@ -759,6 +841,7 @@ static struct object *open_object(struct symbolizer *s, uint32_t pid, const stru
 	obj->inode = m->inode;
 	obj->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	obj->size_bytes = st.st_size;
+	obj->checked_ns = now;
 	if (!err)
 		err = elf_file__load(&ef, extra, 2, obj);
 	if (!err && ef.has_dwarf) {
@@ -859,6 +942,8 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	if (p->jit_checked_ns && now - p->jit_checked_ns < PERF_MAP_CHECK_NS)
 		return p->jit;
 	p->jit_checked_ns = now;
+	if (!p->status_read)
+		read_status(s, p);
 	snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
 	fd = perf_map__open(root, p->info.ns_pid ? p->info.ns_pid : p->pid, p->uid, p->euid, &st);
 	if (fd < 0) {

@@ -30,11 +30,14 @@
  * needed): a short-lived process of an executable that runs again and again (a shell's
  * commands, a compiler, python3 -c) then costs no table build after its first run. */
 #define MAX_IDLE_OBJECTS 1024
+/* A file whose stat matched its object this recently is taken for it by (dev, inode) alone */
+#define OBJECT_RECHECK_NS (1000ull * 1000 * 1000)
 
 /* One ELF object (a file, or the vDSO), shared by the processes that map it. */
 struct uw_object {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
+	uint64_t checked_ns; /* now_ns() when a file's stat last matched this identity */
 	bool vdso;
 	int refcnt;	    /* mappings of known processes that use it */
 	int status;	    /* 0: table loaded; else why not (-ENOENT no CFI, -ENOSPC no room...) */
@@ -320,6 +323,31 @@ static void object_load(struct unwinder *u, struct uw_object *o, int fd, const c
 }
 
 /* The object open in fd (stat st), found or built; one more reference. */
+static struct uw_object *object_ref(struct unwinder *u, struct uw_object *o)
+{
+	if (!o->refcnt++) {
+		idle_unlink(u, o);
+		u->st.objects++;
+	}
+	return o;
+}
+
+/* The object of file (dev, ino) whose stat matched at most OBJECT_RECHECK_NS ago (the latest such),
+ * with a reference; or NULL: then the file is opened and its stat compared. Processes started in
+ * a burst share their libraries, whose files are then opened once, not once per process. */
+static struct uw_object *object_recent(struct unwinder *u, uint64_t dev, uint64_t ino)
+{
+	uint64_t now = now_ns(u);
+	struct uw_object *best = NULL;
+
+	for (struct uw_object *o = u->objects[object_bucket(dev, ino)]; o; o = o->next)
+		if (!o->vdso && o->dev == dev && o->ino == ino &&
+		    now - o->checked_ns < OBJECT_RECHECK_NS &&
+		    (!best || o->checked_ns > best->checked_ns))
+			best = o;
+	return best ? object_ref(u, best) : NULL;
+}
+
 static struct uw_object *object_get(struct unwinder *u, int fd, const struct stat *st, bool vdso,
 				    const char *what)
 {
@@ -332,11 +360,8 @@ static struct uw_object *object_get(struct unwinder *u, int fd, const struct sta
 	for (o = u->objects[b]; o; o = o->next) {
 		if (o->dev == dev && o->ino == ino && o->mtime_ns == mtime && o->size == size &&
 		    o->vdso == vdso) {
-			if (!o->refcnt++) {
-				idle_unlink(u, o);
-				u->st.objects++;
-			}
-			return o;
+			o->checked_ns = now_ns(u);
+			return object_ref(u, o);
 		}
 	}
 	o = xcalloc(1, sizeof(*o));
@@ -346,6 +371,7 @@ static struct uw_object *object_get(struct unwinder *u, int fd, const struct sta
 	o->size = size;
 	o->vdso = vdso;
 	o->refcnt = 1;
+	o->checked_ns = now_ns(u);
 	object_load(u, o, fd, what);
 	o->next = u->objects[b];
 	u->objects[b] = o;
@@ -466,7 +492,10 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 			u->st.mappings_dropped += maps.nr - i;
 			break;
 		}
-		if (proc_mapping__is_file(m)) {
+		if (proc_mapping__is_file(m) && !m->deleted &&
+		    (o = object_recent(u, makedev(m->dev_major, m->dev_minor), m->inode))) {
+			/* checked a moment ago for another process */
+		} else if (proc_mapping__is_file(m)) {
 			int fd = open_mapping(u, p->pid, m);
 			struct stat st;
 
