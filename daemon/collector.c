@@ -290,12 +290,13 @@ static void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start)
 	s->starts[h] = start;
 }
 
-static void pid_set__del(struct pid_set *s, uint32_t pid)
+/* Removes pid; returns whether it was there. */
+static bool pid_set__del(struct pid_set *s, uint32_t pid)
 {
 	size_t h = pid_slot(s, pid), j;
 
 	if (s->pids[h] != pid)
-		return;
+		return false;
 	s->pids[h] = 0;
 	s->count--;
 	/* backward-shift deletion keeps probe chains intact */
@@ -307,6 +308,7 @@ static void pid_set__del(struct pid_set *s, uint32_t pid)
 		s->count--;
 		pid_set__add(s, p, st);
 	}
+	return true;
 }
 
 /* ---- unwinder work: queued under the lock, done after it ---- */
@@ -380,12 +382,13 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 		symbolizer__forget_exited(c->opts.symbolizer, pid);
 	else
 		symbolizer__forget_process(c->opts.symbolizer, pid);
-	pid_set__del(&c->known, pid);
+	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
+	 * have marked the process known again: the new image's samples must wake us. Only a
+	 * process marked known here has an entry to delete. */
+	if (pid_set__del(&c->known, pid))
+		loader__forget(c->opts.loader, pid);
 	if (c->opts.python)
 		python__forget_process(c->opts.python, pid);
-	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
-	 * have marked the process known again: the new image's samples must wake us */
-	loader__forget(c->opts.loader, pid);
 	unwind_queue(c, UNWIND_FORGET, pid, 0);
 }
 

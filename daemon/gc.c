@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,7 +442,11 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
 			*p = g->procs[--g->nr_procs];
 		return;
 	}
-	read_comm(pid, np.comm, sizeof(np.comm));
+	/* the look 250 ms after an exec finds the record of the one at the exec */
+	if (p && p->comm[0])
+		memcpy(np.comm, p->comm, sizeof(np.comm));
+	else
+		read_comm(pid, np.comm, sizeof(np.comm));
 	if (!p) {
 		if (g->nr_procs == g->cap_procs) {
 			g->cap_procs = g->cap_procs ? g->cap_procs * 2 : 32;
@@ -548,7 +553,9 @@ void gc__tick(struct gc *g, uint64_t now)
 		if (n->due_ns > now) {
 			g->later[keep++] = *n;
 		} else if (n->kind == N_EXEC) {
-			scan_pid(g, n->pid, false);
+			/* most processes are gone by then: a signal 0 tells without a path walk */
+			if (!(kill((pid_t)n->pid, 0) && errno == ESRCH))
+				scan_pid(g, n->pid, false);
 		} else if (process_gone(n->pid)) {
 			proc_release(g, n->pid);
 		} else if (--n->tries) {
