@@ -143,7 +143,7 @@ static int split_names(const char *v, char **names, size_t max, char *msg, size_
 	const char *p = v;
 	size_t n = 0;
 
-	while (*p) {
+	do {
 		const char *comma = strchr(p, ','), *end = comma ? comma : p + strlen(p);
 
 		if (end == p || n == max || !series_word(p, (size_t)(end - p), true)) {
@@ -160,7 +160,7 @@ static int split_names(const char *v, char **names, size_t max, char *msg, size_
 			names[n] = strndup(p, (size_t)(end - p));
 		n++;
 		p = comma ? comma + 1 : end;
-	}
+	} while (*p || p[-1] == ',');
 	return (int)n;
 }
 
