@@ -83,6 +83,8 @@ struct push {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool stopping;
+	/* set once at stop (atomic): a request still going then ends by this time */
+	uint64_t stop_deadline_ns;
 	uint64_t sent, retries, dropped[PUSH_DROP_NR], queued;
 	int64_t last_success_unix;
 };
@@ -452,6 +454,17 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* libcurl's progress callback: a request that runs into the stop's 2 s ends there. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct push *p = arg;
+	uint64_t deadline = __atomic_load_n(&p->stop_deadline_ns, __ATOMIC_RELAXED);
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return deadline && sysinfo__mono_ns() > deadline;
+}
+
 enum send_result { SENT, RETRY, REJECTED };
 
 static enum send_result send_item(struct push *p, const struct item *it, long timeout_ms)
@@ -726,7 +739,7 @@ static void *run(void *arg)
 	}
 	pthread_mutex_unlock(&p->mu);
 	/* stopping: the drain has ended; the windows it closed last, then at most 2 s */
-	flush_until = sysinfo__mono_ns() + FLUSH_NS;
+	flush_until = __atomic_load_n(&p->stop_deadline_ns, __ATOMIC_RELAXED);
 	take_closed(p);
 	send_queue(p, flush_until);
 	if (p->n && p->spool_dir) {
@@ -857,6 +870,9 @@ struct push *push__start(const struct push_opts *o, const struct query_ctx *ctx,
 	/* TLS verification stays on (libcurl's default); only http and https */
 	curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
+	curl_easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "tailprofd/" TAILPROF_VERSION);
 	if (state_dir) {
 		if (asprintf(&p->spool_dir, "%s/push", state_dir) < 0) {
@@ -889,6 +905,7 @@ void push__stop(struct push *p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->stopping = true;
+	__atomic_store_n(&p->stop_deadline_ns, sysinfo__mono_ns() + FLUSH_NS, __ATOMIC_RELAXED);
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->mu);
 	pthread_join(p->thread, NULL);
