@@ -30,6 +30,7 @@ struct parse {
 		SEC_GC,
 		SEC_SPIKES,
 		SEC_SNAPSHOTS,
+		SEC_PUSH,
 		SEC_BAD
 	} kind;
 	char section[128];
@@ -131,10 +132,14 @@ static int start_section_at(struct parse *p, const char *section)
 		p->kind = SEC_SNAPSHOTS;
 		return 1;
 	}
+	if (!strcmp(section, "push")) {
+		p->kind = SEC_PUSH;
+		return 1;
+	}
 	if (strcmp(kind, "stage") && strcmp(kind, "usdt-app"))
 		return fail(p,
 			    "unknown section [%s]; allowed: [daemon], [gc], [spikes], [snapshots], "
-			    "[stage NAME], [usdt-app NAME]",
+			    "[push], [stage NAME], [usdt-app NAME]",
 			    section);
 	if (!config__valid_stage_name(name))
 		return fail(p,
@@ -278,6 +283,18 @@ static int set_snapshots(struct parse *p, const char *key, const char *value)
 	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
 }
 
+static int set_push(struct parse *p, const char *key, const char *value)
+{
+	static const char *const keys[] = {"url",    "app",	    "token_file", "queue_windows",
+					   "labels", "keep_labels", "drop_labels"};
+	struct config_setting *const s[] = {&p->c->push_url,	    &p->c->push_app,
+					    &p->c->push_token_file, &p->c->push_queue_windows,
+					    &p->c->push_labels,	    &p->c->push_keep_labels,
+					    &p->c->push_drop_labels};
+
+	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
+}
+
 static int handler(void *user, const char *section, const char *key, const char *value)
 {
 	struct parse *p = user;
@@ -300,6 +317,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return set_spikes(p, key, value);
 	case SEC_SNAPSHOTS:
 		return set_snapshots(p, key, value);
+	case SEC_PUSH:
+		return set_push(p, key, value);
 	case SEC_APP:
 		if (!strcmp(key, "binary"))
 			return set_string(p, &p->app->binary, key, value);
@@ -431,6 +450,13 @@ void config__free(struct config *c)
 	free(c->spikes_write_rate.value);
 	free(c->snapshots_max_count.value);
 	free(c->snapshots_max_bytes.value);
+	free(c->push_url.value);
+	free(c->push_app.value);
+	free(c->push_token_file.value);
+	free(c->push_queue_windows.value);
+	free(c->push_labels.value);
+	free(c->push_keep_labels.value);
+	free(c->push_drop_labels.value);
 	free(c->path);
 	free(c);
 }

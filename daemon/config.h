@@ -58,6 +58,9 @@ struct config {
 	    spikes_min_rise, spikes_pin_budget, spikes_state_dir, spikes_write_rate;
 	/* [snapshots]: as written, checked by snapshots_opts__set when applied (flags win) */
 	struct config_setting snapshots_max_count, snapshots_max_bytes;
+	/* [push]: as written, checked by push_opts__set when applied (--push-url wins for url) */
+	struct config_setting push_url, push_app, push_token_file, push_queue_windows, push_labels,
+	    push_keep_labels, push_drop_labels;
 };
 
 /* Reads and checks the file at path. Returns a config to free with config__free, or NULL with

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "probes.h"
 #include "python.h"
+#include "push.h"
 #include "query.h"
 #include "snapshots.h"
 #include "spike_store.h"
@@ -66,6 +67,7 @@ struct options {
 	bool python_frames;		 /* --python-frames=on|off */
 	struct spikes_opts spikes;	 /* [spikes], --spike-*, --pin-budget, --state-dir */
 	struct snapshots_opts snapshots; /* [snapshots], --snapshot-* */
+	struct push_opts push;		 /* [push], --push-url */
 	uint32_t section_set;		 /* bit per section_flags entry given as a flag */
 };
 
@@ -86,6 +88,7 @@ enum {
 	OPT_STATE_DIR,
 	OPT_SNAPSHOT_MAX_COUNT,
 	OPT_SNAPSHOT_MAX_BYTES,
+	OPT_PUSH_URL,
 };
 
 /* Flags of [spikes] and [snapshots] keys: each flag and its key go through one parser. */
@@ -100,6 +103,7 @@ static const struct {
     {OPT_STATE_DIR, "--state-dir", "spikes", "state_dir"},
     {OPT_SNAPSHOT_MAX_COUNT, "--snapshot-max-count", "snapshots", "max_count"},
     {OPT_SNAPSHOT_MAX_BYTES, "--snapshot-max-bytes", "snapshots", "max_bytes"},
+    {OPT_PUSH_URL, "--push-url", "push", "url"},
 };
 
 /* Sets key of [section] (spikes, snapshots) from a flag's or the config's value. Returns 0, or
@@ -109,6 +113,8 @@ static int set_section_key(struct options *o, const char *section, const char *k
 {
 	if (!strcmp(section, "snapshots"))
 		return snapshots_opts__set(&o->snapshots, key, value, msg, len);
+	if (!strcmp(section, "push"))
+		return push_opts__set(&o->push, key, value, msg, len);
 	return spikes_opts__set(&o->spikes, key, value, msg, len);
 }
 
@@ -164,6 +170,9 @@ static void usage(FILE *f)
 	    "      --snapshot-max-count N  snapshots kept at most, 1-10000 (default 32)\n"
 	    "      --snapshot-max-bytes SIZE  their files together at most, 1M-1024G; K/M/G\n"
 	    "                          suffix allowed (default 256M)\n"
+	    "      --push-url URL      push each window's CPU and off-CPU profiles to this\n"
+	    "                          Pyroscope-compatible store (URL/ingest); [push] in the\n"
+	    "                          config file sets the rest (default: no push)\n"
 	    "  -v, --verbose           debug logging (libbpf messages included)\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
@@ -287,6 +296,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	    {"snapshot-max-count", required_argument, NULL, OPT_SNAPSHOT_MAX_COUNT},
 	    {"snapshot-max-bytes", required_argument, NULL, OPT_SNAPSHOT_MAX_BYTES},
+	    {"push-url", required_argument, NULL, OPT_PUSH_URL},
 	    {"config", required_argument, NULL, 'c'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"version", no_argument, NULL, 'V'},
@@ -394,6 +404,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_STATE_DIR:
 		case OPT_SNAPSHOT_MAX_COUNT:
 		case OPT_SNAPSHOT_MAX_BYTES:
+		case OPT_PUSH_URL:
 			for (size_t i = 0; i < sizeof(section_flags) / sizeof(section_flags[0]);
 			     i++) {
 				if (section_flags[i].opt != c)
@@ -480,6 +491,13 @@ static int apply_config_settings(struct options *o, const struct config *cfg)
 		    {"spikes", "write_rate", &cfg->spikes_write_rate},
 		    {"snapshots", "max_count", &cfg->snapshots_max_count},
 		    {"snapshots", "max_bytes", &cfg->snapshots_max_bytes},
+		    {"push", "url", &cfg->push_url},
+		    {"push", "app", &cfg->push_app},
+		    {"push", "token_file", &cfg->push_token_file},
+		    {"push", "queue_windows", &cfg->push_queue_windows},
+		    {"push", "labels", &cfg->push_labels},
+		    {"push", "keep_labels", &cfg->push_keep_labels},
+		    {"push", "drop_labels", &cfg->push_drop_labels},
 		};
 
 		for (size_t i = 0; i < sizeof(sk) / sizeof(sk[0]); i++) {
@@ -790,6 +808,7 @@ int main(int argc, char **argv)
 	struct spikes *spikes = NULL;
 	struct spike_store *store = NULL;
 	struct snapshots *snapshots = NULL;
+	struct push *push = NULL;
 	struct config *cfg = NULL;
 	struct options o;
 	struct query_ctx qctx;
@@ -813,6 +832,8 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	rc = check_options(&o);
+	if (!rc && push_opts__check(&o.push, err, sizeof(err)))
+		rc = usage_error("%s", err);
 	if (rc) {
 		config__free(cfg);
 		return rc;
@@ -962,6 +983,14 @@ int main(int argc, char **argv)
 		pr_err("--state-dir: out of memory reading the stored spikes");
 		goto out;
 	}
+	if (o.push.url) {
+		push = push__start(&o.push, &qctx, o.spikes.state_dir, err, sizeof(err));
+		if (!push) {
+			pr_err("push: %s", err);
+			goto out;
+		}
+		qctx.push = push;
+	}
 	http = http_api__start(lfd, &qctx,
 			       &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate});
 	if (!http) {
@@ -996,6 +1025,9 @@ int main(int argc, char **argv)
 out:
 	/* teardown in reverse: stop serving before the data it reads goes away */
 	http_api__stop(http);
+	/* the last windows to the store (at most 2 s), the rest to the state directory */
+	push__stop(push);
+	push_opts__free(&o.push);
 	/* pins are released into the ring, so before it goes */
 	spikes__free(spikes, coll ? collector__ring(coll) : NULL);
 	spike_store__free(store);

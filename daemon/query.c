@@ -22,6 +22,7 @@
 #include "pprof.h"
 #include "proc_maps.h"
 #include "profile_frames.h"
+#include "push.h"
 #include "python.h"
 #include "source_lines.h"
 #include "spikes.h"
@@ -1426,5 +1427,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			       spikes__metrics_text(ctx->spikes, collector__ring(ctx->collector)));
 	if (ctx->features)
 		text_put_owned(&t, features__metrics_text(ctx->features));
+	if (ctx->push)
+		text_put_owned(&t, push__metrics_text(ctx->push));
 	return text_finish(&t);
 }

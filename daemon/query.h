@@ -16,6 +16,7 @@ struct features;
 struct gc;
 struct gc_probes;
 struct loader;
+struct push;
 struct snapshots;
 struct spikes;
 struct stages;
@@ -68,6 +69,7 @@ struct query_ctx {
 	struct gc_probes *gc_probes;	 /* with gc */
 	const struct features *features; /* what runs, for the status and /metrics; may be NULL */
 	struct snapshots *snapshots;	 /* NULL: no state directory */
+	struct push *push;		 /* NULL: no push (push.h) */
 };
 
 /* Selects the windows of range, oldest first, into out[0..max). now_mono_ns bounds last=;

@@ -157,6 +157,11 @@ int spikes__stored_profile(struct spikes *s, const char *id, const char *type, b
  * Under the collector's read lock; valid while it is held. */
 const char *spikes__stage(struct spikes *s, const char *id);
 
+/* Whether the window that starts at start_ns (CLOCK_MONOTONIC) is one of a held spike's windows
+ * (the push's spike=ID label): its id into id (SPIKE_ID_LEN bytes). Under the collector's read
+ * lock. */
+bool spikes__window_spike(struct spikes *s, uint64_t start_ns, char *id);
+
 /* The "spikes" object of the status: the settings in force (k, baseline_windows, min_requests,
  * min_rise_ns, pin_budget, state_dir, write_rate) and what is held (spikes, open, pinned_windows).
  * A new json_t * reference, NULL on ENOMEM. Under the collector's read lock. */

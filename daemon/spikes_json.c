@@ -366,6 +366,20 @@ const char *spikes__stage(struct spikes *s, const char *id)
 	return e ? e->stage_name : NULL;
 }
 
+bool spikes__window_spike(struct spikes *s, uint64_t start_ns, char *id)
+{
+	for (size_t i = s->nr_eps; i-- > 0;) {
+		const struct episode *e = s->eps[i];
+
+		if (!e->stored && e->nr_windows && start_ns >= e->start_ns &&
+		    start_ns < e->end_ns) {
+			snprintf(id, SPIKE_ID_LEN, "%s", e->id);
+			return true;
+		}
+	}
+	return false;
+}
+
 int spikes__resolve(struct spikes *s, const char *name, const char *stage, char *id)
 {
 	if (strcmp(name, "latest")) {

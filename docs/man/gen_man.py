@@ -128,6 +128,10 @@ k, baseline_windows, min_requests, min_rise, pin_budget, state_dir, write_rate.
 \fB[snapshots]\fR
 max_count, max_bytes.
 .TP
+\fB[push]\fR
+url (as \fB\-\-push\-url\fR), app, token_file, queue_windows, labels, keep_labels or
+drop_labels: each window's CPU and off\-CPU profiles to a Pyroscope\-compatible store.
+.TP
 \fB[stage\fR \fINAME\fR\fB]\fR
 binary; function, or usdt_begin and usdt_end (PROVIDER:NAME); threshold; pid. A stage is timed
 by uprobes or USDT probes and labels the CPU samples of the threads inside it.
@@ -170,6 +174,9 @@ Where separate debug files are looked for, when \fB\-\-debug\-dir\fR is not give
 .TP
 \fISTATE_DIR\fR/spikes, \fISTATE_DIR\fR/snapshots
 Closed spikes and compare snapshots, with \fB\-\-state\-dir\fR.
+.TP
+\fISTATE_DIR\fR/push
+Profiles not pushed yet at the last stop, sent after the restart.
 .SH ENVIRONMENT
 .TP
 \fBTAILPROF_FEATURES_OFF\fR
