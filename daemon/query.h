@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Queries over the windows: which windows a time range selects, the merged pprof profile of
- * them, and the JSON and Prometheus views. Callers hold the collector's read lock. */
+ * them (query.c), and the JSON (query_json.c) and Prometheus (metrics.c) views. Callers hold the
+ * collector's read lock. */
 #ifndef TAILPROF_QUERY_H
 #define TAILPROF_QUERY_H
 

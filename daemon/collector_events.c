@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Event decoding: the records of the events, GC and spans ring buffers into windows (samples
+ * symbolized and interned, repeats named by their thread's last stack, Python frames spliced in),
+ * and the process tracking the events drive: known processes, maps read again after an exec, and
+ * the unwinder's and Python discovery's work queued for after the store lock. Runs in the drain,
+ * under the store lock (collector_internal.h). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "collector_internal.h"
+#include "gc.h"
+#include "loader.h"
+#include "proc_maps.h"
+#include "python.h"
+#include "stages.h"
+#include "symbolizer.h"
+#include "sysinfo.h"
+
+/* ---- work for after the lock ---- */
+
+/* The unwinder's work (unwind_queue.h), when there is an unwinder; a request lost for want of
+ * memory is counted. */
+static void queue_unwind(struct collector *c, enum unwind_op op, uint32_t pid, uint64_t start_ns)
+{
+	if (!c->opts.unwinder)
+		return;
+	if (unwind_queue__push(&c->unwind_work, op, pid, start_ns))
+		c->st.unwind_queue_full++;
+}
+
+/* Queues process (pid, start_ns) for Python discovery after the drain: reading its maps must not
+ * hold the lock, nor delay the unwinder's work. When the queue is full the process is looked at
+ * again only at its next recheck. */
+static void py_queue(struct collector *c, uint32_t pid, uint64_t start_ns)
+{
+	if (c->opts.python && c->nr_py_pending < PY_PENDING_MAX)
+		c->py_pending[c->nr_py_pending++] =
+		    (struct recheck){.pid = pid, .start_ns = start_ns};
+}
+
+void collector_py_run_queue(struct collector *c)
+{
+	for (size_t i = 0; i < c->nr_py_pending; i++)
+		python__note_process(c->opts.python, c->py_pending[i].pid,
+				     c->py_pending[i].start_ns);
+	c->nr_py_pending = 0;
+}
+
+/* ---- events ---- */
+
+static void forget_process(struct collector *c, uint32_t pid, bool exited)
+{
+	/* the maps read this round were the old image's */
+	proc_maps__forget(pid);
+	if (exited)
+		symbolizer__forget_exited(c->opts.symbolizer, pid);
+	else
+		symbolizer__forget_process(c->opts.symbolizer, pid);
+	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
+	 * have marked the process known again: the new image's samples must wake us. Only a
+	 * process marked known here has an entry to delete. */
+	if (pid_set__del(&c->known, pid))
+		loader__forget(c->opts.loader, pid);
+	if (c->opts.python)
+		python__forget_process(c->opts.python, pid);
+	queue_unwind(c, UNWIND_FORGET, pid, 0);
+}
+
+/* Process (pid, start_ns) exec'd at now: its maps are read again at the first drain from
+ * now + RECHECK_NS on (recheck_due). */
+static void recheck_later(struct collector *c, uint32_t pid, uint64_t start_ns, uint64_t now)
+{
+	c->rechecks[(c->recheck_head + c->nr_rechecks) % RECHECK_MAX] =
+	    (struct recheck){.pid = pid, .start_ns = start_ns, .due_ns = now + RECHECK_NS};
+	if (c->nr_rechecks < RECHECK_MAX)
+		c->nr_rechecks++;
+	else
+		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
+}
+
+/* The rechecks due at now, in exec order: the symbolizer's maps and the unwinder's tables of
+ * each process that is known (one that exited or exec'd again meanwhile is not). */
+void collector_recheck_due(struct collector *c, uint64_t now)
+{
+	while (c->nr_rechecks) {
+		const struct recheck *r = &c->rechecks[c->recheck_head];
+
+		if (r->due_ns > now)
+			break;
+		if (pid_set__has(&c->known, r->pid, r->start_ns)) {
+			symbolizer__reread_process(c->opts.symbolizer, r->pid, r->start_ns);
+			queue_unwind(c, UNWIND_RESCAN, r->pid, r->start_ns);
+			/* a new image maps its libpython after its first samples */
+			py_queue(c, r->pid, r->start_ns);
+		}
+		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
+		c->nr_rechecks--;
+	}
+}
+
+/* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
+ * read while it lives: from now on its samples may wait for the next drain, and they are walked
+ * with its unwind tables. */
+static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
+{
+	if (pid_set__has(&c->known, pid, start_ns))
+		return;
+	loader__mark_known(c->opts.loader, pid, start_ns);
+	pid_set__add(&c->known, pid, start_ns);
+	py_queue(c, pid, start_ns);
+	queue_unwind(c, UNWIND_ADD, pid, start_ns);
+}
+
+/* Whether user frame f (not the leaf: a return address) is in CPython's eval loop. */
+static bool is_eval_frame(const struct frame *f, bool leaf)
+{
+	const char *name;
+
+	if (!f->obj)
+		return false;
+	name = object__lookup(f->obj, leaf ? f->addr : f->addr - 1, NULL);
+	return name && !strcmp(name, "_PyEval_EvalFrameDefault");
+}
+
+/* Splices the Python frames of sample s into the nu resolved user frames at c->key->frames[nk..]:
+ * before each _PyEval_EvalFrameDefault frame (from the leaf up) go the Python frames that it ran,
+ * up to and including the next entry frame (an empty entry: none); Python frames left over (the
+ * native walk ended early) go at the end. The user part stays within TP_MAX_STACK_DEPTH frames
+ * (outer ones cut, marked truncated). Returns the new number of user frames. */
+static uint32_t splice_python(struct collector *c, const struct tp_sample *s, uint32_t nk,
+			      uint32_t nu)
+{
+	struct python_frame py[TP_PY_MAX_FRAMES];
+	struct frame out[TP_MAX_STACK_DEPTH];
+	const struct frame *user = c->key->frames + nk;
+	uint32_t np, ip = 0, no = 0, nreal = 0;
+
+	np = python__resolve(c->opts.python, s->hdr.pid, s->hdr.start_ns,
+			     (const struct tp_py_frame *)&s->addrs[nk + nu], s->nr_python, py);
+	for (uint32_t i = 0; i < np; i++)
+		nreal += py[i].f.obj != NULL;
+	if (!nreal)
+		return nu;
+	for (uint32_t i = 0; i < nu && no < TP_MAX_STACK_DEPTH; i++) {
+		if (ip < np && is_eval_frame(&user[i], i == 0)) {
+			while (ip < np && no < TP_MAX_STACK_DEPTH) {
+				bool entry = py[ip].entry;
+
+				/* an empty entry: this C frame runs no complete Python frame */
+				if (py[ip].f.obj)
+					out[no++] = py[ip].f;
+				ip++;
+				if (entry)
+					break;
+			}
+		}
+		if (no < TP_MAX_STACK_DEPTH)
+			out[no++] = user[i];
+	}
+	for (; ip < np && no < TP_MAX_STACK_DEPTH; ip++)
+		if (py[ip].f.obj)
+			out[no++] = py[ip].f;
+	if (no < nu + nreal)
+		c->key->flags |= STACK_TRUNCATED_USER;
+	if (s->flags & TP_SAMPLE_PY_TRUNCATED)
+		c->key->flags |= STACK_TRUNCATED_USER;
+	memcpy(c->key->frames + nk, out, no * sizeof(*out));
+	return no;
+}
+
+/* The interned stack of sample s (symbolized; a reference), or NULL (no memory). */
+static struct stack *sample_stack(struct collector *c, const struct tp_sample *s)
+{
+	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
+
+	memset(c->key, 0, sizeof(*c->key));
+	c->key->nr_kernel = nk;
+	c->key->nr_user = nu;
+	if (nk == TP_MAX_STACK_DEPTH)
+		c->key->flags |= STACK_TRUNCATED_KERNEL;
+	/* the table walker says when the stack went on; a frame-pointer walk that filled every
+	 * slot may have */
+	if ((s->flags & TP_SAMPLE_USTACK_TRUNCATED) ||
+	    (nu == TP_MAX_STACK_DEPTH && !(s->flags & TP_SAMPLE_UNWIND_TABLES)))
+		c->key->flags |= STACK_TRUNCATED_USER;
+	if (s->flags & TP_SAMPLE_KSTACK_FAILED)
+		c->key->flags |= STACK_KERNEL_FAILED;
+	if (s->flags & TP_SAMPLE_USTACK_FAILED)
+		c->key->flags |= STACK_USER_FAILED;
+	if (s->flags & TP_SAMPLE_NO_USER_STACK)
+		c->key->flags |= STACK_NO_USER;
+	symbolizer__resolve_kernel(c->opts.symbolizer, (const uint64_t *)s->addrs, nk,
+				   c->key->frames);
+	if (nu) {
+		int valid = symbolizer__resolve_user(
+		    c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, s->hdr.ts_ns,
+		    (const uint64_t *)s->addrs + nk, nu, c->key->frames + nk);
+
+		/* A frame-pointer walk through code built without frame pointers returns stack
+		 * or heap words as return addresses: end the stack at the first address in no
+		 * executable mapping, as one "[unknown]" frame, so that garbage does not multiply
+		 * distinct stacks. The leaf (the sampled IP) is always kept. */
+		if (valid >= 1 && (uint32_t)valid < nu) {
+			c->key->frames[nk + valid] = (struct frame){.obj = NULL, .addr = 0};
+			nu = valid + 1;
+			n = nk + nu;
+			c->key->nr_user = nu;
+			c->key->flags &= ~STACK_TRUNCATED_USER;
+			c->st.cut_stacks++;
+		}
+	}
+	if (s->flags & TP_SAMPLE_PY_FAILED)
+		c->st.py_failed++;
+	if (s->flags & TP_SAMPLE_PY_TRUNCATED)
+		c->st.py_truncated++;
+	if (s->nr_python && c->opts.python) {
+		nu = splice_python(c, s, nk, nu);
+		n = nk + nu;
+		c->key->nr_user = nu;
+	}
+	return intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
+				 NULL);
+}
+
+/* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
+static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t blocked_ns)
+{
+	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
+	struct process_info info;
+	struct stack *stack;
+	struct task *task;
+	struct window *w;
+
+	/* tasks are interned as bytes: tk is zeroed, so the names are NUL-padded (a copy, not
+	 * snprintf, which was a fifth of tailprofd's time at 2,000 off-CPU samples a second) */
+	_Static_assert(sizeof(tk.comm) <= sizeof(s->comm) &&
+			   sizeof(tk.thread) <= sizeof(s->thread_comm),
+		       "comms fit");
+	memcpy(tk.comm, s->comm, strnlen(s->comm, sizeof(tk.comm) - 1));
+	memcpy(tk.thread, s->thread_comm, strnlen(s->thread_comm, sizeof(tk.thread) - 1));
+	if (tk.pid == c->self_pid)
+		tk.flags |= TASK_SELF;
+	if (s->flags & TP_SAMPLE_IN_GC)
+		tk.flags |= TASK_IN_GC;
+
+	/* a repeat: the stacks of the thread's last repeatable sample, kept (BPF verified them
+	 * unchanged); else symbolized */
+	if (s->flags & TP_SAMPLE_REPEAT) {
+		struct repeat_entry *rep =
+		    blocked_ns ? repeats__find(&c->repeats, s->hdr.pid, s->tid) : NULL;
+
+		if (!rep || rep->start_ns != s->hdr.start_ns) {
+			w = window_ring__current(c->ring);
+			w->drops[DROP_REPEAT_UNKNOWN]++;
+			c->st.drops[DROP_REPEAT_UNKNOWN]++;
+			return;
+		}
+		stack = intern_table__ref(rep->stack);
+	} else {
+		stack = sample_stack(c, s);
+		/* without the memory to keep it, its repeats are lost (and counted) */
+		if (stack && (s->flags & TP_SAMPLE_REPEATABLE) && blocked_ns)
+			repeats__keep(&c->repeats, c->stacks, s, stack);
+	}
+	if (blocked_ns && s->hdr.ts_ns > c->repeats.newest_ns)
+		c->repeats.newest_ns = s->hdr.ts_ns;
+	if (!symbolizer__process_info(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &info)) {
+		memcpy(tk.process, info.name, sizeof(tk.process));
+		tk.ns_pid = info.ns_pid;
+	}
+	/* names are any bytes a process chose: labels must be UTF-8 (zero padding stays) */
+	task__sanitize_name(tk.comm);
+	task__sanitize_name(tk.thread);
+	task__sanitize_name(tk.process);
+	/* the table walker met a PC in no mapping it knew: the process mapped something new */
+	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
+		queue_unwind(c, UNWIND_RESCAN, s->hdr.pid, s->hdr.start_ns);
+	know_process(c, s->hdr.pid, s->hdr.start_ns);
+
+	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
+	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
+	if (!stack || !task || !w) {
+		enum window_drop why = stack && task ? DROP_LATE : DROP_NO_MEMORY;
+
+		w = window_ring__current(c->ring);
+		w->drops[why]++;
+		c->st.drops[why]++;
+		intern_table__put(c->stacks, stack);
+		intern_table__put(c->tasks, task);
+		return;
+	}
+	if (blocked_ns) {
+		if (!window__add_recorded(w, stack, task, s->hdr.ts_ns, blocked_ns, s->cpu,
+					  c->stacks, c->tasks)) {
+			c->st.offcpu_samples++;
+			c->st.offcpu_ns += blocked_ns;
+		} else {
+			c->st.drops[DROP_NO_MEMORY]++;
+		}
+		return;
+	}
+	for (struct capture *cap = c->captures; cap; cap = cap->next) {
+		if (s->hdr.ts_ns >= cap->w->start_ns && s->hdr.ts_ns < cap->w->end_ns)
+			window__add(cap->w, intern_table__ref(stack), intern_table__ref(task), 1,
+				    c->stacks, c->tasks);
+	}
+	/* with its record: request profiles (stages.h) take a span's thread's samples */
+	if (!window__add_recorded(w, stack, task, s->hdr.ts_ns, 0, s->cpu, c->stacks, c->tasks))
+		c->st.samples++;
+	else
+		c->st.drops[DROP_NO_MEMORY]++; /* counted in w too */
+}
+
+/* A record of stacks is whole: its frame counts fit TP_MAX_STACK_DEPTH and the record. */
+static bool stacks_fit(const struct tp_sample *s, size_t size, size_t hdr_size)
+{
+	return size >= hdr_size && s->nr_kernel <= TP_MAX_STACK_DEPTH &&
+	       s->nr_user <= TP_MAX_STACK_DEPTH && s->nr_python <= TP_PY_MAX_FRAMES &&
+	       size >= hdr_size + 8 * ((size_t)s->nr_kernel + s->nr_user + 2 * s->nr_python);
+}
+
+int collector_on_event(void *ctx, void *data, size_t size)
+{
+	const struct tp_event_hdr *hdr = data;
+	struct collector *c = ctx;
+
+	if (size < sizeof(*hdr))
+		return 0;
+	switch (hdr->kind) {
+	case TP_EV_SAMPLE: {
+		const struct tp_sample *s = data;
+
+		if (stacks_fit(s, size, TP_SAMPLE_HDR_SIZE))
+			add_sample(c, s, 0);
+		break;
+	}
+	case TP_EV_OFFCPU: {
+		const struct tp_sample *s = data;
+
+		if (stacks_fit(s, size, TP_SAMPLE_HDR_SIZE) && s->blocked_ns)
+			add_sample(c, s, s->blocked_ns);
+		break;
+	}
+	case TP_EV_SEEN:
+		/* a process we did not know blocks: its maps now (it may be gone when its sample
+		 * comes), its unwind tables before it wakes */
+		if (!pid_set__has(&c->known, hdr->pid, hdr->start_ns))
+			symbolizer__note_process(c->opts.symbolizer, hdr->pid, hdr->start_ns);
+		know_process(c, hdr->pid, hdr->start_ns);
+		break;
+	case TP_EV_FORK: {
+		const struct tp_fork *f = data;
+
+		if (size >= sizeof(*f))
+			symbolizer__note_fork(c->opts.symbolizer, f->hdr.pid, f->hdr.start_ns,
+					      f->parent_pid, f->parent_start_ns);
+		break;
+	}
+	case TP_EV_EXEC:
+	case TP_EV_EXIT:
+		/* in order after the process's earlier samples, which used the old maps */
+		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT);
+		if (hdr->kind == TP_EV_EXEC)
+			recheck_later(c, hdr->pid, hdr->start_ns, sysinfo__mono_ns());
+		if (c->opts.gc && hdr->kind == TP_EV_EXEC)
+			gc__process_exec(c->opts.gc, hdr->pid);
+		else if (c->opts.gc)
+			gc__process_exit(c->opts.gc, hdr->pid);
+		break;
+	}
+	return 0;
+}
+
+/* A GC event, kept in the window it started in; or a dlopen to look at. */
+int collector_on_gc_event(void *ctx, void *data, size_t size)
+{
+	const struct tp_gc_event *rec = data;
+	struct collector *c = ctx;
+	struct gc_event ev;
+	struct window *w;
+
+	if (size < sizeof(*rec))
+		return 0;
+	if (rec->record == TP_GC_REC_DLOPEN) {
+		gc__note_dlopen(c->opts.gc, rec->pid);
+		return 0;
+	}
+	if (rec->record != TP_GC_REC_EVENT)
+		return 0;
+	gc__event(c->opts.gc, rec, &ev);
+	w = window_ring__window_at(c->ring, rec->start_ns);
+	if (!w) {
+		gc__count_late(c->opts.gc);
+		return 0;
+	}
+	gc_window__add(&w->gc, &ev);
+	return 0;
+}
+
+/* A slow span: kept in the window it ended in. */
+int collector_on_span(void *ctx, void *data, size_t size)
+{
+	const struct tp_span *sp = data;
+	struct collector *c = ctx;
+
+	if (size < sizeof(*sp))
+		return 0;
+	stages__add_span(c->opts.stages, sp,
+			 window_ring__window_at(c->ring, sp->start_ns + sp->duration_ns));
+	return 0;
+}

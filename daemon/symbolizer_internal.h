@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* What the symbolizer's files share (symbolizer.c: the process table, process identity and
+ * maps, resolving; sym_objects.c: the objects of mappings, opened and their debug files found).
+ * Not a contract for other modules: symbolizer.h is. */
+#ifndef TAILPROF_SYMBOLIZER_INTERNAL_H
+#define TAILPROF_SYMBOLIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "elf_object.h"
+#include "proc_maps.h"
+#include "symbolizer.h"
+
+/* The object of one mapping, opened when an address first falls into it. */
+struct mapping_obj {
+	struct object *obj; /* a reference; NULL for non-file mappings or until opened */
+	bool opened;
+};
+
+struct process {
+	struct process *hnext;
+	struct process *lru_prev, *lru_next; /* most recently used first */
+	uint32_t pid;
+	uint64_t start_ns;
+	/* identity beyond the pid, read with the first maps */
+	bool info_read;
+	bool status_read; /* uid, euid and info.ns_pid */
+	struct process_info info;
+	uint32_t uid, euid;
+	/* JIT symbols from the process's perf map: an object of absolute addresses, replaced
+	 * (windows keep the old one) when the file grows */
+	struct object *jit;
+	bool jit_seen;	   /* jit_size and jit_mtime_ns describe the file last looked at */
+	bool jit_refused;  /* counted once in perf_map_rejected */
+	uint64_t jit_size; /* of that file */
+	int64_t jit_mtime_ns;
+	uint64_t jit_checked_ns; /* CLOCK_MONOTONIC of the last look */
+	uint64_t jit_read_ns;	 /* of the last read */
+	bool readable;		 /* maps read and the process verified */
+	int err;		 /* why not, when !readable */
+	uint64_t last_read_ns;	 /* CLOCK_MONOTONIC of the last maps read attempt */
+	struct proc_maps maps;
+	struct mapping_obj *mobjs; /* parallel to maps.v */
+};
+
+/* A recent fork: the child's maps are its parent's until it execs. */
+struct fork_link {
+	uint32_t child, parent;
+	uint64_t child_start, parent_start;
+};
+
+/* Forks remembered, a cache indexed by child pid: a newer fork overwrites an older one. */
+#define FORK_LINKS 4096
+
+/* The identity of a process that exited, for its last samples; indexed by pid like forks. */
+struct exited {
+	uint32_t pid;
+	uint64_t start_ns;
+	struct process_info info;
+};
+#define EXITED 1024
+
+struct symbolizer {
+	char *proc_root;
+	char root_pid_ns[64]; /* the ns/pid link of the proc mount's PID namespace, or empty */
+	bool root_pid_ns_read;
+	char **debug_dirs;
+	size_t nr_debug_dirs;
+	uint32_t max_processes, max_objects;
+	size_t objects_floor; /* objects after the last scan that could not get under the cap */
+	struct process *lru_head, *lru_tail;
+	uint64_t ns_per_tick;
+	struct object *kernel;
+	struct object_cache objects;
+	struct process **procs;
+	size_t nr_buckets;
+	size_t nr_procs;    /* entries, unreadable ones included */
+	size_t nr_readable; /* entries with maps */
+	/* Mappings replaced by a rescan: their objects may back frames of the current call, so they
+	 * are released at the start of the next call (frames are borrowed until then). */
+	struct proc_maps stale_maps;
+	struct mapping_obj *stale_mobjs;
+	struct object *stale_jit;
+	struct symbolizer_stats stats;
+	struct fork_link forks[FORK_LINKS];
+	struct exited exited[EXITED];
+};
+
+static inline uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---- sym_objects.c ---- */
+
+/* The object of file mapping m of pid, with a reference; never NULL. */
+struct object *symbolizer_open_object(struct symbolizer *s, uint32_t pid,
+				      const struct proc_mapping *m);
+/* The vDSO of pid at mapping m, with a reference, or NULL. */
+struct object *symbolizer_open_vdso(struct symbolizer *s, uint32_t pid,
+				    const struct proc_mapping *m);
+
+#endif

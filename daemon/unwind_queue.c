@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The unwind-work queue: the unwinder's work of a drain, run after the store lock is released
+ * (unwind_queue.h). */
+#include "unwind_queue.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "unwinder.h"
+
+int unwind_queue__push(struct unwind_queue *q, enum unwind_op op, uint32_t pid, uint64_t start_ns)
+{
+	if (q->nr == q->cap) {
+		size_t n = q->cap ? 2 * q->cap : 64;
+		struct unwind_req *v = realloc(q->ops, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		q->ops = v;
+		q->cap = n;
+	}
+	q->ops[q->nr++] = (struct unwind_req){.op = op, .pid = pid, .start_ns = start_ns};
+	return 0;
+}
+
+void unwind_queue__run(struct unwind_queue *q, struct unwinder *u)
+{
+	for (size_t i = 0; i < q->nr; i++) {
+		const struct unwind_req *r = &q->ops[i];
+
+		switch (r->op) {
+		case UNWIND_ADD:
+			unwinder__add_process(u, r->pid, r->start_ns);
+			break;
+		case UNWIND_RESCAN:
+			unwinder__rescan(u, r->pid, r->start_ns);
+			break;
+		case UNWIND_FORGET:
+			unwinder__forget_process(u, r->pid);
+			break;
+		}
+	}
+	q->nr = 0;
+}
+
+void unwind_queue__free(struct unwind_queue *q)
+{
+	free(q->ops);
+	*q = (struct unwind_queue){0};
+}
