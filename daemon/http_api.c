@@ -844,12 +844,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		collector__unlock(ctx->collector);
 		return http_send_json(conn, 200, body);
 	}
-	return http_send_error(conn, 404,
-			       "%s: no such path; see /api/v1/status, /api/v1/windows, "
-			       "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/spikes, "
-			       "/api/v1/gc, /debug/pprof/profile, /metrics, /healthz; POST "
-			       "/api/v1/marks, /api/v1/alertmanager",
-			       http_printable(url, u, sizeof(u), ECHO_MAX));
+	return http_send_error(
+	    conn, 404,
+	    "%s: no such path; see /api/v1/status, /api/v1/windows, "
+	    "/api/v1/profile, /api/v1/stages, /api/v1/spans, /api/v1/spikes, "
+	    "/api/v1/gc, /api/v1/compare, /api/v1/snapshots, /debug/pprof/profile, "
+	    "/metrics, /healthz; POST /api/v1/marks, /api/v1/alertmanager "
+	    "(docs/api.md)",
+	    http_printable(url, u, sizeof(u), ECHO_MAX));
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)

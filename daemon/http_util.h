@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What the HTTP handlers (http_api.c, http_compare.c) share: responses, {"error": ...} answers
- * (DESIGN's API conventions), the query parameters of a request, and time ranges. */
+ * (docs/api.md's conventions), the query parameters of a request, and time ranges. */
 #ifndef TAILPROF_HTTP_UTIL_H
 #define TAILPROF_HTTP_UTIL_H
 

@@ -177,7 +177,7 @@ static void usage(FILE *f)
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              this help\n"
 	    "\n"
-	    "Durations: 500ms, 2s, 10m, 1h. API: see README.md or GET /api/v1/status.\n");
+	    "Durations: 500ms, 2s, 10m, 1h. API: docs/api.md, or GET /api/v1/status.\n");
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

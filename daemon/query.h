@@ -104,7 +104,7 @@ struct gc_filter {
 	unsigned runtime; /* enum tp_gc_runtime, 0: any */
 };
 
-/* JSON bodies (malloc'd, NUL-terminated; NULL on ENOMEM). See README for the keys. */
+/* JSON bodies (malloc'd, NUL-terminated; NULL on ENOMEM). docs/api.md gives the keys. */
 char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n);
 char *query__status_json(const struct query_ctx *ctx);
 /* The GC events of windows[0..n) that pass filter (NULL: all), by start time, and per window

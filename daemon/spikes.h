@@ -113,7 +113,7 @@ struct spike_filter {
 };
 
 /* JSON (malloc'd, NUL-terminated; NULL on ENOMEM) under the collector's read lock:
- * GET /api/v1/spikes: {"spikes": [...]} oldest first (README and docs/spikes.md give the keys);
+ * GET /api/v1/spikes: {"spikes": [...]} oldest first (docs/api.md gives the keys);
  * GET /api/v1/spikes/ID: that spike with "evidence" and "requests", or NULL with *found false. */
 char *spikes__list_json(struct spikes *s, struct window_ring *ring, const struct spike_filter *f);
 char *spikes__get_json(struct spikes *s, struct window_ring *ring, const char *id, bool *found);

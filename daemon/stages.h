@@ -126,8 +126,9 @@ void stages__span_accounting(const struct tp_span *sp, struct window *const *ws,
 void stages__settle_spans(struct window *w, struct window *const *ws, size_t n);
 
 /* JSON (malloc'd, NUL-terminated; NULL on ENOMEM): GET /api/v1/stages over windows[0..n) (see
- * README for the keys), GET /api/v1/spans (mask: stages to list, ~0 for all; a span not settled
- * yet is estimated from the records of windows[0..n)), and the "stages" array of the status. */
+ * docs/api.md for the keys), GET /api/v1/spans (mask: stages to list, ~0 for all; a span not
+ * settled yet is estimated from the records of windows[0..n)), and the "stages" array of the
+ * status. */
 char *stages__stages_json(struct stages *s, struct window *const *windows, size_t n);
 char *stages__spans_json(struct stages *s, struct window *const *windows, size_t n, uint64_t mask);
 void *stages__status_json(struct stages *s); /* a json_t * array, new reference */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Durations, times, integers and sizes as flags, config and queries write them (see DESIGN's API
- * conventions). */
+/* Durations, times, integers and sizes as flags, config and queries write them (see
+ * docs/api.md's conventions). */
 #ifndef TAILPROF_TIMEPARSE_H
 #define TAILPROF_TIMEPARSE_H
 
