@@ -16,7 +16,7 @@
 struct pull_args {
 	const char *type; /* NULL: not given */
 	struct time_range range;
-	const char *pid, *comm, *stage, *out;
+	const char *pid, *comm, *container, *stage, *out;
 	const char *spike, *request, *baseline;
 };
 
@@ -84,6 +84,7 @@ static int pull_range(struct pull_args *a)
 	range_query(q, &a->range);
 	query_add(q, "pid", a->pid);
 	query_add(q, "comm", a->comm);
+	query_add(q, "container", a->container);
 	query_add(q, "stage", a->stage);
 	query_end(q);
 	ret = pull_files(query, a->out, NULL, NULL, NULL, NULL);
@@ -177,11 +178,12 @@ static int pull_check(const char *cmd, const struct pull_args *a)
 				 "%s cannot be combined with --last/--from/--to (the %s has "
 				 "its own time span)",
 				 which, a->spike ? "spike" : "request");
-	if ((a->spike || a->request) && (a->pid || a->comm))
-		return usage_err(cmd,
-				 "%s cannot be combined with --pid/--comm (they filter a "
-				 "time range)",
-				 which);
+	if ((a->spike || a->request) && (a->pid || a->comm || a->container))
+		return usage_err(
+		    cmd,
+		    "%s cannot be combined with --pid/--comm/--container (they filter a "
+		    "time range)",
+		    which);
 	if (a->request && a->stage)
 		return usage_err(cmd, "--request cannot be combined with --stage (a request's "
 				      "profile is its own)");
@@ -215,6 +217,7 @@ int cmd_pull(int argc, char **argv)
 	    {"to", 0, OPT_TO, TIME_VALUE},
 	    {"pid", 0, OPT_PID, "a process ID"},
 	    {"comm", 0, OPT_COMM, "a command name"},
+	    {"container", 0, OPT_CONTAINER, "a container ID (64 hex digits, or its first 12+)"},
 	    {"stage", 0, OPT_STAGE, "a stage name"},
 	    {"output", 'o', OPT_OUTPUT, "a file name, or - for stdout"},
 	    {"spike", 0, OPT_SPIKE, "a spike id, or latest"},
@@ -241,6 +244,9 @@ int cmd_pull(int argc, char **argv)
 			break;
 		case OPT_COMM:
 			a.comm = val;
+			break;
+		case OPT_CONTAINER:
+			a.container = val;
 			break;
 		case OPT_STAGE:
 			a.stage = val;
@@ -272,7 +278,8 @@ void usage_pull(FILE *f)
 {
 	fprintf(f,
 		"Usage: tailprof pull [--type TYPE] [--last DUR | --from TIME [--to TIME]]\n"
-		"                     [--pid PID] [--comm NAME] [--stage NAME] -o FILE\n"
+		"                     [--pid PID] [--comm NAME] [--container ID] [--stage NAME]\n"
+		"                     -o FILE\n"
 		"       tailprof pull --spike ID|latest [--stage NAME] [--type TYPE] -o FILE\n"
 		"                     [--baseline FILE]\n"
 		"       tailprof pull --request ID [--type TYPE] -o FILE\n"
@@ -289,12 +296,15 @@ void usage_pull(FILE *f)
 		"  --to TIME      up to TIME (default now)\n"
 		"  --pid PID      only this process\n"
 		"  --comm NAME    only processes with this name (comm)\n"
+		"  --container ID only processes of this container (its ID or first 12+ hex\n"
+		"                 digits, as docker ps or crictl ps show it)\n"
 		"  --stage NAME   only samples taken while the thread was in stage NAME; with\n"
 		"                 --spike latest, also the newest spike of that stage\n"
 		"  -o, --output FILE\n"
 		"                 where to write the profile; - for stdout\n"
 		"  --spike ID     the windows of spike ID (see tailprof spikes), or of the newest\n"
-		"                 spike: latest; not with --last/--from/--to, --pid, --comm\n"
+		"                 spike: latest; not with --last/--from/--to, --pid, --comm,\n"
+		"                 --container\n"
 		"  --baseline FILE\n"
 		"                 with --spike: also write the spike's baseline windows to FILE,\n"
 		"                 for go tool pprof -top -diff_base FILE SPIKEFILE\n"

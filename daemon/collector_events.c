@@ -268,6 +268,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	if (!symbolizer__process_info(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &info)) {
 		memcpy(tk.process, info.name, sizeof(tk.process));
 		tk.ns_pid = info.ns_pid;
+		tk.cgroup = info.cgroup;
 	}
 	/* names are any bytes a process chose: labels must be UTF-8 (zero padding stays) */
 	task__sanitize_name(tk.comm);

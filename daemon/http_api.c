@@ -125,8 +125,7 @@ fail:
 
 /* ---- responses ---- */
 
-/* A response header beside Content-Type (Allow, Retry-After); name NULL for none. */
-/* Parses pid= and comm= into f. Returns 0, or -1 after writing the error into err. */
+/* Parses pid=, comm= and container= into f. Returns 0, or -1 after writing the error into err. */
 static int parse_filter(const struct params *p, struct profile_filter *f, char *err, size_t len)
 {
 	const char *pid = http_param(p, "pid");
@@ -134,6 +133,18 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
 
 	memset(f, 0, sizeof(*f));
 	f->comm = http_param(p, "comm");
+	f->container = http_param(p, "container");
+	if (f->container) {
+		size_t n = strlen(f->container);
+
+		if (n < 12 || n > 64 || strspn(f->container, "0123456789abcdef") != n) {
+			snprintf(err, len,
+				 "container: '%s' is not a container ID; give its 64 hex digits or "
+				 "at least their first 12, lower case",
+				 http_printable(f->container, v, sizeof(v), ECHO_MAX));
+			return -1;
+		}
+	}
 	if (pid) {
 		uint64_t n;
 
@@ -419,7 +430,8 @@ static enum MHD_Result spike_profile(struct MHD_Connection *conn, struct http_ap
 static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struct http_api *h,
 					      const struct params *p)
 {
-	static const char *const alone[] = {"last", "from", "to", "pid", "comm", "stage"};
+	static const char *const alone[] = {"last", "from",	 "to",	 "pid",
+					    "comm", "container", "stage"};
 	const char *id = http_param(p, "request");
 	enum profile_type t = PROFILE_WALL;
 	char msg[512];
@@ -479,9 +491,9 @@ static enum MHD_Result handle_request_profile(struct MHD_Connection *conn, struc
 
 static enum MHD_Result handle_profile(struct MHD_Connection *conn, struct http_api *h)
 {
-	static const char *const allowed[] = {"type",	  "last",    "from",  "to",
-					      "pid",	  "comm",    "stage", "spike",
-					      "baseline", "request", NULL};
+	static const char *const allowed[] = {"type",  "last",	   "from",	"to",
+					      "pid",   "comm",	   "container", "stage",
+					      "spike", "baseline", "request",	NULL};
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	struct query_range range;
@@ -553,7 +565,7 @@ static bool client_connected(void *arg)
 
 static enum MHD_Result handle_debug_profile(struct MHD_Connection *conn, struct http_api *h)
 {
-	static const char *const allowed[] = {"seconds", "pid", "comm", "stage", NULL};
+	static const char *const allowed[] = {"seconds", "pid", "comm", "container", "stage", NULL};
 	struct params p = {.allowed = allowed};
 	struct profile_filter filter;
 	const char *seconds;

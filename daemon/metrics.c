@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroups.h"
 #include "collector.h"
 #include "feature_table.h"
 #include "gc.h"
@@ -389,6 +390,9 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		uint64_t shared, read;
 
 		proc_maps__read_stats(&shared, &read);
+		text_metric(&t, "tailprof_cgroups_overflow_total", "counter",
+			    "Cgroup paths not kept as labels: the table of 16,384 was full.");
+		text_put(&t, "tailprof_cgroups_overflow_total %" PRIu64 "\n", cgroups__overflow());
 		text_metric(&t, "tailprof_maps_reads_total", "counter",
 			    "/proc/PID/maps reads of a drain, from the file or shared with another "
 			    "module's read of the same drain.");

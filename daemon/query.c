@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroups.h"
 #include "collector.h"
 #include "hashmap.h"
 #include "pprof.h"
@@ -127,6 +128,8 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 	if (f->has_pid && t->pid != f->pid)
 		return false;
 	if (f->comm && strcmp(f->comm, t->comm))
+		return false;
+	if (f->container && !cgroups__container_is(t->cgroup, f->container))
 		return false;
 	if (f->has_stage && (t->stage >= 64 || !((f->stage_mask >> t->stage) & 1)))
 		return false;
@@ -275,7 +278,8 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 		const struct merged *m = &mt->v[i];
 		const struct task *tk = m->task;
 		char pid[16], tid[16], ns_pid[16];
-		struct pprof_label labels[8] = {
+		const struct cgroup_entry *cg = cgroups__get(tk->cgroup);
+		struct pprof_label labels[12] = {
 		    {"pid", pid},
 		    {"tid", tid},
 		    {"comm", tk->comm},
@@ -295,6 +299,14 @@ static int encode_profile(const struct query_ctx *ctx, const struct merge_table 
 		}
 		if (stage)
 			labels[nr_labels++] = (struct pprof_label){"stage", stage};
+		if (cg) {
+			labels[nr_labels++] = (struct pprof_label){"cgroup", cg->path};
+			if (cg->container_id[0])
+				labels[nr_labels++] =
+				    (struct pprof_label){"container_id", cg->container_id};
+			if (cg->pod_uid[0])
+				labels[nr_labels++] = (struct pprof_label){"pod_uid", cg->pod_uid};
+		}
 		if (tk->flags & TASK_SELF)
 			labels[nr_labels++] = (struct pprof_label){"tailprofd", "self"};
 		if (tk->flags & TASK_IN_GC)

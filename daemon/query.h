@@ -41,7 +41,8 @@ enum profile_type {
 struct profile_filter {
 	bool has_pid;
 	uint32_t pid;
-	const char *comm; /* exact process name, NULL for any */
+	const char *comm;      /* exact process name, NULL for any */
+	const char *container; /* a container ID or its first 12+ characters, NULL for any */
 	bool has_stage;
 	uint64_t stage_mask; /* bit i: stage id i (stages__mask) */
 	enum profile_type type;
@@ -103,6 +104,12 @@ struct gc_filter {
 	uint32_t pid;
 	unsigned runtime; /* enum tp_gc_runtime, 0: any */
 };
+
+/* The cgroups (containers, pods) of the samples of windows[0..n): an array, most samples first,
+ * at most QUERY_CONTAINERS_MAX, of {"cgroup", "container_id"?, "pod_uid"?, "samples",
+ * "offcpu_ns"}; processes in the root cgroup are left out. A new reference. */
+#define QUERY_CONTAINERS_MAX 32
+struct json_t *query__containers_json(struct window *const *windows, size_t n);
 
 /* JSON bodies (malloc'd, NUL-terminated; NULL on ENOMEM). docs/api.md gives the keys. */
 char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n);

@@ -12,9 +12,11 @@
 
 #include <jansson.h>
 
+#include "cgroups.h"
 #include "collector.h"
 #include "feature_table.h"
 #include "gc.h"
+#include "hashmap.h"
 #include "histogram.h"
 #include "loader.h"
 #include "spikes.h"
@@ -291,6 +293,87 @@ char *query__gc_json(const struct query_ctx *ctx, struct window *const *windows,
 	return dump(root);
 }
 
+struct container_total {
+	uint32_t cgroup;
+	uint64_t samples, offcpu_ns;
+};
+
+static int container_total_cmp(const void *a, const void *b)
+{
+	const struct container_total *x = a, *y = b;
+
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? 1 : -1;
+	if (x->offcpu_ns != y->offcpu_ns)
+		return x->offcpu_ns < y->offcpu_ns ? 1 : -1;
+	return x->cgroup < y->cgroup ? -1 : x->cgroup > y->cgroup;
+}
+
+static bool container_total_eq(const void *ctx, uint32_t i)
+{
+	const struct container_total *const *t = ctx;
+
+	return (*t)[i].cgroup == t[1]->cgroup;
+}
+
+json_t *query__containers_json(struct window *const *windows, size_t n)
+{
+	struct container_total *t = NULL, want;
+	const struct container_total *key[2] = {NULL, &want};
+	struct hashmap idx = {0};
+	size_t nr = 0, cap = 0;
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < windows[i]->nr_entries; j++) {
+			const struct window_entry *e = &windows[i]->entries[j];
+			uint64_t h = hashmap__mix64(e->task->cgroup);
+			uint32_t k;
+
+			if (!e->task->cgroup)
+				continue;
+			want.cgroup = e->task->cgroup;
+			key[0] = t;
+			if (!hashmap__find(&idx, h, container_total_eq, key, &k)) {
+				if (nr == cap) {
+					struct container_total *nt;
+
+					nt = realloc(t, (cap ? 2 * cap : 16) * sizeof(*t));
+					if (!nt)
+						continue;
+					t = nt;
+					cap = cap ? 2 * cap : 16;
+				}
+				if (hashmap__insert(&idx, h, nr))
+					continue;
+				k = nr;
+				t[nr++] = (struct container_total){.cgroup = e->task->cgroup};
+			}
+			t[k].samples += e->count;
+			t[k].offcpu_ns += e->offcpu_ns;
+		}
+	}
+	hashmap__clear(&idx);
+	if (nr)
+		qsort(t, nr, sizeof(*t), container_total_cmp);
+	for (size_t k = 0; k < nr && k < QUERY_CONTAINERS_MAX; k++) {
+		const struct cgroup_entry *cg = cgroups__get(t[k].cgroup);
+		json_t *o;
+
+		if (!cg)
+			continue;
+		o = json_pack("{s:s,s:I,s:I}", "cgroup", cg->path, "samples",
+			      (json_int_t)t[k].samples, "offcpu_ns", (json_int_t)t[k].offcpu_ns);
+		if (cg->container_id[0])
+			json_object_set_new(o, "container_id", json_string(cg->container_id));
+		if (cg->pod_uid[0])
+			json_object_set_new(o, "pod_uid", json_string(cg->pod_uid));
+		json_array_append_new(arr, o);
+	}
+	free(t);
+	return arr;
+}
+
 char *query__windows_json(const struct query_ctx *ctx, struct window *const *windows, size_t n)
 {
 	json_t *root = json_object(), *arr = json_array();
@@ -328,6 +411,7 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		}
 		json_object_set_new(o, "cpus", cpus);
 		json_object_set_new(o, "gc", gc_window_json(w));
+		json_object_set_new(o, "containers", query__containers_json(&windows[i], 1));
 		sched_json(o, w);
 		json_array_append_new(arr, o);
 	}

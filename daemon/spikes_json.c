@@ -10,6 +10,8 @@
 
 #include "spike_store.h"
 #include "spikes_internal.h"
+
+#include "query.h"
 #include "stages.h"
 #include "textbuf.h"
 #include "timeparse.h"
@@ -224,6 +226,13 @@ static json_t *episode_json(struct spikes *s, struct window_ring *ring, const st
 	}
 	causes = ex ? json_object_get(ex, "causes") : NULL;
 	json_object_set(o, "causes", causes ? causes : json_array());
+	if (e->nr_windows) {
+		struct window **ws = calloc(e->nr_windows, sizeof(*ws));
+		size_t nw = ws ? spikes_spike_windows(e, ring, ws, e->nr_windows) : 0;
+
+		json_object_set_new(o, "containers", query__containers_json(ws, nw));
+		free(ws);
+	}
 	if (full && ex) {
 		json_object_set(o, "evidence", json_object_get(ex, "evidence"));
 		json_object_set(o, "requests", json_object_get(ex, "requests"));

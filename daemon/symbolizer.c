@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroups.h"
 #include "elf_object.h"
 #include "kallsyms.h"
 #include "log.h"
@@ -378,6 +379,8 @@ static void read_info(struct symbolizer *s, struct process *p)
 	p->info_read = true;
 	if (!same_pid_ns(s, p))
 		read_status(s, p);
+	if (!cgroups__read_pid(s->proc_root, p->pid, target, sizeof(target)))
+		p->info.cgroup = cgroups__intern(target);
 	snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, p->pid);
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n > 0) {

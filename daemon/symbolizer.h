@@ -93,6 +93,7 @@ struct process_info {
 				      * else argv[0]'s last component; "" when unknown */
 	uint32_t ns_pid;	     /* the pid in the process's own PID namespace, 0 when that is
 				      * the daemon's namespace or unknown */
+	uint32_t cgroup;	     /* its cgroup (cgroups.h id), 0: the root or unknown */
 };
 
 struct symbolizer_stats {

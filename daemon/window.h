@@ -44,9 +44,9 @@ struct task {
 	uint32_t flags;	 /* TASK_* */
 	uint32_t stage;	 /* innermost stage the thread was in (stages.h id), 0: none */
 	uint32_t ns_pid; /* pid in the process's own PID namespace; 0: the same as pid */
-	uint32_t pad;
-	char comm[16];			/* the kernel's process name (at most 15 characters) */
-	char thread[16];		/* thread name */
+	uint32_t cgroup; /* the process's cgroup (cgroups.h id); 0: the root or unknown */
+	char comm[16];	 /* the kernel's process name (at most 15 characters) */
+	char thread[16]; /* thread name */
 	char process[PROCESS_NAME_LEN]; /* the executable's name, uncut; "" when unknown */
 };
 

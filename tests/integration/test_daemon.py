@@ -373,6 +373,70 @@ def test_cli_against_daemon(d):
 
 # ---- start-up failures (own daemons) ----
 
+def make_cgroup(name):
+    """A cgroup named name in the hierarchy /proc/PID/cgroup reports first for us: cgroup v2
+    (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid layouts), else v1's name=systemd.
+    Returns its directory."""
+    for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd"):
+        if base != "/sys/fs/cgroup/systemd" and \
+                not os.path.exists(os.path.join(base, "cgroup.controllers")):
+            continue
+        if base == "/sys/fs/cgroup/systemd" and not os.path.isdir(base):
+            continue
+        path = os.path.join(base, name)
+        os.makedirs(path, exist_ok=True)
+        return path
+    raise AssertionError("no cgroup v2 nor name=systemd hierarchy mounted")
+
+
+def test_container_labels_and_filter(d):
+    """A process in a cgroup named as Docker names a container's gets the cgroup path and the
+    container ID as labels, container= keeps its samples alone, and the windows list it."""
+    cid = "%064x" % int.from_bytes(os.urandom(32), "big")
+    cg = make_cgroup("docker-%s.scope" % cid)
+    try:
+        wrapper = "echo $$ > %s/cgroup.procs && exec %s 3" % (cg, os.path.join(WL, "tp_hotcold"))
+        p = subprocess.Popen(["sh", "-c", wrapper], stdout=subprocess.PIPE, text=True)
+        pid = int(p.stdout.readline())
+        other, opid = start_workload("tp_hotcold", 3)
+        ru = os.wait4(p.pid, 0)[2]
+        p.returncode = 0
+        other.wait()
+        # the known answer: the samples its own CPU time stands for
+        expected = (ru.ru_utime + ru.ru_stime) * FREQ
+        wait_drained(d)
+        prof, _ = d.profile("last=2m&container=%s" % cid[:12])
+        pids = {s["labels"]["pid"] for s in prof.samples}
+        total = prof.total()
+        print("  %d samples with container=%s... (%.0f from its CPU time), pids %s" % (
+            total, cid[:12], expected, sorted(pids)))
+        assert pids == {str(pid)}, (pids, pid, opid)
+        assert 0.85 * expected <= total <= 1.1 * expected, (total, expected)
+        for s in prof.samples:
+            assert s["labels"]["container_id"] == cid, s["labels"]
+            assert s["labels"]["cgroup"].endswith("/docker-%s.scope" % cid), s["labels"]
+        # the other process is in no such cgroup: no container label
+        prof, _ = d.profile("last=2m&pid=%d" % opid)
+        assert prof.total() > 0 and all("container_id" not in s["labels"] for s in prof.samples)
+        ws = d.json("/api/v1/windows?last=2m")["windows"]
+        seen = sum(c["samples"] for w in ws for c in w["containers"]
+                   if c.get("container_id") == cid)
+        assert seen == total, (seen, total)
+        # a bad container= is refused, naming the fix
+        status, _, body = d.get("/api/v1/profile?last=1m&container=xyz")
+        assert status == 400 and b"at least their first 12" in body, (status, body)
+        # the CLI passes --container through
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "c.pb.gz")
+            r = run([CLI, "--server", d.url, "pull", "--last", "2m",
+                     "--container", cid, "-o", out])
+            assert r.returncode == 0, r.stderr
+            with open(out, "rb") as f:
+                assert Profile(f.read()).total() == total
+    finally:
+        os.rmdir(cg)
+
+
 def test_startup_errors():
     r = run([DAEMON, "--frequency", "0"])
     assert r.returncode == 2 and "1 to 10000" in r.stderr, r
@@ -426,7 +490,7 @@ def main():
              test_go_tool_pprof_debug_endpoint, test_go_tool_pprof_accepts_stored_profile,
              test_totals_equal_window_counters, test_self_samples_labelled,
              test_http_errors_and_metrics, test_concurrent_requests, test_cpu_hotplug,
-             test_cli_against_daemon]
+             test_cli_against_daemon, test_container_labels_and_filter]
     run_tests(tests + [test_sigterm_detaches, test_startup_errors], [d])
 
 
