@@ -144,7 +144,7 @@ static int set_caps(uint64_t keep)
 
 /* On a thread of its own, since capabilities are per thread: with the set to keep, can a
  * uprobe be created through the perf uprobe PMU? Linux 5.8 let CAP_PERFMON do it; the fix for
- * Jann Horn's report (2024, in the stable kernels too) asks CAP_SYS_ADMIN again. The path is
+ * Jann Horn's report (backported to the stable kernels) asks CAP_SYS_ADMIN again. The path is
  * "/", so where the capability check passes the kernel refuses the directory (EINVAL) and no
  * probe is made. */
 static void *uprobe_probe_thread(void *arg)
