@@ -21,12 +21,14 @@
 #include "collector.h"
 #include "gc.h"
 #include "gc_probes.h"
+#include "caps.h"
 #include "config.h"
 #include "feature_table.h"
 #include "http_api.h"
 #include "kernel_probe.h"
 #include "loader.h"
 #include "log.h"
+#include "notify.h"
 #include "probes.h"
 #include "python.h"
 #include "push.h"
@@ -803,6 +805,7 @@ int main(int argc, char **argv)
 	struct collector *coll = NULL;
 	struct python *python = NULL;
 	struct http_api *http = NULL;
+	struct notify *notify = NULL;
 	struct probes *probes = NULL;
 	struct stages *stages = NULL;
 	struct spikes *spikes = NULL;
@@ -983,6 +986,15 @@ int main(int argc, char **argv)
 		pr_err("--state-dir: out of memory reading the stored spikes");
 		goto out;
 	}
+	/* Every probe of the configuration is attached and the BPF statistics descriptor held:
+	 * what is left to do (probes attached later, other processes' files and memory) needs
+	 * the few capabilities docs/deployment.md lists, so the others go, before the HTTP
+	 * threads start (capabilities are per thread; new threads inherit them). */
+	rc = caps__drop_after_startup(err, sizeof(err));
+	if (rc)
+		pr_warn("cannot drop the capabilities start-up needed: %s", strerror(-rc));
+	else
+		pr_info("capabilities kept: %s", err[0] ? err : "none");
 	if (o.push.url) {
 		push = push__start(&o.push, &qctx, o.spikes.state_dir, err, sizeof(err));
 		if (!push) {
@@ -998,6 +1010,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	lfd = -1;
+	notify = notify__start(coll, loader__nr_sampled_cpus(loader), o.frequency_hz);
 	nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns;
 	pr_info("sampling %d CPUs at %u Hz; %llu window%s of %llu ms; serving http://%s",
 		loader__nr_sampled_cpus(loader), o.frequency_hz, nr_windows,
@@ -1024,6 +1037,7 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	/* teardown in reverse: stop serving before the data it reads goes away */
+	notify__stop(notify);
 	http_api__stop(http);
 	/* the last windows to the store (at most 2 s), the rest to the state directory */
 	push__stop(push);
