@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* libFuzzer target: the kernel's symbols (kallsyms__load: /proc/kallsyms and the build ID note
+ * of /sys/kernel/notes). The input is the kallsyms text, then optionally a line "--" and the
+ * notes' bytes. Checks the kernel table's invariants (each name followed by its module tag) and
+ * that each span's module is one of those read. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf_object.h"
+#include "fuzz.h"
+#include "fuzz_symtab.h"
+#include "kallsyms.h"
+#include "symbolizer.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *syms, *notes;
+	size_t syms_len, notes_len;
+	char syms_path[64], notes_path[64];
+	struct object *obj;
+
+	fuzz_split(data, size, &syms, &syms_len, &notes, &notes_len);
+	fuzz_fd_path(fuzz_file(0, syms, syms_len), syms_path, sizeof(syms_path));
+	fuzz_fd_path(fuzz_file(1, notes, notes_len), notes_path, sizeof(notes_path));
+	obj = kallsyms__load(syms_path, notes ? notes_path : NULL);
+	FUZZ_CHECK(obj != NULL);
+	FUZZ_CHECK(strlen(obj->build_id) < sizeof(obj->build_id));
+	fuzz_check_symtab(&obj->symtab, 2); /* kernel names carry a module tag */
+	for (size_t i = 0; i < obj->symtab.nr_spans; i++) {
+		const char *m = object__kernel_module(obj, obj->symtab.spans[i].start);
+
+		if (m) {
+			bool known = false;
+
+			for (size_t j = 0; j < obj->nr_modules; j++)
+				known = known || m == obj->modules[j];
+			FUZZ_CHECK(known);
+		}
+	}
+	object__put(obj);
+	return 0;
+}
