@@ -96,7 +96,10 @@ bool spike_file__valid_name(const char *s, size_t name_max)
 	return n > 0 && strcmp(s, ".") && strcmp(s, "..");
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+/* Reads len bytes at off. A file shorter than its fstat said (cut while it is read) is -EBADMSG,
+ * with why saying so: every -EBADMSG comes with its why (found by tests/fuzz/fuzz_spike_file.c,
+ * where it was left empty). */
+static int pread_full(int fd, void *buf, size_t len, uint64_t off, char *why, size_t whylen)
 {
 	uint8_t *p = buf;
 
@@ -107,8 +110,11 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 			continue;
 		if (n < 0)
 			return -errno;
-		if (n == 0)
-			return -EBADMSG; /* the file is shorter than its fstat said */
+		if (n == 0) {
+			snprintf(why, whylen, "cut short while read: it ends at byte %" PRIu64,
+				 off);
+			return -EBADMSG;
+		}
 		p += n;
 		len -= n;
 		off += n;
@@ -155,7 +161,7 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 			 size);
 		return -ENOMSG;
 	}
-	err = pread_full(fd, buf, MAGIC_LEN, 0);
+	err = pread_full(fd, buf, MAGIC_LEN, 0, why, whylen);
 	if (err)
 		return err;
 	if (memcmp(buf, MAGIC, MAGIC_LEN)) {
@@ -164,7 +170,7 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 	}
 	if (size < PRELUDE_LEN)
 		BAD("cut short in its header: %" PRIu64 " bytes", size);
-	err = pread_full(fd, buf + MAGIC_LEN, PRELUDE_LEN - MAGIC_LEN, MAGIC_LEN);
+	err = pread_full(fd, buf + MAGIC_LEN, PRELUDE_LEN - MAGIC_LEN, MAGIC_LEN, why, whylen);
 	if (err)
 		return err;
 	if (get_le32(buf + 12) != crc(0, buf, 12))
@@ -176,7 +182,7 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 		BAD("format version %" PRIu32 " was never written", h->version);
 	if (size < HEADER_LEN)
 		BAD("cut short in its header: %" PRIu64 " bytes", size);
-	err = pread_full(fd, buf + PRELUDE_LEN, HEADER_LEN - PRELUDE_LEN, PRELUDE_LEN);
+	err = pread_full(fd, buf + PRELUDE_LEN, HEADER_LEN - PRELUDE_LEN, PRELUDE_LEN, why, whylen);
 	if (err)
 		return err;
 	h->nr_sections = get_le32(buf + 16);
@@ -186,7 +192,7 @@ int spike_file__read_head(int fd, uint64_t size, const char *id, struct spike_fi
 	table_len = (uint64_t)h->nr_sections * SECTION_LEN;
 	if (size < HEADER_LEN + table_len)
 		BAD("cut short in its table: %" PRIu64 " bytes", size);
-	err = pread_full(fd, buf + HEADER_LEN, table_len, HEADER_LEN);
+	err = pread_full(fd, buf + HEADER_LEN, table_len, HEADER_LEN, why, whylen);
 	if (err)
 		return err;
 	want = get_le32(buf + 20);
@@ -238,7 +244,7 @@ int spike_file__read_section(int fd, const struct spike_file_head *h, uint32_t i
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
-	err = pread_full(fd, p, sec->len, sec->off);
+	err = pread_full(fd, p, sec->len, sec->off, why, whylen);
 	if (!err && crc(0, p, sec->len) != sec->crc) {
 		snprintf(why, whylen, "checksum mismatch in %s%s", i ? "blob " : "its JSON",
 			 sec->name);
