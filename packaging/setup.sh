@@ -15,14 +15,16 @@ BUILD=${TAILPROF_BUILD_DIR:-build}
 # inih parses the configuration, sys/sdt.h builds the USDT stage workload, libbpf-tools'
 # funclatency is the stage benchmark's reference; qemu, busybox and cpio boot the kernel matrix's
 # guests, tests/kernels; libsystemd's sd_notify serves Type=notify; debhelper, dpkg-dev and
-# lintian build and check the .deb, systemd's systemd-analyze verifies its unit, tests/package).
+# lintian build and check the .deb, systemd's systemd-analyze verifies its unit, tests/package;
+# libclang-rt-14-dev is clang's libFuzzer and sanitizer runtimes, which the fuzz targets link,
+# tests/fuzz).
 DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
  libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3 libinih-dev
  systemtap-sdt-dev libsystemd-dev"
 TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools
  python3.11 openjdk-17-jdk-headless qemu-system-x86 busybox-static cpio debhelper dpkg-dev lintian
- systemd adduser man-db"
+ systemd adduser man-db libclang-rt-14-dev"
 
 install_missing() {
 	missing=""

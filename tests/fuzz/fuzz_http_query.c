@@ -29,13 +29,17 @@ int MHD_get_connection_values_n(struct MHD_Connection *conn, enum MHD_ValueKind 
 
 	if (kind != MHD_GET_ARGUMENT_KIND)
 		return 0;
-	/* as libmicrohttpd's MHD_parse_arguments_: "&"-separated, "key" alone has no value */
+	/* as libmicrohttpd's MHD_parse_arguments_: "&"-separated, "key" alone has no value, '+'
+	 * is a space (MHD_unescape_plus), then the unescape callback */
 	while (p && *p) {
 		char *amp = strchr(p, '&'), *eq, *value = NULL;
 		size_t key_size, value_size = 0;
 
 		if (amp)
 			*amp = 0;
+		for (char *c = p; *c; c++)
+			if (*c == '+')
+				*c = ' ';
 		eq = strchr(p, '=');
 		if (eq) {
 			*eq = 0;
