@@ -22,6 +22,9 @@
 /* Nesting of DIEs followed down to an address (namespaces, classes, functions, blocks). */
 #define DIE_DEPTH_MAX 64
 
+/* Debug sections whose bytes libdw's strings may point into, at most (a file has about 10). */
+#define STRING_SECTIONS_MAX 32
+
 /* Children not listed yet (struct pc_range). */
 #define NOT_BUILT UINT32_MAX
 
@@ -67,6 +70,12 @@ struct dwarf_lines {
 	struct clean_path *paths;
 	size_t nr_paths, cap_paths;
 	struct hashmap path_index;
+	/* the debug sections' bytes as libelf holds them for libdw: terminated() checks strings */
+	struct {
+		uintptr_t start;
+		size_t len;
+	} sections[STRING_SECTIONS_MAX];
+	size_t nr_sections;
 };
 
 /* ---- opening ---- */
@@ -110,6 +119,51 @@ static int check_sections(Elf *elf, bool mapped, uint64_t *heap_bytes)
 	if (!info || !line)
 		return -ENOENT;
 	return total > DWARF_READ_MAX_BYTES ? -EFBIG : 0;
+}
+
+/* Notes where elf's debug sections lie in memory, as libdw read them (elf_getdata gives the
+ * buffers dwarf_begin_elf read, decompressed ones included). */
+static void note_sections(struct dwarf_lines *dl)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(dl->elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(dl->elf, scn)) && dl->nr_sections < STRING_SECTIONS_MAX) {
+		const char *name;
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(dl->elf, shstrndx, sh.sh_name);
+		if (!name || !is_debug_section(name))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf || !d->d_size)
+			continue;
+		dl->sections[dl->nr_sections].start = (uintptr_t)d->d_buf;
+		dl->sections[dl->nr_sections++].len = d->d_size;
+	}
+}
+
+/* libdw's string s, or NULL when it runs to the end of the debug section it lies in without a
+ * NUL: libdw (0.188) hands out such strings from a malformed file (a name at the end of
+ * .debug_line or .debug_str), and reading one reads past the section's buffer, into names
+ * that profiles would then show. Found by tests/fuzz/fuzz_dwarf_lines.c (corpus/dwarf_lines/
+ * unterminated-path). Strings outside the sections (libdw's own, joined paths) are whole. */
+static const char *terminated(const struct dwarf_lines *dl, const char *s)
+{
+	uintptr_t p = (uintptr_t)s;
+
+	for (size_t i = 0; s && i < dl->nr_sections; i++) {
+		uintptr_t start = dl->sections[i].start, end = start + dl->sections[i].len;
+
+		if (p >= start && p < end)
+			return memchr(s, 0, end - p) ? s : NULL;
+	}
+	return s;
 }
 
 /* The range of v[0..nr) (sorted by lo) that holds addr, or NULL. Ranges should not overlap;
@@ -290,6 +344,7 @@ struct dwarf_lines *dwarf_lines__open(int fd)
 	err = -ENOEXEC;
 	if (!dl->dw)
 		goto fail;
+	note_sections(dl);
 	err = index_units(dl);
 	if (err)
 		goto fail;
@@ -411,13 +466,14 @@ static const char *source_path(struct dwarf_lines *dl, Dwarf_Die *cudie, const c
 	uint32_t i;
 	char *c;
 
+	raw = terminated(dl, raw);
 	if (!raw || (raw[0] == '/' && !needs_cleaning(raw)))
 		return raw;
 	h = hashmap__hash_ptr(raw);
 	if (hashmap__find(&dl->path_index, h, path_eq, ctx, &i))
 		return dl->paths[i].clean;
 	if (raw[0] != '/' && dwarf_attr(cudie, DW_AT_comp_dir, &attr))
-		dir = dwarf_formstring(&attr);
+		dir = terminated(dl, dwarf_formstring(&attr));
 	if (ARRAY_GROW(dl->paths, dl->cap_paths, dl->nr_paths + 1))
 		return raw;
 	len = (dir ? strlen(dir) + 1 : 0) + strlen(raw) + 1;
@@ -497,11 +553,12 @@ static void inline_chain(struct dwarf_lines *dl, struct unit *u, size_t fn, uint
 	}
 }
 
-static const char *attr_string(Dwarf_Die *die, unsigned int name)
+static const char *attr_string(const struct dwarf_lines *dl, Dwarf_Die *die, unsigned int name)
 {
 	Dwarf_Attribute attr;
 
-	return dwarf_attr_integrate(die, name, &attr) ? dwarf_formstring(&attr) : NULL;
+	return dwarf_attr_integrate(die, name, &attr) ? terminated(dl, dwarf_formstring(&attr))
+						      : NULL;
 }
 
 /* Name, linkage name and declaration line (when declared in out->file) of function die. */
@@ -511,10 +568,10 @@ static void describe_function(struct dwarf_lines *dl, Dwarf_Die *cudie, Dwarf_Di
 	const char *decl;
 	int line;
 
-	out->name = attr_string(die, DW_AT_name);
-	out->linkage_name = attr_string(die, DW_AT_linkage_name);
+	out->name = attr_string(dl, die, DW_AT_name);
+	out->linkage_name = attr_string(dl, die, DW_AT_linkage_name);
 	if (!out->linkage_name)
-		out->linkage_name = attr_string(die, DW_AT_MIPS_linkage_name);
+		out->linkage_name = attr_string(dl, die, DW_AT_MIPS_linkage_name);
 	out->decl_line = 0;
 	decl = source_path(dl, cudie, dwarf_decl_file(die));
 	if (decl && out->file && !strcmp(decl, out->file) && !dwarf_decl_line(die, &line) &&

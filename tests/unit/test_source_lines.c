@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of source lines: the DWARF reader (dwarf_lines) on a fixture with functions inlined
- * two deep, and the per-object caches (source_lines): hits, the budget, a file replaced. */
+ * two deep and on a malformed debug file, and the per-object caches (source_lines): hits, the
+ * budget, a file replaced. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -161,6 +162,32 @@ static void test_dwarf_none(void **state)
 		assert_int_equal(errno, want[i]);
 		close(fd);
 	}
+}
+
+/* A debug file whose .debug_line_str ends inside the name of a source file (no NUL up to the
+ * section's end), which libdw hands out as it is: the frame keeps its function and line, its file
+ * is unknown, and nothing is read past the section. tests/fuzz/fuzz_dwarf_lines.c found it
+ * (the reader's strstr ran past the buffer); the input is in its corpus. */
+static void test_dwarf_unterminated_string(void **state)
+{
+	char path[PATH_MAX];
+	struct dwarf_line l[4];
+	struct dwarf_lines *dl;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/../fuzz/corpus/dwarf_lines/unterminated-path",
+		 fixture("TAILPROF_FIXTURES_SRC"));
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	dl = dwarf_lines__open(fd);
+	assert_non_null(dl);
+	assert_int_equal(dwarf_lines__lookup(dl, 0x11f3, l, 4), 1);
+	assert_string_equal(l[0].name, "fixture_beta");
+	assert_int_equal(l[0].line, 33);
+	assert_null(l[0].file);
+	dwarf_lines__close(dl);
+	close(fd);
 }
 
 /* --- the caches --- */
@@ -359,6 +386,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dwarf_inline_chain),
 	    cmocka_unit_test(test_dwarf_none),
+	    cmocka_unit_test(test_dwarf_unterminated_string),
 	    cmocka_unit_test(test_cache),
 	    cmocka_unit_test(test_read_time),
 	    cmocka_unit_test(test_file_replaced),
