@@ -23,8 +23,9 @@ secs=${1:-15}
 [ $# -gt 0 ] && shift
 build=${TAILPROF_FUZZ_BUILD:-$src/build-fuzz}
 artifacts=${TAILPROF_FUZZ_ARTIFACTS:-$build/artifacts}
-targets=${*:-$(sed -n "/^fuzz_targets = \[/,/\]/p" "$src/tests/fuzz/meson.build" |
-	tr -d "[],'" | sed 's/fuzz_targets =//')}
+all=$(sed -n "/^fuzz_targets = \[/,/\]/p" "$src/tests/fuzz/meson.build" | tr -d "[],'" |
+	sed 's/fuzz_targets =//' | tr -s ' \n' '  ' | sed 's/ *$//')
+targets=${*:-$all}
 
 case $secs in
 '' | *[!0-9]*)
@@ -63,14 +64,14 @@ echo "run.sh: fuzz targets built in $build ($(($(date +%s) - start)) s)"
 
 mkdir -p "$artifacts"
 # Sanitizers as libFuzzer wants them, whatever the caller set (meson test sets its own).
-export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:suppressions=$src/tests/fuzz/asan.supp
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:suppressions=$src/tests/fuzz/asan.supp"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=""
 for name in $targets; do
 	bin=$build/tests/fuzz/fuzz_$name
 	seeds=$src/tests/fuzz/corpus/$name
 	if [ ! -x "$bin" ] || [ ! -d "$seeds" ]; then
-		echo "run.sh: no target $name (known: $(echo $targets))" >&2
+		echo "run.sh: no target $name (known:$all)" >&2
 		failed="$failed $name"
 		continue
 	fi
@@ -92,7 +93,7 @@ for name in $targets; do
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-	units=$(ls "$corpus" | wc -l)
+	units=$(find "$corpus" -type f | wc -l)
 	if [ $rc -ne 0 ]; then
 		tail -n 60 "$log"
 		echo "run.sh: fuzz_$name FAILED (exit $rc) after $(($(date +%s) - t0)) s; the input" \
