@@ -221,17 +221,24 @@ static void open_path(uint32_t pid, const struct proc_mapping *m, uint64_t dev, 
 	snprintf(buf, len, "/proc/%u/root%s", pid, m->path);
 }
 
+/* The index of the classified object (dev, ino) into *i, if there is one. */
+static bool object_known(struct gc *g, uint64_t dev, uint64_t ino, uint32_t *i)
+{
+	struct obj_key key = {g, dev, ino};
+
+	return hashmap__find(&g->index, obj_hash(dev, ino), obj_eq, &key, i);
+}
+
 /* Finds or classifies the object of mapping m. Returns its index, or -1 when it cannot be
  * read. */
 static long object_for(struct gc *g, uint32_t pid, const struct proc_mapping *m)
 {
 	uint64_t dev = makedev(m->dev_major, m->dev_minor);
-	struct obj_key key = {g, dev, m->inode};
 	struct gc_object *o;
 	char path[4096 + 64];
 	uint32_t i;
 
-	if (hashmap__find(&g->index, obj_hash(dev, m->inode), obj_eq, &key, &i))
+	if (object_known(g, dev, m->inode, &i))
 		return i;
 	if (g->nr_objs == GC_MAX_OBJECTS)
 		prune_objects(g);
@@ -385,10 +392,7 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
 	if (stat(path, &exe))
 		return; /* gone, or a kernel thread */
 	if (at_exec) {
-		struct obj_key key = {g, exe.st_dev, exe.st_ino};
-
-		if (hashmap__find(&g->index, obj_hash(exe.st_dev, exe.st_ino), obj_eq, &key,
-				  &known) &&
+		if (object_known(g, exe.st_dev, exe.st_ino, &known) &&
 		    !g->objs[known].info.runtime) {
 			g->st.exec_scans_skipped++;
 			return;

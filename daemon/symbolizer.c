@@ -281,6 +281,19 @@ static const char *status_field(const char *status, const char *key)
 	return NULL;
 }
 
+/* The innermost pid of a status file's "NSpid:" value f (the outermost namespace first, the
+ * process's own last), or NULL when f lists one pid only (the process is in the proc mount's
+ * namespace). */
+static const char *nspid_innermost(const char *f)
+{
+	const char *last = NULL;
+
+	for (const char *t = f; *t && *t != '\n'; t++)
+		if ((*t == ' ' || *t == '\t') && t[1] >= '0' && t[1] <= '9')
+			last = t + 1;
+	return last && last != f + 1 ? last : NULL;
+}
+
 /* Reads the uids and the PID-namespace pid of p from its status file (once). */
 static void read_status(struct symbolizer *s, struct process *p)
 {
@@ -296,18 +309,10 @@ static void read_status(struct symbolizer *s, struct process *p)
 	if (f)
 		sscanf(f, "%u %u", &p->uid, &p->euid);
 	f = status_field(buf, "NSpid:");
-	if (f) {
-		/* the outermost namespace first, the process's own last */
-		const char *last = NULL;
-
-		for (const char *t = f; *t && *t != '\n'; t++)
-			if ((*t == ' ' || *t == '\t') && t[1] >= '0' && t[1] <= '9')
-				last = t + 1;
-		if (last && last != f + 1)
-			p->info.ns_pid = strtoul(last, NULL, 10);
-		if (p->info.ns_pid == p->pid)
-			p->info.ns_pid = 0;
-	}
+	if (f && (f = nspid_innermost(f)))
+		p->info.ns_pid = strtoul(f, NULL, 10);
+	if (p->info.ns_pid == p->pid)
+		p->info.ns_pid = 0;
 	free(buf);
 }
 
@@ -332,16 +337,10 @@ static void read_root_pid_ns(struct symbolizer *s)
 	if (proc_read_file(path, STAT_MAX_BYTES, &buf, &len))
 		return;
 	f = status_field(buf, "NSpid:");
-	if (f) {
-		/* one pid: the digits end the line */
-		const char *t = f + strspn(f, " \t");
-
-		t += strspn(t, "0123456789");
-		if (*t == '\n' || !*t) {
-			snprintf(path, sizeof(path), "%s/self/ns/pid", s->proc_root);
-			n = readlink(path, s->root_pid_ns, sizeof(s->root_pid_ns) - 1);
-			s->root_pid_ns[n > 0 ? n : 0] = 0;
-		}
+	if (f && !nspid_innermost(f)) {
+		snprintf(path, sizeof(path), "%s/self/ns/pid", s->proc_root);
+		n = readlink(path, s->root_pid_ns, sizeof(s->root_pid_ns) - 1);
+		s->root_pid_ns[n > 0 ? n : 0] = 0;
 	}
 	free(buf);
 }

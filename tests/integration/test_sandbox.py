@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from caps import KEPT, caps_of, status_caps, unit_setpriv  # noqa: E402
 import daemon  # noqa: E402
 from runner import require_bpf, run_tests, start_daemons  # noqa: E402
 
@@ -28,10 +29,6 @@ UNIT = os.path.join(ROOT, "packaging", "systemd", "tailprofd.service")
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
 WL = os.path.join(BUILD, "tests", "workloads")
 FREQ = 997
-# docs/deployment.md: what tailprofd keeps after start-up (and sys_admin where uprobes need it)
-KEPT = {"bpf", "perfmon", "sys_ptrace", "dac_read_search", "checkpoint_restore", "syslog"}
-CAP_BITS = {"dac_read_search": 2, "sys_ptrace": 19, "sys_admin": 21, "syslog": 34,
-            "perfmon": 38, "bpf": 39, "checkpoint_restore": 40}
 HOME_DIR = "/home/tailprof-sandbox-%d" % os.getpid()
 STATE = "/var/tmp/tailprof-sandbox-state-%d" % os.getpid()
 
@@ -48,9 +45,6 @@ class SandboxedDaemon(daemon.Daemon):
     def __init__(self, *args):
         assert unit_setting("ProtectSystem") == ["strict"]
         assert unit_setting("ProtectHome") == ["read-only"]
-        caps = lambda cs: ",".join(["-all"] + ["+" + c[4:].lower() for c in cs])
-        bounding = caps(unit_setting("CapabilityBoundingSet"))
-        ambient = caps(unit_setting("AmbientCapabilities"))
         # Each top-level directory of the root read-only (recursively bound, then its top mount
         # remounted read-only), but the API file systems; then the state directory writable.
         script = (
@@ -59,8 +53,8 @@ class SandboxedDaemon(daemon.Daemon):
             "[ -d \"$d\" ] && [ ! -L \"$d\" ] || continue; "
             "mount --rbind \"$d\" \"$d\"; mount -o remount,bind,ro \"$d\"; done; "
             "mount --bind {state} {state}; mount -o remount,bind,rw {state}; "
-            "exec setpriv --bounding-set {b} --inh-caps {a} --ambient-caps {a} -- \"$@\""
-        ).format(state=STATE, b=bounding, a=ambient)
+            "exec {setpriv} \"$@\""
+        ).format(state=STATE, setpriv=" ".join(unit_setpriv(UNIT)))
         os.makedirs(STATE, exist_ok=True)
         # daemon.Daemon runs BINARY --listen ADDR ARGS: BINARY is a script that builds the
         # sandbox and runs tailprofd in it with those arguments
@@ -70,11 +64,6 @@ class SandboxedDaemon(daemon.Daemon):
                     % (script, DAEMON, STATE))
         os.chmod(self.wrapper, 0o755)
         super().__init__(self.wrapper, *args)
-
-
-def caps_of(mask):
-    return {name for name, bit in CAP_BITS.items() if mask >> bit & 1} | \
-        ({"other"} if mask & ~sum(1 << b for b in CAP_BITS.values()) else set())
 
 
 def daemon_pid(d):
@@ -98,9 +87,7 @@ def wait_drained(d):
 
 
 def test_capabilities_and_read_only_root(d):
-    status = open("/proc/%d/status" % daemon_pid(d)).read()
-    field = lambda k: int(re.search(r"^%s:\s*([0-9a-f]+)$" % k, status, re.M).group(1), 16)
-    eff, prm, amb, inh = field("CapEff"), field("CapPrm"), field("CapAmb"), field("CapInh")
+    eff, prm, amb, inh = status_caps(daemon_pid(d))
     got = caps_of(prm)
     print("  capabilities after start-up: %s" % ",".join(sorted(got)))
     assert eff == prm and not amb and not inh, (hex(eff), hex(prm), hex(amb), hex(inh))

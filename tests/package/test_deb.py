@@ -19,15 +19,15 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from caps import KEPT, caps_of, status_caps, unit_setpriv  # noqa: E402
+
 SRC, BUILD = sys.argv[1], sys.argv[2]
 CI = os.environ.get("CI") == "true"
 UNIT = "/lib/systemd/system/tailprofd.service"
 POLICY = "/usr/sbin/policy-rc.d"
 # the set tailprofd keeps (docs/deployment.md); CAP_SYS_ADMIN too where the kernel's uprobe PMU
 # asks for it
-KEPT = {"bpf", "perfmon", "sys_ptrace", "dac_read_search", "checkpoint_restore", "syslog"}
-CAP_BITS = {"dac_read_search": 2, "sys_ptrace": 19, "sys_admin": 21, "syslog": 34,
-            "perfmon": 38, "bpf": 39, "checkpoint_restore": 40}
 
 
 def skip(why):
@@ -56,23 +56,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def caps_of(mask):
-    return {name for name, bit in CAP_BITS.items() if mask >> bit & 1} | \
-        ({"other"} if mask & ~sum(1 << b for b in CAP_BITS.values()) else set())
-
-
 def check_caps():
     """The installed daemon under the unit's bounding and ambient sets."""
-    unit = open(UNIT).read()
-    bounding = re.search(r"^CapabilityBoundingSet=(.*)$", unit, re.M).group(1).split()
-    ambient = re.search(r"^AmbientCapabilities=(.*)$", unit, re.M).group(1).split()
-    names = lambda caps: ",".join(["-all"] + ["+" + c[4:].lower() for c in caps])
     port = free_port()
     state = tempfile.mkdtemp(prefix="tailprof_pkg_")
     log = tempfile.TemporaryFile()
-    p = subprocess.Popen(["setpriv", "--bounding-set", names(bounding), "--inh-caps",
-                          names(ambient), "--ambient-caps", names(ambient), "--",
-                          "/usr/sbin/tailprofd", "--listen", "127.0.0.1:%d" % port,
+    p = subprocess.Popen(unit_setpriv(UNIT) + ["/usr/sbin/tailprofd", "--listen", "127.0.0.1:%d" % port,
                           "--state-dir", state], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 90
@@ -86,9 +75,7 @@ def check_caps():
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 time.sleep(0.5)
-        status = open("/proc/%d/status" % p.pid).read()
-        field = lambda k: int(re.search(r"^%s:\s*([0-9a-f]+)$" % k, status, re.M).group(1), 16)
-        eff, prm, amb, inh = field("CapEff"), field("CapPrm"), field("CapAmb"), field("CapInh")
+        eff, prm, amb, inh = status_caps(p.pid)
         got = caps_of(prm)
         if eff != prm or amb or inh:
             sys.exit("FAIL: CapEff %x CapPrm %x CapAmb %x CapInh %x" % (eff, prm, amb, inh))
