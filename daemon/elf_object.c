@@ -900,7 +900,8 @@ int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr
 {
 	struct symtab_builder b = {};
 	bool local_names = ef->has_symtab;
-	int err;
+	uint32_t left_out = 0; /* bit i: extra[i] left out */
+	int err, nr_left_out = 0;
 
 	memcpy(obj->build_id, ef->build_id, sizeof(obj->build_id));
 	err = read_segments(ef, obj);
@@ -911,10 +912,22 @@ int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr
 		obj->range_start = obj->range_limit = obj->range_offset = 0;
 		return err;
 	}
+	if (nr_extra > 32)
+		return -EINVAL;
+again:
 	err = add_symbols(ef, 0, &b);
-	for (size_t i = 0; !err && i < nr_extra; i++)
-		if (extra[i] && extra[i]->elf)
-			err = add_symbols(extra[i], SHT_SYMTAB, &b);
+	for (size_t i = 0; !err && i < nr_extra; i++) {
+		if (!extra[i] || !extra[i]->elf || (left_out & (1u << i)))
+			continue;
+		err = add_symbols(extra[i], SHT_SYMTAB, &b);
+		if (err == -ENOEXEC) {
+			/* the extra file is bad, not the object: named again without it */
+			symtab_builder__clear(&b);
+			left_out |= 1u << i;
+			nr_left_out++;
+			goto again;
+		}
+	}
 	if (err) {
 		symtab_builder__clear(&b);
 		return err;
@@ -927,8 +940,10 @@ int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr
 	 * too: FDEs are wanted where only exported functions have names (listing them takes
 	 * 70-120 ms for libLLVM-15's 98,256, 1.4 ms for Debian's python3.11's 9,810). */
 	for (size_t i = 0; i < nr_extra; i++)
-		local_names = local_names || (extra[i] && extra[i]->elf && extra[i]->has_symtab);
-	return local_names ? 0 : read_fdes(ef, obj);
+		local_names = local_names || (extra[i] && extra[i]->elf && extra[i]->has_symtab &&
+					      !(left_out & (1u << i)));
+	err = local_names ? 0 : read_fdes(ef, obj);
+	return err ? err : nr_left_out;
 }
 
 /* --- the cache --- */

@@ -202,8 +202,10 @@ int elf_file__open_mem(struct elf_file *ef, void *buf, size_t size, bool own);
  * extra[0..nr_extra) (separate debug files, MiniDebugInfo: same link-time addresses; NULL entries
  * skipped), ranked like the object's own .symtab; then, when none of them has a .symtab (only
  * exported functions are named), the FDEs of ef's unwind table that the symbols do not cover
- * (an object without CFI has none). Returns 0; -ENOEXEC for malformed tables (obj then has no
- * symbols, maybe segments) or -ENOMEM. */
+ * (an object without CFI has none). An extra file whose .symtab cannot be read is left out (the
+ * object is named without it). nr_extra <= 32. Returns 0, or the number (> 0) of extra files
+ * left out; -ENOEXEC for malformed tables of ef itself (obj then has no symbols, maybe
+ * segments) or -ENOMEM. */
 int elf_file__load(struct elf_file *ef, struct elf_file *const *extra, size_t nr_extra,
 		   struct object *obj);
 /* The .gnu_debuglink of ef: the debug file's name (NUL-terminated, no '/' allowed) into

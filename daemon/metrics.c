@@ -456,6 +456,18 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_minidebuginfo_total", "counter",
 		    "Objects named from their MiniDebugInfo (.gnu_debugdata).");
 	text_put(&t, "tailprof_minidebuginfo_total %" PRIu64 "\n", st.sym.minidebuginfo);
+	text_metric(&t, "tailprof_debug_files_rejected_total", "counter",
+		    "Separate debug files (or MiniDebugInfo) found but not used: not ELF, no "
+		    ".symtab, another build ID or CRC, or a .symtab that could not be read.");
+	text_put(&t, "tailprof_debug_files_rejected_total %" PRIu64 "\n", st.sym.debug_rejected);
+	text_metric(
+	    &t, "tailprof_object_read_failures_total", "counter",
+	    "Mapped objects whose symbols could not be read (their frames are named by file "
+	    "and offset), by reason.");
+	text_put(&t,
+		 "tailprof_object_read_failures_total{reason=\"unopenable\"} %" PRIu64 "\n"
+		 "tailprof_object_read_failures_total{reason=\"malformed\"} %" PRIu64 "\n",
+		 st.sym.elf_unopenable, st.sym.elf_malformed);
 	text_metric(&t, "tailprof_perf_map_reads_total", "counter",
 		    "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
 	text_put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);
@@ -464,6 +476,11 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    "JIT perf maps refused: a symbolic link, not the process's user, not a regular file, "
 	    "or too large.");
 	text_put(&t, "tailprof_perf_map_rejected_total %" PRIu64 "\n", st.sym.perf_map_rejected);
+	text_metric(&t, "tailprof_perf_map_lines_skipped_total", "counter",
+		    "Lines of JIT perf maps read that were not START SIZE NAME (hex, size > 0, no "
+		    "wrap), or beyond the entries kept.");
+	text_put(&t, "tailprof_perf_map_lines_skipped_total %" PRIu64 "\n",
+		 st.sym.perf_map_lines_skipped);
 	text_metric(&t, "tailprof_symbol_cache_evictions_total", "counter",
 		    "Entries dropped from the symbolizer's caches for their caps, by cache.");
 	text_put(&t, "tailprof_symbol_cache_evictions_total{cache=\"processes\"} %" PRIu64 "\n",

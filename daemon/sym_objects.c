@@ -112,8 +112,10 @@ static void set_dwarf_identity(struct object *obj, const struct stat *st)
  * its fd in *fdp when it is not the object itself and belongs to it (same build ID when both
  * have one, else the debuglink CRC when want_crc, for files up to DEBUGLINK_CRC_MAX_BYTES). With
  * owned, the file must belong to root or to the object's owner (a debug file beside the object,
- * where the process's user may have put anything). Returns 0 or a negative errno. */
-static int try_debug_file(const char *path, const struct elf_file *ef, const struct stat *obj_st,
+ * where the process's user may have put anything). A file that exists but is refused (not the
+ * object itself) counts in st->debug_rejected. Returns 0 or a negative errno. */
+static int try_debug_file(struct symbolizer_stats *stats, const char *path,
+			  const struct elf_file *ef, const struct stat *obj_st,
 			  const uint32_t *want_crc, bool owned, struct elf_file *out, int *fdp)
 {
 	struct stat st;
@@ -149,6 +151,8 @@ fail_elf:
 	elf_file__close(out);
 fail:
 	close(fd);
+	if (err != -ESTALE || st.st_dev != obj_st->st_dev || st.st_ino != obj_st->st_ino)
+		stats->debug_rejected++;
 	return err;
 }
 
@@ -167,7 +171,7 @@ static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc
 		for (size_t i = 0; i < s->nr_debug_dirs; i++) {
 			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->debug_dirs[i],
 				 ef->build_id, ef->build_id + 2);
-			if (!try_debug_file(path, ef, obj_st, NULL, false, out, fdp))
+			if (!try_debug_file(&s->stats, path, ef, obj_st, NULL, false, out, fdp))
 				goto found;
 		}
 	}
@@ -179,14 +183,14 @@ static int find_debug_file(struct symbolizer *s, uint32_t pid, const struct proc
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - m->path), m->path);
 	/* beside the object and in .debug/ there, as the process sees them */
 	snprintf(path, sizeof(path), "%s/%u/root%s/%s", s->proc_root, pid, dir, name);
-	if (!try_debug_file(path, ef, obj_st, &crc, true, out, fdp))
+	if (!try_debug_file(&s->stats, path, ef, obj_st, &crc, true, out, fdp))
 		goto found;
 	snprintf(path, sizeof(path), "%s/%u/root%s/.debug/%s", s->proc_root, pid, dir, name);
-	if (!try_debug_file(path, ef, obj_st, &crc, true, out, fdp))
+	if (!try_debug_file(&s->stats, path, ef, obj_st, &crc, true, out, fdp))
 		goto found;
 	for (size_t i = 0; i < s->nr_debug_dirs; i++) {
 		snprintf(path, sizeof(path), "%s%s/%s", s->debug_dirs[i], dir, name);
-		if (!try_debug_file(path, ef, obj_st, &crc, false, out, fdp))
+		if (!try_debug_file(&s->stats, path, ef, obj_st, &crc, false, out, fdp))
 			goto found;
 	}
 	return -ENOENT;
@@ -253,6 +257,7 @@ struct object *symbolizer_open_object(struct symbolizer *s, uint32_t pid,
 		/* Not findable: the failure may be this process's (exited, other namespace). */
 		object_cache__add(&s->objects, obj, false);
 		s->stats.elf_failed++;
+		s->stats.elf_unopenable++;
 		pr_debug("cannot open %s of process %u: %s", m->path, pid, strerror(-fd));
 		return obj;
 	}
@@ -286,6 +291,13 @@ struct object *symbolizer_open_object(struct symbolizer *s, uint32_t pid,
 	obj->checked_ns = now;
 	if (!err)
 		err = elf_file__load(&ef, extra, 2, obj);
+	if (err > 0) {
+		/* the debug file or MiniDebugInfo was unreadable: the object is named without it */
+		s->stats.debug_rejected += err;
+		found_dbg = false;
+		extra[0] = extra[1] = NULL;
+		err = 0;
+	}
 	if (!err && ef.has_dwarf) {
 		set_dwarf_self(s, obj, pid, m, &st);
 	} else if (!err && found_dbg && dbg.has_dwarf) {
@@ -306,6 +318,7 @@ struct object *symbolizer_open_object(struct symbolizer *s, uint32_t pid,
 		symtab__clear(&obj->symtab);
 		obj->elf_failed = true;
 		s->stats.elf_failed++;
+		s->stats.elf_malformed++;
 		pr_debug("cannot read elf symbols of %s: %s", m->path,
 			 err == -ENOEXEC ? "malformed elf" : strerror(-err));
 	} else if (extra[0]) {

@@ -504,7 +504,7 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	struct object *obj;
 	struct stat st;
 	int64_t mtime;
-	size_t len;
+	size_t len, skipped = 0;
 	int fd, err;
 
 	if (p->jit_checked_ns && now - p->jit_checked_ns < PERF_MAP_CHECK_NS)
@@ -548,8 +548,9 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	}
 	snprintf(name, sizeof(name), "/tmp/perf-%u.map", p->info.ns_pid ? p->info.ns_pid : p->pid);
 	obj = object__new(name);
-	err = perf_map__parse(buf, len, &obj->symtab, NULL);
+	err = perf_map__parse(buf, len, &obj->symtab, &skipped);
 	free(buf);
+	s->stats.perf_map_lines_skipped += skipped;
 	if (err < 0) {
 		object__put(obj);
 		return p->jit;

@@ -101,16 +101,23 @@ struct symbolizer_stats {
 	uint64_t processes;	 /* processes whose maps are cached now */
 	uint64_t maps_reads;	 /* /proc/PID/maps reads, rescans included */
 	uint64_t maps_failed;	 /* reads that failed (process gone, pid reused) */
-	uint64_t elf_failed;	 /* objects whose ELF could not be read (named by path+offset) */
+	uint64_t elf_failed;	 /* objects whose ELF could not be read (named by path+offset): */
+	uint64_t elf_unopenable; /* of those, the file could not be opened (process gone, other
+				  * namespace, no longer the mapped file) */
+	uint64_t elf_malformed;	 /* of those, the file was not an ELF object we could read */
+	uint64_t debug_rejected; /* separate debug files found but refused: not ELF, no .symtab,
+				  * another build ID or CRC, or unreadable when loaded */
 	uint64_t unresolved;	 /* user frames in no known mapping */
 	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
 	uint64_t debug_files;	 /* objects whose symbols came from a separate debug file */
 	uint64_t minidebuginfo;	 /* objects whose symbols came from MiniDebugInfo */
 	uint64_t perf_map_reads; /* JIT perf maps read (first read and each growth) */
 	uint64_t perf_map_rejected; /* perf maps refused: link, wrong owner, not a file, too big */
-	uint64_t evicted_processes; /* cached processes dropped for the caps */
-	uint64_t evicted_objects;   /* objects freed because an evicted process held the last
-				     * reference */
+	uint64_t perf_map_lines_skipped; /* lines of perf maps read that were not START SIZE NAME
+					  * (or past the entries kept) */
+	uint64_t evicted_processes;	 /* cached processes dropped for the caps */
+	uint64_t evicted_objects;	 /* objects freed because an evicted process held the last
+					  * reference */
 };
 
 /* Returns a symbolizer (kallsyms read now) or NULL with errno set. opts may be NULL. */

@@ -44,7 +44,7 @@ static inline struct object *bench_object(const char *path, bool *with_debug)
 	*with_debug = extra[0] != NULL;
 	dwarf = ef.has_dwarf ? path : dbg.elf && dbg.has_dwarf ? dpath : NULL;
 	obj = object__new(path);
-	if (elf_file__load(&ef, extra, 1, obj)) {
+	if (elf_file__load(&ef, extra, 1, obj) < 0) {
 		object__put(obj);
 		obj = NULL;
 	} else if (dwarf && !stat(dwarf, &st)) {
