@@ -20,14 +20,20 @@ def free_port():
 
 
 class Daemon:
-    """tailprofd on 127.0.0.1 and a free port, healthy when the constructor returns (or
-    RuntimeError with its output)."""
+    """tailprofd on host (127.0.0.1, or e.g. 0.0.0.0, reached through 127.0.0.1) and a free port,
+    with no unix socket unless args give --socket or default_socket is true; healthy when the
+    constructor returns (or RuntimeError with its output)."""
 
-    def __init__(self, binary, *args):
+    def __init__(self, binary, *args, host="127.0.0.1", default_socket=False):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port] +
+        # no unix socket unless the test asks for one (--socket PATH, or default_socket): test
+        # daemons run side by side, and the default one may be a user's tailprofd
+        if not default_socket and not any(a == "--socket" or a.startswith("--socket=")
+                                          for a in args):
+            args = ("--socket", "none") + tuple(args)
+        self.proc = subprocess.Popen([binary, "--listen", "%s:%d" % (host, self.port)] +
                                      list(args), stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 20
         while time.time() < deadline:
