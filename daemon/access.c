@@ -17,6 +17,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "log.h"
+
 char *access__read_token(const char *path, char *err, size_t errlen)
 {
 	char buf[ACCESS_TOKEN_MAX + 2];
@@ -232,14 +234,15 @@ int access__listen_unix(const char *path, struct access_socket *s, char *err, si
 	}
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
+	/* without CAP_CHOWN, root may give it to a group only as one of the group's members (the
+	 * unit's SupplementaryGroups=): else the socket stays root's, which is safe */
 	gr = getgrnam(ACCESS_SOCKET_GROUP);
-	if (gr && lchown(path, (uid_t)-1, gr->gr_gid)) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot give the socket %s to group %s: %s", path,
-			 ACCESS_SOCKET_GROUP, strerror(-rc));
-		goto fail_unlink;
-	}
-	s->group_set = gr != NULL;
+	if (gr && lchown(path, (uid_t)-1, gr->gr_gid))
+		pr_warn("cannot give the socket %s to group %s: %s; it is root's only (run "
+			"tailprofd with the group %s among its groups, or with CAP_CHOWN)",
+			path, ACCESS_SOCKET_GROUP, strerror(errno), ACCESS_SOCKET_GROUP);
+	else
+		s->group_set = gr != NULL;
 	if (listen(s->fd, 64)) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot listen on the socket %s: %s", path, strerror(-rc));

@@ -45,7 +45,8 @@ bool access__fd_is_loopback(int fd);
 bool access__bearer_ok(const char *authorization, const char *token);
 
 /* Binds and listens on the unix socket path (absolute, shorter than sun_path), mode
- * ACCESS_SOCKET_MODE and group ACCESS_SOCKET_GROUP when that group exists; its directory is made
+ * ACCESS_SOCKET_MODE and group ACCESS_SOCKET_GROUP when that group exists (when it cannot be
+ * given to the group: a warning, and the socket stays root's); its directory is made
  * (mode 0755) when missing. A socket left at path that nobody answers is replaced; one that
  * answers is left alone. Fills *s. Returns 0; -EADDRINUSE when a live server holds path; another
  * negative errno otherwise (-ENOTSOCK: path is some other file, left alone). On failure err

@@ -326,8 +326,7 @@ static int start_access(const struct options *o, int lfd, char **token, struct a
 	if (rc)
 		pr_warn("%s; the API is served on http://%s only", err, o->listen);
 	else if (!usock->group_set)
-		pr_info("socket %s: no group %s here, so root only (mode 0660)", usock->path,
-			ACCESS_SOCKET_GROUP);
+		pr_info("socket %s is root's only (mode 0660, group root)", usock->path);
 	return 0;
 }
 
