@@ -34,6 +34,8 @@ char *server;
 static char *server_socket;
 /* the server as messages name it: server, or unix:PATH */
 static char *server_shown;
+/* server_socket is DEFAULT_SOCKET, taken because it was there: DEFAULT_SERVER if it refuses */
+static bool server_socket_default;
 /* The temporary files of pulls in progress, removed if a signal ends us. */
 static const char *volatile tmp_paths[2];
 
@@ -207,8 +209,10 @@ int server_resolve(const char *cmd)
 		from = "TAILPROF_SERVER";
 		url = getenv("TAILPROF_SERVER");
 		/* the local daemon's socket when we may use it: no port to know, no token */
-		if ((!url || !*url) && !access(DEFAULT_SOCKET, W_OK))
+		if ((!url || !*url) && !access(DEFAULT_SOCKET, W_OK)) {
 			url = "unix:" DEFAULT_SOCKET;
+			server_socket_default = true;
+		}
 		if (!url || !*url)
 			url = DEFAULT_SERVER;
 	}
@@ -513,6 +517,18 @@ static int http_request(const char *method, const char *path, const char *query,
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 	rc = curl_easy_perform(c);
+	if (rc == CURLE_COULDNT_CONNECT && server_socket_default) {
+		/* a socket left by a tailprofd that is gone, while one serves TCP only: try there
+		 */
+		curl_easy_cleanup(c);
+		curl_slist_free_all(hdrs);
+		free(url);
+		server_free();
+		server_socket_default = false;
+		server = xasprintf("%s", DEFAULT_SERVER);
+		server_shown = xasprintf("%s", DEFAULT_SERVER);
+		return http_request(method, path, query, post_body, long_running, r);
+	}
 	if (rc != CURLE_OK)
 		report_curl_error(c, rc, errbuf, url, r);
 	curl_easy_cleanup(c);

@@ -116,8 +116,9 @@ int opt_common(const struct opt_iter *it, int id, const char *val, void (*usage)
 	       const char **positional);
 
 /* Settles the server from --server, $TAILPROF_SERVER, the default socket when it is there (we
- * may write to it) or DEFAULT_SERVER, into `server`: an http(s) URL, or unix:PATH (then server
- * is http://localhost and requests go through the socket).
+ * may write to it; a request it refuses goes to DEFAULT_SERVER) or DEFAULT_SERVER, into
+ * `server`: an http(s) URL, or unix:PATH (then server is http://localhost and requests go
+ * through the socket).
  * Returns 0, or 2 after a usage error naming cmd. */
 int server_resolve(const char *cmd);
 /* Frees what server_resolve made. */

@@ -216,7 +216,7 @@ tailprofd's address when \fB\-\-server\fR is not given: a URL, or unix:\fIPATH\f
 .TP
 /run/tailprof/tailprofd.sock
 tailprofd's socket, used when neither \fB\-\-server\fR nor TAILPROF_SERVER is given and it is
-there (root and the group tailprof may use it); else http://127.0.0.1:7077.
+there (root and the group tailprof may use it) and answers; else http://127.0.0.1:7077.
 .SH EXAMPLES
 .nf
 tailprof status

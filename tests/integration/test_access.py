@@ -152,6 +152,13 @@ def no_group_socket():
         p.kill()
         p.wait()
     assert os.path.exists(DEFAULT_SOCKET) and not live(DEFAULT_SOCKET), "no stale socket left"
+    # the CLI takes the stale default socket, is refused, and goes to http://127.0.0.1:7077
+    r = run([CLI, "status"])
+    with socket.socket() as s:
+        busy = s.connect_ex(("127.0.0.1", 7077)) == 0
+    print("  CLI with a stale default socket: exit %d: %s" % (r.returncode, r.stderr.strip()))
+    assert "unix:" not in r.stderr, r.stderr
+    assert busy or (r.returncode == 1 and "at http://127.0.0.1:7077" in r.stderr), r.stderr
 
 
 # ---- the socket daemon ----
