@@ -100,6 +100,14 @@ bool access__fd_is_loopback(int fd)
 	return false;
 }
 
+bool access__fd_is_unix(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	return !getsockname(fd, (struct sockaddr *)&ss, &len) && ss.ss_family == AF_UNIX;
+}
+
 bool access__bearer_ok(const char *authorization, const char *token)
 {
 	size_t tlen = strlen(token), vlen;

@@ -39,6 +39,9 @@ char *access__read_token(const char *path, char *err, size_t errlen);
  * ::ffff:127.0.0.0/104); false for any other address, 0.0.0.0 and :: included. */
 bool access__fd_is_loopback(int fd);
 
+/* Whether the connected socket fd is a unix socket (a client of the --socket listener). */
+bool access__fd_is_unix(int fd);
+
 /* Whether the value of an Authorization header (NULL: none) is "Bearer TOKEN" with token
  * (the scheme's case ignored, blanks after it skipped). The comparison takes the same time
  * whatever the value, for a token of a given length. */

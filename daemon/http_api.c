@@ -798,8 +798,9 @@ static bool authorized(const struct http_api *h, struct MHD_Connection *conn, co
 
 	if (!h->token || !strcmp(url, "/healthz"))
 		return true;
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_DAEMON);
-	if (ci && h->mhd_unix && ci->daemon == h->mhd_unix)
+	/* by the connection's own socket: no state shared with the threads that start servers */
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci && access__fd_is_unix(ci->connect_fd))
 		return true;
 	return access__bearer_ok(
 	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
@@ -954,7 +955,6 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 	marks__bucket_init(&h->bucket, o.write_rate_per_min, o.write_burst);
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->encoder_free, NULL);
-	/* the unix socket's daemon first: handle() tells the listeners apart by it */
 	if (o.serve_unix && !(h->mhd_unix = start_mhd(h, o.unix_fd)))
 		close(o.unix_fd);
 	h->mhd = (!o.serve_unix || h->mhd_unix) ? start_mhd(h, listen_fd) : NULL;

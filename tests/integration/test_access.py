@@ -7,7 +7,8 @@ off loopback that needs --auth-token-file and then a bearer token on every path 
 the token kept out of the status, the logs and the command line.
 
 Two daemons: `sock` serves the default socket /run/tailprof/tailprofd.sock (given explicitly, so
-that a user's tailprofd holding it makes this fail rather than pass by accident); `tok` listens on
+that a user's tailprofd holding it makes this fail rather than pass by accident) and a token on
+loopback; `tok` listens on
 every address with a token and asks for the default socket, which `sock` holds.
 
 Usage: test_access.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
@@ -175,7 +176,9 @@ def test_socket_mode_group_and_directory(sock):
 
 
 def test_cli_over_the_socket(sock):
+    """The socket asks no token, while its daemon's TCP listener does."""
     pid = sock.proc.pid
+    assert get(sock.url + "/api/v1/status")[0] == 401
     # its TCP port is not 7077: a CLI that reached it went through the socket
     assert sock.port != 7077
     assert status_pid() == pid, "the CLI without --server did not use the default socket"
@@ -269,9 +272,14 @@ def make_daemons():
     with open(TOKEN_FILE, "w") as f:
         f.write(TOKEN + "  \n")
     os.chmod(TOKEN_FILE, 0o600)
-    sock = daemon.Daemon(DAEMON, "-F", "49", "--window", "1s", "--socket", DEFAULT_SOCKET)
-    tok = daemon.Daemon(DAEMON, "-F", "49", "--window", "1s", "-v", "--auth-token-file",
-                        TOKEN_FILE, host="0.0.0.0", default_socket=True)
+    sock = daemon.Daemon(DAEMON, "-F", "49", "--window", "1s", "--socket", DEFAULT_SOCKET,
+                         "--auth-token-file", TOKEN_FILE)
+    try:
+        tok = daemon.Daemon(DAEMON, "-F", "49", "--window", "1s", "-v", "--auth-token-file",
+                            TOKEN_FILE, host="0.0.0.0", default_socket=True)
+    except RuntimeError:
+        sock.stop()
+        raise
     return [sock, tok]
 
 
@@ -286,7 +294,11 @@ def cleanup():
 
 def main():
     require_bpf()
-    daemons = start_daemons(make_daemons)
+    try:
+        daemons = start_daemons(make_daemons)
+    except BaseException:  # skip() exits: the group and directory made go all the same
+        cleanup()
+        raise
     tests = [test_off_loopback_needs_a_token, test_token_file_open_to_others_refused,
              test_socket_path_not_a_socket_left_alone, test_socket_mode_group_and_directory,
              test_cli_over_the_socket, test_socket_guarded_by_its_group,

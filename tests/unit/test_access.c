@@ -151,6 +151,7 @@ static void test_loopback(void **state)
 	(void)state;
 	fd = listener(AF_INET, lo4);
 	assert_true(access__fd_is_loopback(fd));
+	assert_false(access__fd_is_unix(fd));
 	close(fd);
 	fd = listener(AF_INET, lo4b);
 	assert_true(access__fd_is_loopback(fd));
@@ -188,6 +189,7 @@ static void test_unix_socket(void **state)
 	memcpy(sa.sun_path, path, sizeof(path));
 	c = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_true(access__fd_is_unix(c));
 	close(c);
 	/* live: left alone */
 	assert_int_equal(access__listen_unix(path, &t, err, sizeof(err)), -EADDRINUSE);
