@@ -45,6 +45,9 @@ class Daemon:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
+        # not left running (and holding its socket or port) after the caller gives up
+        self.proc.kill()
+        self.proc.wait()
         raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
 
     def output(self):
