@@ -273,10 +273,10 @@ def make_daemons():
         f.write(TOKEN + "  \n")
     os.chmod(TOKEN_FILE, 0o600)
     sock = daemon.Daemon(DAEMON, "-F", "49", "--window", "1s", "--socket", DEFAULT_SOCKET,
-                         "--auth-token-file", TOKEN_FILE)
+                         "--auth-token-file", TOKEN_FILE, wait_s=60)
     try:
         tok = daemon.Daemon(DAEMON, "-F", "49", "--window", "1s", "-v", "--auth-token-file",
-                            TOKEN_FILE, host="0.0.0.0", default_socket=True)
+                            TOKEN_FILE, host="0.0.0.0", default_socket=True, wait_s=60)
     except RuntimeError:
         sock.stop()
         raise
