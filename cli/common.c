@@ -30,6 +30,12 @@
 
 static const char *server_flag; /* --server, wherever it was given */
 char *server;
+/* unix:PATH servers: the socket's path (server is then http://localhost), else NULL */
+static char *server_socket;
+/* the server as messages name it: server, or unix:PATH */
+static char *server_shown;
+/* server_socket is DEFAULT_SOCKET, taken because it was there: DEFAULT_SERVER if it refuses */
+static bool server_socket_default;
 /* The temporary files of pulls in progress, removed if a signal ends us. */
 static const char *volatile tmp_paths[2];
 
@@ -80,14 +86,16 @@ char *xasprintf(const char *fmt, ...)
 /* ---- options ---- */
 
 const char common_help[] =
-    "  --server URL   tailprofd's address (default " DEFAULT_SERVER ", or $TAILPROF_SERVER)\n"
+    "  --server URL   tailprofd's address: http://HOST:PORT or unix:PATH (default\n"
+    "                 $TAILPROF_SERVER, else the socket " DEFAULT_SOCKET " when\n"
+    "                 it is there, else " DEFAULT_SERVER ")\n"
     "  -h, --help     show this help\n";
 
 _Static_assert(OPT__COUNT <= 32, "opt_iter.seen has one bit an option");
 
 /* Accepted by every subcommand and at the top level. */
 static const struct opt common_opts[] = {
-    {"server", 0, OPT_SERVER, "a URL such as " DEFAULT_SERVER},
+    {"server", 0, OPT_SERVER, "a URL such as " DEFAULT_SERVER " or unix:" DEFAULT_SOCKET},
     {"help", 'h', OPT_HELP, NULL},
     {},
 };
@@ -200,8 +208,22 @@ int server_resolve(const char *cmd)
 	if (!url) {
 		from = "TAILPROF_SERVER";
 		url = getenv("TAILPROF_SERVER");
+		/* the local daemon's socket when we may use it: no port to know, no token */
+		if ((!url || !*url) && !access(DEFAULT_SOCKET, W_OK)) {
+			url = "unix:" DEFAULT_SOCKET;
+			server_socket_default = true;
+		}
 		if (!url || !*url)
 			url = DEFAULT_SERVER;
+	}
+	if (!strncmp(url, "unix:", 5)) {
+		if (url[5] != '/')
+			return usage_err(cmd, "%s: '%s': give unix:/absolute/path/of/the.sock",
+					 from, url);
+		server_socket = xasprintf("%s", url + 5);
+		server_shown = xasprintf("%s", url);
+		server = xasprintf("http://localhost");
+		return 0;
 	}
 	if (strstr(url, "://"))
 		server = xasprintf("%s", url);
@@ -212,7 +234,16 @@ int server_resolve(const char *cmd)
 	len = strlen(server);
 	while (len && server[len - 1] == '/')
 		server[--len] = '\0';
+	server_shown = xasprintf("%s", server);
 	return 0;
+}
+
+void server_free(void)
+{
+	free(server);
+	free(server_socket);
+	free(server_shown);
+	server = server_socket = server_shown = NULL;
 }
 
 int opt_common(const struct opt_iter *it, int id, const char *val, void (*usage)(FILE *f),
@@ -403,21 +434,27 @@ static void report_curl_error(CURL *c, CURLcode rc, const char *errbuf, const ch
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
-		p_err("cannot reach tailprofd at %s: %s "
-		      "(is tailprofd running? start it with: sudo tailprofd, or packaging/setup.sh "
-		      "run in the source tree)",
-		      server, os_errno ? strerror((int)os_errno) : why);
+		if (server_socket && (os_errno == EACCES || os_errno == EPERM))
+			p_err("cannot reach tailprofd at %s: %s (the socket is for root and "
+			      "group tailprof: sudo usermod -aG tailprof $USER, then log in again; "
+			      "or use sudo)",
+			      server_shown, strerror((int)os_errno));
+		else
+			p_err("cannot reach tailprofd at %s: %s "
+			      "(is tailprofd running? start it with: sudo tailprofd, or "
+			      "packaging/setup.sh run in the source tree)",
+			      server_shown, os_errno ? strerror((int)os_errno) : why);
 		break;
 	case CURLE_COULDNT_RESOLVE_HOST:
-		p_err("cannot reach tailprofd at %s: %s", server, why);
+		p_err("cannot reach tailprofd at %s: %s", server_shown, why);
 		break;
 	case CURLE_OPERATION_TIMEDOUT:
 		curl_easy_getinfo(c, CURLINFO_CONNECT_TIME, &connect_s);
 		if (connect_s <= 0)
-			p_err("cannot reach tailprofd at %s: no connection within %lds", server,
-			      CONNECT_TIMEOUT_S);
+			p_err("cannot reach tailprofd at %s: no connection within %lds",
+			      server_shown, CONNECT_TIMEOUT_S);
 		else
-			p_err("tailprofd at %s stopped answering %s: %s", server, url, why);
+			p_err("tailprofd at %s stopped answering %s: %s", server_shown, url, why);
 		break;
 	case CURLE_WRITE_ERROR:
 		if (r->too_big) {
@@ -453,6 +490,8 @@ static int http_request(const char *method, const char *path, const char *query,
 		return -1;
 	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (server_socket)
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, server_socket);
 	if (post_body && *post_body) {
 		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 		if (!hdrs)
@@ -478,6 +517,18 @@ static int http_request(const char *method, const char *path, const char *query,
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
 	rc = curl_easy_perform(c);
+	if (rc == CURLE_COULDNT_CONNECT && server_socket_default) {
+		/* a socket left by a tailprofd that is gone, while one serves TCP only: try there
+		 */
+		curl_easy_cleanup(c);
+		curl_slist_free_all(hdrs);
+		free(url);
+		server_free();
+		server_socket_default = false;
+		server = xasprintf("%s", DEFAULT_SERVER);
+		server_shown = xasprintf("%s", DEFAULT_SERVER);
+		return http_request(method, path, query, post_body, long_running, r);
+	}
 	if (rc != CURLE_OK)
 		report_curl_error(c, rc, errbuf, url, r);
 	curl_easy_cleanup(c);

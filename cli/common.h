@@ -10,6 +10,8 @@
 #include <stdio.h>
 
 #define DEFAULT_SERVER "http://127.0.0.1:7077"
+/* tailprofd's default --socket: the CLI uses it when it is there and we may connect */
+#define DEFAULT_SOCKET "/run/tailprof/tailprofd.sock"
 #define EXIT_USAGE     2
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -26,7 +28,8 @@
 #define DURATION_VALUE "a duration such as " DURATION_FORMS
 #define TIME_VALUE     "a time, " TIME_FORMS
 
-/* The server, resolved by server_resolve(): scheme included, no trailing slash. */
+/* The server's URL, resolved by server_resolve(): scheme included, no trailing slash
+ * (http://localhost for a unix:PATH server). */
 extern char *server;
 
 /* The help lines of the options every subcommand takes (--server, --help). */
@@ -112,9 +115,14 @@ int opt_next(struct opt_iter *it, const char **val);
 int opt_common(const struct opt_iter *it, int id, const char *val, void (*usage)(FILE *f),
 	       const char **positional);
 
-/* Settles the server URL from --server, $TAILPROF_SERVER or the default into `server`.
+/* Settles the server from --server, $TAILPROF_SERVER, the default socket when it is there (we
+ * may write to it; a request it refuses goes to DEFAULT_SERVER) or DEFAULT_SERVER, into
+ * `server`: an http(s) URL, or unix:PATH (then server is http://localhost and requests go
+ * through the socket).
  * Returns 0, or 2 after a usage error naming cmd. */
 int server_resolve(const char *cmd);
+/* Frees what server_resolve made. */
+void server_free(void);
 
 /* ---- time ranges (--last | --from/--to) ---- */
 

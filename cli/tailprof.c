@@ -564,7 +564,7 @@ static int cmd_help(int argc, char **argv)
 
 static void usage_top(FILE *f)
 {
-	fprintf(f, "Usage: tailprof [--server URL] SUBCOMMAND [OPTIONS]\n"
+	fprintf(f, "Usage: tailprof [--server URL|unix:PATH] SUBCOMMAND [OPTIONS]\n"
 		   "\n"
 		   "The command-line client of tailprofd, the always-on eBPF profiler.\n"
 		   "\n"
@@ -692,6 +692,6 @@ int main(int argc, char **argv)
 		p_err("cannot write to stdout: %s", strerror(errno));
 		return 1;
 	}
-	free(server);
+	server_free();
 	return ret;
 }

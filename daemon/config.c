@@ -231,10 +231,11 @@ static int set_setting(struct parse *p, const char *const *keys,
 
 static int set_daemon(struct parse *p, const char *key, const char *value)
 {
-	static const char *const keys[] = {"frequency", "window", "retention", "listen",
-					   "ringbuf_size"};
-	struct config_setting *const s[] = {&p->c->frequency, &p->c->window, &p->c->retention,
-					    &p->c->listen, &p->c->ringbuf_size};
+	static const char *const keys[] = {"frequency",	   "window", "retention",      "listen",
+					   "ringbuf_size", "socket", "auth_token_file"};
+	struct config_setting *const s[] = {
+	    &p->c->frequency,	 &p->c->window, &p->c->retention,      &p->c->listen,
+	    &p->c->ringbuf_size, &p->c->socket, &p->c->auth_token_file};
 
 	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
 }
@@ -437,6 +438,8 @@ void config__free(struct config *c)
 	free(c->retention.value);
 	free(c->listen.value);
 	free(c->ringbuf_size.value);
+	free(c->socket.value);
+	free(c->auth_token_file.value);
 	free(c->gc_enabled.value);
 	free(c->gc_jvm.value);
 	free(c->gc_python.value);

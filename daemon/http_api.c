@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "access.h"
 #include "collector.h"
 #include "config.h"
 #include "gc_discovery.h"
@@ -788,6 +789,24 @@ static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_ap
 	return http_send_json(conn, 200, body);
 }
 
+/* Whether conn may have url: always on the unix socket (its mode and group guard it) and without
+ * a token; else /healthz (it says ready or not, nothing more: probes need no token) or a request
+ * with the token. Every path goes through here, the write endpoints and pages included. */
+static bool authorized(const struct http_api *h, struct MHD_Connection *conn, const char *url)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (!h->token || !strcmp(url, "/healthz"))
+		return true;
+	/* by the connection's own socket: no state shared with the threads that start servers */
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci && access__fd_is_unix(ci->connect_fd))
+		return true;
+	return access__bearer_ok(
+	    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+	    h->token);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
 			      const char *method, const char *version, const char *upload_data,
 			      size_t *upload_size, void **con_cls)
@@ -799,6 +818,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	struct collector_status st;
 	char *body, u[ECHO_MAX * 4 + 8];
 
+	if (!authorized(h, conn, url))
+		return http_send_error_hdr(
+		    conn, 401, (struct header){"WWW-Authenticate", "Bearer"},
+		    "this listener needs the header Authorization: Bearer TOKEN, the token of "
+		    "tailprofd's --auth-token-file; only /healthz is served without it");
 	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
 		if (!strcmp(url, http_write_paths[e]))
 			return http_api_handle_write(conn, h, e, method, upload_data, upload_size,
@@ -875,19 +899,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	pr_debug("http: %s", buf);
 }
 
-struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
-				 const struct http_api_opts *opts)
+/* One libmicrohttpd daemon serving listen_fd (taken over) for h. NULL on failure. */
+static struct MHD_Daemon *start_mhd(struct http_api *h, int listen_fd)
 {
-	struct http_api *h = calloc(1, sizeof(*h));
-	struct http_api_opts o = opts ? *opts : (struct http_api_opts){0};
-
-	if (!h)
-		return NULL;
-	h->ctx = ctx;
-	marks__bucket_init(&h->bucket, o.write_rate_per_min, o.write_burst);
-	pthread_mutex_init(&h->mu, NULL);
-	pthread_cond_init(&h->encoder_free, NULL);
-	h->mhd = MHD_start_daemon(
+	return MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
 	    NULL, NULL, handle, h,
 	    /* the logger first, so that no message goes to MHD's own */
@@ -899,7 +914,55 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
 	    /* %00 stays %00: a path or value must not end early at a decoded NUL */
 	    MHD_OPTION_UNESCAPE_CALLBACK, http_unescape, NULL, MHD_OPTION_END);
+}
+
+/* Stops accepting on d, waits up to 2 s for its requests in flight (e.g. a
+ * /debug/pprof/profile that just got its 503), stops it and closes its socket. NULL allowed. */
+static void stop_mhd(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *info;
+	MHD_socket fd;
+
+	if (!d)
+		return;
+	fd = MHD_quiesce_daemon(d);
+	for (int i = 0; i < 200; i++) {
+		info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!info || !info->num_connections)
+			break;
+		usleep(10000);
+	}
+	MHD_stop_daemon(d);
+	/* quiesced, the socket is ours to close, once its threads are gone */
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
+				 const struct http_api_opts *opts)
+{
+	struct http_api *h = calloc(1, sizeof(*h));
+	struct http_api_opts o = opts ? *opts : (struct http_api_opts){0};
+
+	if (!h || (o.token && !(h->token = strdup(o.token)))) {
+		free(h);
+		if (o.serve_unix)
+			close(o.unix_fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	h->ctx = ctx;
+	marks__bucket_init(&h->bucket, o.write_rate_per_min, o.write_burst);
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->encoder_free, NULL);
+	if (o.serve_unix && !(h->mhd_unix = start_mhd(h, o.unix_fd)))
+		close(o.unix_fd);
+	h->mhd = (!o.serve_unix || h->mhd_unix) ? start_mhd(h, listen_fd) : NULL;
 	if (!h->mhd) {
+		stop_mhd(h->mhd_unix);
+		if (h->token)
+			explicit_bzero(h->token, strlen(h->token));
+		free(h->token);
 		free(h);
 		errno = EIO;
 		return NULL;
@@ -909,21 +972,14 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 
 void http_api__stop(struct http_api *h)
 {
-	const union MHD_DaemonInfo *info;
-
 	if (!h)
 		return;
-	/* stop accepting, then let requests in flight (e.g. a /debug/pprof/profile that just got
-	 * its 503) finish sending for up to 2 s */
-	MHD_quiesce_daemon(h->mhd);
-	for (int i = 0; i < 200; i++) {
-		info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (!info || !info->num_connections)
-			break;
-		usleep(10000);
-	}
-	MHD_stop_daemon(h->mhd);
+	stop_mhd(h->mhd);
+	stop_mhd(h->mhd_unix);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->encoder_free);
+	if (h->token)
+		explicit_bzero(h->token, strlen(h->token));
+	free(h->token);
 	free(h);
 }

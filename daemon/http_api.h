@@ -6,6 +6,7 @@
 #ifndef TAILPROF_HTTP_API_H
 #define TAILPROF_HTTP_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,13 +28,18 @@ struct http_api_opts {
 				      * which they answer 503 with Retry-After; config [spikes]
 				      * write_rate; 0: 60 */
 	uint32_t write_burst;	     /* requests taken at once after a quiet time; 0: 20 */
+	/* access (docs/security.md) */
+	const char *token; /* NULL: none; else every request on listen_fd but GET /healthz needs
+			    * Authorization: Bearer token (401 otherwise); copied */
+	bool serve_unix;   /* serve unix_fd as well, with no token asked there */
+	int unix_fd;	   /* a listening unix socket (taken over) when serve_unix */
 };
 
-/* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server; opts is
- * copied, NULL for the defaults. Returns NULL with errno set. */
+/* Serves on listen_fd (taken over), and on opts->unix_fd, until http_api__stop. ctx must outlive
+ * the server; opts is copied, NULL for the defaults. Returns NULL with errno set. */
 struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 				 const struct http_api_opts *opts);
-/* Stops accepting, waits for requests in flight, closes the socket. NULL allowed. */
+/* Stops accepting, waits for requests in flight, closes the sockets. NULL allowed. */
 void http_api__stop(struct http_api *h);
 
 /* The write endpoints and what became of their requests, for /metrics

@@ -16,6 +16,8 @@ struct query_ctx;
 
 struct http_api {
 	struct MHD_Daemon *mhd;
+	struct MHD_Daemon *mhd_unix; /* on the unix socket, or NULL */
+	char *token;		     /* the bearer token the TCP listener asks, or NULL */
 	const struct query_ctx *ctx;
 	pthread_mutex_t mu;
 	unsigned int captures; /* /debug/pprof/profile requests waiting now */

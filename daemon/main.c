@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "caps.h"
 #include "collector.h"
 #include "config.h"
@@ -291,6 +292,44 @@ static void raise_nofile(void)
 			(unsigned long long)r.rlim_cur);
 }
 
+/* The API's access (docs/security.md): the token of --auth-token-file into *token, required
+ * when the listener lfd is off loopback; the unix socket of --socket into *usock (the default
+ * one only warns when it cannot be served). Returns 0, or -1 with *ret the exit code after
+ * logging why tailprofd cannot start. */
+static int start_access(const struct options *o, int lfd, char **token, struct access_socket *usock,
+			int *ret)
+{
+	char err[512];
+	int rc;
+
+	if (o->auth_token_file &&
+	    !(*token = access__read_token(o->auth_token_file, err, sizeof(err)))) {
+		*ret = options__usage_error("--auth-token-file: %s", err);
+		return -1;
+	}
+	if (!*token && !access__fd_is_loopback(lfd)) {
+		*ret = options__usage_error(
+		    "--listen %s is not a loopback address: the API shows what every process "
+		    "does, so an address off loopback needs --auth-token-file FILE (a token in a "
+		    "file of mode 0600; docs/security.md)",
+		    o->listen);
+		return -1;
+	}
+	if (!o->socket)
+		return 0;
+	rc = access__listen_unix(o->socket, usock, err, sizeof(err));
+	if (rc && o->socket_explicit) {
+		pr_err("--socket: %s", err);
+		*ret = 1;
+		return -1;
+	}
+	if (rc)
+		pr_warn("%s; the API is served on http://%s only", err, o->listen);
+	else if (!usock->group_set)
+		pr_info("socket %s is root's only (mode 0660, group root)", usock->path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct symbolizer *sym = NULL;
@@ -312,6 +351,8 @@ int main(int argc, char **argv)
 	struct config *cfg = NULL;
 	struct options o;
 	struct query_ctx qctx;
+	struct access_socket usock = {.fd = -1};
+	char *token = NULL;
 	unsigned long long nr_windows;
 	char err[512];
 	sigset_t mask;
@@ -388,6 +429,8 @@ int main(int argc, char **argv)
 		pr_err("%s", err);
 		goto out;
 	}
+	if (start_access(&o, lfd, &token, &usock, &ret))
+		goto out;
 	if (load_objects(&o, cfg, features, false, &probes, &gc_probes, &loader))
 		goto out;
 	features__log(features);
@@ -501,7 +544,11 @@ int main(int argc, char **argv)
 		qctx.push = push;
 	}
 	http = http_api__start(lfd, &qctx,
-			       &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate});
+			       &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate,
+						       .token = token,
+						       .serve_unix = usock.fd >= 0,
+						       .unix_fd = usock.fd});
+	usock.fd = -1; /* the server's now, or closed */
 	if (!http) {
 		pr_err("failed to start the HTTP server on %s", o.listen);
 		goto out;
@@ -509,10 +556,11 @@ int main(int argc, char **argv)
 	lfd = -1;
 	notify = notify__start(coll, loader__nr_sampled_cpus(loader), o.frequency_hz);
 	nr_windows = (o.retention_ns + o.window_ns - 1) / o.window_ns;
-	pr_info("sampling %d CPUs at %u Hz; %llu window%s of %llu ms; serving http://%s",
+	pr_info("sampling %d CPUs at %u Hz; %llu window%s of %llu ms; serving http://%s%s%s%s",
 		loader__nr_sampled_cpus(loader), o.frequency_hz, nr_windows,
 		nr_windows == 1 ? "" : "s", (unsigned long long)(o.window_ns / NSEC_PER_MSEC),
-		o.listen);
+		o.listen, token ? " (token required)" : "", usock.ino ? " and unix:" : "",
+		usock.ino ? usock.path : "");
 
 	for (;;) {
 		struct signalfd_siginfo si;
@@ -536,6 +584,10 @@ out:
 	/* teardown in reverse: stop serving before the data it reads goes away */
 	notify__stop(notify);
 	http_api__stop(http);
+	access__close_unix(&usock);
+	if (token)
+		explicit_bzero(token, strlen(token));
+	free(token);
 	/* the last windows to the store (at most 2 s), the rest to the state directory */
 	push__stop(push);
 	push_opts__free(&o.push);

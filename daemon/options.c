@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "config.h"
 #include "query.h"
 #include "tailprof_config.h"
@@ -40,6 +41,8 @@ enum {
 	OPT_SNAPSHOT_MAX_COUNT,
 	OPT_SNAPSHOT_MAX_BYTES,
 	OPT_PUSH_URL,
+	OPT_SOCKET,
+	OPT_AUTH_TOKEN_FILE,
 };
 
 /* Flags of [spikes] and [snapshots] keys: each flag and its key go through one parser. */
@@ -80,7 +83,14 @@ void options__usage(FILE *f)
 	    "  -F, --frequency HZ      samples per second per CPU, 1-10000 (default 99)\n"
 	    "  -w, --window DURATION   length of a window, a multiple of 100ms (default 10s)\n"
 	    "  -r, --retention DURATION  how much history the ring keeps (default 1h)\n"
-	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077)\n"
+	    "  -l, --listen HOST:PORT  HTTP address (default 127.0.0.1:7077); an address off\n"
+	    "                          loopback needs --auth-token-file\n"
+	    "      --socket PATH       the API on a unix socket too, mode 0660, group tailprof\n"
+	    "                          if it exists; none: no socket (default\n"
+	    "                          " ACCESS_SOCKET_DEFAULT ")\n"
+	    "      --auth-token-file FILE  every request on --listen but /healthz needs\n"
+	    "                          Authorization: Bearer TOKEN, the first line of FILE\n"
+	    "                          (mode 0600); required for an address off loopback\n"
 	    "      --ringbuf-size BYTES  BPF ring buffer, a power of two >= 64K; K/M suffix\n"
 	    "                          allowed (default 8M)\n"
 	    "      --offcpu-min DURATION  blocks at least this long are stored with their\n"
@@ -190,6 +200,24 @@ static int set_option(struct options *o, int c, const char *val, char *msg, size
 	case 'l':
 		o->listen = val;
 		return 0;
+	case OPT_SOCKET:
+		if (strcmp(val, "none") &&
+		    (val[0] != '/' || strlen(val) > ACCESS_SOCKET_PATH_MAX)) {
+			snprintf(msg, len,
+				 "'%s': give an absolute path of at most %d characters, or none",
+				 val, ACCESS_SOCKET_PATH_MAX);
+			return -1;
+		}
+		o->socket = strcmp(val, "none") ? val : NULL;
+		o->socket_explicit = true;
+		return 0;
+	case OPT_AUTH_TOKEN_FILE:
+		if (!*val) {
+			snprintf(msg, len, "'': give the path of a file holding the token");
+			return -1;
+		}
+		o->auth_token_file = val;
+		return 0;
 	case OPT_RINGBUF:
 		if (parse_size(val, &o->ringbuf_bytes) || o->ringbuf_bytes < (64 << 10) ||
 		    o->ringbuf_bytes > (1u << 30) || (o->ringbuf_bytes & (o->ringbuf_bytes - 1))) {
@@ -204,7 +232,13 @@ static int set_option(struct options *o, int c, const char *val, char *msg, size
 
 static unsigned opt_bit(int c)
 {
-	return c == 'F' ? 1 : c == 'w' ? 2 : c == 'r' ? 4 : c == 'l' ? 8 : 16;
+	return c == 'F'			  ? 1
+	       : c == 'w'		  ? 2
+	       : c == 'r'		  ? 4
+	       : c == 'l'		  ? 8
+	       : c == OPT_SOCKET	  ? 32
+	       : c == OPT_AUTH_TOKEN_FILE ? 64
+					  : 16;
 }
 
 static const char *flag_name(int c)
@@ -218,6 +252,10 @@ static const char *flag_name(int c)
 		return "--retention";
 	case 'l':
 		return "--listen";
+	case OPT_SOCKET:
+		return "--socket";
+	case OPT_AUTH_TOKEN_FILE:
+		return "--auth-token-file";
 	default:
 		return "--ringbuf-size";
 	}
@@ -231,6 +269,8 @@ int options__parse(int argc, char **argv, struct options *o)
 	    {"retention", required_argument, NULL, 'r'},
 	    {"listen", required_argument, NULL, 'l'},
 	    {"ringbuf-size", required_argument, NULL, OPT_RINGBUF},
+	    {"socket", required_argument, NULL, OPT_SOCKET},
+	    {"auth-token-file", required_argument, NULL, OPT_AUTH_TOKEN_FILE},
 	    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
 	    {"gc", required_argument, NULL, OPT_GC},
 	    {"unwind", required_argument, NULL, OPT_UNWIND},
@@ -261,6 +301,7 @@ int options__parse(int argc, char **argv, struct options *o)
 	    .window_ns = 10 * NSEC_PER_SEC,
 	    .retention_ns = 3600 * NSEC_PER_SEC,
 	    .listen = "127.0.0.1:7077",
+	    .socket = ACCESS_SOCKET_DEFAULT,
 	    .ringbuf_bytes = 8 << 20,
 	    .gc = GC_OPTS_DEFAULT,
 	    .unwind_tables = true,
@@ -278,6 +319,8 @@ int options__parse(int argc, char **argv, struct options *o)
 		case 'r':
 		case 'l':
 		case OPT_RINGBUF:
+		case OPT_SOCKET:
+		case OPT_AUTH_TOKEN_FILE:
 			if (set_option(o, c, optarg, msg, sizeof(msg)))
 				return options__usage_error("%s %s", flag_name(c), msg);
 			o->set |= opt_bit(c);
@@ -417,6 +460,8 @@ int options__apply_config(struct options *o, const struct config *cfg)
 	    {'r', "retention", &cfg->retention},
 	    {'l', "listen", &cfg->listen},
 	    {OPT_RINGBUF, "ringbuf_size", &cfg->ringbuf_size},
+	    {OPT_SOCKET, "socket", &cfg->socket},
+	    {OPT_AUTH_TOKEN_FILE, "auth_token_file", &cfg->auth_token_file},
 	};
 	char msg[256];
 

@@ -24,6 +24,10 @@ struct options {
 	uint64_t window_ns;
 	uint64_t retention_ns;
 	const char *listen;
+	const char *socket;	     /* --socket: NULL for none; default ACCESS_SOCKET_DEFAULT */
+	bool socket_explicit;	     /* --socket or [daemon] socket given: failing to serve it
+				      * stops start-up (the default only warns) */
+	const char *auth_token_file; /* --auth-token-file, or NULL */
 	size_t ringbuf_bytes;
 	uint64_t offcpu_min_ns;
 	const char *debug_dirs[MAX_DEBUG_DIRS];

@@ -117,7 +117,8 @@ An INI file, \fB\-\-config\fR \fIFILE\fR or /etc/tailprof/tailprofd.conf when it
 \(oq;\(cq starts a comment. A flag given on the command line wins over the file.
 .TP
 \fB[daemon]\fR
-frequency, window, retention, listen, ringbuf_size: as the flags of the same names.
+frequency, window, retention, listen, ringbuf_size, socket, auth_token_file: as the flags of
+the same names.
 .TP
 \fB[gc]\fR
 enabled (auto or off, as \fB\-\-gc\fR); jvm, python, go (on or off).
@@ -145,6 +146,12 @@ GET /api/v1/status, /api/v1/windows, /api/v1/profile, /debug/pprof/profile, /api
 /api/v1/spans, /api/v1/gc, /api/v1/spikes, /api/v1/compare, /api/v1/snapshots, /metrics and
 /healthz; POST /api/v1/marks, /api/v1/alertmanager and /api/v1/snapshots; DELETE
 /api/v1/snapshots/NAME. Every parameter and JSON key: docs/api.md.
+.SH ACCESS
+The API shows what every process on the host does. It is served on \fB\-\-listen\fR (loopback by
+default) and on the unix socket \fB\-\-socket\fR (mode 0660, group tailprof when it exists),
+which needs no token. An address off loopback is refused unless \fB\-\-auth\-token\-file\fR is
+given; then every request on \fB\-\-listen\fR but /healthz needs Authorization: Bearer
+\fITOKEN\fR. Threat model: docs/security.md.
 .SH SIGNALS
 .TP
 \fBSIGHUP\fR
@@ -160,14 +167,19 @@ Stopped by a signal; \fB\-\-check\fR with every object loaded.
 .TP
 \fB1\fR
 A start\-up failure (no privilege, the port in use, a kernel that cannot run CPU sampling, a
-state directory that cannot be opened); \fB\-\-check\fR when the kernel rejected an object.
+state directory that cannot be opened, an explicit \fB\-\-socket\fR held by a live server);
+\fB\-\-check\fR when the kernel rejected an object.
 .TP
 \fB2\fR
-A usage error: a bad flag or value, a bad configuration line (named FILE:LINE).
+A usage error: a bad flag or value, a bad configuration line (named FILE:LINE), an address off
+loopback without a token, a token file open to group or others.
 .SH FILES
 .TP
 /etc/tailprof/tailprofd.conf
 The configuration file, when \fB\-\-config\fR is not given.
+.TP
+/run/tailprof/tailprofd.sock
+The API's unix socket, when \fB\-\-socket\fR is not given.
 .TP
 /usr/lib/debug
 Where separate debug files are looked for, when \fB\-\-debug\-dir\fR is not given.
@@ -199,7 +211,12 @@ TAILPROF_EXTRA = r"""
 .SH ENVIRONMENT
 .TP
 \fBTAILPROF_SERVER\fR
-tailprofd's address when \fB\-\-server\fR is not given (default http://127.0.0.1:7077).
+tailprofd's address when \fB\-\-server\fR is not given: a URL, or unix:\fIPATH\fR.
+.SH FILES
+.TP
+/run/tailprof/tailprofd.sock
+tailprofd's socket, used when neither \fB\-\-server\fR nor TAILPROF_SERVER is given and it is
+there (root and the group tailprof may use it) and answers; else http://127.0.0.1:7077.
 .SH EXAMPLES
 .nf
 tailprof status

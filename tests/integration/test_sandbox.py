@@ -9,6 +9,7 @@ directory, and still names a binary under /home and a JIT's perf map in a proces
 
 Usage: test_sandbox.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure."""
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,8 @@ WL = os.path.join(BUILD, "tests", "workloads")
 FREQ = 997
 HOME_DIR = "/home/tailprof-sandbox-%d" % os.getpid()
 STATE = "/var/tmp/tailprof-sandbox-state-%d" % os.getpid()
+RUN_DIR = "/run/tailprof"  # the unit's RuntimeDirectory=, where the default --socket lives
+made_run_dir = []
 
 
 def unit_setting(key):
@@ -53,9 +56,15 @@ class SandboxedDaemon(daemon.Daemon):
             "[ -d \"$d\" ] && [ ! -L \"$d\" ] || continue; "
             "mount --rbind \"$d\" \"$d\"; mount -o remount,bind,ro \"$d\"; done; "
             "mount --bind {state} {state}; mount -o remount,bind,rw {state}; "
+            # RuntimeDirectory=tailprof: a writable /run/tailprof of the sandbox's own
+            "mount -t tmpfs -o mode=0755 tailprof-run {run}; "
             "exec {setpriv} \"$@\""
-        ).format(state=STATE, setpriv=" ".join(unit_setpriv(UNIT)))
+        ).format(state=STATE, run=RUN_DIR, setpriv=" ".join(unit_setpriv(UNIT)))
+        assert unit_setting("RuntimeDirectory") == [os.path.basename(RUN_DIR)]
         os.makedirs(STATE, exist_ok=True)
+        if not os.path.isdir(RUN_DIR):
+            os.mkdir(RUN_DIR)  # the mount point; the sandbox mounts its own directory there
+            made_run_dir.append(RUN_DIR)
         # daemon.Daemon runs BINARY --listen ADDR ARGS: BINARY is a script that builds the
         # sandbox and runs tailprofd in it with those arguments
         self.wrapper = os.path.join(STATE, "sandboxed-tailprofd")
@@ -63,7 +72,7 @@ class SandboxedDaemon(daemon.Daemon):
             f.write("#!/bin/sh\nexec unshare --mount -- sh -c '%s' sh %s \"$@\" --state-dir %s\n"
                     % (script, DAEMON, STATE))
         os.chmod(self.wrapper, 0o755)
-        super().__init__(self.wrapper, *args)
+        super().__init__(self.wrapper, *args, default_socket=True)
 
 
 def daemon_pid(d):
@@ -147,9 +156,25 @@ def test_binary_under_home_and_jit_perf_map(d):
             if f["function"].startswith("jit_")} == {"/tmp/perf-%d.map" % jit_pid}
 
 
+def test_socket_in_the_runtime_directory(d):
+    # the sandbox's /run/tailprof, reached from outside through the daemon's root
+    sock = "/proc/%d/root%s/tailprofd.sock" % (daemon_pid(d), RUN_DIR)
+    r = subprocess.run([os.path.join(BUILD, "cli", "tailprof"), "--server", "unix:" + sock,
+                        "status", "--json"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert json.loads(r.stdout)["pid"] == daemon_pid(d)
+    assert "and unix:%s/tailprofd.sock" % RUN_DIR in d.output(), d.output()[-2000:]
+    print("  the API on %s/tailprofd.sock inside the sandbox" % RUN_DIR)
+
+
 def cleanup():
     shutil.rmtree(HOME_DIR, ignore_errors=True)
     shutil.rmtree(STATE, ignore_errors=True)
+    for path in made_run_dir:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
 
 def main():
@@ -158,7 +183,7 @@ def main():
         assert shutil.which(tool), "%s is missing (util-linux)" % tool
     d = start_daemons(lambda: SandboxedDaemon("--frequency", str(FREQ), "--window", "1s"))
     run_tests([test_capabilities_and_read_only_root, test_binary_under_home_and_jit_perf_map,
-               test_state_directory_written], [d], cleanup)
+               test_state_directory_written, test_socket_in_the_runtime_directory], [d], cleanup)
 
 
 if __name__ == "__main__":

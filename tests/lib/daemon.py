@@ -20,16 +20,22 @@ def free_port():
 
 
 class Daemon:
-    """tailprofd on 127.0.0.1 and a free port, healthy when the constructor returns (or
-    RuntimeError with its output)."""
+    """tailprofd on host (127.0.0.1, or e.g. 0.0.0.0, reached through 127.0.0.1) and a free port,
+    with no unix socket unless args give --socket or default_socket is true; healthy when the
+    constructor returns, within wait_s seconds (or RuntimeError with its output)."""
 
-    def __init__(self, binary, *args):
+    def __init__(self, binary, *args, host="127.0.0.1", default_socket=False, wait_s=20):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port] +
+        # no unix socket unless the test asks for one (--socket PATH, or default_socket): test
+        # daemons run side by side, and the default one may be a user's tailprofd
+        if not default_socket and not any(a == "--socket" or a.startswith("--socket=")
+                                          for a in args):
+            args = ("--socket", "none") + tuple(args)
+        self.proc = subprocess.Popen([binary, "--listen", "%s:%d" % (host, self.port)] +
                                      list(args), stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
+        deadline = time.time() + wait_s
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("tailprofd exited: " + self.output())
@@ -39,7 +45,10 @@ class Daemon:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
-        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
+        # not left running (and holding its socket or port) after the caller gives up
+        self.proc.kill()
+        self.proc.wait()
+        raise RuntimeError("tailprofd not healthy in %d s: %s" % (wait_s, self.output()))
 
     def output(self):
         self.log.seek(0)

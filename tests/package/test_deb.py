@@ -8,6 +8,7 @@ checks that nothing is left.
 
 Usage: test_deb.py SOURCE_DIR BUILD_DIR. Outside CI, exits 77 (skip) when not root or a tool is
 missing; with CI=true that is a failure."""
+import grp
 import os
 import re
 import shutil
@@ -61,8 +62,13 @@ def check_caps():
     port = free_port()
     state = tempfile.mkdtemp(prefix="tailprof_pkg_")
     log = tempfile.TemporaryFile()
-    p = subprocess.Popen(unit_setpriv(UNIT) + ["/usr/sbin/tailprofd", "--listen", "127.0.0.1:%d" % port,
-                          "--state-dir", state], stdout=log, stderr=subprocess.STDOUT)
+    sock = os.path.join(state, "api.sock")
+    # the unit's SupplementaryGroups= too: the socket's group comes from it
+    groups = re.search(r"^SupplementaryGroups=(.*)$", open(UNIT).read(), re.M).group(1)
+    p = subprocess.Popen(["setpriv", "--groups", groups.replace(" ", ",")] + unit_setpriv(UNIT) +
+                         ["/usr/sbin/tailprofd", "--listen", "127.0.0.1:%d" % port,
+                          "--state-dir", state, "--socket", sock], stdout=log,
+                         stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 90
         while True:
@@ -88,6 +94,11 @@ def check_caps():
         if {c[4:] for c in kept} != got:
             sys.exit("FAIL: the log says %s, /proc says %s" % (kept, sorted(got)))
         print("ok   capabilities after start-up: %s" % ",".join(sorted(got)))
+        st = os.lstat(sock)
+        if (st.st_mode & 0o7777, st.st_gid) != (0o660, grp.getgrnam("tailprof").gr_gid):
+            sys.exit("FAIL: the socket has mode %o gid %d, want 0660 and group tailprof" %
+                     (st.st_mode & 0o7777, st.st_gid))
+        print("ok   the API socket under the unit's settings: mode 0660, group tailprof")
     finally:
         p.terminate()
         p.wait(timeout=30)
