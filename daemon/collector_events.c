@@ -4,6 +4,7 @@
  * and the process tracking the events drive: known processes, maps read again after an exec, and
  * the unwinder's and Python discovery's work queued for after the store lock. Runs in the drain,
  * under the store lock (collector_internal.h). */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -106,6 +107,16 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 {
 	if (pid_set__has(&c->known, pid, start_ns))
 		return;
+	/* past the cap the process that started first is forgotten: its next sample wakes us and
+	 * makes it known again (a lost exit notification must not grow the set forever) */
+	while (c->known.count >= c->opts.max_known) {
+		uint32_t old = pid_set__evict_oldest(&c->known);
+
+		if (!old)
+			break;
+		loader__forget(c->opts.loader, old);
+		c->known_evicted++;
+	}
 	loader__mark_known(c->opts.loader, pid, start_ns);
 	pid_set__add(&c->known, pid, start_ns);
 	py_queue(c, pid, start_ns);
@@ -228,6 +239,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 {
 	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
 	struct process_info info;
+	bool stack_full = false, task_full;
 	struct stack *stack;
 	struct task *task;
 	struct window *w;
@@ -259,6 +271,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 		stack = intern_table__ref(rep->stack);
 	} else {
 		stack = sample_stack(c, s);
+		stack_full = !stack && errno == ENOSPC;
 		/* without the memory to keep it, its repeats are lost (and counted) */
 		if (stack && (s->flags & TP_SAMPLE_REPEATABLE) && blocked_ns)
 			repeats__keep(&c->repeats, c->stacks, s, stack);
@@ -280,9 +293,13 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	know_process(c, s->hdr.pid, s->hdr.start_ns);
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
+	task_full = !task && errno == ENOSPC;
 	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
 	if (!stack || !task || !w) {
-		enum window_drop why = stack && task ? DROP_LATE : DROP_NO_MEMORY;
+		enum window_drop why = stack_full      ? DROP_STACK_TABLE_FULL
+				       : task_full     ? DROP_TASK_TABLE_FULL
+				       : stack && task ? DROP_LATE
+						       : DROP_NO_MEMORY;
 
 		w = window_ring__current(c->ring);
 		w->drops[why]++;

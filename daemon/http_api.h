@@ -27,6 +27,8 @@ struct http_api_opts {
 				      * which they answer 503 with Retry-After; config [spikes]
 				      * write_rate; 0: 60 */
 	uint32_t write_burst;	     /* requests taken at once after a quiet time; 0: 20 */
+	uint32_t max_connections; /* open at once ([limits] http_connections, resource_limits.h); a
+				   * connection past it is closed at accept; 0: 256 */
 };
 
 /* Serves on listen_fd (taken over) until http_api__stop. ctx must outlive the server; opts is
@@ -53,12 +55,15 @@ enum http_write_result {
 };
 struct http_write_counts {
 	uint64_t n[HTTP_WRITE_ENDPOINTS][HTTP_WRITE_RESULTS]; /* since start */
+	uint64_t snapshot_saves_rate_limited; /* POST /api/v1/snapshots: 429, past save_rate */
 };
 
 /* Copies the counters of the write endpoints into *out. Any thread. */
 void http_api__write_counts(struct http_api *h, struct http_write_counts *out);
-/* Their Prometheus text (format 0.0.4, # HELP and # TYPE included) appended to *text, a malloc'd
- * NUL-terminated string (NULL: a new one). Returns 0 or -ENOMEM (*text left as it was). */
+/* Their Prometheus text (format 0.0.4, # HELP and # TYPE included; tailprof_api_writes_total, and
+ * tailprof_http_rejected_total{route,reason="rate"} of the write routes, the snapshots' saves
+ * included) appended to *text, a malloc'd NUL-terminated string (NULL: a new one). Returns 0 or
+ * -ENOMEM (*text left as it was). */
 int http_api__write_metrics_text(const struct http_write_counts *c, char **text);
 
 #endif

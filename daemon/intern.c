@@ -4,6 +4,7 @@
 
 #include "hashmap.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,8 @@ struct intern_table {
 	size_t nr_buckets; /* power of two */
 	size_t count;
 	size_t bytes;
+	size_t max;	  /* 0: no cap */
+	uint64_t refused; /* new values past max */
 	struct intern_ops ops;
 };
 
@@ -88,6 +91,11 @@ static void grow(struct intern_table *t)
 	t->nr_buckets = n;
 }
 
+void intern_table__set_max(struct intern_table *t, size_t max)
+{
+	t->max = max;
+}
+
 void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted)
 {
 	uint64_t h = hashmap__hash_bytes(key, len);
@@ -101,9 +109,16 @@ void *intern_table__get(struct intern_table *t, const void *key, size_t len, boo
 			return e->data;
 		}
 	}
-	e = malloc(sizeof(*e) + len);
-	if (!e)
+	if (t->max && t->count >= t->max) {
+		t->refused++;
+		errno = ENOSPC;
 		return NULL;
+	}
+	e = malloc(sizeof(*e) + len);
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	e->hash = h;
 	e->refcnt = 1;
 	e->len = len;
@@ -158,4 +173,14 @@ size_t intern_table__count(const struct intern_table *t)
 size_t intern_table__bytes(const struct intern_table *t)
 {
 	return t->bytes + t->nr_buckets * sizeof(*t->buckets);
+}
+
+size_t intern_table__max(const struct intern_table *t)
+{
+	return t->max;
+}
+
+uint64_t intern_table__refused(const struct intern_table *t)
+{
+	return t->refused;
 }

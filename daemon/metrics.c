@@ -14,6 +14,7 @@
 #include "feature_table.h"
 #include "gc.h"
 #include "gc_probes.h"
+#include "resource_limits.h"
 #include "loader.h"
 #include "proc_maps.h"
 #include "push.h"
@@ -471,6 +472,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
 		 st.sym.evicted_objects);
 	put_source_lines_metrics(&t);
+	text_put_owned(&t, limits__metrics_text(ctx));
 	put_sched_metrics(&t, ctx, &st);
 	text_metric(&t, "tailprof_window_bytes", "gauge",
 		    "Heap bytes of the windows' sample tables.");

@@ -839,4 +839,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	*st = s->stats;
 	st->objects = s->objects.nr;
 	st->processes = s->nr_readable;
+	st->processes_held = s->nr_procs;
+	st->max_processes = s->max_processes;
+	st->max_objects = s->max_objects;
 }

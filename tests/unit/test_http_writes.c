@@ -422,8 +422,11 @@ static void test_rate_limit(void **state)
 	assert_int_equal(r.status, 503);
 	assert_true(atoi(r.retry_after) >= 59 && atoi(r.retry_after) <= 60);
 	assert_non_null(strstr(r.body, "too many write requests"));
+	/* a mark past the rate: 429 (Alertmanager's 503 above: it retries 5xx only) */
 	post(&s, "/api/v1/marks", "not even JSON", &r);
-	assert_int_equal(r.status, 503);
+	assert_int_equal(r.status, 429);
+	assert_true(atoi(r.retry_after) >= 59 && atoi(r.retry_after) <= 60);
+	assert_non_null(strstr(r.body, "\"error\""));
 	assert_int_equal(stub.marks, 2);
 
 	http_api__write_counts(s.h, &c);
@@ -441,6 +444,12 @@ static void test_rate_limit(void **state)
 	assert_non_null(strstr(
 	    text,
 	    "tailprof_api_writes_total{endpoint=\"alertmanager\",result=\"unavailable\"} 0\n"));
+	assert_non_null(strstr(text, "# TYPE tailprof_http_rejected_total counter\n"));
+	assert_non_null(strstr(
+	    text, "tailprof_http_rejected_total{route=\"/api/v1/marks\",reason=\"rate\"} 1\n"));
+	assert_non_null(strstr(
+	    text,
+	    "tailprof_http_rejected_total{route=\"/api/v1/alertmanager\",reason=\"rate\"} 1\n"));
 	free(text);
 	http_api__stop(s.h);
 }
