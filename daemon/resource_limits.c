@@ -14,6 +14,7 @@
 #include "push.h"
 #include "query.h"
 #include "snapshots.h"
+#include "source_lines.h"
 #include "spikes.h"
 #include "textbuf.h"
 #include "timeparse.h"
@@ -104,6 +105,7 @@ void limits_http_notify(void *cls, struct MHD_Connection *conn, void **socket_co
 
 size_t limits__rows(const struct query_ctx *ctx, struct limit_row *rows)
 {
+	struct source_lines_stats sl;
 	struct collector_status st;
 	size_t n = 0;
 
@@ -122,6 +124,9 @@ size_t limits__rows(const struct query_ctx *ctx, struct limit_row *rows)
 				       0};
 	rows[n++] = (struct limit_row){
 	    "objects", "evict_lru", st.sym.objects, st.sym.max_objects, st.sym.evicted_objects, 0};
+	source_lines__stats(&sl);
+	rows[n++] = (struct limit_row){"source_lines_bytes", "evict_lru",	 sl.bytes,
+				       sl.budget_bytes,	     sl.evicted_objects, 0};
 	if (st.unwind.max_processes) {
 		rows[n++] = (struct limit_row){"unwind_processes",
 					       "refuse_new",

@@ -39,6 +39,9 @@ class Daemon:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
+        # not left running behind a skip
+        self.proc.kill()
+        self.proc.wait()
         raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
 
     def output(self):
