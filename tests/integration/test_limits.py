@@ -68,7 +68,7 @@ def make():
     hotcold.pid_seen = int(hotcold.stdout.readline())
     try:
         d = daemon.Daemon(DAEMON, "--config", conf, "--window", "1s", "--retention", "10s",
-                          "--state-dir", os.path.join(TMP, "state"))
+                          "--state-dir", os.path.join(TMP, "state"), ready_s=60)
     except RuntimeError:
         cleanup()
         raise

@@ -21,15 +21,16 @@ def free_port():
 
 class Daemon:
     """tailprofd on 127.0.0.1 and a free port, healthy when the constructor returns (or
-    RuntimeError with its output)."""
+    RuntimeError with its output); ready_s: how long it may take (its BPF verified on a busy
+    host)."""
 
-    def __init__(self, binary, *args):
+    def __init__(self, binary, *args, ready_s=20):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port] +
                                      list(args), stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
+        deadline = time.time() + ready_s
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("tailprofd exited: " + self.output())
@@ -42,7 +43,7 @@ class Daemon:
         # not left running behind a skip
         self.proc.kill()
         self.proc.wait()
-        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
+        raise RuntimeError("tailprofd not healthy in %d s: %s" % (ready_s, self.output()))
 
     def output(self):
         self.log.seek(0)
