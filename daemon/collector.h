@@ -60,6 +60,7 @@ struct collector_status {
 	uint64_t max_stacks, max_tasks; /* their caps */
 	uint64_t known, max_known;	/* processes marked known now, and the cap */
 	uint64_t known_evicted;		/* forgotten for the cap (total) */
+	uint64_t folded_stacks;		/* samples stored by function: the stacks were full */
 	uint64_t interned_bytes;
 	uint64_t window_bytes;
 	uint64_t record_bytes; /* of those, the per-sample records (window.h) */

@@ -180,10 +180,31 @@ static uint32_t splice_python(struct collector *c, const struct tp_sample *s, ui
 	return no;
 }
 
-/* The interned stack of sample s (symbolized; a reference), or NULL (no memory). */
+/* Moves each named frame of k to its function's start + 1, which the leaf's lookup and a return
+ * address's (one byte before it) both name: the stack by function, without the place in each.
+ * Python frames (their addresses are line ids) and unnamed ones stay. */
+static void fold_stack(struct stack *k)
+{
+	for (uint32_t i = 0; i < (uint32_t)k->nr_kernel + k->nr_user; i++) {
+		struct frame *f = &k->frames[i];
+		bool leaf = i == 0 || i == k->nr_kernel;
+		uint64_t start;
+
+		if (!f->obj || python__is_object(f->obj))
+			continue;
+		if (object__lookup(f->obj, leaf ? f->addr : f->addr - 1, &start))
+			f->addr = start + 1;
+	}
+}
+
+/* The interned stack of sample s (symbolized; a reference), or NULL: errno ENOMEM, or ENOSPC
+ * when the table is full. A new stack past the cap less its spare goes in by function
+ * (fold_stack), in the spare: profiles by function stay right when the table is full. */
 static struct stack *sample_stack(struct collector *c, const struct tp_sample *s)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
+	struct stack *stack;
+	size_t len;
 
 	memset(c->key, 0, sizeof(*c->key));
 	c->key->nr_kernel = nk;
@@ -230,8 +251,14 @@ static struct stack *sample_stack(struct collector *c, const struct tp_sample *s
 		n = nk + nu;
 		c->key->nr_user = nu;
 	}
-	return intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
-				 NULL);
+	len = sizeof(*c->key) + n * sizeof(struct frame);
+	stack = intern_table__get(c->stacks, c->key, len, NULL);
+	if (!stack && errno == ENOSPC) {
+		fold_stack(c->key);
+		stack = intern_table__get_spare(c->stacks, c->key, len);
+		c->st.folded_stacks += stack != NULL;
+	}
+	return stack;
 }
 
 /* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */

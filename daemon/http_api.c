@@ -883,7 +883,8 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 	if (!h)
 		return NULL;
 	h->ctx = ctx;
-	marks__bucket_init(&h->bucket, o.write_rate_per_min, o.write_burst);
+	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
+		marks__bucket_init(&h->buckets[e], o.write_rate_per_min, o.write_burst);
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->encoder_free, NULL);
 	limits_http.max = o.max_connections ? o.max_connections : LIMITS_DEFAULT_HTTP_CONNECTIONS;

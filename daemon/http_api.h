@@ -23,10 +23,10 @@ int http_api__check_listen(const char *listen, char *err, size_t errlen);
 /* The write endpoints' rate limit; zero means default. Marks and alerts go to ctx->spikes
  * (spikes__mark, spikes__alerts); with ctx->spikes NULL those endpoints answer 503. */
 struct http_api_opts {
-	uint32_t write_rate_per_min; /* write requests a minute, both endpoints together, beyond
-				      * which they answer 503 with Retry-After; config [spikes]
-				      * write_rate; 0: 60 */
-	uint32_t write_burst;	     /* requests taken at once after a quiet time; 0: 20 */
+	uint32_t write_rate_per_min; /* write requests a minute, each endpoint, beyond which a mark
+				      * gets 429 and a delivery 503, with Retry-After; config
+				      * [spikes] write_rate; 0: 60 */
+	uint32_t write_burst;	     /* requests taken at once after a quiet time, each; 0: 20 */
 	uint32_t max_connections; /* open at once ([limits] http_connections, resource_limits.h); a
 				   * connection past it is closed at accept; 0: 256 */
 };

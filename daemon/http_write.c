@@ -176,7 +176,7 @@ static enum MHD_Result write_begin(struct MHD_Connection *conn, struct http_api 
 				       http_write_paths[e]);
 	}
 	pthread_mutex_lock(&h->mu);
-	wait = marks__bucket_take(&h->bucket, sysinfo__mono_ns());
+	wait = marks__bucket_take(&h->buckets[e], sysinfo__mono_ns());
 	if (wait)
 		h->writes.n[e][HTTP_WRITE_RATE_LIMITED]++;
 	pthread_mutex_unlock(&h->mu);

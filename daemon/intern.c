@@ -96,7 +96,9 @@ void intern_table__set_max(struct intern_table *t, size_t max)
 	t->max = max;
 }
 
-void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted)
+/* intern_table__get with room for limit values (0: any number); count: whether a refusal counts */
+static void *get(struct intern_table *t, const void *key, size_t len, bool *inserted, size_t limit,
+		 bool count)
 {
 	uint64_t h = hashmap__hash_bytes(key, len);
 	struct intern_entry *e;
@@ -109,8 +111,8 @@ void *intern_table__get(struct intern_table *t, const void *key, size_t len, boo
 			return e->data;
 		}
 	}
-	if (t->max && t->count >= t->max) {
-		t->refused++;
+	if (limit && t->count >= limit) {
+		t->refused += count;
 		errno = ENOSPC;
 		return NULL;
 	}
@@ -134,6 +136,16 @@ void *intern_table__get(struct intern_table *t, const void *key, size_t len, boo
 	if (inserted)
 		*inserted = true;
 	return e->data;
+}
+
+void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted)
+{
+	return get(t, key, len, inserted, t->max - t->max / 8, true);
+}
+
+void *intern_table__get_spare(struct intern_table *t, const void *key, size_t len)
+{
+	return get(t, key, len, NULL, t->max, false);
 }
 
 void *intern_table__ref(void *data)

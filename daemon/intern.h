@@ -22,12 +22,17 @@ struct intern_table *intern_table__new(const struct intern_ops *ops);
 void intern_table__free(struct intern_table *t);
 
 /* Caps the values stored at max (0: no cap, the default). Values already stored stay: windows
- * hold them, so they cannot be evicted; a new value past the cap is refused (below). */
+ * hold them, so they cannot be evicted; a new value past the cap is refused (below). The last
+ * eighth of the cap is a spare that only intern_table__get_spare fills. */
 void intern_table__set_max(struct intern_table *t, size_t max);
 /* Returns the stored copy of key[0..len) with one new reference; the copy is 8-byte aligned and
  * never moves. *inserted (may be NULL) tells whether it was new. NULL with errno ENOMEM, or
- * ENOSPC when the value is new and the table holds its cap (counted in intern_table__refused). */
+ * ENOSPC when the value is new and the table holds max less its spare (counted in
+ * intern_table__refused). */
 void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted);
+/* As intern_table__get, for a coarser stand-in of a value just refused: a new value may take
+ * the spare, up to max itself; past it NULL with ENOSPC (not counted again). */
+void *intern_table__get_spare(struct intern_table *t, const void *key, size_t len);
 /* Takes one more reference on a stored value. */
 void *intern_table__ref(void *data);
 /* Drops a reference; the last one releases and frees the value. NULL allowed. */

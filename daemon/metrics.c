@@ -444,6 +444,11 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
 	text_put(&t, "tailprof_cut_stacks_total %" PRIu64 "\n", st.cut_stacks);
 	text_metric(
+	    &t, "tailprof_folded_stacks_total", "counter",
+	    "Samples stored with their stack by function (each frame at its function's start): "
+	    "the stacks table was full ([limits] stacks).");
+	text_put(&t, "tailprof_folded_stacks_total %" PRIu64 "\n", st.folded_stacks);
+	text_metric(
 	    &t, "tailprof_fork_fallbacks_total", "counter",
 	    "Samples of a child gone before its maps were read, resolved with its parent's.");
 	text_put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of the bounded tables' rules (resource_limits.h): the interning table's cap (new
  * values refused and counted, stored ones still found, room again once windows let go), the
- * process set's oldest-first eviction, the [limits] keys, and the HTTP connection cap. */
+ * spare the folded stacks take, the process set's oldest-first eviction, the [limits] keys, and the
+ * HTTP connection cap. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,6 +63,34 @@ static void test_intern_cap(void **state)
 	intern_table__set_max(t, 0);
 	assert_non_null(get(t, 6));
 	assert_int_equal(intern_table__count(t), 4);
+	intern_table__free(t);
+}
+
+/* The last eighth of the cap is the spare: only coarser stand-ins of refused values take it. */
+static void test_intern_spare(void **state)
+{
+	struct intern_table *t = intern_table__new(NULL);
+
+	(void)state;
+	intern_table__set_max(t, 16);
+	for (uint64_t v = 0; v < 14; v++)
+		assert_non_null(get(t, v));
+	assert_null(get(t, 14));
+	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(intern_table__refused(t), 1);
+	/* a stored value through either door is found */
+	assert_non_null(intern_table__get_spare(t, &(uint64_t){3}, sizeof(uint64_t)));
+	assert_int_equal(intern_table__count(t), 14);
+	assert_non_null(intern_table__get_spare(t, &(uint64_t){100}, sizeof(uint64_t)));
+	assert_non_null(intern_table__get_spare(t, &(uint64_t){101}, sizeof(uint64_t)));
+	assert_int_equal(intern_table__count(t), 16);
+	errno = 0;
+	assert_null(intern_table__get_spare(t, &(uint64_t){102}, sizeof(uint64_t)));
+	assert_int_equal(errno, ENOSPC);
+	/* the spare's refusals are not counted again (the value was refused first) */
+	assert_int_equal(intern_table__refused(t), 1);
+	assert_null(get(t, 15));
+	assert_int_equal(intern_table__refused(t), 2);
 	intern_table__free(t);
 }
 
@@ -148,9 +177,8 @@ static void test_http_connections(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_intern_cap),
-	    cmocka_unit_test(test_pid_set_evict_oldest),
-	    cmocka_unit_test(test_opts),
+	    cmocka_unit_test(test_intern_cap),		 cmocka_unit_test(test_intern_spare),
+	    cmocka_unit_test(test_pid_set_evict_oldest), cmocka_unit_test(test_opts),
 	    cmocka_unit_test(test_http_connections),
 	};
 
