@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "gc.h"
+#include "resource_limits.h"
 #include "loader.h"
 #include "log.h"
 #include "probes.h"
@@ -457,6 +458,14 @@ struct collector *collector__new(const struct collector_opts *opts)
 	c->tasks = intern_table__new(NULL);
 	if (!c->stacks || !c->tasks)
 		abort();
+	if (!c->opts.max_stacks)
+		c->opts.max_stacks = LIMITS_DEFAULT_STACKS;
+	if (!c->opts.max_tasks)
+		c->opts.max_tasks = LIMITS_DEFAULT_TASKS;
+	if (!c->opts.max_known)
+		c->opts.max_known = LIMITS_DEFAULT_KNOWN_PROCESSES;
+	intern_table__set_max(c->stacks, c->opts.max_stacks);
+	intern_table__set_max(c->tasks, c->opts.max_tasks);
 	c->ring = window_ring__new(&(struct window_ring_opts){
 	    .window_ns = opts->window_ns,
 	    .nr_windows = opts->nr_windows,
@@ -611,6 +620,11 @@ void collector__status(struct collector *c, struct collector_status *st)
 		st->expected_samples += c->cpu_sampled_ns_total[cpu] / c->period_ns;
 	st->stacks = intern_table__count(c->stacks);
 	st->tasks = intern_table__count(c->tasks);
+	st->max_stacks = c->opts.max_stacks;
+	st->max_tasks = c->opts.max_tasks;
+	st->known = c->known.count;
+	st->max_known = c->opts.max_known;
+	st->known_evicted = c->known_evicted;
 	st->interned_bytes = intern_table__bytes(c->stacks) + intern_table__bytes(c->tasks);
 	st->windows = n;
 	st->max_windows = window_ring__capacity(r);

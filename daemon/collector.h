@@ -41,6 +41,11 @@ struct collector_opts {
 	struct gc *gc;	       /* GC tracking (not owned); NULL: --gc=off */
 	int gc_events_fd;      /* with gc: the GC programs' ring buffer (gc_probes.h) */
 	struct python *python; /* Python frames (not owned); NULL: none */
+	/* Caps ([limits], resource_limits.h; 0: the default). Interned stacks and tasks: past the
+	 * cap a sample with a new one is dropped (stack_table_full, task_table_full), since windows
+	 * hold the stored ones. Known processes (marked in BPF): past the cap the one that started
+	 * first is forgotten (its next sample makes it known again). */
+	uint32_t max_stacks, max_tasks, max_known;
 };
 
 struct collector_status {
@@ -51,7 +56,11 @@ struct collector_status {
 	int cpus_sampled;
 	uint64_t samples, idle_samples, received_samples, expected_samples;
 	uint64_t drops[DROP_NR];
-	uint64_t stacks, tasks; /* interned now */
+	uint64_t stacks, tasks;		/* interned now */
+	uint64_t max_stacks, max_tasks; /* their caps */
+	uint64_t known, max_known;	/* processes marked known now, and the cap */
+	uint64_t known_evicted;		/* forgotten for the cap (total) */
+	uint64_t folded_stacks;		/* samples stored by function: the stacks were full */
 	uint64_t interned_bytes;
 	uint64_t window_bytes;
 	uint64_t record_bytes; /* of those, the per-sample records (window.h) */

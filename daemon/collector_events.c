@@ -4,6 +4,7 @@
  * and the process tracking the events drive: known processes, maps read again after an exec, and
  * the unwinder's and Python discovery's work queued for after the store lock. Runs in the drain,
  * under the store lock (collector_internal.h). */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -106,6 +107,16 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 {
 	if (pid_set__has(&c->known, pid, start_ns))
 		return;
+	/* past the cap the process that started first is forgotten: its next sample wakes us and
+	 * makes it known again (a lost exit notification must not grow the set forever) */
+	while (c->known.count >= c->opts.max_known) {
+		uint32_t old = pid_set__evict_oldest(&c->known);
+
+		if (!old)
+			break;
+		loader__forget(c->opts.loader, old);
+		c->known_evicted++;
+	}
 	loader__mark_known(c->opts.loader, pid, start_ns);
 	pid_set__add(&c->known, pid, start_ns);
 	py_queue(c, pid, start_ns);
@@ -169,10 +180,31 @@ static uint32_t splice_python(struct collector *c, const struct tp_sample *s, ui
 	return no;
 }
 
-/* The interned stack of sample s (symbolized; a reference), or NULL (no memory). */
+/* Moves each named frame of k to its function's start + 1, which the leaf's lookup and a return
+ * address's (one byte before it) both name: the stack by function, without the place in each.
+ * Python frames (their addresses are line ids) and unnamed ones stay. */
+static void fold_stack(struct stack *k)
+{
+	for (uint32_t i = 0; i < (uint32_t)k->nr_kernel + k->nr_user; i++) {
+		struct frame *f = &k->frames[i];
+		bool leaf = i == 0 || i == k->nr_kernel;
+		uint64_t start;
+
+		if (!f->obj || python__is_object(f->obj))
+			continue;
+		if (object__lookup(f->obj, leaf ? f->addr : f->addr - 1, &start))
+			f->addr = start + 1;
+	}
+}
+
+/* The interned stack of sample s (symbolized; a reference), or NULL: errno ENOMEM, or ENOSPC
+ * when the table is full. A new stack past the cap less its spare goes in by function
+ * (fold_stack), in the spare: profiles by function stay right when the table is full. */
 static struct stack *sample_stack(struct collector *c, const struct tp_sample *s)
 {
 	uint32_t nk = s->nr_kernel, nu = s->nr_user, n = nk + nu;
+	struct stack *stack;
+	size_t len;
 
 	memset(c->key, 0, sizeof(*c->key));
 	c->key->nr_kernel = nk;
@@ -219,8 +251,14 @@ static struct stack *sample_stack(struct collector *c, const struct tp_sample *s
 		n = nk + nu;
 		c->key->nr_user = nu;
 	}
-	return intern_table__get(c->stacks, c->key, sizeof(*c->key) + n * sizeof(struct frame),
-				 NULL);
+	len = sizeof(*c->key) + n * sizeof(struct frame);
+	stack = intern_table__get(c->stacks, c->key, len, NULL);
+	if (!stack && errno == ENOSPC) {
+		fold_stack(c->key);
+		stack = intern_table__get_spare(c->stacks, c->key, len);
+		c->st.folded_stacks += stack != NULL;
+	}
+	return stack;
 }
 
 /* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
@@ -228,6 +266,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 {
 	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
 	struct process_info info;
+	bool stack_full = false, task_full;
 	struct stack *stack;
 	struct task *task;
 	struct window *w;
@@ -259,6 +298,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 		stack = intern_table__ref(rep->stack);
 	} else {
 		stack = sample_stack(c, s);
+		stack_full = !stack && errno == ENOSPC;
 		/* without the memory to keep it, its repeats are lost (and counted) */
 		if (stack && (s->flags & TP_SAMPLE_REPEATABLE) && blocked_ns)
 			repeats__keep(&c->repeats, c->stacks, s, stack);
@@ -280,9 +320,13 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	know_process(c, s->hdr.pid, s->hdr.start_ns);
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
+	task_full = !task && errno == ENOSPC;
 	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
 	if (!stack || !task || !w) {
-		enum window_drop why = stack && task ? DROP_LATE : DROP_NO_MEMORY;
+		enum window_drop why = stack_full      ? DROP_STACK_TABLE_FULL
+				       : task_full     ? DROP_TASK_TABLE_FULL
+				       : stack && task ? DROP_LATE
+						       : DROP_NO_MEMORY;
 
 		w = window_ring__current(c->ring);
 		w->drops[why]++;

@@ -52,6 +52,7 @@ struct collector {
 	int64_t wall_offset_ns;
 
 	struct pid_set known;
+	uint64_t known_evicted; /* processes forgotten for opts.max_known */
 	struct collector_status st;
 	struct window *stage_window; /* the current window at the last tick (stages) */
 

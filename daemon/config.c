@@ -31,6 +31,7 @@ struct parse {
 		SEC_SPIKES,
 		SEC_SNAPSHOTS,
 		SEC_PUSH,
+		SEC_LIMITS,
 		SEC_BAD
 	} kind;
 	char section[128];
@@ -136,10 +137,14 @@ static int start_section_at(struct parse *p, const char *section)
 		p->kind = SEC_PUSH;
 		return 1;
 	}
+	if (!strcmp(section, "limits")) {
+		p->kind = SEC_LIMITS;
+		return 1;
+	}
 	if (strcmp(kind, "stage") && strcmp(kind, "usdt-app"))
 		return fail(p,
 			    "unknown section [%s]; allowed: [daemon], [gc], [spikes], [snapshots], "
-			    "[push], [stage NAME], [usdt-app NAME]",
+			    "[push], [limits], [stage NAME], [usdt-app NAME]",
 			    section);
 	if (!config__valid_stage_name(name))
 		return fail(p,
@@ -278,10 +283,20 @@ static int set_spikes(struct parse *p, const char *key, const char *value)
 
 static int set_snapshots(struct parse *p, const char *key, const char *value)
 {
-	static const char *const keys[] = {"max_count", "max_bytes"};
-	struct config_setting *const s[] = {&p->c->snapshots_max_count, &p->c->snapshots_max_bytes};
+	static const char *const keys[] = {"max_count", "max_bytes", "save_rate"};
+	struct config_setting *const s[] = {&p->c->snapshots_max_count, &p->c->snapshots_max_bytes,
+					    &p->c->snapshots_save_rate};
 
 	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
+}
+
+static int set_limits(struct parse *p, const char *key, const char *value)
+{
+	struct config_setting *s[LIMITS_NR_KEYS];
+
+	for (int i = 0; i < LIMITS_NR_KEYS; i++)
+		s[i] = &p->c->limits[i];
+	return set_setting(p, limits_keys, s, LIMITS_NR_KEYS, key, value);
 }
 
 static int set_push(struct parse *p, const char *key, const char *value)
@@ -320,6 +335,8 @@ static int handler(void *user, const char *section, const char *key, const char 
 		return set_snapshots(p, key, value);
 	case SEC_PUSH:
 		return set_push(p, key, value);
+	case SEC_LIMITS:
+		return set_limits(p, key, value);
 	case SEC_APP:
 		if (!strcmp(key, "binary"))
 			return set_string(p, &p->app->binary, key, value);
@@ -460,6 +477,9 @@ void config__free(struct config *c)
 	free(c->push_labels.value);
 	free(c->push_keep_labels.value);
 	free(c->push_drop_labels.value);
+	free(c->snapshots_save_rate.value);
+	for (int i = 0; i < LIMITS_NR_KEYS; i++)
+		free(c->limits[i].value);
 	free(c->path);
 	free(c);
 }

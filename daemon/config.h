@@ -3,8 +3,10 @@
  * [stage NAME] sections (a function's entry and return, or a USDT begin/end pair),
  * [usdt-app NAME] sections (binaries that mark stages with include/tailprof/stage.h), a [gc]
  * section (enabled = auto|off; jvm, python, go = on|off), a [spikes] section (spike detection
- * and keeping: k, baseline_windows, min_requests, min_rise, pin_budget, state_dir, write_rate)
- * and a [snapshots] section (the bounds of saved comparison sides: max_count, max_bytes).
+ * and keeping: k, baseline_windows, min_requests, min_rise, pin_budget, state_dir, write_rate),
+ * a [snapshots] section (the bounds of saved comparison sides: max_count, max_bytes, save_rate)
+ * and a [limits] section (the caps of the tables that grow with the outside world,
+ * resource_limits.h).
  *
  * Only syntax and values are checked here; whether binaries and symbols exist is the probes'
  * business, per stage, at attach time. */
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "resource_limits.h"
 #include "tailprof.h"
 
 #define CONFIG_DEFAULT_PATH "/etc/tailprof/tailprofd.conf"
@@ -63,6 +66,10 @@ struct config {
 	/* [push]: as written, checked by push_opts__set when applied (--push-url wins for url) */
 	struct config_setting push_url, push_app, push_token_file, push_queue_windows, push_labels,
 	    push_keep_labels, push_drop_labels;
+	/* [snapshots] save_rate, as written (snapshots_opts__set) */
+	struct config_setting snapshots_save_rate;
+	/* [limits]: as written, by enum limits_key, checked by limits_opts__set when applied */
+	struct config_setting limits[LIMITS_NR_KEYS];
 };
 
 /* Reads and checks the file at path. Returns a config to free with config__free, or NULL with

@@ -276,8 +276,7 @@ static enum MHD_Result send_pprof(struct MHD_Connection *conn, int err, uint8_t 
  * once, the others wait their turn, so memory stays bounded however many clients ask. */
 #define MAX_ENCODERS 2
 /* Waiting /debug/pprof/profile requests hold a connection each: keep most connections free. */
-#define MAX_CAPTURES	16
-#define MAX_CONNECTIONS 256
+#define MAX_CAPTURES 16
 
 static void encoder_enter(struct http_api *h)
 {
@@ -904,10 +903,12 @@ static struct MHD_Daemon *start_mhd(struct http_api *h, int listen_fd)
 {
 	return MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-	    NULL, NULL, handle, h,
+	    /* the counted cap (resource_limits.h); libmicrohttpd's limit above it is a backstop */
+	    limits_http_accept, &limits_http, handle, h,
 	    /* the logger first, so that no message goes to MHD's own */
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS, MHD_OPTION_NOTIFY_COMPLETED,
+	    MHD_OPTION_CONNECTION_LIMIT, limits_http.max + 8, MHD_OPTION_NOTIFY_CONNECTION,
+	    limits_http_notify, &limits_http, MHD_OPTION_NOTIFY_COMPLETED,
 	    http_api_request_completed, NULL,
 	    /* a connection that sends nothing for 10 s is closed: idle clients cannot hold the
 	     * slots for long */
@@ -952,9 +953,11 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 		return NULL;
 	}
 	h->ctx = ctx;
-	marks__bucket_init(&h->bucket, o.write_rate_per_min, o.write_burst);
+	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
+		marks__bucket_init(&h->buckets[e], o.write_rate_per_min, o.write_burst);
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->encoder_free, NULL);
+	limits_http.max = o.max_connections ? o.max_connections : LIMITS_DEFAULT_HTTP_CONNECTIONS;
 	if (o.serve_unix && !(h->mhd_unix = start_mhd(h, o.unix_fd)))
 		close(o.unix_fd);
 	h->mhd = (!o.serve_unix || h->mhd_unix) ? start_mhd(h, listen_fd) : NULL;

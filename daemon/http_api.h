@@ -24,10 +24,13 @@ int http_api__check_listen(const char *listen, char *err, size_t errlen);
 /* The write endpoints' rate limit; zero means default. Marks and alerts go to ctx->spikes
  * (spikes__mark, spikes__alerts); with ctx->spikes NULL those endpoints answer 503. */
 struct http_api_opts {
-	uint32_t write_rate_per_min; /* write requests a minute, both endpoints together, beyond
-				      * which they answer 503 with Retry-After; config [spikes]
-				      * write_rate; 0: 60 */
-	uint32_t write_burst;	     /* requests taken at once after a quiet time; 0: 20 */
+	uint32_t write_rate_per_min; /* write requests a minute, each endpoint, beyond which a mark
+				      * gets 429 and a delivery 503, with Retry-After; config
+				      * [spikes] write_rate; 0: 60 */
+	uint32_t write_burst;	     /* requests taken at once after a quiet time, each; 0: 20 */
+	uint32_t max_connections;    /* open at once on both listeners together ([limits]
+				      * http_connections, resource_limits.h); a connection past it is
+				      * closed at accept; 0: 256 */
 	/* access (docs/security.md) */
 	const char *token; /* NULL: none; else every request on listen_fd but GET /healthz needs
 			    * Authorization: Bearer token (401 otherwise); copied */
@@ -59,12 +62,15 @@ enum http_write_result {
 };
 struct http_write_counts {
 	uint64_t n[HTTP_WRITE_ENDPOINTS][HTTP_WRITE_RESULTS]; /* since start */
+	uint64_t snapshot_saves_rate_limited; /* POST /api/v1/snapshots: 429, past save_rate */
 };
 
 /* Copies the counters of the write endpoints into *out. Any thread. */
 void http_api__write_counts(struct http_api *h, struct http_write_counts *out);
-/* Their Prometheus text (format 0.0.4, # HELP and # TYPE included) appended to *text, a malloc'd
- * NUL-terminated string (NULL: a new one). Returns 0 or -ENOMEM (*text left as it was). */
+/* Their Prometheus text (format 0.0.4, # HELP and # TYPE included; tailprof_api_writes_total, and
+ * tailprof_http_rejected_total{route,reason="rate"} of the write routes, the snapshots' saves
+ * included) appended to *text, a malloc'd NUL-terminated string (NULL: a new one). Returns 0 or
+ * -ENOMEM (*text left as it was). */
 int http_api__write_metrics_text(const struct http_write_counts *c, char **text);
 
 #endif

@@ -23,7 +23,9 @@ struct http_api {
 	unsigned int captures; /* /debug/pprof/profile requests waiting now */
 	unsigned int encoders; /* profiles being encoded now */
 	pthread_cond_t encoder_free;
-	struct marks_bucket bucket;	 /* their rate limit, under mu */
+	/* the write endpoints' rate limits, one each (a flood of marks does not starve
+	 * Alertmanager), under mu */
+	struct marks_bucket buckets[HTTP_WRITE_ENDPOINTS];
 	struct http_write_counts writes; /* under mu */
 };
 

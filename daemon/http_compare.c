@@ -280,6 +280,7 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 	const char *name, *replace;
 	int64_t from, to, now = sysinfo__real_ns();
 	json_t *old;
+	uint32_t wait;
 	int rc;
 
 	if (http_get_params(conn, &p))
@@ -294,6 +295,16 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 				       http_printable(name, v, sizeof(v), ECHO_MAX));
 	if (!ctx->snapshots)
 		return http_send_error(conn, 409, "%s", NO_STATE_DIR);
+	if ((wait = snapshots__take_save(ctx->snapshots, sysinfo__mono_ns()))) {
+		char after[16];
+
+		snprintf(after, sizeof(after), "%u", wait);
+		return http_send_error_hdr(
+		    conn, 429, (struct header){"Retry-After", after},
+		    "POST /api/v1/snapshots: too many saves; try again in %u "
+		    "s (the limit is [snapshots] save_rate a minute)",
+		    wait);
+	}
 	replace = http_param(&p, "replace");
 	if (replace && strcmp(replace, "1") && strcmp(replace, "0"))
 		return http_send_error(conn, 400, "replace: '%s' is not 1 or 0",

@@ -18,6 +18,7 @@
 #include "http_util.h"
 #include "log.h"
 #include "marks.h"
+#include "snapshots.h"
 #include "spikes.h"
 #include "sysinfo.h"
 #include "timeparse.h"
@@ -54,9 +55,14 @@ static void count_write(struct http_api *h, enum http_write_endpoint e, enum htt
 
 void http_api__write_counts(struct http_api *h, struct http_write_counts *out)
 {
+	struct snapshots_counts sc = {0};
+
 	pthread_mutex_lock(&h->mu);
 	*out = h->writes;
 	pthread_mutex_unlock(&h->mu);
+	if (h->ctx->snapshots)
+		snapshots__counts(h->ctx->snapshots, &sc);
+	out->snapshot_saves_rate_limited = sc.refused_rate;
 }
 
 int http_api__write_metrics_text(const struct http_write_counts *c, char **text)
@@ -78,6 +84,20 @@ int http_api__write_metrics_text(const struct http_write_counts *c, char **text)
 				      "tailprof_api_writes_total{endpoint=\"%s\",result=\"%s\"} "
 				      "%" PRIu64 "\n",
 				      write_endpoint_names[e], write_result_names[r], c->n[e][r]);
+	n += snprintf(
+	    t + n, cap - n,
+	    "# HELP tailprof_http_rejected_total Write requests refused before any work, by "
+	    "route and reason (rate: past the route's token bucket; 429, or 503 for "
+	    "Alertmanager).\n# TYPE tailprof_http_rejected_total counter\n");
+	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
+		n += snprintf(t + n, cap - n,
+			      "tailprof_http_rejected_total{route=\"%s\",reason=\"rate\"} %" PRIu64
+			      "\n",
+			      http_write_paths[e], c->n[e][HTTP_WRITE_RATE_LIMITED]);
+	n += snprintf(t + n, cap - n,
+		      "tailprof_http_rejected_total{route=\"/api/v1/snapshots\",reason=\"rate\"} "
+		      "%" PRIu64 "\n",
+		      c->snapshot_saves_rate_limited);
 	*text = t;
 	return 0;
 }
@@ -156,14 +176,17 @@ static enum MHD_Result write_begin(struct MHD_Connection *conn, struct http_api 
 				       http_write_paths[e]);
 	}
 	pthread_mutex_lock(&h->mu);
-	wait = marks__bucket_take(&h->bucket, sysinfo__mono_ns());
+	wait = marks__bucket_take(&h->buckets[e], sysinfo__mono_ns());
 	if (wait)
 		h->writes.n[e][HTTP_WRITE_RATE_LIMITED]++;
 	pthread_mutex_unlock(&h->mu);
 	if (wait) {
 		snprintf(after, sizeof(after), "%u", wait);
+		/* 429 says what happened; Alertmanager retries 5xx only, so its deliveries get 503
+		 * and are sent again rather than lost */
 		return http_send_error_hdr(
-		    conn, 503, (struct header){"Retry-After", after},
+		    conn, e == HTTP_WRITE_ALERTMANAGER ? 503 : 429,
+		    (struct header){"Retry-After", after},
 		    "%s: too many write requests; try again in %u s (the limit "
 		    "is [spikes] write_rate a minute)",
 		    http_write_paths[e], wait);

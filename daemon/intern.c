@@ -4,6 +4,7 @@
 
 #include "hashmap.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,8 @@ struct intern_table {
 	size_t nr_buckets; /* power of two */
 	size_t count;
 	size_t bytes;
+	size_t max;	  /* 0: no cap */
+	uint64_t refused; /* new values past max */
 	struct intern_ops ops;
 };
 
@@ -88,7 +91,14 @@ static void grow(struct intern_table *t)
 	t->nr_buckets = n;
 }
 
-void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted)
+void intern_table__set_max(struct intern_table *t, size_t max)
+{
+	t->max = max;
+}
+
+/* intern_table__get with room for limit values (0: any number); count: whether a refusal counts */
+static void *get(struct intern_table *t, const void *key, size_t len, bool *inserted, size_t limit,
+		 bool count)
 {
 	uint64_t h = hashmap__hash_bytes(key, len);
 	struct intern_entry *e;
@@ -101,9 +111,16 @@ void *intern_table__get(struct intern_table *t, const void *key, size_t len, boo
 			return e->data;
 		}
 	}
-	e = malloc(sizeof(*e) + len);
-	if (!e)
+	if (limit && t->count >= limit) {
+		t->refused += count;
+		errno = ENOSPC;
 		return NULL;
+	}
+	e = malloc(sizeof(*e) + len);
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	e->hash = h;
 	e->refcnt = 1;
 	e->len = len;
@@ -119,6 +136,16 @@ void *intern_table__get(struct intern_table *t, const void *key, size_t len, boo
 	if (inserted)
 		*inserted = true;
 	return e->data;
+}
+
+void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted)
+{
+	return get(t, key, len, inserted, t->max - t->max / 8, true);
+}
+
+void *intern_table__get_spare(struct intern_table *t, const void *key, size_t len)
+{
+	return get(t, key, len, NULL, t->max, false);
 }
 
 void *intern_table__ref(void *data)
@@ -158,4 +185,14 @@ size_t intern_table__count(const struct intern_table *t)
 size_t intern_table__bytes(const struct intern_table *t)
 {
 	return t->bytes + t->nr_buckets * sizeof(*t->buckets);
+}
+
+size_t intern_table__max(const struct intern_table *t)
+{
+	return t->max;
+}
+
+uint64_t intern_table__refused(const struct intern_table *t)
+{
+	return t->refused;
 }

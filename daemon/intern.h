@@ -21,9 +21,18 @@ struct intern_table *intern_table__new(const struct intern_ops *ops);
 /* Frees the table and every value still in it (release called for each). NULL allowed. */
 void intern_table__free(struct intern_table *t);
 
+/* Caps the values stored at max (0: no cap, the default). Values already stored stay: windows
+ * hold them, so they cannot be evicted; a new value past the cap is refused (below). The last
+ * eighth of the cap is a spare that only intern_table__get_spare fills. */
+void intern_table__set_max(struct intern_table *t, size_t max);
 /* Returns the stored copy of key[0..len) with one new reference; the copy is 8-byte aligned and
- * never moves. *inserted (may be NULL) tells whether it was new. NULL only on ENOMEM. */
+ * never moves. *inserted (may be NULL) tells whether it was new. NULL with errno ENOMEM, or
+ * ENOSPC when the value is new and the table holds max less its spare (counted in
+ * intern_table__refused). */
 void *intern_table__get(struct intern_table *t, const void *key, size_t len, bool *inserted);
+/* As intern_table__get, for a coarser stand-in of a value just refused: a new value may take
+ * the spare, up to max itself; past it NULL with ENOSPC (not counted again). */
+void *intern_table__get_spare(struct intern_table *t, const void *key, size_t len);
 /* Takes one more reference on a stored value. */
 void *intern_table__ref(void *data);
 /* Drops a reference; the last one releases and frees the value. NULL allowed. */
@@ -33,5 +42,8 @@ size_t intern_table__len(const void *data);
 /* Values stored now, and the bytes they and the index take. */
 size_t intern_table__count(const struct intern_table *t);
 size_t intern_table__bytes(const struct intern_table *t);
+/* The cap (0: none), and the new values refused for it since the table was made. */
+size_t intern_table__max(const struct intern_table *t);
+uint64_t intern_table__refused(const struct intern_table *t);
 
 #endif

@@ -437,6 +437,8 @@ int main(int argc, char **argv)
 	sym = symbolizer__new(&(struct symbolizer_opts){
 	    .debug_dirs = o.debug_dirs,
 	    .nr_debug_dirs = o.nr_debug_dirs,
+	    .max_processes = o.limits.v[LIMIT_PROCESSES],
+	    .max_objects = o.limits.v[LIMIT_OBJECTS],
 	});
 	if (!sym) {
 		pr_err("failed to start the symbolizer: %s", strerror(errno));
@@ -503,6 +505,9 @@ int main(int argc, char **argv)
 	    .gc_events_fd = gc_probes ? gc_probes__events_fd(gc_probes) : -1,
 	    .unwinder = unwinder,
 	    .python = python,
+	    .max_stacks = o.limits.v[LIMIT_STACKS],
+	    .max_tasks = o.limits.v[LIMIT_TASKS],
+	    .max_known = o.limits.v[LIMIT_KNOWN_PROCESSES],
 	});
 	if (!coll)
 		goto out;
@@ -543,11 +548,13 @@ int main(int argc, char **argv)
 		}
 		qctx.push = push;
 	}
-	http = http_api__start(lfd, &qctx,
-			       &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate,
-						       .token = token,
-						       .serve_unix = usock.fd >= 0,
-						       .unix_fd = usock.fd});
+	http = http_api__start(
+	    lfd, &qctx,
+	    &(struct http_api_opts){.write_rate_per_min = o.spikes.write_rate,
+				    .max_connections = o.limits.v[LIMIT_HTTP_CONNECTIONS],
+				    .token = token,
+				    .serve_unix = usock.fd >= 0,
+				    .unix_fd = usock.fd});
 	usock.fd = -1; /* the server's now, or closed */
 	if (!http) {
 		pr_err("failed to start the HTTP server on %s", o.listen);

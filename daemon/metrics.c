@@ -14,6 +14,7 @@
 #include "feature_table.h"
 #include "gc.h"
 #include "gc_probes.h"
+#include "resource_limits.h"
 #include "loader.h"
 #include "proc_maps.h"
 #include "push.h"
@@ -443,6 +444,11 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    "User stacks ended at a return address in no executable mapping (broken frame chain).");
 	text_put(&t, "tailprof_cut_stacks_total %" PRIu64 "\n", st.cut_stacks);
 	text_metric(
+	    &t, "tailprof_folded_stacks_total", "counter",
+	    "Samples stored with their stack by function (each frame at its function's start): "
+	    "the stacks table was full ([limits] stacks).");
+	text_put(&t, "tailprof_folded_stacks_total %" PRIu64 "\n", st.folded_stacks);
+	text_metric(
 	    &t, "tailprof_fork_fallbacks_total", "counter",
 	    "Samples of a child gone before its maps were read, resolved with its parent's.");
 	text_put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);
@@ -488,6 +494,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_put(&t, "tailprof_symbol_cache_evictions_total{cache=\"objects\"} %" PRIu64 "\n",
 		 st.sym.evicted_objects);
 	put_source_lines_metrics(&t);
+	text_put_owned(&t, limits__metrics_text(ctx));
 	put_sched_metrics(&t, ctx, &st);
 	text_metric(&t, "tailprof_window_bytes", "gauge",
 		    "Heap bytes of the windows' sample tables.");

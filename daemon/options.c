@@ -69,6 +69,8 @@ static int set_section_key(struct options *o, const char *section, const char *k
 		return snapshots_opts__set(&o->snapshots, key, value, msg, len);
 	if (!strcmp(section, "push"))
 		return push_opts__set(&o->push, key, value, msg, len);
+	if (!strcmp(section, "limits"))
+		return limits_opts__set(&o->limits, key, value, msg, len);
 	return spikes_opts__set(&o->spikes, key, value, msg, len);
 }
 
@@ -489,6 +491,13 @@ int options__apply_config(struct options *o, const struct config *cfg)
 		    {"spikes", "write_rate", &cfg->spikes_write_rate},
 		    {"snapshots", "max_count", &cfg->snapshots_max_count},
 		    {"snapshots", "max_bytes", &cfg->snapshots_max_bytes},
+		    {"snapshots", "save_rate", &cfg->snapshots_save_rate},
+		    {"limits", "stacks", &cfg->limits[LIMIT_STACKS]},
+		    {"limits", "tasks", &cfg->limits[LIMIT_TASKS]},
+		    {"limits", "known_processes", &cfg->limits[LIMIT_KNOWN_PROCESSES]},
+		    {"limits", "processes", &cfg->limits[LIMIT_PROCESSES]},
+		    {"limits", "objects", &cfg->limits[LIMIT_OBJECTS]},
+		    {"limits", "http_connections", &cfg->limits[LIMIT_HTTP_CONNECTIONS]},
 		    {"push", "url", &cfg->push_url},
 		    {"push", "app", &cfg->push_app},
 		    {"push", "token_file", &cfg->push_token_file},

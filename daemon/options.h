@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gc.h"
+#include "resource_limits.h"
 #include "push.h"
 #include "snapshots.h"
 #include "spikes.h"
@@ -46,6 +47,7 @@ struct options {
 	struct spikes_opts spikes;	 /* [spikes], --spike-*, --pin-budget, --state-dir */
 	struct snapshots_opts snapshots; /* [snapshots], --snapshot-* */
 	struct push_opts push;		 /* [push], --push-url */
+	struct limits_opts limits;	 /* [limits] (resource_limits.h) */
 	uint32_t section_set;		 /* bit per section_flags entry given as a flag */
 };
 

@@ -78,3 +78,19 @@ bool pid_set__del(struct pid_set *s, uint32_t pid)
 	}
 	return true;
 }
+
+uint32_t pid_set__evict_oldest(struct pid_set *s)
+{
+	uint32_t pid = 0;
+	uint64_t oldest = UINT64_MAX;
+
+	for (size_t i = 0; i <= s->mask; i++) {
+		if (s->pids[i] && (!pid || s->starts[i] < oldest)) {
+			pid = s->pids[i];
+			oldest = s->starts[i];
+		}
+	}
+	if (pid)
+		pid_set__del(s, pid);
+	return pid;
+}

@@ -24,5 +24,8 @@ bool pid_set__has(const struct pid_set *s, uint32_t pid, uint64_t start);
 void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start);
 /* Removes pid, whatever its start; returns whether it was there. */
 bool pid_set__del(struct pid_set *s, uint32_t pid);
+/* Removes the process that started first (smallest start; among equal starts, any) and returns
+ * its pid, or 0 when the set is empty. A scan of the whole table: for when a cap is reached. */
+uint32_t pid_set__evict_oldest(struct pid_set *s);
 
 #endif

@@ -912,6 +912,15 @@ void push__stop(struct push *p)
 	push_free(p);
 }
 
+void push__queue_counts(struct push *p, uint64_t *queued, uint64_t *cap, uint64_t *dropped)
+{
+	pthread_mutex_lock(&p->mu);
+	*queued = p->queued;
+	*cap = p->cap;
+	*dropped = p->dropped[PUSH_DROP_QUEUE_FULL];
+	pthread_mutex_unlock(&p->mu);
+}
+
 char *push__metrics_text(struct push *p)
 {
 	struct text t = {0};

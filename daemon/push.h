@@ -47,5 +47,8 @@ void push__stop(struct push *p);
 
 /* Prometheus text of the tailprof_push_* metrics (malloc'd; NULL on ENOMEM). Any thread. */
 char *push__metrics_text(struct push *p);
+/* The queue against its cap (resource_limits.h): profiles queued now, the cap, and those dropped
+ * since start because it was full (the oldest go). Any thread. */
+void push__queue_counts(struct push *p, uint64_t *queued, uint64_t *cap, uint64_t *dropped);
 
 #endif

@@ -18,6 +18,7 @@
 #include "gc.h"
 #include "hashmap.h"
 #include "histogram.h"
+#include "resource_limits.h"
 #include "loader.h"
 #include "spikes.h"
 #include "stages.h"
@@ -518,6 +519,7 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "objects", json_integer(st.sym.objects));
 	json_object_set_new(o, "processes", json_integer(st.sym.processes));
 	json_object_set_new(o, "stacks", json_integer(st.stacks));
+	json_object_set_new(o, "limits", limits__status_json(ctx));
 	json_object_set_new(o, "gc", gc_status_json(ctx));
 	json_object_set_new(o, "sched", json_boolean(st.sched));
 	json_object_set_new(o, "offcpu_min_ns", json_integer(ctx->offcpu_min_ns));

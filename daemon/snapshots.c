@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "cmp_side_json.h"
 #include "gzip.h"
 #include "log.h"
+#include "marks.h"
 #include "spike_file.h"
 #include "spike_store.h"
 #include "timeparse.h"
@@ -26,6 +28,9 @@ struct snapshots {
 	char *path; /* DIR/snapshots, for messages */
 	uint32_t max_count;
 	uint64_t max_bytes;
+	pthread_mutex_t mu; /* the bucket and the counts below */
+	struct marks_bucket bucket;
+	uint64_t refused_full, refused_rate;
 };
 
 int snapshots_opts__set(struct snapshots_opts *o, const char *key, const char *value, char *msg,
@@ -53,7 +58,17 @@ int snapshots_opts__set(struct snapshots_opts *o, const char *key, const char *v
 		o->max_bytes = v;
 		return 0;
 	}
-	snprintf(msg, msglen, "unknown key '%s'; allowed: max_count, max_bytes", key);
+	if (!strcmp(key, "save_rate")) {
+		if (tp_parse_uint(value, 1, SNAPSHOTS_MAX_SAVE_RATE, &v)) {
+			snprintf(msg, msglen,
+				 "'%s': give saves a minute, an integer from 1 to %d, e.g. 60",
+				 value, SNAPSHOTS_MAX_SAVE_RATE);
+			return -EINVAL;
+		}
+		o->save_rate = v;
+		return 0;
+	}
+	snprintf(msg, msglen, "unknown key '%s'; allowed: max_count, max_bytes, save_rate", key);
 	return -ENOENT;
 }
 
@@ -72,6 +87,9 @@ struct snapshots *snapshots__open(const char *dir, const struct snapshots_opts *
 		abort(); /* fixed size (STYLE.md) */
 	s->max_count = d.max_count;
 	s->max_bytes = d.max_bytes;
+	pthread_mutex_init(&s->mu, NULL);
+	marks__bucket_init(&s->bucket, d.save_rate ? d.save_rate : SNAPSHOTS_DEFAULT_SAVE_RATE,
+			   SNAPSHOTS_SAVE_BURST);
 	s->store =
 	    spike_store__open(&(struct spike_store_opts){.dir = dir,
 							 .subdir = "snapshots",
@@ -85,6 +103,7 @@ struct snapshots *snapshots__open(const char *dir, const struct snapshots_opts *
 	if (!s->store) {
 		int e = errno;
 
+		pthread_mutex_destroy(&s->mu);
 		free(s);
 		errno = e;
 		return NULL;
@@ -99,8 +118,35 @@ void snapshots__free(struct snapshots *s)
 	if (!s)
 		return;
 	spike_store__free(s->store);
+	pthread_mutex_destroy(&s->mu);
 	free(s->path);
 	free(s);
+}
+
+uint32_t snapshots__take_save(struct snapshots *s, uint64_t now_ns)
+{
+	uint32_t wait;
+
+	pthread_mutex_lock(&s->mu);
+	wait = marks__bucket_take(&s->bucket, now_ns);
+	s->refused_rate += wait != 0;
+	pthread_mutex_unlock(&s->mu);
+	return wait;
+}
+
+void snapshots__counts(struct snapshots *s, struct snapshots_counts *c)
+{
+	struct spike_store_stats st;
+
+	spike_store__stats(s->store, &st);
+	pthread_mutex_lock(&s->mu);
+	*c = (struct snapshots_counts){.count = st.spikes,
+				       .max_count = s->max_count,
+				       .bytes = st.bytes,
+				       .max_bytes = s->max_bytes,
+				       .refused_full = s->refused_full,
+				       .refused_rate = s->refused_rate};
+	pthread_mutex_unlock(&s->mu);
 }
 
 static bool valid_name(const char *name)
@@ -196,6 +242,11 @@ int snapshots__save(struct snapshots *s, const char *name, const struct cmp_side
 			 &(struct spike_blob){.name = SNAPSHOTS_BLOB, .data = gz, .len = gz_len}, 1)
 		   : -ENOMEM;
 out:
+	if (err == -EMLINK || err == -EFBIG) {
+		pthread_mutex_lock(&s->mu);
+		s->refused_full++;
+		pthread_mutex_unlock(&s->mu);
+	}
 	free(json);
 	free(gz);
 	free(meta);

@@ -45,15 +45,22 @@
 #define SNAPSHOTS_MAX_JSON_BYTES    (256u << 20) /* a side's JSON, inflated, at most */
 #define SNAPSHOTS_BLOB		    "side.json.gz"
 
+#define SNAPSHOTS_DEFAULT_SAVE_RATE 60 /* saves a minute (POST /api/v1/snapshots) */
+#define SNAPSHOTS_MAX_SAVE_RATE	    6000
+#define SNAPSHOTS_SAVE_BURST	    5 /* saves taken at once after a quiet time */
+
 /* The bounds ([snapshots] and --snapshot-*): zero means the default. */
 struct snapshots_opts {
 	uint32_t max_count; /* snapshots kept at most, 1..SNAPSHOTS_MAX_COUNT */
+	uint32_t save_rate; /* saves a minute, 1..SNAPSHOTS_MAX_SAVE_RATE (a token bucket of
+			     * SNAPSHOTS_SAVE_BURST) */
 	uint64_t
 	    max_bytes; /* their files' sizes together, SNAPSHOTS_MIN_BYTES..SNAPSHOTS_MAX_BYTES */
 };
 
 /* Sets the option named key ([snapshots] key: max_count, an integer from 1 to 10000; max_bytes,
- * a size from 1M to 1024G, bytes or with a K, M or G suffix, tp_parse_size) from its text: one
+ * a size from 1M to 1024G, bytes or with a K, M or G suffix, tp_parse_size; save_rate, an
+ * integer from 1 to 6000) from its text: one
  * parser for the config key and its flag. Returns 0, or -EINVAL with msg (msglen bytes) saying
  * what is allowed ("'0': give an integer from 1 to 10000, e.g. 32"); -ENOENT for an unknown key
  * (msg lists the known ones). */
@@ -72,6 +79,18 @@ struct snapshots *snapshots__open(const char *dir, const struct snapshots_opts *
 
 /* Closes the store; the files stay. NULL allowed. */
 void snapshots__free(struct snapshots *s);
+
+/* The save rate limit: takes one token at now_ns (monotonic). Returns 0 when a save may go on,
+ * else the whole seconds (>= 1) until one may, for Retry-After (counted in refused_rate). */
+uint32_t snapshots__take_save(struct snapshots *s, uint64_t now_ns);
+
+/* What the store holds against its bounds, and the saves refused since open. */
+struct snapshots_counts {
+	uint64_t count, max_count, bytes, max_bytes;
+	uint64_t refused_full; /* saves past max_count or max_bytes (-EMLINK, -EFBIG) */
+	uint64_t refused_rate; /* saves past save_rate (snapshots__take_save) */
+};
+void snapshots__counts(struct snapshots *s, struct snapshots_counts *c);
 
 /* Saves side as the snapshot name, replacing one of that name (the bounds count a replacement
  * net). The saved side's conditions carry snapshot = name and saved_unix_ns = now (side itself is

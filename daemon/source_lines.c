@@ -594,6 +594,7 @@ void source_lines__stats(struct source_lines_stats *st)
 	pthread_mutex_lock(&lock);
 	*st = stats;
 	st->bytes = total_bytes;
+	st->budget_bytes = budget_bytes;
 	pthread_mutex_unlock(&lock);
 }
 

@@ -64,6 +64,7 @@ struct source_lines_stats {
 	uint64_t dwarf_failures;  /* objects whose DWARF could not be opened (then not retried) */
 	uint64_t evicted_objects; /* caches dropped for the budget */
 	uint64_t deferred;	  /* lookups left without lines: their reader's time was spent */
+	uint64_t budget_bytes;	  /* the budget in force */
 };
 
 /* Totals since start. Any thread. */

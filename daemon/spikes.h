@@ -166,6 +166,11 @@ bool spikes__window_spike(struct spikes *s, uint64_t start_ns, char *id);
  * min_rise_ns, pin_budget, state_dir, write_rate) and what is held (spikes, open, pinned_windows).
  * A new json_t * reference, NULL on ENOMEM. Under the collector's read lock. */
 void *spikes__status_json(struct spikes *s);
+/* The pins against the budget (resource_limits.h): pinned now, pin_budget, and since start the pins
+ * released for the budget (oldest first) and the windows an episode could not pin (its own
+ * cap). Under the collector's read lock, like spikes__status_json. */
+void spikes__pin_counts(struct spikes *s, uint64_t *pinned, uint64_t *budget, uint64_t *released,
+			uint64_t *unpinned);
 
 /* Prometheus text of the spike metrics (malloc'd; NULL on ENOMEM), under the read lock. */
 char *spikes__metrics_text(struct spikes *s, struct window_ring *ring);

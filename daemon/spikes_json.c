@@ -360,6 +360,15 @@ void *spikes__status_json(struct spikes *s)
 	return o;
 }
 
+void spikes__pin_counts(struct spikes *s, uint64_t *pinned, uint64_t *budget, uint64_t *released,
+			uint64_t *unpinned)
+{
+	*pinned = s->total_pins;
+	*budget = s->o.pin_budget;
+	*released = s->pins_released;
+	*unpinned = s->windows_unpinned;
+}
+
 bool spikes__stage_held(struct spikes *s, const char *name)
 {
 	for (size_t i = 0; i < s->nr_eps; i++)

@@ -175,6 +175,16 @@ static void evict(struct symbolizer *s, struct process *p)
 	s->stats.evicted_objects += before - s->objects.nr;
 }
 
+/* Keeps max_processes after a call that added a process (enforce_caps ran before it): evicts from
+ * the least recently used end, never the process the call used (it is the most recent; a fork
+ * fallback's parent too), so frames the call returned keep their objects, and a new process
+ * shared the objects of the one it replaces before that one went. */
+static void trim_processes(struct symbolizer *s)
+{
+	while (s->lru_tail && s->nr_procs > s->max_processes)
+		evict(s, s->lru_tail);
+}
+
 /* Applies the caps, least recently used processes first: past max_processes any process goes;
  * past max_objects only processes whose going frees an object (one that no window and no other
  * process references), looking at most EVICT_SCAN of them per call so that a cache full of
@@ -479,6 +489,8 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 		*err = read_process(s, p);
 		return *err ? NULL : p;
 	}
+	/* the most recent: trim_processes never takes the process a call used */
+	lru_touch(s, p);
 	if (!p->readable) {
 		if (monotonic_ns() - p->last_read_ns < RESCAN_INTERVAL_NS) {
 			*err = p->err;
@@ -488,7 +500,6 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 		return *err ? NULL : p;
 	}
 	*err = 0;
-	lru_touch(s, p);
 	return p;
 }
 
@@ -689,8 +700,8 @@ void symbolizer__free(struct symbolizer *s)
 	free(s);
 }
 
-int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
-			     const uint64_t *addrs, uint32_t n, struct frame *out)
+static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
+			const uint64_t *addrs, uint32_t n, struct frame *out)
 {
 	bool rescanned = false;
 	uint32_t valid = n;
@@ -749,23 +760,41 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
 		out[i] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
 }
 
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
+			     const uint64_t *addrs, uint32_t n, struct frame *out)
+{
+	int rc = resolve_user(s, pid, start_ns, ts_ns, addrs, n, out);
+
+	trim_processes(s);
+	return rc;
+}
+
 int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
 	int err = 0;
 
 	release_stale(s);
 	enforce_caps(s);
-	return get_process(s, pid, start_ns, &err) ? 0 : err;
+	if (get_process(s, pid, start_ns, &err))
+		err = 0;
+	trim_processes(s);
+	return err;
 }
 
 int symbolizer__reread_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
-	struct process *p = proc_find(s, pid);
+	struct process *p;
 	int err = 0;
 
+	release_stale(s);
+	enforce_caps(s);
+	p = proc_find(s, pid); /* enforce_caps may have dropped it */
 	if (p && p->start_ns == start_ns)
 		return read_process(s, p);
-	return get_process(s, pid, start_ns, &err) ? 0 : err;
+	if (get_process(s, pid, start_ns, &err))
+		err = 0;
+	trim_processes(s);
+	return err;
 }
 
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
@@ -840,4 +869,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 	*st = s->stats;
 	st->objects = s->objects.nr;
 	st->processes = s->nr_readable;
+	st->processes_held = s->nr_procs;
+	st->max_processes = s->max_processes;
+	st->max_objects = s->max_objects;
 }

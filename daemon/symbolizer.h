@@ -118,6 +118,8 @@ struct symbolizer_stats {
 	uint64_t evicted_processes;	 /* cached processes dropped for the caps */
 	uint64_t evicted_objects;	 /* objects freed because an evicted process held the last
 					  * reference */
+	uint64_t processes_held;	 /* processes cached now, those without maps included */
+	uint64_t max_processes, max_objects; /* the caps in force */
 };
 
 /* Returns a symbolizer (kallsyms read now) or NULL with errno set. opts may be NULL. */

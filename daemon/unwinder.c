@@ -644,6 +644,7 @@ int unwinder__prune(struct unwinder *u)
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *st)
 {
 	*st = u->st;
+	st->max_processes = u->opts.max_processes;
 }
 
 struct unwinder *unwinder__new(const struct unwinder_opts *opts)

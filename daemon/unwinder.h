@@ -59,6 +59,7 @@ struct unwinder_stats {
 	uint64_t build_ns;	   /* time spent building tables (total) */
 	uint64_t builds;	   /* tables built (or tried: no CFI, unreadable) (total) */
 	uint64_t idle_evicted;	   /* idle objects freed for room or past the idle cap (total) */
+	uint64_t max_processes;	   /* the cap in force (--unwind-max-processes) */
 };
 
 /* Returns an unwinder with nothing loaded, or NULL with errno set (EINVAL: no ops or rows,

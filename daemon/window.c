@@ -17,6 +17,8 @@ const char *const window_drop_names[DROP_NR] = {
     [DROP_LATE] = "late",
     [DROP_NO_MEMORY] = "no_memory",
     [DROP_REPEAT_UNKNOWN] = "repeat_unknown",
+    [DROP_STACK_TABLE_FULL] = "stack_table_full",
+    [DROP_TASK_TABLE_FULL] = "task_table_full",
 };
 
 /* Length of the valid UTF-8 sequence (RFC 3629: no overlongs, surrogates or values past

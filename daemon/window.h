@@ -67,6 +67,8 @@ enum window_drop {
 	/* "repeat_unknown": an off-CPU repeat whose thread's stacks tailprofd did not keep (lost;
 	 * only when keeping them found no memory) */
 	DROP_REPEAT_UNKNOWN,
+	DROP_STACK_TABLE_FULL, /* "stack_table_full": a new stack past [limits] stacks */
+	DROP_TASK_TABLE_FULL,  /* "task_table_full": a new task past [limits] tasks */
 	DROP_NR,
 };
 extern const char *const window_drop_names[DROP_NR];

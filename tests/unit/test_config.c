@@ -113,6 +113,10 @@ static void test_errors_name_the_line(void **state)
 	     "unknown key 'flavor' in [spikes]; allowed: k, baseline_windows, min_requests, "
 	     "min_rise, pin_budget, state_dir, write_rate"},
 	    {"[daemon]\nwindow = 1s\nwindow = 2s\n", 3, "window: given twice in [daemon]"},
+	    {"[limits]\nstacks = 5\nthreads = 4\n", 3,
+	     "unknown key 'threads' in [limits]; allowed: stacks, tasks, known_processes, "
+	     "processes, objects, http_connections"},
+	    {"[limits]\ntasks = 5\ntasks = 6\n", 3, "tasks: given twice in [limits]"},
 	};
 	char err[600], want[128];
 

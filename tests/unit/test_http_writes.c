@@ -412,35 +412,47 @@ static void test_rate_limit(void **state)
 	char *text = NULL;
 	struct http_write_counts c;
 
-	start(&s, (struct spikes *)&fake_spikes, 1, 3); /* one a minute, three at once */
-	for (int i = 0; i < 3; i++) {
+	start(&s, (struct spikes *)&fake_spikes, 1, 3); /* one a minute, three at once, each */
+	for (int i = 0; i < 5; i++) {
 		post(&s, i % 2 ? "/api/v1/alertmanager" : "/api/v1/marks",
 		     i % 2 ? "{\"version\":\"4\",\"alerts\":[]}" : "{}", &r);
 		assert_int_equal(r.status, 200);
 	}
+	/* marks took three, Alertmanager two: its own bucket has one more */
+	post(&s, "/api/v1/alertmanager", "{\"version\":\"4\",\"alerts\":[]}", &r);
+	assert_int_equal(r.status, 200);
 	post(&s, "/api/v1/alertmanager", "{\"version\":\"4\",\"alerts\":[]}", &r);
 	assert_int_equal(r.status, 503);
 	assert_true(atoi(r.retry_after) >= 59 && atoi(r.retry_after) <= 60);
 	assert_non_null(strstr(r.body, "too many write requests"));
+	/* a mark past the rate: 429 (Alertmanager's 503 above: it retries 5xx only) */
 	post(&s, "/api/v1/marks", "not even JSON", &r);
-	assert_int_equal(r.status, 503);
-	assert_int_equal(stub.marks, 2);
+	assert_int_equal(r.status, 429);
+	assert_true(atoi(r.retry_after) >= 59 && atoi(r.retry_after) <= 60);
+	assert_non_null(strstr(r.body, "\"error\""));
+	assert_int_equal(stub.marks, 3);
 
 	http_api__write_counts(s.h, &c);
-	assert_int_equal(c.n[HTTP_WRITE_MARKS][HTTP_WRITE_ACCEPTED], 2);
-	assert_int_equal(c.n[HTTP_WRITE_ALERTMANAGER][HTTP_WRITE_ACCEPTED], 1);
+	assert_int_equal(c.n[HTTP_WRITE_MARKS][HTTP_WRITE_ACCEPTED], 3);
+	assert_int_equal(c.n[HTTP_WRITE_ALERTMANAGER][HTTP_WRITE_ACCEPTED], 3);
 	assert_int_equal(c.n[HTTP_WRITE_MARKS][HTTP_WRITE_RATE_LIMITED], 1);
 	assert_int_equal(c.n[HTTP_WRITE_ALERTMANAGER][HTTP_WRITE_RATE_LIMITED], 1);
 	assert_int_equal(http_api__write_metrics_text(&c, &text), 0);
 	assert_non_null(strstr(text, "# TYPE tailprof_api_writes_total counter\n"));
 	assert_non_null(
-	    strstr(text, "tailprof_api_writes_total{endpoint=\"marks\",result=\"accepted\"} 2\n"));
+	    strstr(text, "tailprof_api_writes_total{endpoint=\"marks\",result=\"accepted\"} 3\n"));
 	assert_non_null(strstr(
 	    text,
 	    "tailprof_api_writes_total{endpoint=\"alertmanager\",result=\"rate_limited\"} 1\n"));
 	assert_non_null(strstr(
 	    text,
 	    "tailprof_api_writes_total{endpoint=\"alertmanager\",result=\"unavailable\"} 0\n"));
+	assert_non_null(strstr(text, "# TYPE tailprof_http_rejected_total counter\n"));
+	assert_non_null(strstr(
+	    text, "tailprof_http_rejected_total{route=\"/api/v1/marks\",reason=\"rate\"} 1\n"));
+	assert_non_null(strstr(
+	    text,
+	    "tailprof_http_rejected_total{route=\"/api/v1/alertmanager\",reason=\"rate\"} 1\n"));
 	free(text);
 	http_api__stop(s.h);
 }

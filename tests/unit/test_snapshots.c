@@ -216,6 +216,7 @@ static void test_bounds(void **state)
 {
 	struct fx *f = *state;
 	struct snapshots *s = open_snaps(f, 2, 0);
+	struct snapshots_counts c;
 	char err[512];
 	json_t *l;
 	uint64_t bytes;
@@ -225,6 +226,12 @@ static void test_bounds(void **state)
 	/* past max_count: refused, nothing written, the others kept */
 	assert_int_equal(save_variant(s, "c", 2), -EMLINK);
 	assert_load_fails(s, "c", -ENOENT, NULL);
+	snapshots__counts(s, &c);
+	assert_int_equal(c.count, 2);
+	assert_int_equal(c.max_count, 2);
+	assert_int_equal(c.max_bytes, SNAPSHOTS_DEFAULT_MAX_BYTES);
+	assert_int_equal(c.refused_full, 1);
+	assert_true(c.bytes > 0);
 	snapshots__describe_op(s, SNAPSHOTS_ANY, "c", -EMLINK, err, sizeof(err));
 	assert_non_null(strstr(err, "max_count"));
 	assert_non_null(strstr(err, "snapshot c"));
@@ -242,6 +249,9 @@ static void test_bounds(void **state)
 	s = open_snaps(f, 100, bytes + 64);
 	assert_int_equal(save_variant(s, "c", 2), -EFBIG);
 	assert_load_fails(s, "c", -ENOENT, NULL);
+	snapshots__counts(s, &c);
+	assert_int_equal(c.refused_full, 1);
+	assert_int_equal(c.max_bytes, bytes + 64);
 	snapshots__describe_op(s, SNAPSHOTS_ANY, "c", -EFBIG, err, sizeof(err));
 	assert_non_null(strstr(err, "max_bytes"));
 	assert_int_equal(save_variant(s, "b", 1), 0); /* the same size again */
@@ -683,6 +693,30 @@ static void test_invalid_sides(void **state)
 
 /* -- options -- */
 
+/* The save rate: a bucket of SNAPSHOTS_SAVE_BURST refilled at save_rate a minute. */
+static void test_save_rate(void **state)
+{
+	struct fx *f = *state;
+	struct snapshots_opts o = {.save_rate = 2};
+	struct snapshots_counts c;
+	char err[256] = "";
+	struct snapshots *s = snapshots__open(f->dir, &o, err, sizeof(err));
+	uint64_t t = 1000 * NSEC_PER_SEC;
+
+	assert_non_null(s);
+	for (int i = 0; i < SNAPSHOTS_SAVE_BURST; i++)
+		assert_int_equal(snapshots__take_save(s, t), 0);
+	/* empty: the next token in 30 s (two a minute) */
+	assert_int_equal(snapshots__take_save(s, t), 30);
+	assert_int_equal(snapshots__take_save(s, t + 29 * NSEC_PER_SEC), 1);
+	assert_int_equal(snapshots__take_save(s, t + 30 * NSEC_PER_SEC), 0);
+	assert_int_equal(snapshots__take_save(s, t + 30 * NSEC_PER_SEC), 30);
+	snapshots__counts(s, &c);
+	assert_int_equal(c.refused_rate, 3);
+	assert_int_equal(c.refused_full, 0);
+	snapshots__free(s);
+}
+
 static void test_opts(void **state)
 {
 	struct snapshots_opts o = {0};
@@ -702,7 +736,11 @@ static void test_opts(void **state)
 	assert_non_null(strstr(msg, "'512K': give a size from 1M to 1024G"));
 	assert_int_equal(snapshots_opts__set(&o, "max_bytes", "1T", msg, sizeof(msg)), -EINVAL);
 	assert_int_equal(snapshots_opts__set(&o, "max_files", "1", msg, sizeof(msg)), -ENOENT);
-	assert_non_null(strstr(msg, "allowed: max_count, max_bytes"));
+	assert_non_null(strstr(msg, "allowed: max_count, max_bytes, save_rate"));
+	assert_int_equal(snapshots_opts__set(&o, "save_rate", "6000", msg, sizeof(msg)), 0);
+	assert_int_equal(o.save_rate, 6000);
+	assert_int_equal(snapshots_opts__set(&o, "save_rate", "0", msg, sizeof(msg)), -EINVAL);
+	assert_non_null(strstr(msg, "'0': give saves a minute, an integer from 1 to 6000"));
 }
 
 int main(void)
@@ -717,6 +755,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_invalid_sides, setup, test_teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_corrupt_kept, setup, test_teardown_dir),
 	    cmocka_unit_test_setup_teardown(test_describe, setup, test_teardown_dir),
+	    cmocka_unit_test_setup_teardown(test_save_rate, setup, test_teardown_dir),
 	    cmocka_unit_test(test_opts),
 	};
 
