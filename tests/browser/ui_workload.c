@@ -48,7 +48,8 @@ static void *hot_thread(void *arg)
 static void *burst_thread(void *arg)
 {
 	(void)arg;
-	for (uint64_t t = start_mono_ns + 1000000000ULL; t + burst_ns <= end_mono_ns; t += period_ns) {
+	for (uint64_t t = start_mono_ns + 1000000000ULL; t + burst_ns <= end_mono_ns;
+	     t += period_ns) {
 		sleep_until(t);
 		ui_burst_function(t + burst_ns);
 	}
