@@ -20,7 +20,9 @@ export class HeatMap {
     this.canvas.className = "heatmap";
     this.tip = document.createElement("div");
     this.tip.className = "hint";
-    container.append(this.canvas, this.tip);
+    this.axis = document.createElement("div");
+    this.axis.className = "hint heat-axis";
+    container.append(this.canvas, this.axis, this.tip);
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("click", (e) => this.click(e));
     window.addEventListener("resize", () => this.draw());
@@ -30,6 +32,10 @@ export class HeatMap {
   update(heat) {
     this.heat = heat;
     this.starts = heat.windows.map((w) => windowSpan(w, heat.window_ns).startNs);
+    const n = this.starts.length;
+    this.axis.textContent = n
+      ? rfc3339(this.starts[0]) + " … " + rfc3339(this.starts[n - 1]) + ": " + n + " windows of " + fmtNs(heat.window_ns) + ", rows of " + fmtNs(heat.row_ns) + (heat.max ? ", the darkest cell " + heat.max : "")
+      : "no windows yet";
     this.draw();
   }
 

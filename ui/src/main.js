@@ -29,6 +29,7 @@ const S = {
   firstLoadMs: 0, // from navigation to the first data drawn (the benchmark reads it)
   flameLoads: 0,
   errors: [],
+  thresholds: new Map(), // stage -> configured threshold_ns (/api/v1/status)
 };
 
 function error(where, e) {
@@ -64,7 +65,7 @@ function renderSelection() {
   $("sel").textContent = selectionText();
   $("base").textContent = baselineText();
   heat.setSelection(S.spike ? null : S.range);
-  if (S.windows.length) timeline.update(S.windows, S.stages, S.spikes, S.range);
+  if (S.windows.length) timeline.update(S.windows, S.stages, S.spikes, S.range, S.thresholds);
 }
 
 function selectRange(r, show = true) {
@@ -192,7 +193,7 @@ async function loadAll() {
   S.windows = w.windows;
   S.stages = st;
   S.spikes = sp.spikes;
-  timeline.update(S.windows, S.stages, S.spikes, S.range);
+  timeline.update(S.windows, S.stages, S.spikes, S.range, S.thresholds);
   spikesView.update(S.spikes);
   const names = new Set(((st && st.stages) || []).map((s) => s.stage));
   const sel = $("f-stage");
@@ -208,6 +209,7 @@ async function poll() {
   try {
     const s = await getJSON("/api/v1/status");
     $("host").textContent = s.hostname + " — tailprofd " + s.version;
+    S.thresholds = new Map((s.stages || []).filter((x) => x.threshold_ns != null).map((x) => [x.stage, Number(x.threshold_ns)]));
     const key = [s.windows, s.samples, s.received_samples, s.offcpu_samples, s.runq_count].join("/");
     $("status").textContent = s.windows + " windows of " + fmtNs(s.window_ns) + ", updated " + new Date().toISOString().slice(11, 19) + " UTC";
     if (key !== S.statusKey) {

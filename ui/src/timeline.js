@@ -11,7 +11,7 @@ import { spikeWindows, markTimeNs, snapRange, fmtNs } from "./range.js";
 const PALETTE = ["#7b3294", "#008837", "#e66101", "#0571b0", "#ca0020", "#5e3c99", "#1b7837"];
 
 /** A timeline in container; opts.onRange({fromNs, toNs, i0, i1}), opts.onSpike(spike). Call
- * update(windows, stagesJson, spikes, selection) with fresh data. */
+ * update(windows, stagesJson, spikes, selection, thresholds) with fresh data. */
 export class Timeline {
   constructor(container, opts) {
     this.el = container;
@@ -34,8 +34,8 @@ export class Timeline {
   }
 
   /** Redraws with fresh data; the charts are rebuilt only when the set of series changes. */
-  update(windows, stagesJson, spikes, selection) {
-    const m = buildTimeline(windows, stagesJson);
+  update(windows, stagesJson, spikes, selection, thresholds) {
+    const m = buildTimeline(windows, stagesJson, thresholds);
     this.model = m;
     this.spikes = spikes;
     this.bands = spikeWindows(m.spans, spikes);

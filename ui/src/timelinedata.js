@@ -14,8 +14,10 @@ export function logMs(ns) {
 /** Builds the timeline: {spans: [{startNs, endNs}], x: [s], samples, drops, offcpuS, runqMs,
  * gcMs, stages: [{name, p95Ms: [], thresholdMs: [] | null}]}, each array one entry per window.
  * Accepts the windows' keys of docs/api.md (runq.p99_ns, offcpu.blocked_ns, gc.pause_ns,
- * drops.total) or the flat ones (runq_p99_ns, offcpu_ns, gc_pause_ns, drops as a number). */
-export function buildTimeline(windows, stagesJson) {
+ * drops.total) or the flat ones (runq_p99_ns, offcpu_ns, gc_pause_ns, drops as a number). A
+ * stage's threshold is the window's threshold_ns (or baseline_p95_ns), else its configured one
+ * from thresholds (a Map of stage name -> ns, /api/v1/status's stages). */
+export function buildTimeline(windows, stagesJson, thresholds = new Map()) {
   const spans = windows.map((w) => windowSpan(w));
   const x = spans.map((s) => s.startNs / 1e9);
   const samples = windows.map((w) => num(w.samples));
@@ -38,7 +40,7 @@ export function buildTimeline(windows, stagesJson) {
         byName.set(st.stage, e);
       }
       e.p95Ms[i] = logMs(st.p95_ns);
-      const th = st.threshold_ns != null ? st.threshold_ns : st.baseline_p95_ns;
+      const th = st.threshold_ns != null ? st.threshold_ns : st.baseline_p95_ns != null ? st.baseline_p95_ns : thresholds.get(st.stage);
       if (th != null) {
         if (!e.thresholdMs) e.thresholdMs = new Array(windows.length).fill(null);
         e.thresholdMs[i] = logMs(th);

@@ -49,3 +49,11 @@ test("query strings of the flame graph and its pprof link", () => {
   assert.equal(profileQuery({ type: "cpu", spike: "compute-1", stage: "compute", pid: "5" }), "type=cpu&spike=compute-1&stage=compute");
   assert.equal(profileQuery({ type: "offcpu", range, pid: "42" }), "type=offcpu&from=2026-11-30T00%3A53%3A20.001Z&to=2026-11-30T00%3A53%3A29.999Z&pid=42");
 });
+
+test("buildTimeline takes a stage's configured threshold where the windows have none", () => {
+  const w = fixture("windows.json").windows;
+  const st = { windows: [{ start_unix_ns: w[0].start_unix_ns, stages: [{ stage: "io", p95_ns: 1e6 }] }] };
+  const m = buildTimeline(w, st, new Map([["io", 5e6]]));
+  assert.deepEqual(m.stages[0].p95Ms, [1, null, null]);
+  assert.deepEqual(m.stages[0].thresholdMs, [5, null, null]);
+});
