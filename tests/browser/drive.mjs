@@ -4,7 +4,7 @@
 // and prints what the page showed as one JSON object (test_ui.py asserts on it).
 // Usage: node drive.mjs CONFIG_JSON — {url, shots: dir, spike: the mark's id to click,
 // comm: the workload's process name, hot, burst: its functions, quietFrom, quietTo: Unix ns
-// between two bursts to brush, heatTop: cells to report, chromium: path}.
+// between two bursts to brush, chromium: path}.
 import { createRequire } from "node:module";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -117,9 +117,8 @@ try {
     const h = ui.S.heat;
     const cells = [];
     h.windows.forEach((w, col) => w.counts.forEach((count, row) => cells.push({ col, row, count, startNs: ui.heat.starts[col] + row * h.row_ns })));
-    cells.sort((a, b) => b.count - a.count);
-    return { rows: h.rows, rowNs: h.row_ns, columns: h.windows.length, max: h.max, top: cells.slice(0, n) };
-  }, cfg.heatTop);
+    return { rows: h.rows, rowNs: h.row_ns, columns: h.windows.length, max: h.max, cells };
+  });
   await shot("heatmap");
   const c0 = await page.evaluate(() => window.tailprofUI.heat.pagePoint(2, 3));
   const c1 = await page.evaluate(() => window.tailprofUI.heat.pagePoint(4, 10));
