@@ -30,14 +30,16 @@ export function metrics(report) {
   return out;
 }
 
-/** A metric's figures as strings: {before, after, diff, ci}; durations (keys ending in _ns)
- * formatted by fmtNs, others with their unit. */
+/** A metric's figures as strings: {before, after, diff, ci}; durations (keys ending in _ns, or
+ * a unit "ns/...") formatted by fmtNs, others with their unit. */
 export function figures(m, fmtNs) {
   const ns = m.before_ns !== undefined || m.diff_ns !== undefined;
   const get = (k) => (ns ? m[k + "_ns"] : m[k]);
   const f = (v) => {
     if (v == null) return "-";
     if (ns) return fmtNs(v);
+    // a rate of time ("ns/s": off-CPU time a second) reads as a duration a second
+    if (m.unit && m.unit.startsWith("ns/")) return fmtNs(v) + m.unit.slice(2);
     const s = Math.abs(v) >= 100 ? Math.round(v).toLocaleString("en-US") : Number(v).toPrecision(3);
     return m.unit ? s + " " + m.unit : s;
   };

@@ -57,3 +57,8 @@ test("buildTimeline takes a stage's configured threshold where the windows have 
   assert.deepEqual(m.stages[0].p95Ms, [1, null, null]);
   assert.deepEqual(m.stages[0].thresholdMs, [5, null, null]);
 });
+
+test("compare figures: a rate of time reads as a duration a second", () => {
+  const m = { before: 39181916920, after: 112069423100, diff: 72887506180, ci_low: 5.4e10, ci_high: 9.2e10, unit: "ns/s", verdict: "regressed" };
+  assert.deepEqual(figures(m, fmtNs), { before: "39.2 s/s", after: "112 s/s", diff: "72.9 s/s", ci: "[54.0 s/s, 92.0 s/s]" });
+});
