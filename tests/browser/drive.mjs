@@ -25,6 +25,8 @@ try {
   await page.goto(cfg.url);
   await page.waitForFunction(() => window.tailprofUI && window.tailprofUI.S.loads > 0, null, { timeout: 15000 });
   out.firstPaintMs = Date.now() - t0;
+  const counts = () => page.evaluate(() => ({ loads: window.tailprofUI.S.loads, windows: window.tailprofUI.S.windows.length }));
+  const atStart = await counts();
   // the marks are applied at a window close: the page shows them after a refresh
   await page.waitForFunction((id) => window.tailprofUI.timeline.bands.some((b) => b.id === id), cfg.spike, { timeout: 20000 });
   out.timeline = await page.evaluate(() => {
@@ -159,6 +161,8 @@ try {
   }));
   await shot("compare");
   out.pageErrors = await page.evaluate(() => window.tailprofUI.S.errors);
+  // the page refreshed itself after drains meanwhile: more loads, more windows
+  out.refresh = { atStart, atEnd: await counts() };
 } finally {
   await browser.close();
 }

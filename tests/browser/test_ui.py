@@ -4,7 +4,8 @@
 playwright-core from ui/node_modules through drive.mjs) against a tailprofd with 1 s windows and
 a known workload: tp_ui_workload (a steady ui_hot_function, and ui_burst_function on two CPUs for
 300 ms every 4 s), tp_request as a stage, and a mark posted at each burst. Asserts that the
-timeline shows the ring's windows and shades each mark's windows, that clicking a mark's band
+timeline shows the ring's windows and shades each mark's windows, that the page refreshes
+itself as the ring grows, that clicking a mark's band
 shows its differential flame graph with the burst's function widest and coloured as grown (the
 steady one growing less), that brushing the timeline between two bursts gives a flame graph with the
 steady hot function widest, that the heat map's
@@ -130,6 +131,10 @@ def test_page(d):
     held_s = (spans[-1]["endNs"] - spans[0]["startNs"]) / SEC
     assert held_s <= len(spans) <= held_s + 2, (len(spans), held_s)
     assert "handle_request" in tl["stages"], tl["stages"]
+    # refreshed without reloading: the ring grew while the page was driven
+    rs = got["refresh"]
+    assert rs["atEnd"]["loads"] > rs["atStart"]["loads"], rs
+    assert rs["atEnd"]["windows"] > rs["atStart"]["windows"], rs
     # each mark shaded at the windows its episode overlaps
     bands = {b["id"]: [b["i0"], b["i1"]] for b in tl["bands"]}
     for mid_, t in marks:
