@@ -54,6 +54,20 @@ def prerequisites():
     return chromium
 
 
+def boosted(cmd, **kw):
+    """Starts cmd niced up (-15), in a session of its own whose autogroup is niced up too (with
+    autogroups a nice counts only within the session), so that its threads get the CPU time they
+    ask for beside other busy processes: their shares are the known answer. The workload is
+    busy 17.5% of the time, so the rest of the machine is left alone."""
+    p = subprocess.Popen(cmd, start_new_session=True, preexec_fn=lambda: os.nice(-15), **kw)
+    try:
+        with open("/proc/%d/autogroup" % p.pid, "w") as f:
+            f.write("-15")
+    except OSError:
+        pass  # a kernel without autogroups: the nice alone counts
+    return p
+
+
 def post_mark(d, t_ns, reason):
     body = json.dumps({"time": "%d.%09d" % divmod(t_ns, SEC), "reason": reason,
                        "before": "100ms", "after": "100ms"}).encode()
@@ -87,8 +101,8 @@ def config():
 def test_page(d):
     started = STARTED
     req = subprocess.Popen([REQUEST, str(SECONDS + 4)], stdout=subprocess.DEVNULL)
-    wl = subprocess.Popen([WORKLOAD, str(SECONDS), str(PERIOD_MS), str(BURST_MS)],
-                          stdout=subprocess.PIPE, text=True)
+    wl = boosted([WORKLOAD, str(SECONDS), str(PERIOD_MS), str(BURST_MS)],
+                 stdout=subprocess.PIPE, text=True)
     first = wl.stdout.readline().split()
     assert first[:2] == ["#", "start"], first
     t0 = int(first[2])
