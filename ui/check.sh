@@ -23,7 +23,8 @@ for f in index.html app.js app.css LICENSES.txt; do
 done
 extra=$(ls dist | grep -vxE 'index.html|app.js|app.css|LICENSES.txt' || true)
 if [ -n "$bad" ] || [ -n "$extra" ]; then
-	echo "check.sh: ui/dist differs from what the sources build (differs:${bad:- none}; unexpected: ${extra:-none})." >&2
+	echo "check.sh: ui/dist differs from what the sources build" \
+		"(differs:${bad:- none}; unexpected: ${extra:-none})." >&2
 	echo "check.sh: run 'cd ui && npm ci && npm run build' and commit the rebuilt ui/dist." >&2
 	exit 1
 fi

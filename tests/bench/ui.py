@@ -25,12 +25,14 @@ import { createRequire } from "node:module";
 const require = createRequire(process.env.UI_DIR + "/package.json");
 const { chromium } = require("playwright-core");
 const [url, runs] = [process.argv[1], Number(process.argv[2])];
-const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
 const res = [];
 for (let i = 0; i <= runs; i++) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(url);
-  await page.waitForFunction(() => window.tailprofUI && window.tailprofUI.S.firstLoadMs > 0, null, { timeout: 60000 });
+  await page.waitForFunction(() => window.tailprofUI && window.tailprofUI.S.firstLoadMs > 0,
+    null, { timeout: 60000 });
   const paint = await page.evaluate(() => window.tailprofUI.S.firstLoadMs);
   await page.click("nav button[data-tab=flame]");
   const n = await page.evaluate(() => window.tailprofUI.S.flameLoads);
@@ -42,7 +44,8 @@ for (let i = 0; i <= runs; i++) {
     const widest = f.data.root.children[0];
     const t = performance.now();
     f.zoom(widest);
-    return { zoom: performance.now() - t, nodes: f.nodes, rects: f.rects.length, windows: window.tailprofUI.S.windows.length };
+    return { zoom: performance.now() - t, nodes: f.nodes, rects: f.rects.length,
+             windows: window.tailprofUI.S.windows.length };
   });
   await page.close();
   if (i > 0) res.push({ paint, flame, ...info }); // the first run warms the server's caches

@@ -15,20 +15,36 @@ const { chromium } = require("playwright-core");
 const cfg = JSON.parse(process.argv[2]);
 const out = { errors: [], console: [] };
 
-const browser = await chromium.launch({ executablePath: cfg.chromium || "/usr/bin/chromium", args: ["--no-sandbox"] });
+const browser = await chromium.launch({
+  executablePath: cfg.chromium || "/usr/bin/chromium",
+  args: ["--no-sandbox"],
+});
 try {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 1 });
+  const page = await browser.newPage({
+    viewport: { width: 1400, height: 1000 },
+    deviceScaleFactor: 1,
+  });
   page.on("pageerror", (e) => out.errors.push(e.message));
   page.on("console", (m) => m.type() === "error" && out.console.push(m.text()));
   const shot = (name) => page.screenshot({ path: join(cfg.shots, name + ".png"), fullPage: true });
   const t0 = Date.now();
   await page.goto(cfg.url);
-  await page.waitForFunction(() => window.tailprofUI && window.tailprofUI.S.loads > 0, null, { timeout: 15000 });
+  await page.waitForFunction(() => window.tailprofUI && window.tailprofUI.S.loads > 0, null, {
+    timeout: 15000,
+  });
   out.firstPaintMs = Date.now() - t0;
-  const counts = () => page.evaluate(() => ({ loads: window.tailprofUI.S.loads, windows: window.tailprofUI.S.windows.length }));
+  const counts = () =>
+    page.evaluate(() => ({
+      loads: window.tailprofUI.S.loads,
+      windows: window.tailprofUI.S.windows.length,
+    }));
   const atStart = await counts();
   // the marks are applied at a window close: the page shows them after a refresh
-  await page.waitForFunction((id) => window.tailprofUI.timeline.bands.some((b) => b.id === id), cfg.spike, { timeout: 20000 });
+  await page.waitForFunction(
+    (id) => window.tailprofUI.timeline.bands.some((b) => b.id === id),
+    cfg.spike,
+    { timeout: 20000 },
+  );
   out.timeline = await page.evaluate(() => {
     const ui = window.tailprofUI;
     const m = ui.timeline.model;
@@ -69,7 +85,9 @@ try {
       const r = f.pageRect(node);
       if (!r) return null;
       const b = f.canvas.getBoundingClientRect();
-      const d = f.canvas.getContext("2d").getImageData(Math.round(r.x - b.left + 1), Math.round(r.y - b.top + 3), 1, 1).data;
+      const d = f.canvas
+        .getContext("2d")
+        .getImageData(Math.round(r.x - b.left + 1), Math.round(r.y - b.top + 3), 1, 1).data;
       return [d[0], d[1], d[2]];
     };
     const find = (name) => {
@@ -86,8 +104,15 @@ try {
       return x && { value: x.value, baseline: x.baseline, pixel: pixel(x), colour: f.colourOf(x) };
     };
     return {
-      query: ui.S.flameQuery, selection: ui.S.spike && ui.S.spike.id, diff: f.diff, total: f.total, baselineTotal: f.baselineTotal,
-      processValue: proc.value, widestPath: path, hot: about(hotName), burst: about(burstName),
+      query: ui.S.flameQuery,
+      selection: ui.S.spike && ui.S.spike.id,
+      diff: f.diff,
+      total: f.total,
+      baselineTotal: f.baselineTotal,
+      processValue: proc.value,
+      widestPath: path,
+      hot: about(hotName),
+      burst: about(burstName),
     };
   };
   const info = (comm) => page.evaluate(flameInfo, { comm, hotName: cfg.hot, burstName: cfg.burst });
@@ -101,7 +126,10 @@ try {
 
   // brushing the timeline between two bursts: that range's flame graph (not differential)
   await page.click("nav button[data-tab=timeline]");
-  const [b0, b1] = await page.evaluate(([a, b]) => [window.tailprofUI.timeline.pagePoint(a), window.tailprofUI.timeline.pagePoint(b)], [cfg.quietFrom, cfg.quietTo]);
+  const [b0, b1] = await page.evaluate(
+    ([a, b]) => [window.tailprofUI.timeline.pagePoint(a), window.tailprofUI.timeline.pagePoint(b)],
+    [cfg.quietFrom, cfg.quietTo],
+  );
   const loads2 = await page.evaluate(() => window.tailprofUI.S.flameLoads);
   await page.mouse.move(b0.x, b0.y);
   await page.mouse.down();
@@ -118,7 +146,11 @@ try {
     const ui = window.tailprofUI;
     const h = ui.S.heat;
     const cells = [];
-    h.windows.forEach((w, col) => w.counts.forEach((count, row) => cells.push({ col, row, count, startNs: ui.heat.starts[col] + row * h.row_ns })));
+    h.windows.forEach((w, col) =>
+      w.counts.forEach((count, row) =>
+        cells.push({ col, row, count, startNs: ui.heat.starts[col] + row * h.row_ns }),
+      ),
+    );
     return { rows: h.rows, rowNs: h.row_ns, columns: h.windows.length, max: h.max, cells };
   });
   await shot("heatmap");
@@ -130,14 +162,22 @@ try {
   await page.waitForFunction((n) => window.tailprofUI.S.flameLoads > n, loads3, { timeout: 20000 });
   out.heatSelection = await page.evaluate(() => {
     const ui = window.tailprofUI;
-    return { range: ui.S.range, expectFrom: ui.heat.starts[2] + 3 * ui.S.heat.row_ns, expectTo: ui.heat.starts[4] + 11 * ui.S.heat.row_ns, query: ui.S.flameQuery };
+    return {
+      range: ui.S.range,
+      expectFrom: ui.heat.starts[2] + 3 * ui.S.heat.row_ns,
+      expectTo: ui.heat.starts[4] + 11 * ui.S.heat.row_ns,
+      query: ui.S.flameQuery,
+    };
   });
 
   // spikes: the list, then the mark's details
   await page.click("nav button[data-tab=spikes]");
   await page.click(`tr.spike-row[data-id="${cfg.spike}"]`);
   await page.waitForSelector(".spike-detail h3", { timeout: 10000 });
-  out.spikes = await page.evaluate(() => ({ rows: document.querySelectorAll("tr.spike-row").length, detail: document.querySelector(".spike-detail").innerText.slice(0, 400) }));
+  out.spikes = await page.evaluate(() => ({
+    rows: document.querySelectorAll("tr.spike-row").length,
+    detail: document.querySelector(".spike-detail").innerText.slice(0, 400),
+  }));
   await shot("spikes");
 
   // compare: the first and second halves of the ring
@@ -153,7 +193,11 @@ try {
     document.querySelector(".after-to").value = iso(sp[sp.length - 1].endNs);
   });
   await page.click("button.run-compare");
-  await page.waitForFunction(() => document.querySelector(".compare-out table, .compare-out .error"), null, { timeout: 30000 });
+  await page.waitForFunction(
+    () => document.querySelector(".compare-out table, .compare-out .error"),
+    null,
+    { timeout: 30000 },
+  );
   out.compare = await page.evaluate(() => ({
     rows: document.querySelectorAll(".compare-out tbody tr").length,
     error: (document.querySelector(".compare-out .error") || {}).textContent || null,

@@ -31,7 +31,9 @@ export function flamegraphQuery(q) {
   else if (q.range) parts.push(rangeQuery(q.range));
   if (q.baseline === "spike" && q.spike) parts.push("baseline=1");
   else if (q.baseline && q.baseline.fromNs != null) {
-    const b = rangeQuery(q.baseline).replace("from=", "baseline_from=").replace("&to=", "&baseline_to=");
+    const b = rangeQuery(q.baseline)
+      .replace("from=", "baseline_from=")
+      .replace("&to=", "&baseline_to=");
     parts.push(b);
   }
   push(parts, "pid", q.pid);

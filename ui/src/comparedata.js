@@ -45,5 +45,10 @@ export function figures(m, fmtNs) {
   };
   const lo = get("ci_low");
   const hi = get("ci_high");
-  return { before: f(get("before")), after: f(get("after")), diff: f(get("diff")), ci: lo == null && hi == null ? "-" : "[" + f(lo) + ", " + f(hi) + "]" };
+  return {
+    before: f(get("before")),
+    after: f(get("after")),
+    diff: f(get("diff")),
+    ci: lo == null && hi == null ? "-" : "[" + f(lo) + ", " + f(hi) + "]",
+  };
 }

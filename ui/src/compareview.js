@@ -7,7 +7,12 @@ import { rfc3339, fmtNs } from "./range.js";
 import { metrics, figures } from "./comparedata.js";
 
 function side(name) {
-  const from = h("input", { type: "text", size: 26, placeholder: "from (RFC 3339)", class: name + "-from" });
+  const from = h("input", {
+    type: "text",
+    size: 26,
+    placeholder: "from (RFC 3339)",
+    class: name + "-from",
+  });
   const to = h("input", { type: "text", size: 26, placeholder: "to", class: name + "-to" });
   const snap = h("select", { class: name + "-snapshot" }, h("option", { value: "" }, "(a range)"));
   return { name, from, to, snap };
@@ -20,8 +25,24 @@ export class CompareView {
     this.b = side("after");
     this.out = h("div", { class: "compare-out" });
     const row = (s, label) =>
-      h("div", { class: "side" }, h("b", {}, label + " "), s.from, " ", s.to, " or snapshot ", s.snap, " ", h("button", { onclick: () => this.useSelection(s) }, "use the selection"));
-    container.append(row(this.a, "Before"), row(this.b, "After"), h("button", { class: "run-compare", onclick: () => this.run() }, "Compare"), this.out);
+      h(
+        "div",
+        { class: "side" },
+        h("b", {}, label + " "),
+        s.from,
+        " ",
+        s.to,
+        " or snapshot ",
+        s.snap,
+        " ",
+        h("button", { onclick: () => this.useSelection(s) }, "use the selection"),
+      );
+    container.append(
+      row(this.a, "Before"),
+      row(this.b, "After"),
+      h("button", { class: "run-compare", onclick: () => this.run() }, "Compare"),
+      this.out,
+    );
   }
 
   useSelection(s) {
@@ -35,7 +56,11 @@ export class CompareView {
   updateSnapshots(list) {
     for (const s of [this.a, this.b]) {
       const cur = s.snap.value;
-      fill(s.snap, h("option", { value: "" }, "(a range)"), list.map((x) => h("option", { value: x.name }, x.name + " (" + x.saved + ")")));
+      fill(
+        s.snap,
+        h("option", { value: "" }, "(a range)"),
+        list.map((x) => h("option", { value: x.name }, x.name + " (" + x.saved + ")")),
+      );
       s.snap.value = cur;
     }
   }
@@ -62,7 +87,15 @@ export class CompareView {
       return;
     }
     const c = rep.conditions || {};
-    const sideText = (x) => (x ? (x.snapshot ? "snapshot " + x.snapshot : x.from + " to " + x.to) + ", " + x.windows + " windows, " + (x.requests || 0) + " requests" : "-");
+    const sideText = (x) =>
+      x
+        ? (x.snapshot ? "snapshot " + x.snapshot : x.from + " to " + x.to) +
+          ", " +
+          x.windows +
+          " windows, " +
+          (x.requests || 0) +
+          " requests"
+        : "-";
     const rows = metrics(rep).map(({ path, m }) => {
       const f = figures(m, fmtNs);
       return h(
@@ -84,7 +117,22 @@ export class CompareView {
       c.load_note ? h("p", { class: "hint" }, c.load_note) : null,
       (c.notes || []).map((n) => h("p", { class: "hint" }, n)),
       h("p", {}, "Regressions: " + ((rep.regressions || []).join(", ") || "none")),
-      h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ["metric", "before", "after", "difference", "interval", "p", "verdict"].map((t) => h("th", {}, t)))), h("tbody", {}, rows)),
+      h(
+        "table",
+        { class: "grid" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ["metric", "before", "after", "difference", "interval", "p", "verdict"].map((t) =>
+              h("th", {}, t),
+            ),
+          ),
+        ),
+        h("tbody", {}, rows),
+      ),
     );
   }
 }

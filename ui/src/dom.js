@@ -15,7 +15,10 @@ export function h(tag, attrs, ...children) {
   const add = (c) => {
     if (c == null || c === false) return;
     if (Array.isArray(c)) c.forEach(add);
-    else el.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    else
+      el.appendChild(
+        typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c,
+      );
   };
   children.forEach(add);
   return el;
@@ -24,6 +27,8 @@ export function h(tag, attrs, ...children) {
 /** Replaces el's children with the given ones. */
 export function fill(el, ...children) {
   el.replaceChildren();
-  for (const c of children.flat()) if (c != null && c !== false) el.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+  for (const c of children.flat())
+    if (c != null && c !== false)
+      el.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
   return el;
 }

@@ -96,7 +96,10 @@ export class FlameGraph {
       ctx.fillRect(x, y, Math.max(0.5, w - 0.5), ROW - 1);
       if (w > 28) {
         const chars = Math.floor((w - 6) / 6.5);
-        const name = r.node.name.length > chars ? r.node.name.slice(0, Math.max(0, chars - 1)) + "\u2026" : r.node.name;
+        const name =
+          r.node.name.length > chars
+            ? r.node.name.slice(0, Math.max(0, chars - 1)) + "\u2026"
+            : r.node.name;
         ctx.fillStyle = "#111";
         ctx.fillText(name, x + 3, y + ROW / 2);
       }
@@ -115,7 +118,9 @@ export class FlameGraph {
   }
 
   fmt(v) {
-    return this.data.unit === "nanoseconds" ? fmtNs(v) : Math.round(v).toLocaleString() + " " + (this.data.unit || "samples");
+    return this.data.unit === "nanoseconds"
+      ? fmtNs(v)
+      : Math.round(v).toLocaleString() + " " + (this.data.unit || "samples");
   }
 
   hover(e) {
@@ -126,11 +131,27 @@ export class FlameGraph {
     }
     const n = r.node;
     const share = this.total > 0 ? n.value / this.total : 0;
-    let s = n.name + " [" + (n.kind || "") + "]: " + this.fmt(n.value) + " (" + (100 * share).toFixed(2) + "% of the selection; self " + this.fmt(n.self) + ")";
+    let s =
+      n.name +
+      " [" +
+      (n.kind || "") +
+      "]: " +
+      this.fmt(n.value) +
+      " (" +
+      (100 * share).toFixed(2) +
+      "% of the selection; self " +
+      this.fmt(n.self) +
+      ")";
     if (this.diff) {
       const bs = n.baseline / this.baselineTotal;
       const g = shareGrowth(n, this.total, this.baselineTotal);
-      s += "; baseline " + (100 * bs).toFixed(2) + "%, " + (g >= 0 ? "+" : "") + (100 * g).toFixed(2) + " points";
+      s +=
+        "; baseline " +
+        (100 * bs).toFixed(2) +
+        "%, " +
+        (g >= 0 ? "+" : "") +
+        (100 * g).toFixed(2) +
+        " points";
     }
     this.tip.textContent = s + " — " + pathOf(n).slice(1).join(" > ");
   }

@@ -38,7 +38,14 @@ function key(n) {
  * by value then baseline, descending. Neither input is changed. Used when a selection and its
  * baseline come from two requests. */
 export function mergeTrees(a, b) {
-  const out = { name: a ? a.name : b.name, kind: (a || b).kind, value: 0, self: 0, baseline: 0, children: [] };
+  const out = {
+    name: a ? a.name : b.name,
+    kind: (a || b).kind,
+    value: 0,
+    self: 0,
+    baseline: 0,
+    children: [],
+  };
   const work = [[out, a, b]];
   while (work.length) {
     const [o, x, y] = work.pop();
@@ -55,7 +62,14 @@ export function mergeTrees(a, b) {
     }
     for (const [cx, cy] of byKey.values()) {
       const src = cx || cy;
-      const child = { name: src.name, kind: src.kind, value: 0, self: 0, baseline: 0, children: [] };
+      const child = {
+        name: src.name,
+        kind: src.kind,
+        value: 0,
+        self: 0,
+        baseline: 0,
+        children: [],
+      };
       o.children.push(child);
       work.push([child, cx, cy]);
     }
@@ -69,7 +83,12 @@ export function sortTree(root) {
   const stack = [root];
   while (stack.length) {
     const n = stack.pop();
-    n.children.sort((p, q) => q.value - p.value || q.baseline - p.baseline || (p.name < q.name ? -1 : p.name > q.name ? 1 : 0));
+    n.children.sort(
+      (p, q) =>
+        q.value - p.value ||
+        q.baseline - p.baseline ||
+        (p.name < q.name ? -1 : p.name > q.name ? 1 : 0),
+    );
     for (const c of n.children) stack.push(c);
   }
 }
@@ -83,7 +102,8 @@ export function layout(focus, minW = 0) {
   const rects = [];
   const chain = [];
   for (let a = focus.parent; a; a = a.parent) chain.push(a);
-  for (let i = chain.length - 1; i >= 0; i--) rects.push({ node: chain[i], depth: chain[i].depth, x: 0, w: 1 });
+  for (let i = chain.length - 1; i >= 0; i--)
+    rects.push({ node: chain[i], depth: chain[i].depth, x: 0, w: 1 });
   const total = focus.value;
   if (total <= 0) {
     rects.push({ node: focus, depth: focus.depth, x: 0, w: 1 });
@@ -164,7 +184,8 @@ export function hottestSelf(node) {
   const stack = [node];
   while (stack.length) {
     const n = stack.pop();
-    if (n !== node && n.kind !== "process" && n.kind !== "other" && (!best || n.self > best.self)) best = n;
+    if (n !== node && n.kind !== "process" && n.kind !== "other" && (!best || n.self > best.self))
+      best = n;
     for (const c of n.children) stack.push(c);
   }
   return best;

@@ -34,7 +34,16 @@ export class HeatMap {
     this.starts = heat.windows.map((w) => windowSpan(w, heat.window_ns).startNs);
     const n = this.starts.length;
     this.axis.textContent = n
-      ? rfc3339(this.starts[0]) + " … " + rfc3339(this.starts[n - 1]) + ": " + n + " windows of " + fmtNs(heat.window_ns) + ", rows of " + fmtNs(heat.row_ns) + (heat.max ? ", the darkest cell " + heat.max : "")
+      ? rfc3339(this.starts[0]) +
+        " … " +
+        rfc3339(this.starts[n - 1]) +
+        ": " +
+        n +
+        " windows of " +
+        fmtNs(heat.window_ns) +
+        ", rows of " +
+        fmtNs(heat.row_ns) +
+        (heat.max ? ", the darkest cell " + heat.max : "")
       : "no windows yet";
     this.draw();
   }
@@ -77,7 +86,9 @@ export class HeatMap {
     };
     if (this.selection) {
       const wns = this.heat.window_ns;
-      const cols = this.starts.map((s, i) => (s + wns > this.selection.fromNs && s < this.selection.toNs ? i : -1)).filter((i) => i >= 0);
+      const cols = this.starts
+        .map((s, i) => (s + wns > this.selection.fromNs && s < this.selection.toNs ? i : -1))
+        .filter((i) => i >= 0);
       if (cols.length) outline(cols[0], cols[cols.length - 1], "#2060d0");
     }
     if (this.anchor) {
@@ -99,7 +110,12 @@ export class HeatMap {
     const w = this.heat.windows[c.col];
     const t = this.starts[c.col] + c.row * this.heat.row_ns;
     this.tip.textContent =
-      rfc3339(t) + " (+" + fmtNs(c.row * this.heat.row_ns) + " into the window): " + w.counts[c.row] + (this.heat.type === "cpu" ? " samples" : " blocks") +
+      rfc3339(t) +
+      " (+" +
+      fmtNs(c.row * this.heat.row_ns) +
+      " into the window): " +
+      w.counts[c.row] +
+      (this.heat.type === "cpu" ? " samples" : " blocks") +
       (this.anchor ? " — click again to end the range" : " — click to start a range");
   }
 

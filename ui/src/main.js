@@ -40,18 +40,29 @@ function error(where, e) {
 
 // ---- tabs
 function showTab(name) {
-  for (const t of document.querySelectorAll("nav button")) t.classList.toggle("active", t.dataset.tab === name);
+  for (const t of document.querySelectorAll("nav button"))
+    t.classList.toggle("active", t.dataset.tab === name);
   for (const v of document.querySelectorAll("section.view")) v.hidden = v.id !== "view-" + name;
   if (name === "timeline") timeline.resize();
   if (name === "heatmap") heat.draw();
   if (name === "flame") flame.draw();
 }
-for (const t of document.querySelectorAll("nav button")) t.addEventListener("click", () => showTab(t.dataset.tab));
+for (const t of document.querySelectorAll("nav button"))
+  t.addEventListener("click", () => showTab(t.dataset.tab));
 
 // ---- selection
 function selectionText() {
-  if (S.spike) return "spike " + S.spike.id + " (" + S.spike.start + ", " + S.spike.windows + " windows)";
-  if (S.range) return rfc3339(S.range.fromNs) + " to " + rfc3339(S.range.toNs) + " (" + fmtNs(S.range.toNs - S.range.fromNs) + ")";
+  if (S.spike)
+    return "spike " + S.spike.id + " (" + S.spike.start + ", " + S.spike.windows + " windows)";
+  if (S.range)
+    return (
+      rfc3339(S.range.fromNs) +
+      " to " +
+      rfc3339(S.range.toNs) +
+      " (" +
+      fmtNs(S.range.toNs - S.range.fromNs) +
+      ")"
+    );
   return "every window held";
 }
 
@@ -92,7 +103,10 @@ function selectSpike(spike, show = true) {
 }
 
 // ---- views
-const timeline = new Timeline($("timeline"), { onRange: (r) => selectRange(r), onSpike: (s) => selectSpike(s) });
+const timeline = new Timeline($("timeline"), {
+  onRange: (r) => selectRange(r),
+  onSpike: (s) => selectSpike(s),
+});
 const heat = new HeatMap($("heat"), { onRange: (r) => selectRange(r) });
 const flame = new FlameGraph($("flame"), $("flame-tip"));
 const spikesView = new SpikesView($("spikes"), {
@@ -101,7 +115,10 @@ const spikesView = new SpikesView($("spikes"), {
     // the request's own flame graph: its process, its stage, wall time over its windows
     S.spike = null;
     S.baseline = null;
-    S.range = { fromNs: Number(r.start_unix_ns), toNs: Number(r.start_unix_ns) + Number(r.duration_ns) };
+    S.range = {
+      fromNs: Number(r.start_unix_ns),
+      toNs: Number(r.start_unix_ns) + Number(r.duration_ns),
+    };
     $("f-type").value = "wall";
     $("f-pid").value = String(r.pid);
     $("f-stage").value = r.stage || "";
@@ -137,9 +154,23 @@ async function loadFlame() {
     flame.setData(json, Boolean(q.baseline));
     const unit = json.unit === "nanoseconds" ? fmtNs(json.total) : json.total + " samples";
     $("flame-status").textContent =
-      unit + (flame.diff ? " against a baseline of " + (json.unit === "nanoseconds" ? fmtNs(json.baseline_total) : json.baseline_total + " samples") + " (red: share grew, blue: shrank)" : "") +
-      "; " + flame.nodes + " frames" + (json.truncated_nodes ? ", " + json.truncated_nodes + " small ones merged as (other)" : "") +
-      "; fetched in " + (t1 - t0).toFixed(0) + " ms, drawn in " + flame.drawMs.toFixed(0) + " ms";
+      unit +
+      (flame.diff
+        ? " against a baseline of " +
+          (json.unit === "nanoseconds"
+            ? fmtNs(json.baseline_total)
+            : json.baseline_total + " samples") +
+          " (red: share grew, blue: shrank)"
+        : "") +
+      "; " +
+      flame.nodes +
+      " frames" +
+      (json.truncated_nodes ? ", " + json.truncated_nodes + " small ones merged as (other)" : "") +
+      "; fetched in " +
+      (t1 - t0).toFixed(0) +
+      " ms, drawn in " +
+      flame.drawMs.toFixed(0) +
+      " ms";
     S.flameQuery = qs;
     S.flameMs = performance.now() - t0;
     S.flameLoads++;
@@ -149,12 +180,16 @@ async function loadFlame() {
   }
 }
 
-for (const id of ["f-type", "f-stage", "f-diff", "f-minshare"]) $(id).addEventListener("change", loadFlame);
-for (const id of ["f-pid", "f-comm"]) $(id).addEventListener("keydown", (e) => e.key === "Enter" && loadFlame());
+for (const id of ["f-type", "f-stage", "f-diff", "f-minshare"])
+  $(id).addEventListener("change", loadFlame);
+for (const id of ["f-pid", "f-comm"])
+  $(id).addEventListener("keydown", (e) => e.key === "Enter" && loadFlame());
 $("f-load").addEventListener("click", loadFlame);
 $("f-search").addEventListener("input", (e) => {
   const f = flame.setSearch(e.target.value);
-  $("f-found").textContent = e.target.value ? f.matches.size + " frames, " + (100 * f.share).toFixed(1) + "% of the total" : "";
+  $("f-found").textContent = e.target.value
+    ? f.matches.size + " frames, " + (100 * f.share).toFixed(1) + "% of the total"
+    : "";
 });
 $("f-reset").addEventListener("click", () => flame.zoom(null));
 $("f-all").addEventListener("click", () => {
@@ -189,7 +224,11 @@ async function loadHeat() {
 
 async function loadAll() {
   const heatDone = loadHeat().catch((e) => error("heat map", e));
-  const [w, st, sp] = await Promise.all([getJSON("/api/v1/windows"), getJSON("/api/v1/stages").catch(() => null), getJSON("/api/v1/spikes")]);
+  const [w, st, sp] = await Promise.all([
+    getJSON("/api/v1/windows"),
+    getJSON("/api/v1/stages").catch(() => null),
+    getJSON("/api/v1/spikes"),
+  ]);
   S.windows = w.windows;
   S.stages = st;
   S.spikes = sp.spikes;
@@ -200,7 +239,10 @@ async function loadAll() {
   const have = new Set([...sel.options].map((o) => o.value));
   for (const n of names) if (!have.has(n)) sel.append(h("option", { value: n }, n));
   await heatDone;
-  getJSON("/api/v1/snapshots").then((x) => compare.updateSnapshots(x.snapshots || []), () => {});
+  getJSON("/api/v1/snapshots").then(
+    (x) => compare.updateSnapshots(x.snapshots || []),
+    () => {},
+  );
   S.loads++;
   if (!S.firstLoadMs) S.firstLoadMs = performance.now();
 }
@@ -209,9 +251,21 @@ async function poll() {
   try {
     const s = await getJSON("/api/v1/status");
     $("host").textContent = s.hostname + " — tailprofd " + s.version;
-    S.thresholds = new Map((s.stages || []).filter((x) => x.threshold_ns != null).map((x) => [x.stage, Number(x.threshold_ns)]));
-    const key = [s.windows, s.samples, s.received_samples, s.offcpu_samples, s.runq_count].join("/");
-    $("status").textContent = s.windows + " windows of " + fmtNs(s.window_ns) + ", updated " + new Date().toISOString().slice(11, 19) + " UTC";
+    S.thresholds = new Map(
+      (s.stages || [])
+        .filter((x) => x.threshold_ns != null)
+        .map((x) => [x.stage, Number(x.threshold_ns)]),
+    );
+    const key = [s.windows, s.samples, s.received_samples, s.offcpu_samples, s.runq_count].join(
+      "/",
+    );
+    $("status").textContent =
+      s.windows +
+      " windows of " +
+      fmtNs(s.window_ns) +
+      ", updated " +
+      new Date().toISOString().slice(11, 19) +
+      " UTC";
     if (key !== S.statusKey) {
       S.statusKey = key;
       await loadAll();
@@ -225,6 +279,17 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-window.tailprofUI = { S, timeline, heat, flame, spikesView, compare, selectRange, selectSpike, loadFlame, showTab };
+window.tailprofUI = {
+  S,
+  timeline,
+  heat,
+  flame,
+  spikesView,
+  compare,
+  selectRange,
+  selectSpike,
+  loadFlame,
+  showTab,
+};
 showTab("timeline");
 poll();

@@ -13,7 +13,8 @@ export function rfc3339(ns) {
  * start_unix_ns/end_unix_ns when present, else the RFC 3339 strings; a window without an end
  * gets windowNs (the heat map's windows). */
 export function windowSpan(w, windowNs = 0) {
-  const startNs = w.start_unix_ns != null ? Number(w.start_unix_ns) : Date.parse(w.start) * NS_PER_MS;
+  const startNs =
+    w.start_unix_ns != null ? Number(w.start_unix_ns) : Date.parse(w.start) * NS_PER_MS;
   let endNs;
   if (w.end_unix_ns != null) endNs = Number(w.end_unix_ns);
   else if (w.end) endNs = Date.parse(w.end) * NS_PER_MS;
@@ -63,7 +64,12 @@ export function rangeQuery(r) {
   let toMs = Math.ceil(r.toNs / NS_PER_MS) - 1;
   if (toMs <= fromMs) fromMs = toMs = Math.round((r.fromNs + r.toNs) / 2 / NS_PER_MS);
   const iso = (ms) => new Date(ms).toISOString();
-  return "from=" + encodeURIComponent(iso(fromMs)) + "&to=" + encodeURIComponent(iso(toMs === fromMs ? toMs + 1 : toMs));
+  return (
+    "from=" +
+    encodeURIComponent(iso(fromMs)) +
+    "&to=" +
+    encodeURIComponent(iso(toMs === fromMs ? toMs + 1 : toMs))
+  );
 }
 
 /** For each spike of /api/v1/spikes, the indices of the spans its episode overlaps:
@@ -81,7 +87,8 @@ export function spikeWindows(spans, spikes) {
 /** The time a spike is drawn as a vertical line at: an alert's startsAt, a mark's time (the
  * middle of its before/after episode), null for a detected spike (drawn as a band only). */
 export function markTimeNs(s) {
-  if (s.source === "alertmanager" && s.alert_starts_unix_ns != null) return Number(s.alert_starts_unix_ns);
+  if (s.source === "alertmanager" && s.alert_starts_unix_ns != null)
+    return Number(s.alert_starts_unix_ns);
   if (s.source === "mark") {
     const { startNs, endNs } = windowSpan(s);
     return (startNs + endNs) / 2;

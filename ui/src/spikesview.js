@@ -27,7 +27,15 @@ export class SpikesView {
   update(spikes) {
     this.spikes = spikes;
     if (!spikes.length) {
-      fill(this.list, h("p", { class: "hint" }, "No spikes in the ring: detected p95 spikes, marks (POST /api/v1/marks) and alerts show here."));
+      fill(
+        this.list,
+        h(
+          "p",
+          { class: "hint" },
+          "No spikes in the ring: detected p95 spikes, marks (POST /api/v1/marks) and " +
+            "alerts show here.",
+        ),
+      );
       return;
     }
     const rows = [...spikes].reverse().map((s) => {
@@ -42,7 +50,13 @@ export class SpikesView {
         h("td", { class: "num" }, String(s.windows)),
         h("td", { class: "num" }, s.p95_ns ? fmtNs(s.p95_ns) : "-"),
         h("td", { class: "num" }, s.baseline_p95_ns ? fmtNs(s.baseline_p95_ns) : "-"),
-        h("td", {}, top ? top.kind + " " + (100 * top.share).toFixed(0) + "%: " + (top.summary || "") : s.reason || ""),
+        h(
+          "td",
+          {},
+          top
+            ? top.kind + " " + (100 * top.share).toFixed(0) + "%: " + (top.summary || "")
+            : s.reason || "",
+        ),
       );
     });
     fill(
@@ -50,7 +64,24 @@ export class SpikesView {
       h(
         "table",
         { class: "grid" },
-        h("thead", {}, h("tr", {}, ["spike", "stage", "source", "start", "windows", "p95", "baseline p95", "top cause"].map((t) => h("th", {}, t)))),
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            [
+              "spike",
+              "stage",
+              "source",
+              "start",
+              "windows",
+              "p95",
+              "baseline p95",
+              "top cause",
+            ].map((t) => h("th", {}, t)),
+          ),
+        ),
         h("tbody", {}, rows),
       ),
     );
@@ -69,12 +100,34 @@ export class SpikesView {
       h(
         "li",
         {},
-        h("span", { class: "bar", style: "width:" + Math.round(120 * Math.max(0, Math.min(1, c.share))) + "px" }),
+        h("span", {
+          class: "bar",
+          style: "width:" + Math.round(120 * Math.max(0, Math.min(1, c.share))) + "px",
+        }),
         h("b", {}, c.kind + " " + (100 * c.share).toFixed(0) + "%"),
         " " + (c.summary || ""),
-        c.spike_median_ns != null ? " (median " + fmtNs(c.spike_median_ns) + " against " + fmtNs(c.baseline_median_ns) + ")" : "",
+        c.spike_median_ns != null
+          ? " (median " + fmtNs(c.spike_median_ns) + " against " + fmtNs(c.baseline_median_ns) + ")"
+          : "",
         c.functions && c.functions.length
-          ? h("ul", {}, c.functions.slice(0, 5).map((f) => h("li", {}, f.function + ": " + (100 * f.spike_share).toFixed(1) + "% of samples against " + (100 * f.baseline_share).toFixed(1) + "%")))
+          ? h(
+              "ul",
+              {},
+              c.functions
+                .slice(0, 5)
+                .map((f) =>
+                  h(
+                    "li",
+                    {},
+                    f.function +
+                      ": " +
+                      (100 * f.spike_share).toFixed(1) +
+                      "% of samples against " +
+                      (100 * f.baseline_share).toFixed(1) +
+                      "%",
+                  ),
+                ),
+            )
           : null,
       ),
     );
@@ -82,7 +135,14 @@ export class SpikesView {
       const bar = h("div", { class: "stack" });
       for (const [k, , colour] of PARTS) {
         const v = r[k] || 0;
-        if (v > 0) bar.append(h("span", { style: "background:" + colour + ";width:" + (100 * v) / Math.max(1, r.duration_ns) + "%", title: k + " " + fmtNs(v) }));
+        if (v > 0)
+          bar.append(
+            h("span", {
+              style:
+                "background:" + colour + ";width:" + (100 * v) / Math.max(1, r.duration_ns) + "%",
+              title: k + " " + fmtNs(v),
+            }),
+          );
       }
       return h(
         "tr",
@@ -92,18 +152,72 @@ export class SpikesView {
         PARTS.map(([k]) => h("td", { class: "num" }, fmtNs(r[k] || 0))),
         h("td", {}, bar),
         h("td", {}, r.accounting || ""),
-        h("td", {}, h("button", { onclick: () => this.opts.onRequest(r, s) }, "flame graph"), " ", h("a", { href: "/api/v1/profile?request=" + encodeURIComponent(r.id) }, "pprof")),
+        h(
+          "td",
+          {},
+          h("button", { onclick: () => this.opts.onRequest(r, s) }, "flame graph"),
+          " ",
+          h("a", { href: "/api/v1/profile?request=" + encodeURIComponent(r.id) }, "pprof"),
+        ),
       );
     });
     fill(
       this.detail,
-      h("h3", {}, s.id + " ", h("button", { onclick: () => this.opts.onFlame(s) }, "differential flame graph against its baseline")),
-      h("p", {}, (s.summary || s.reason || "") + " " + s.start + " to " + s.end + ", " + s.windows + " windows, " + (s.request_count || 0) + " requests" + (s.pattern ? ", " + s.pattern : "")),
+      h(
+        "h3",
+        {},
+        s.id + " ",
+        h(
+          "button",
+          { onclick: () => this.opts.onFlame(s) },
+          "differential flame graph against its baseline",
+        ),
+      ),
+      h(
+        "p",
+        {},
+        (s.summary || s.reason || "") +
+          " " +
+          s.start +
+          " to " +
+          s.end +
+          ", " +
+          s.windows +
+          " windows, " +
+          (s.request_count || 0) +
+          " requests" +
+          (s.pattern ? ", " + s.pattern : ""),
+      ),
       h("h4", {}, "Causes (share of the p95 rise)"),
-      causes.length ? h("ul", { class: "causes" }, causes) : h("p", { class: "hint" }, "none ranked (a mark or alert without a stage)"),
+      causes.length
+        ? h("ul", { class: "causes" }, causes)
+        : h("p", { class: "hint" }, "none ranked (a mark or alert without a stage)"),
       h("h4", {}, "Slow requests: where their time went"),
       reqs.length
-        ? h("table", { class: "grid" }, h("thead", {}, h("tr", {}, ["request", "duration", "on-CPU", "run queue", "off-CPU", "GC", "", "accounting", ""].map((t) => h("th", {}, t)))), h("tbody", {}, reqs))
+        ? h(
+            "table",
+            { class: "grid" },
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                [
+                  "request",
+                  "duration",
+                  "on-CPU",
+                  "run queue",
+                  "off-CPU",
+                  "GC",
+                  "",
+                  "accounting",
+                  "",
+                ].map((t) => h("th", {}, t)),
+              ),
+            ),
+            h("tbody", {}, reqs),
+          )
         : h("p", { class: "hint" }, "no requests recorded"),
     );
   }

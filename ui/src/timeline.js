@@ -78,12 +78,21 @@ export class Timeline {
       {
         ...common("CPU samples, drops, off-CPU time", 200),
         scales: { x: { time: true }, n: { auto: true }, s: { auto: true } },
-        axes: [{}, { scale: "n", label: "samples" }, { scale: "s", side: 1, label: "off-CPU s", grid: { show: false } }],
+        axes: [
+          {},
+          { scale: "n", label: "samples" },
+          { scale: "s", side: 1, label: "off-CPU s", grid: { show: false } },
+        ],
         series: [
           { label: "window" },
           { label: "CPU samples", scale: "n", stroke: "#d7301f", width: 1.5, value: count },
           { label: "drops", scale: "n", stroke: "#555", dash: [4, 3], value: count },
-          { label: "off-CPU", scale: "s", stroke: "#2c7fb8", value: (u, v) => (v == null ? "-" : fmtNs(v * 1e9)) },
+          {
+            label: "off-CPU",
+            scale: "s",
+            stroke: "#2c7fb8",
+            value: (u, v) => (v == null ? "-" : fmtNs(v * 1e9)),
+          },
         ],
       },
       data[0],
@@ -98,7 +107,14 @@ export class Timeline {
     m.stages.forEach((s, i) => {
       const c = PALETTE[i % PALETTE.length];
       series.push({ label: s.name + " p95", scale: "ms", stroke: c, width: 2, value: ms });
-      if (s.thresholdMs) series.push({ label: s.name + " threshold", scale: "ms", stroke: c, dash: [6, 4], value: ms });
+      if (s.thresholdMs)
+        series.push({
+          label: s.name + " threshold",
+          scale: "ms",
+          stroke: c,
+          dash: [6, 4],
+          value: ms,
+        });
     });
     const lat = new uPlot(
       {
@@ -106,9 +122,20 @@ export class Timeline {
         scales: { x: { time: true }, ms: { distr: 3, log: 10 } },
         axes: [
           {},
-          { scale: "ms", label: "ms", values: (u, vals) => vals.map((v) => (v == null ? "" : +v.toPrecision(3) + "")) },
+          {
+            scale: "ms",
+            label: "ms",
+            values: (u, vals) => vals.map((v) => (v == null ? "" : +v.toPrecision(3) + "")),
+          },
           // an empty right axis as wide as the top chart's, so both time axes line up
-          { scale: "ms", side: 1, label: " ", values: (u, vals) => vals.map(() => ""), grid: { show: false }, ticks: { show: false } },
+          {
+            scale: "ms",
+            side: 1,
+            label: " ",
+            values: (u, vals) => vals.map(() => ""),
+            grid: { show: false },
+            ticks: { show: false },
+          },
         ],
         series,
       },
@@ -185,7 +212,8 @@ export class Timeline {
     const m = this.model;
     let found = null;
     for (const b of this.bands) {
-      if (m.spans[b.i0].startNs <= t && t < m.spans[b.i1].endNs) found = this.spikes.find((s) => s.id === b.id) || found;
+      if (m.spans[b.i0].startNs <= t && t < m.spans[b.i1].endNs)
+        found = this.spikes.find((s) => s.id === b.id) || found;
     }
     return found;
   }

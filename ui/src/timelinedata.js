@@ -21,13 +21,19 @@ export function buildTimeline(windows, stagesJson, thresholds = new Map()) {
   const spans = windows.map((w) => windowSpan(w));
   const x = spans.map((s) => s.startNs / 1e9);
   const samples = windows.map((w) => num(w.samples));
-  const drops = windows.map((w) => (typeof w.drops === "object" && w.drops ? num(w.drops.total) : num(w.drops)));
+  const drops = windows.map((w) =>
+    typeof w.drops === "object" && w.drops ? num(w.drops.total) : num(w.drops),
+  );
   const offcpuS = windows.map((w) => {
     const ns = w.offcpu_ns != null ? w.offcpu_ns : w.offcpu && w.offcpu.blocked_ns;
     return ns == null ? null : Number(ns) / 1e9;
   });
-  const runqMs = windows.map((w) => logMs(w.runq_p99_ns != null ? w.runq_p99_ns : w.runq && w.runq.p99_ns));
-  const gcMs = windows.map((w) => logMs(w.gc_pause_ns != null ? w.gc_pause_ns : w.gc && w.gc.pause_ns));
+  const runqMs = windows.map((w) =>
+    logMs(w.runq_p99_ns != null ? w.runq_p99_ns : w.runq && w.runq.p99_ns),
+  );
+  const gcMs = windows.map((w) =>
+    logMs(w.gc_pause_ns != null ? w.gc_pause_ns : w.gc && w.gc.pause_ns),
+  );
   const index = new Map(spans.map((s, i) => [s.startNs, i]));
   const byName = new Map();
   for (const sw of (stagesJson && stagesJson.windows) || []) {
@@ -40,7 +46,12 @@ export function buildTimeline(windows, stagesJson, thresholds = new Map()) {
         byName.set(st.stage, e);
       }
       e.p95Ms[i] = logMs(st.p95_ns);
-      const th = st.threshold_ns != null ? st.threshold_ns : st.baseline_p95_ns != null ? st.baseline_p95_ns : thresholds.get(st.stage);
+      const th =
+        st.threshold_ns != null
+          ? st.threshold_ns
+          : st.baseline_p95_ns != null
+            ? st.baseline_p95_ns
+            : thresholds.get(st.stage);
       if (th != null) {
         if (!e.thresholdMs) e.thresholdMs = new Array(windows.length).fill(null);
         e.thresholdMs[i] = logMs(th);

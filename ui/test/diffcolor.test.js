@@ -2,7 +2,15 @@
 // Differential colours: share growth, its scale, and growth to red/blue/grey.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { shareGrowth, growthScale, diffRgb, classifyRgb, kindRgb, hash, NEUTRAL } from "../src/diffcolor.js";
+import {
+  shareGrowth,
+  growthScale,
+  diffRgb,
+  classifyRgb,
+  kindRgb,
+  hash,
+  NEUTRAL,
+} from "../src/diffcolor.js";
 
 test("shareGrowth compares shares, not counts", () => {
   // 50 of 100 now, 10 of 100 before: +0.4
@@ -17,7 +25,14 @@ test("shareGrowth compares shares, not counts", () => {
 });
 
 test("growthScale is the largest |growth| below the root, at least 0.01", () => {
-  const t = { value: 100, baseline: 100, children: [{ value: 70, baseline: 40, children: [] }, { value: 30, baseline: 60, children: [] }] };
+  const t = {
+    value: 100,
+    baseline: 100,
+    children: [
+      { value: 70, baseline: 40, children: [] },
+      { value: 30, baseline: 60, children: [] },
+    ],
+  };
   assert.ok(Math.abs(growthScale(t, 100, 100) - 0.3) < 1e-12);
   const flat = { value: 100, baseline: 100, children: [{ value: 50, baseline: 50, children: [] }] };
   assert.equal(growthScale(flat, 100, 100), 0.01);

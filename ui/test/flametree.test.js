@@ -2,10 +2,25 @@
 // Flame graph trees: indexing, merging a baseline, layout with zoom, search, widest paths.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { indexTree, mergeTrees, layout, search, widestPath, hottestSelf, findPath, pathOf } from "../src/flametree.js";
+import {
+  indexTree,
+  mergeTrees,
+  layout,
+  search,
+  widestPath,
+  hottestSelf,
+  findPath,
+  pathOf,
+} from "../src/flametree.js";
 
 const leaf = (name, value, kind = "user") => ({ name, kind, value, self: value, children: [] });
-const node = (name, kind, children, self = 0) => ({ name, kind, value: self + children.reduce((a, c) => a + c.value, 0), self, children });
+const node = (name, kind, children, self = 0) => ({
+  name,
+  kind,
+  value: self + children.reduce((a, c) => a + c.value, 0),
+  self,
+  children,
+});
 
 function sample() {
   // all 100 = app 80 (main 80: hot 50, cold 20, self 10) + kworker 20 (k 20)
@@ -43,7 +58,10 @@ test("mergeTrees puts b's values as a's baseline, by path and kind", () => {
   const cold = findPath(m, ["all", "app", "main", "cold"]);
   assert.deepEqual([cold.value, cold.baseline], [20, 0]);
   // sorted by value: hot 50, cold 20, gone 0
-  assert.deepEqual(findPath(m, ["all", "app", "main"]).children.map((c) => c.name), ["hot", "cold", "gone"]);
+  assert.deepEqual(
+    findPath(m, ["all", "app", "main"]).children.map((c) => c.name),
+    ["hot", "cold", "gone"],
+  );
   // the inputs are left alone
   assert.equal(a.children[0].children[0].children.length, 2);
 });
@@ -82,7 +100,9 @@ test("layout leaves out frames under minW with their subtrees", () => {
 });
 
 test("search: substring and regex, nested matches counted once", () => {
-  const t = node("all", "other", [node("p", "process", [node("foo_outer", "user", [leaf("foo_inner", 30)], 10), leaf("bar", 60)])]);
+  const t = node("all", "other", [
+    node("p", "process", [node("foo_outer", "user", [leaf("foo_inner", 30)], 10), leaf("bar", 60)]),
+  ]);
   indexTree(t);
   const s = search(t, "FOO");
   assert.equal(s.matches.size, 2);

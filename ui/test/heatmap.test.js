@@ -2,7 +2,15 @@
 // Heat map maths: intensities, colours, pixels to cells, clicked cells to a time range.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { intensity, heatRgb, cellAt, cellRange, brightest, rowTotals, columnTotals } from "../src/heatmap.js";
+import {
+  intensity,
+  heatRgb,
+  cellAt,
+  cellRange,
+  brightest,
+  rowTotals,
+  columnTotals,
+} from "../src/heatmap.js";
 
 test("intensity is sqrt(count/max), clamped", () => {
   assert.equal(intensity(0, 100), 0);

@@ -2,7 +2,17 @@
 // Range maths: window spans, overlap as the API selects, snapping, spikes to windows.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { rfc3339, windowSpan, overlapping, snapRange, pxToNs, rangeQuery, spikeWindows, markTimeNs, fmtNs } from "../src/range.js";
+import {
+  rfc3339,
+  windowSpan,
+  overlapping,
+  snapRange,
+  pxToNs,
+  rangeQuery,
+  spikeWindows,
+  markTimeNs,
+  fmtNs,
+} from "../src/range.js";
 
 const S = 1e9;
 const T0 = 1796000000 * S;
@@ -11,7 +21,10 @@ const spans = [0, 1, 2, 3].map((i) => ({ startNs: T0 + i * 10 * S, endNs: T0 + (
 test("rfc3339 and windowSpan", () => {
   assert.equal(rfc3339(1796000000250e6), "2026-11-30T00:53:20.250Z");
   assert.deepEqual(windowSpan({ start_unix_ns: 5, end_unix_ns: 9 }), { startNs: 5, endNs: 9 });
-  assert.deepEqual(windowSpan({ start: "2026-11-30T00:53:20.250Z" }, 1e9), { startNs: 1796000000250e6, endNs: 1796000001250e6 });
+  assert.deepEqual(windowSpan({ start: "2026-11-30T00:53:20.250Z" }, 1e9), {
+    startNs: 1796000000250e6,
+    endNs: 1796000001250e6,
+  });
 });
 
 test("overlapping is half-open, as the API's ranges", () => {
@@ -21,8 +34,18 @@ test("overlapping is half-open, as the API's ranges", () => {
 });
 
 test("snapRange snaps either order to whole windows; a point selects its window", () => {
-  assert.deepEqual(snapRange(spans, T0 + 25 * S, T0 + 12 * S), { i0: 1, i1: 2, fromNs: T0 + 10 * S, toNs: T0 + 30 * S });
-  assert.deepEqual(snapRange(spans, T0 + 15 * S, T0 + 15 * S), { i0: 1, i1: 1, fromNs: T0 + 10 * S, toNs: T0 + 20 * S });
+  assert.deepEqual(snapRange(spans, T0 + 25 * S, T0 + 12 * S), {
+    i0: 1,
+    i1: 2,
+    fromNs: T0 + 10 * S,
+    toNs: T0 + 30 * S,
+  });
+  assert.deepEqual(snapRange(spans, T0 + 15 * S, T0 + 15 * S), {
+    i0: 1,
+    i1: 1,
+    fromNs: T0 + 10 * S,
+    toNs: T0 + 20 * S,
+  });
   assert.equal(snapRange(spans, T0 - 5 * S, T0 - S), null);
 });
 
@@ -33,7 +56,10 @@ test("pxToNs clamps to the plot", () => {
 });
 
 test("rangeQuery writes RFC 3339", () => {
-  assert.equal(rangeQuery({ fromNs: 1796000000000e6, toNs: 1796000010000e6 }), "from=2026-11-30T00%3A53%3A20.001Z&to=2026-11-30T00%3A53%3A29.999Z");
+  assert.equal(
+    rangeQuery({ fromNs: 1796000000000e6, toNs: 1796000010000e6 }),
+    "from=2026-11-30T00%3A53%3A20.001Z&to=2026-11-30T00%3A53%3A29.999Z",
+  );
 });
 
 test("spikeWindows and markTimeNs", () => {
@@ -59,5 +85,8 @@ test("fmtNs", () => {
 });
 
 test("rangeQuery keeps a tiny range non-empty", () => {
-  assert.equal(rangeQuery({ fromNs: 1796000000000e6, toNs: 1796000000001e6 }), "from=2026-11-30T00%3A53%3A20.001Z&to=2026-11-30T00%3A53%3A20.002Z");
+  assert.equal(
+    rangeQuery({ fromNs: 1796000000000e6, toNs: 1796000000001e6 }),
+    "from=2026-11-30T00%3A53%3A20.001Z&to=2026-11-30T00%3A53%3A20.002Z",
+  );
 });
