@@ -126,15 +126,33 @@ try {
 
   // brushing the timeline between two bursts: that range's flame graph (not differential)
   await page.click("nav button[data-tab=timeline]");
-  const [b0, b1] = await page.evaluate(
-    ([a, b]) => [window.tailprofUI.timeline.pagePoint(a), window.tailprofUI.timeline.pagePoint(b)],
+  const loads2 = await page.evaluate(() => window.tailprofUI.S.flameLoads);
+  // the drag as one script, so that no refresh (which rescales the time axis) comes between
+  // finding the points and pressing, moving and releasing the button
+  await page.evaluate(
+    ([from, to]) => {
+      const tl = window.tailprofUI.timeline;
+      const over = tl.plots[0].over;
+      const [a, b] = [tl.pagePoint(from), tl.pagePoint(to)];
+      const ev = (type, x, target = over) =>
+        target.dispatchEvent(
+          // (uPlot ignores a move without movement while the button is down)
+          new MouseEvent(type, {
+            clientX: x,
+            clientY: a.y,
+            movementX: 1,
+            bubbles: true,
+            view: window,
+          }),
+        );
+      ev("mousemove", a.x);
+      ev("mousedown", a.x);
+      for (let i = 1; i <= 8; i++) ev("mousemove", a.x + ((b.x - a.x) * i) / 8);
+      ev("mouseup", b.x);
+      ev("click", b.x);
+    },
     [cfg.quietFrom, cfg.quietTo],
   );
-  const loads2 = await page.evaluate(() => window.tailprofUI.S.flameLoads);
-  await page.mouse.move(b0.x, b0.y);
-  await page.mouse.down();
-  await page.mouse.move(b1.x, b1.y, { steps: 8 });
-  await page.mouse.up();
   await page.waitForFunction((n) => window.tailprofUI.S.flameLoads > n, loads2, { timeout: 20000 });
   out.rangeFlame = await info(cfg.comm);
   out.rangeFlame.range = await page.evaluate(() => window.tailprofUI.S.range);

@@ -23,6 +23,13 @@ export class Timeline {
     this.bands = [];
     this.selection = null;
     window.addEventListener("resize", () => this.resize());
+    document.addEventListener("mouseup", () => {
+      this.dragging = false;
+      const p = this.pending;
+      this.pending = null;
+      // after uPlot's own mouseup (the selection is read against the old scale)
+      if (p) setTimeout(() => this.update(...p), 0);
+    });
   }
 
   width() {
@@ -35,6 +42,11 @@ export class Timeline {
 
   /** Redraws with fresh data; the charts are rebuilt only when the set of series changes. */
   update(windows, stagesJson, spikes, selection, thresholds) {
+    // a refresh while a range is being dragged would move the times under the mouse: later
+    if (this.dragging) {
+      this.pending = [windows, stagesJson, spikes, selection, thresholds];
+      return;
+    }
     const m = buildTimeline(windows, stagesJson, thresholds);
     this.model = m;
     this.spikes = spikes;
@@ -143,7 +155,10 @@ export class Timeline {
       this.el,
     );
     this.plots = [load, lat];
-    for (const u of this.plots) u.over.addEventListener("click", (e) => this.click(u, e));
+    for (const u of this.plots) {
+      u.over.addEventListener("click", (e) => this.click(u, e));
+      u.over.addEventListener("mousedown", () => (this.dragging = true));
+    }
   }
 
   drawOverlay(u) {
