@@ -127,7 +127,7 @@ fail:
 /* ---- responses ---- */
 
 /* Parses pid=, comm= and container= into f. Returns 0, or -1 after writing the error into err. */
-static int parse_filter(const struct params *p, struct profile_filter *f, char *err, size_t len)
+int parse_filter(const struct params *p, struct profile_filter *f, char *err, size_t len)
 {
 	const char *pid = http_param(p, "pid");
 	char v[ECHO_MAX * 4 + 8];
@@ -174,7 +174,7 @@ static int parse_filter(const struct params *p, struct profile_filter *f, char *
 
 /* Parses type= into *t (left as it is when not given). Returns 0, or -1 after writing the error
  * into err. */
-static int parse_type(const struct params *p, enum profile_type *t, char *err, size_t len)
+int parse_type(const struct params *p, enum profile_type *t, char *err, size_t len)
 {
 	const char *type = http_param(p, "type");
 	char v[ECHO_MAX * 4 + 8];
@@ -188,8 +188,8 @@ static int parse_type(const struct params *p, enum profile_type *t, char *err, s
 
 /* Resolves stage=NAME into f (under the read lock: the registry changes on reload). Returns 0,
  * or -1 after writing the error into err. */
-static int parse_stage(const struct params *p, const struct query_ctx *ctx,
-		       struct profile_filter *f, char *err, size_t len)
+int parse_stage(const struct params *p, const struct query_ctx *ctx, struct profile_filter *f,
+		char *err, size_t len)
 {
 	const char *stage = http_param(p, "stage");
 	char v[ECHO_MAX * 4 + 8], known[512];
@@ -278,7 +278,7 @@ static enum MHD_Result send_pprof(struct MHD_Connection *conn, int err, uint8_t 
 /* Waiting /debug/pprof/profile requests hold a connection each: keep most connections free. */
 #define MAX_CAPTURES 16
 
-static void encoder_enter(struct http_api *h)
+void encoder_enter(struct http_api *h)
 {
 	pthread_mutex_lock(&h->mu);
 	while (h->encoders >= MAX_ENCODERS)
@@ -287,7 +287,7 @@ static void encoder_enter(struct http_api *h)
 	pthread_mutex_unlock(&h->mu);
 }
 
-static void encoder_leave(struct http_api *h)
+void encoder_leave(struct http_api *h)
 {
 	pthread_mutex_lock(&h->mu);
 	h->encoders--;
@@ -295,8 +295,8 @@ static void encoder_leave(struct http_api *h)
 	pthread_mutex_unlock(&h->mu);
 }
 
-static struct window **select_windows(const struct query_ctx *ctx, const struct query_range *range,
-				      size_t *n)
+struct window **select_windows(const struct query_ctx *ctx, const struct query_range *range,
+			       size_t *n)
 {
 	struct window_ring *ring = collector__ring(ctx->collector);
 	struct window **ws = calloc(window_ring__count(ring) + 1, sizeof(*ws));
@@ -308,7 +308,7 @@ static struct window **select_windows(const struct query_ctx *ctx, const struct 
 
 /* Whether s is a spike id as the API takes it: the rule of the store's file names, 1-64
  * characters of [A-Za-z0-9._-] and not "." or "..". */
-static bool valid_spike_id(const char *s)
+bool valid_spike_id(const char *s)
 {
 	return spike_file__valid_name(s, SPIKE_ID_LEN - 1);
 }
@@ -832,6 +832,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return http_send_error_hdr(conn, 405, (struct header){"Allow", "GET, HEAD"},
 					   "%s: only GET is served here",
 					   http_printable(method, u, sizeof(u), ECHO_MAX));
+	if (http_views__serves(url))
+		return http_views__handle(conn, h, url);
 	if (!strcmp(url, "/api/v1/windows"))
 		return handle_windows(conn, h);
 	if (!strcmp(url, "/api/v1/profile"))

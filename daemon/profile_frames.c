@@ -273,6 +273,24 @@ void frame_namer__free(struct frame_namer *nm)
 	free(nm);
 }
 
+const char *frame_namer__name(struct frame_namer *nm, const struct stack *s, uint32_t i, char *buf,
+			      size_t len)
+{
+	const struct frame *f = &s->frames[i];
+	uint64_t at = i == 0 || i == s->nr_kernel ? f->addr : f->addr - 1;
+	struct python_line pl;
+	const char *sym;
+
+	if (!f->obj)
+		return "[unknown]";
+	if (python__is_object(f->obj))
+		return python__line(f->addr, &pl) ? pl.function : "[python]";
+	sym = object__lookup(f->obj, at, NULL);
+	if (!sym)
+		return object__anon_name(f->obj, at, buf, len);
+	return object__is_kernel(f->obj) ? sym : demangled(&nm->dc, sym);
+}
+
 const struct pprof_mapping *frame_namer__mapping(struct frame_namer *nm, const struct object *obj)
 {
 	return mapping_for(&nm->maps, obj);

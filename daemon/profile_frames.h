@@ -31,6 +31,14 @@ const struct pprof_mapping *frame_namer__mapping(struct frame_namer *nm, const s
 int frame_namer__stack(struct frame_namer *nm, const struct stack *s,
 		       const struct pprof_location **locs, size_t *nr);
 
+/* The function name that frame i of stack s has in its pprof location (the outermost function
+ * when code was inlined there; "[unknown]" without an object, a Python frame's function or
+ * "[python]"), demangled through nm's cache. It lives in the object, in nm, or in buf (len bytes,
+ * at least 64), whichever the name came from: until the next call with buf, nm's free or the
+ * object's last reference. */
+const char *frame_namer__name(struct frame_namer *nm, const struct stack *s, uint32_t i, char *buf,
+			      size_t len);
+
 /* The object of the executable of task tk among the user frames of s, outermost first: the one
  * whose file has the name of the process's executable (tk->process, as cut), or NULL. */
 struct object *stack_executable(const struct task *tk, const struct stack *s);

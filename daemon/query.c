@@ -136,6 +136,33 @@ static bool filter_match(const struct profile_filter *f, const struct task *t)
 	return true;
 }
 
+bool query__entry_passes(const struct profile_filter *f, const struct window_entry *e)
+{
+	return entry_has(e, f ? f->type : PROFILE_CPU) && filter_match(f, e->task);
+}
+
+void query__span(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		 const struct query_range *range, int64_t *start, int64_t *end)
+{
+	struct collector_status st;
+
+	collector__status(ctx->collector, &st);
+	if (n) {
+		*start = window_start_unix(windows[0], st.started_mono_ns);
+		*end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
+		return;
+	}
+	/* nothing selected: the profile still says which span it is about */
+	*end = sysinfo__real_ns();
+	if (range && range->has_to && range->to_unix_ns < *end)
+		*end = range->to_unix_ns;
+	*start = *end;
+	if (range && range->last_ns)
+		*start = *end - (int64_t)range->last_ns;
+	else if (range && range->has_from && range->from_unix_ns < *end)
+		*start = range->from_unix_ns;
+}
+
 /* Samples of merged entry m in a profile of type `type` (CPU samples, off-CPU blocks, both). */
 static uint64_t merged_samples(const struct merged *m, enum profile_type type)
 {
@@ -346,32 +373,16 @@ int query__cpu_profile(const struct query_ctx *ctx, struct window *const *window
 		       uint8_t **out, size_t *len, struct profile_summary *sum)
 {
 	enum profile_type type = filter ? filter->type : PROFILE_CPU;
-	struct collector_status st;
 	struct merge_table mt = {};
 	char what[160], t0[32], t1[32], dur[32];
 	int64_t start, end;
 	int err = -ENOMEM;
 
-	collector__status(ctx->collector, &st);
 	memset(sum, 0, sizeof(*sum));
-	if (n) {
-		start = window_start_unix(windows[0], st.started_mono_ns);
-		end = window_end_unix(windows[n - 1], st.last_drain_mono_ns);
-	} else {
-		/* nothing selected: the profile still says which span it is about */
-		end = sysinfo__real_ns();
-		if (range && range->has_to && range->to_unix_ns < end)
-			end = range->to_unix_ns;
-		start = end;
-		if (range && range->last_ns)
-			start = end - (int64_t)range->last_ns;
-		else if (range && range->has_from && range->from_unix_ns < end)
-			start = range->from_unix_ns;
-	}
+	query__span(ctx, windows, n, range, &start, &end);
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < windows[i]->nr_entries; j++)
-			if (entry_has(&windows[i]->entries[j], type) &&
-			    filter_match(filter, windows[i]->entries[j].task) &&
+			if (query__entry_passes(filter, &windows[i]->entries[j]) &&
 			    merge_add(&mt, &windows[i]->entries[j]))
 				goto out;
 	snprintf(what, sizeof(what), "windows: %zu, %s to %s (%s)", n,

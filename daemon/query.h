@@ -14,6 +14,7 @@
 
 struct collector;
 struct features;
+struct flamegraph;
 struct gc;
 struct gc_probes;
 struct loader;
@@ -97,6 +98,36 @@ int query__request_profile(const struct query_ctx *ctx, const struct tp_span *sp
 			   int64_t wall_offset_ns, struct window *const *windows, size_t n,
 			   enum profile_type type, uint8_t **out, size_t *len,
 			   struct profile_summary *sum);
+
+/* A flame graph's sides: the windows selected, and the baseline's (none: nr_baseline 0). */
+struct flame_query {
+	struct window *const *windows;
+	size_t n;
+	struct window *const *baseline;
+	size_t nr_baseline;
+	bool with_baseline;		     /* a baseline was asked for (baseline_total written) */
+	const struct profile_filter *filter; /* NULL: every CPU sample */
+	const struct query_range *range;     /* the range asked for, for the span; may be NULL */
+	double min_share;		     /* in [0, 1): flamegraph.h's trimming */
+};
+
+/* The flame graph of q (docs/api.md's /api/v1/flamegraph): the samples a profile of q->filter
+ * over q->windows takes, named as that profile names its frames (inlined functions aside), on
+ * the selection side, and those of q->baseline on the baseline side. Values: CPU samples (cpu),
+ * off-CPU ns (offcpu), CPU time at the sampling period plus off-CPU ns (wall). *json: malloc'd
+ * JSON text. Returns 0 or -ENOMEM. */
+int query__flamegraph(const struct query_ctx *ctx, const struct flame_query *q, char **json);
+/* The tree part of query__flamegraph: adds the samples of q's windows (and baseline) to fg, a CPU
+ * sample standing for period_ns in wall profiles. Returns 0 or -ENOMEM (fg partly filled). */
+int query__flame_add(struct flamegraph *fg, const struct flame_query *q, uint64_t period_ns);
+/* The unit of a flame graph's values: "samples" (cpu) or "nanoseconds" (offcpu, wall). */
+const char *query__flame_unit(enum profile_type type);
+
+/* The heat map of windows[0..n) (docs/api.md's /api/v1/heatmap): per window its TP_HEAT_ROWS
+ * sub-window counts of CPU samples (offcpu false) or of captured off-CPU blocks (offcpu true),
+ * oldest first. Malloc'd JSON text, NULL on ENOMEM. */
+char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+			  bool offcpu);
 
 /* Which GC events /api/v1/gc returns. */
 struct gc_filter {

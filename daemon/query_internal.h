@@ -27,6 +27,15 @@ static inline int64_t window_end_unix(const struct window *w, uint64_t last_drai
 	return (int64_t)end + w->wall_offset_ns;
 }
 
+/* Whether window entry e goes into a profile of filter f (NULL: every CPU sample): it holds
+ * values of f's type and its task passes f's pid, comm, container and stage (query.c). */
+bool query__entry_passes(const struct profile_filter *f, const struct window_entry *e);
+/* The wall-clock span (Unix ns) of windows[0..n) as far as data goes: from the first one's start
+ * to the last one's end (the last drain for the current window); with no window, the span range
+ * (may be NULL) asked for, ending now at the latest (query.c). */
+void query__span(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+		 const struct query_range *range, int64_t *start, int64_t *end);
+
 /* Pauses stop the mutator: JVM and CPython collections, Go stop-the-world. */
 struct gc_totals {
 	uint64_t events, pauses, pause_ns, max_pause_ns;

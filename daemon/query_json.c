@@ -414,8 +414,46 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		json_object_set_new(o, "gc", gc_window_json(w));
 		json_object_set_new(o, "containers", query__containers_json(&windows[i], 1));
 		sched_json(o, w);
+		/* the timeline's figures at the top level too (issue 22) */
+		json_object_set(o, "runq_p99_ns",
+				json_object_get(json_object_get(o, "runq"), "p99_ns"));
+		json_object_set(o, "gc_pause_ns",
+				json_object_get(json_object_get(o, "gc"), "pause_ns"));
+		json_object_set_new(o, "offcpu_ns", json_integer(w->offcpu_ns));
 		json_array_append_new(arr, o);
 	}
+	json_object_set_new(root, "windows", arr);
+	return dump(root);
+}
+
+char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *windows, size_t n,
+			  bool offcpu)
+{
+	json_t *root = json_object(), *arr = json_array();
+	struct window_ring *ring = collector__ring(ctx->collector);
+	uint64_t window_ns = window_ring__window_ns(ring), max = 0;
+	char buf[32];
+
+	json_object_set_new(root, "type", json_string(offcpu ? "offcpu" : "cpu"));
+	json_object_set_new(root, "window_ns", json_integer((json_int_t)window_ns));
+	json_object_set_new(root, "rows", json_integer(TP_HEAT_ROWS));
+	json_object_set_new(root, "row_ns", json_integer((json_int_t)(window_ns / TP_HEAT_ROWS)));
+	for (size_t i = 0; i < n; i++) {
+		const uint32_t *rows = offcpu ? windows[i]->heat_offcpu : windows[i]->heat_cpu;
+		json_t *o = json_object(), *counts = json_array();
+		int64_t start = (int64_t)windows[i]->start_ns + windows[i]->wall_offset_ns;
+
+		for (int r = 0; r < TP_HEAT_ROWS; r++) {
+			json_array_append_new(counts, json_integer(rows[r]));
+			max = rows[r] > max ? rows[r] : max;
+		}
+		json_object_set_new(o, "start",
+				    json_string(tp_format_rfc3339(start, buf, sizeof(buf))));
+		json_object_set_new(o, "start_ns", json_integer((json_int_t)windows[i]->start_ns));
+		json_object_set_new(o, "counts", counts);
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "max", json_integer((json_int_t)max));
 	json_object_set_new(root, "windows", arr);
 	return dump(root);
 }

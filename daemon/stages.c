@@ -630,7 +630,7 @@ char *stages__stages_json(struct stages *s, struct window *const *windows, size_
 
 	for (size_t i = 0; i < n; i++) {
 		struct window *w = windows[i];
-		json_t *o, *arr;
+		json_t *o, *arr, *sj;
 
 		if (!w->stages)
 			continue;
@@ -652,7 +652,12 @@ char *stages__stages_json(struct stages *s, struct window *const *windows, size_
 			counts[id] += st->count;
 			if (st->max_ns > maxs[id])
 				maxs[id] = st->max_ns;
-			json_array_append_new(arr, summary_json(name, one, st->sum_ns, st->max_ns));
+			sj = summary_json(name, one, st->sum_ns, st->max_ns);
+			/* the timeline draws it beside the window's p95 (issue 22) */
+			if (s->stages[id].threshold_ns)
+				json_object_set_new(sj, "threshold_ns",
+						    json_integer(s->stages[id].threshold_ns));
+			json_array_append_new(arr, sj);
 		}
 		json_object_set_new(o, "stages", arr);
 		json_array_append_new(wins, o);

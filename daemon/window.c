@@ -207,6 +207,16 @@ int window__add_offcpu(struct window *w, struct stack *stack, struct task *task,
 	return 0;
 }
 
+uint32_t window__heat_row(const struct window *w, uint64_t ts_ns)
+{
+	uint64_t len = w->end_ns - w->start_ns, row;
+
+	if (ts_ns <= w->start_ns || !len)
+		return 0;
+	row = (uint64_t)((unsigned __int128)(ts_ns - w->start_ns) * TP_HEAT_ROWS / len);
+	return row < TP_HEAT_ROWS ? (uint32_t)row : TP_HEAT_ROWS - 1;
+}
+
 int window__add_recorded(struct window *w, struct stack *stack, struct task *task, uint64_t ts_ns,
 			 uint64_t blocked_ns, uint32_t cpu, struct intern_table *stacks,
 			 struct intern_table *tasks)
@@ -223,9 +233,11 @@ int window__add_recorded(struct window *w, struct stack *stack, struct task *tas
 		e->offcpu_samples++;
 		w->offcpu_samples++;
 		w->offcpu_ns += blocked_ns;
+		w->heat_offcpu[window__heat_row(w, ts_ns)]++;
 	} else {
 		e->count++;
 		w->samples++;
+		w->heat_cpu[window__heat_row(w, ts_ns)]++;
 	}
 	if (w->records_dropped)
 		return 0;

@@ -76,6 +76,10 @@ extern const char *const window_drop_names[DROP_NR];
 struct stage_window;
 struct gc_window;
 
+/* Rows of a window's heat map (FlameScope's sub-window counts): row r counts the samples whose
+ * time falls in [start + r * len / TP_HEAT_ROWS, start + (r + 1) * len / TP_HEAT_ROWS). */
+#define TP_HEAT_ROWS 20
+
 struct window_entry {
 	struct stack *stack;
 	struct task *task;
@@ -136,6 +140,10 @@ struct window {
 	struct window_sched *sched;  /* NULL until a scheduler event lands here */
 	uint32_t pins;		     /* spikes that keep this window past the ring's eviction */
 	uint64_t sample_period_ns;   /* a CPU sample stands for this much CPU time (0: unknown) */
+	/* Heat map rows (TP_HEAT_ROWS): CPU samples with stacks by their time, captured off-CPU
+	 * blocks by their wake-up time (window__add_recorded fills them). */
+	uint32_t heat_cpu[TP_HEAT_ROWS];
+	uint32_t heat_offcpu[TP_HEAT_ROWS];
 	/* Per-sample records (window__add_recorded), in the order they came: kept while the
 	 * window is the ring's current or previous one (records_recent) or pinned, freed after
 	 * (window__drop_records), so their memory stays bounded. */
@@ -208,12 +216,15 @@ int window__add_offcpu(struct window *w, struct stack *stack, struct task *task,
 		       struct intern_table *tasks);
 /* Adds one CPU sample (blocked_ns 0), or one captured block of blocked_ns that ended at ts_ns
  * (CLOCK_MONOTONIC), of (stack, task) seen on cpu, to w as window__add or window__add_offcpu
- * does (consuming the references), and keeps its record (struct window_record) unless w's records
- * were dropped. Returns 0 or -ENOMEM (the sample counted as DROP_NO_MEMORY; a record without
- * memory only counts in records_lost). */
+ * does (consuming the references), counts it in its heat map row (window__heat_row of ts_ns),
+ * and keeps its record (struct window_record) unless w's records were dropped. Returns 0 or -ENOMEM
+ * (the sample counted as DROP_NO_MEMORY; a record without memory only counts in records_lost). */
 int window__add_recorded(struct window *w, struct stack *stack, struct task *task, uint64_t ts_ns,
 			 uint64_t blocked_ns, uint32_t cpu, struct intern_table *stacks,
 			 struct intern_table *tasks);
+/* The heat map row (0 .. TP_HEAT_ROWS - 1) of time ts_ns (CLOCK_MONOTONIC) in w; times outside
+ * [start_ns, end_ns) fall in the first or the last row. */
+uint32_t window__heat_row(const struct window *w, uint64_t ts_ns);
 /* Frees w's records and keeps no more, unless w still needs them: pins > 0, or it is one of the
  * ring's two newest windows (window_ring__drop_records frees them at the tick after). The spike
  * module calls it when it unpins a window the ring still holds (window_ring__unpin does too:

@@ -17,14 +17,14 @@ BUILD=${TAILPROF_BUILD_DIR:-build}
 # guests, tests/kernels; libsystemd's sd_notify serves Type=notify; debhelper, dpkg-dev and
 # lintian build and check the .deb, systemd's systemd-analyze verifies its unit, tests/package;
 # libclang-rt-14-dev is clang's libFuzzer and sanitizer runtimes, which the fuzz targets link,
-# tests/fuzz).
+# tests/fuzz; chromium is the browser the web page's tests drive, tests/browser).
 DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
  libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3 libinih-dev
  systemtap-sdt-dev libsystemd-dev"
 TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools
  python3.11 openjdk-17-jdk-headless qemu-system-x86 busybox-static cpio debhelper dpkg-dev lintian
- systemd adduser man-db libclang-rt-14-dev"
+ systemd adduser man-db libclang-rt-14-dev chromium"
 
 install_missing() {
 	missing=""
@@ -42,6 +42,14 @@ install_missing() {
 	apt-get update -qq
 	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+# node and npm rebuild and check the web page's bundle (ui/check.sh) and drive the browser test.
+# Debian's nodejs and npm where no node is installed; a node from elsewhere (NodeSource's nodejs
+# carries its own npm and conflicts with Debian's npm package) is used as it is.
+install_node() {
+	command -v node >/dev/null && command -v npm >/dev/null && return 0
+	install_missing nodejs npm
 }
 
 build() {
@@ -66,6 +74,7 @@ run)
 	;;
 test)
 	install_missing $DEPS $TEST_DEPS
+	install_node
 	build
 	rc=0
 	meson test -C "$BUILD" --print-errorlogs --num-processes 2 "$@" || rc=$?

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "bench_stats.h"
 #include "cmp_side.h"
 #include "cmp_side_json.h"
 #include "compare.h"
@@ -26,27 +27,6 @@
 #define FUNCTIONS  400
 #define STACKS	   2000
 #define PER_WINDOW 1000
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
 
 static double normal(struct cmp_rng *r)
 {
@@ -154,14 +134,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 0; i < runs; i++) {
-		double t0 = now_s(), t1, t2, t3;
+		double t0 = bench_seconds(CLOCK_MONOTONIC), t1, t2, t3;
 		json_t *r = compare__report(a, b, &o, err, sizeof(err));
 		char *json = NULL;
 		uint8_t *gz = NULL, *back = NULL;
 		size_t back_len;
 		struct cmp_side *again = NULL;
 
-		t1 = now_s();
+		t1 = bench_seconds(CLOCK_MONOTONIC);
 		if (!r || cmp_side__to_json(a, &json, err, sizeof(err))) {
 			fprintf(stderr, "tp_bench_compare: %s\n", err);
 			return 1;
@@ -169,11 +149,11 @@ int main(int argc, char **argv)
 		metrics = json_array_size(json_object_get(r, "stages")) * 6 + 6 +
 			  json_array_size(json_object_get(r, "functions"));
 		json_decref(r);
-		t2 = now_s();
+		t2 = bench_seconds(CLOCK_MONOTONIC);
 		json_len = strlen(json);
 		if (gzip__compress((const uint8_t *)json, json_len, 6, &gz, &gz_len))
 			return 1;
-		t3 = now_s();
+		t3 = bench_seconds(CLOCK_MONOTONIC);
 		if (gzip__inflate(gz, gz_len, 1u << 30, &back, &back_len, err, sizeof(err)) ||
 		    cmp_side__from_json((const char *)back, back_len, &again, err, sizeof(err))) {
 			fprintf(stderr, "tp_bench_compare: %s\n", err);
@@ -182,7 +162,7 @@ int main(int argc, char **argv)
 		t_report[i] = t1 - t0;
 		t_json[i] = t2 - t1;
 		t_gzip[i] = t3 - t2;
-		t_read[i] = now_s() - t3;
+		t_read[i] = bench_seconds(CLOCK_MONOTONIC) - t3;
 		free(json);
 		free(gz);
 		free(back);
@@ -192,12 +172,12 @@ int main(int argc, char **argv)
 	       "runs):\n",
 	       n, STAGES, FUNCTIONS, STACKS, runs);
 	printf("  compare__report      %8.1f ms  (%zu metrics shown, 2,000 resamples each)\n",
-	       1e3 * median(t_report, runs), metrics);
-	printf("  side to JSON         %8.1f ms  %8.2f MB\n", 1e3 * median(t_json, runs),
+	       1e3 * bench_median(t_report, runs), metrics);
+	printf("  side to JSON         %8.1f ms  %8.2f MB\n", 1e3 * bench_median(t_json, runs),
 	       json_len / 1e6);
 	printf("  gzip                 %8.1f ms  %8.2f MB (the snapshot's blob)\n",
-	       1e3 * median(t_gzip, runs), gz_len / 1e6);
-	printf("  inflate, parse, check%8.1f ms\n", 1e3 * median(t_read, runs));
+	       1e3 * bench_median(t_gzip, runs), gz_len / 1e6);
+	printf("  inflate, parse, check%8.1f ms\n", 1e3 * bench_median(t_read, runs));
 	cmp_side__free(a);
 	cmp_side__free(b);
 	return 0;

@@ -193,6 +193,45 @@ static void test_pinned_window_outlives_eviction(void **state)
 	assert_null(window_ring__find(f->ring, 0));
 }
 
+/* The heat map rows (10 s window, 20 rows of 500 ms): CPU samples by their time, blocks by their
+ * wake-up time; times on a row's edge belong to the row they start, outside ones to the ends. */
+static void test_heat_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct window *w;
+	struct task *t = make_task(f, 42, "app");
+
+	window_ring__advance(f->ring, 10 * SEC);
+	w = window_ring__current(f->ring);
+	assert_int_equal(window__heat_row(w, 10 * SEC), 0);
+	assert_int_equal(window__heat_row(w, 10 * SEC + SEC / 2 - 1), 0);
+	assert_int_equal(window__heat_row(w, 10 * SEC + SEC / 2), 1);
+	assert_int_equal(window__heat_row(w, 20 * SEC - 1), TP_HEAT_ROWS - 1);
+	assert_int_equal(window__heat_row(w, 5 * SEC), 0);
+	assert_int_equal(window__heat_row(w, 25 * SEC), TP_HEAT_ROWS - 1);
+	assert_int_equal(
+	    window__add_recorded(w, make_stack(f, 1), t, 10 * SEC + 100, 0, 0, f->stacks, f->tasks),
+	    0);
+	assert_int_equal(window__add_recorded(w, make_stack(f, 1), intern_table__ref(t),
+					      13 * SEC + SEC / 4, 0, 0, f->stacks, f->tasks),
+			 0);
+	/* a block of 4 s that ended at 19.9 s: its wake-up row, 19 */
+	assert_int_equal(window__add_recorded(w, make_stack(f, 2), intern_table__ref(t),
+					      19 * SEC + 9 * SEC / 10, 4 * SEC, 0, f->stacks,
+					      f->tasks),
+			 0);
+	assert_int_equal(w->heat_cpu[0], 1);
+	assert_int_equal(w->heat_cpu[6], 1);
+	assert_int_equal(w->heat_offcpu[19], 1);
+	assert_int_equal(w->heat_offcpu[11], 0);
+	for (int r = 0; r < TP_HEAT_ROWS; r++) {
+		if (r != 0 && r != 6)
+			assert_int_equal(w->heat_cpu[r], 0);
+		if (r != 19)
+			assert_int_equal(w->heat_offcpu[r], 0);
+	}
+}
+
 /* window__add_recorded counts like window__add/window__add_offcpu and keeps one record each: a
  * block's record starts blocked_ns before the time it ended. */
 static void test_records_of_samples_and_blocks(void **state)
@@ -423,6 +462,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_expected_and_drops, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_entries_grow, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_intern_identity, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_heat_rows, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

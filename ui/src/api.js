@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The JSON API as the page uses it: GET with errors as exceptions carrying the server's
+// {"error": ...} sentence, and the query strings of the flame graph and pprof links.
+import { rangeQuery } from "./range.js";
+
+/** GET path -> parsed JSON; throws Error(message) with the server's error sentence on 4xx/5xx. */
+export async function getJSON(path) {
+  const r = await fetch(path, { cache: "no-store" });
+  const text = await r.text();
+  let body;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new Error(path.split("?")[0] + ": HTTP " + r.status + " " + text.slice(0, 200));
+  }
+  if (!r.ok) throw new Error(path.split("?")[0] + ": " + (body.error || "HTTP " + r.status));
+  return body;
+}
+
+function push(parts, k, v) {
+  if (v !== undefined && v !== null && v !== "") parts.push(k + "=" + encodeURIComponent(v));
+}
+
+/** The query of /api/v1/flamegraph for a view: q = {type, range: {fromNs, toNs} | null,
+ * spike: ID | null, baseline: "spike" | {fromNs, toNs} | null, pid, comm, stage, container,
+ * minShare}. A spike takes precedence over a range; no range and no spike: every window. */
+export function flamegraphQuery(q) {
+  const parts = [];
+  push(parts, "type", q.type || "cpu");
+  if (q.spike) push(parts, "spike", q.spike);
+  else if (q.range) parts.push(rangeQuery(q.range));
+  if (q.baseline === "spike" && q.spike) parts.push("baseline=1");
+  else if (q.baseline && q.baseline.fromNs != null) {
+    const b = rangeQuery(q.baseline)
+      .replace("from=", "baseline_from=")
+      .replace("&to=", "&baseline_to=");
+    parts.push(b);
+  }
+  push(parts, "pid", q.pid);
+  push(parts, "comm", q.comm);
+  push(parts, "stage", q.stage);
+  push(parts, "container", q.container);
+  if (q.minShare != null) push(parts, "min_share", q.minShare);
+  return parts.join("&");
+}
+
+/** The query of /api/v1/profile (gzip pprof) for the same selection as flamegraphQuery: the
+ * range form with its filters, or the spike form (type, stage; its own windows). */
+export function profileQuery(q) {
+  const parts = [];
+  push(parts, "type", q.type || "cpu");
+  if (q.spike) {
+    push(parts, "spike", q.spike);
+    push(parts, "stage", q.stage);
+    return parts.join("&");
+  }
+  if (q.range) parts.push(rangeQuery(q.range));
+  push(parts, "pid", q.pid);
+  push(parts, "comm", q.comm);
+  push(parts, "stage", q.stage);
+  push(parts, "container", q.container);
+  return parts.join("&");
+}
