@@ -193,7 +193,9 @@ def test_hot_function_is_the_widest_frame(d):
     cold = sum(x["self"] for x in nodes(proc) if x["name"] == "cold_function")
     share = hot / (hot + cold)
     print("  hot_function %.1f%% of hot + cold (%d samples)" % (100 * share, hot + cold))
-    assert 0.65 <= share <= 0.85, share
+    # 75% on an idle machine; a loaded one takes the CPU away in the middle of either's
+    # (time-based) burn, more often in the longer one
+    assert 0.55 <= share <= 0.85, share
     assert hot + cold >= 0.5 * 99 * (SECONDS - 2), (hot, cold)
     assert child(child(proc, "_start"), "__libc_start_main")["kind"] == "user"
     burst = [x for x in nodes(child(f["root"], "tp_burst")) if x["name"] == "burst_function"]
