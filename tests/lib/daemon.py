@@ -21,15 +21,15 @@ def free_port():
 
 class Daemon:
     """tailprofd on 127.0.0.1 and a free port, healthy when the constructor returns (or
-    RuntimeError with its output)."""
+    RuntimeError with its output after healthy_within seconds)."""
 
-    def __init__(self, binary, *args):
+    def __init__(self, binary, *args, healthy_within=20):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port] +
                                      list(args), stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
+        deadline = time.time() + healthy_within
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("tailprofd exited: " + self.output())
@@ -39,7 +39,7 @@ class Daemon:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
-        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
+        raise RuntimeError("tailprofd not healthy in %d s: %s" % (healthy_within, self.output()))
 
     def output(self):
         self.log.seek(0)
