@@ -367,6 +367,8 @@ int query__flamegraph(const struct query_ctx *ctx, const struct flame_query *q, 
 					     .unit = query__flame_unit(type),
 					     .from = tp_format_rfc3339(start, from, sizeof(from)),
 					     .to = tp_format_rfc3339(end, to, sizeof(to)),
+					     .from_unix_ns = start,
+					     .to_unix_ns = end,
 					     .min_share = q->min_share,
 					     .with_baseline = q->with_baseline,
 					 });

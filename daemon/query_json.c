@@ -432,7 +432,6 @@ char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *win
 	struct window_ring *ring = collector__ring(ctx->collector);
 	uint64_t window_ns = window_ring__window_ns(ring), max = 0;
 	struct collector_status st;
-	char buf[32];
 
 	collector__status(ctx->collector, &st);
 
@@ -450,8 +449,7 @@ char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *win
 			json_array_append_new(counts, json_integer(rows[r]));
 			max = rows[r] > max ? rows[r] : max;
 		}
-		json_object_set_new(o, "start",
-				    json_string(tp_format_rfc3339(start, buf, sizeof(buf))));
+		set_time(o, "start", start);
 		json_object_set_new(o, "start_ns", json_integer((json_int_t)windows[i]->start_ns));
 		json_object_set_new(o, "counts", counts);
 		json_array_append_new(arr, o);
