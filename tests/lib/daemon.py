@@ -39,6 +39,9 @@ class Daemon:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
+        # not left behind: a daemon still loading would keep loading, and load the machine
+        self.proc.kill()
+        self.proc.wait()
         raise RuntimeError("tailprofd not healthy in %d s: %s" % (healthy_within, self.output()))
 
     def output(self):
