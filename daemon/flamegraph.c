@@ -296,8 +296,9 @@ char *flamegraph__json(struct flamegraph *fg, const struct flamegraph_json_opts 
 	w.min_base = o->min_share * (double)root->base;
 	text_put(&w.t, "{\"type\":\"%s\",\"unit\":\"%s\",\"from\":", o->type, o->unit);
 	put_string(&w.t, o->from);
-	text_put(&w.t, ",\"to\":");
+	text_put(&w.t, ",\"from_unix_ns\":%" PRId64 ",\"to\":", o->from_unix_ns);
 	put_string(&w.t, o->to);
+	text_put(&w.t, ",\"to_unix_ns\":%" PRId64, o->to_unix_ns);
 	text_put(&w.t, ",\"total\":%" PRIu64, root->value);
 	if (o->with_baseline)
 		text_put(&w.t, ",\"baseline_total\":%" PRIu64, root->base);

@@ -52,21 +52,22 @@ size_t flamegraph__nodes(const struct flamegraph *fg);
 
 /* What the JSON says beside the tree. */
 struct flamegraph_json_opts {
-	const char *type;      /* "cpu", "offcpu", "wall" */
-	const char *unit;      /* "samples", "nanoseconds" */
-	const char *from, *to; /* RFC 3339 */
-	double min_share;      /* in [0, 1): nodes below it on both sides become "(other)" */
-	bool with_baseline;    /* a baseline was asked for: "baseline_total" is written */
+	const char *type;		  /* "cpu", "offcpu", "wall" */
+	const char *unit;		  /* "samples", "nanoseconds" */
+	const char *from, *to;		  /* RFC 3339 */
+	int64_t from_unix_ns, to_unix_ns; /* the same */
+	double min_share;   /* in [0, 1): nodes below it on both sides become "(other)" */
+	bool with_baseline; /* a baseline was asked for: "baseline_total" is written */
 };
 
 /* Sums self values up the tree into values (value = self + the children's values, on each
  * side), then writes the JSON of docs/api.md's /api/v1/flamegraph: {"type", "unit", "from",
- * "to", "total", "baseline_total"?, "root": {"name": "all", "kind", "value", "self",
- * "baseline", "children": [...]}, "truncated_nodes"}. Under each node, the children whose value
- * is below min_share of the root's value and whose baseline is below min_share of the root's
- * baseline (a zero counts as below) merge into one child "(other)" of kind "other" (a leaf:
- * its self is its value); children are sorted by value, largest first (ties: by baseline, then
- * by name). truncated_nodes counts the nodes not written (merged ones and all below them).
+ * "from_unix_ns", "to", "to_unix_ns", "total", "baseline_total"?, "root": {"name": "all", "kind",
+ * "value", "self", "baseline", "children": [...]}, "truncated_nodes"}. Under each node, the
+ * children whose value is below min_share of the root's value and whose baseline is below min_share
+ * of the root's baseline (a zero counts as below) merge into one child "(other)" of kind "other" (a
+ * leaf: its self is its value); children are sorted by value, largest first (ties: by baseline,
+ * then by name). truncated_nodes counts the nodes not written (merged ones and all below them).
  * Returns a malloc'd NUL-terminated string, or NULL on ENOMEM. */
 char *flamegraph__json(struct flamegraph *fg, const struct flamegraph_json_opts *o);
 

@@ -137,7 +137,7 @@ static int parse_flame(const struct params *p, struct profile_filter *f, struct 
 }
 
 /* The windows of spike name (baseline: its baseline's) into *ws (calloc'd) and *n. Returns 0,
- * or answers conn and returns -1. Read lock held. */
+ * or answers conn (*ret) and returns -1 (never -ENOMEM). Read lock held. */
 static int spike_windows(struct MHD_Connection *conn, struct http_api *h, const char *name,
 			 bool baseline, struct window ***ws, size_t *n, enum MHD_Result *ret)
 {
@@ -153,7 +153,8 @@ static int spike_windows(struct MHD_Connection *conn, struct http_api *h, const 
 		rc = *ws ? spikes__windows(h->ctx->spikes, ring, id, baseline, *ws, max, n)
 			 : -ENOMEM;
 	}
-	if (!rc && *n)
+	/* a spike near the daemon's start may have no baseline: an empty side */
+	if (!rc && (*n || baseline))
 		return 0;
 	free(*ws);
 	*ws = NULL;
@@ -203,19 +204,19 @@ static enum MHD_Result handle_flamegraph(struct MHD_Connection *conn, struct htt
 		ret = http_send_error(conn, 400, "%s", err);
 		goto out;
 	}
-	if (spike) {
-		if (spike_windows(conn, h, spike, false, &ws, &n, &ret) ||
-		    (fp.spike_base && spike_windows(conn, h, spike, true, &bs, &nb, &ret)))
-			goto out;
-	} else {
-		ws = select_windows(h->ctx, &fp.range, &n);
-		if (ws && fp.range_base)
-			bs = select_windows(h->ctx, &fp.base_range, &nb);
-		if (!ws || (fp.range_base && !bs)) {
-			ret = http_send_error(conn, 500, "out of memory");
-			goto out;
-		}
-	}
+	/* the selection: a spike's windows or a range's; the baseline: the spike's or a range's */
+	if (spike)
+		rc = spike_windows(conn, h, spike, false, &ws, &n, &ret);
+	else
+		rc = (ws = select_windows(h->ctx, &fp.range, &n)) ? 0 : -ENOMEM;
+	if (!rc && fp.spike_base)
+		rc = spike_windows(conn, h, spike, true, &bs, &nb, &ret);
+	else if (!rc && fp.range_base)
+		rc = (bs = select_windows(h->ctx, &fp.base_range, &nb)) ? 0 : -ENOMEM;
+	if (rc == -ENOMEM)
+		ret = http_send_error(conn, 500, "out of memory");
+	if (rc)
+		goto out;
 	rc = query__flamegraph(h->ctx,
 			       &(struct flame_query){
 				   .windows = ws,

@@ -79,7 +79,7 @@ struct leaf {
 };
 
 /* A frame in a leaf's sequence: its name id and kind in one word (FRAME_WORD). */
-#define FRAME_WORD(name, kind) ((uint64_t)(name) << 3 | (kind))
+#define FRAME_WORD(name, kind) ((uint32_t)(name) << 3 | (kind))
 _Static_assert(FLAME_KIND_NR <= 8, "kinds fit in 3 bits");
 
 struct flame_build {
@@ -92,9 +92,9 @@ struct flame_build {
 	struct memo processes; /* task -> its process node */
 	struct leaf *leaves;
 	size_t nr_leaves, cap_leaves;
-	uint64_t *pool; /* the leaves' frame words */
+	uint32_t *pool; /* the leaves' frame words */
 	size_t nr_pool, cap_pool;
-	uint64_t pseudo[3]; /* frame words of "[unknown]", "[truncated]", "[user stack unknown]" */
+	uint32_t pseudo[3]; /* frame words of "[unknown]", "[truncated]", "[user stack unknown]" */
 };
 
 enum { PSEUDO_UNKNOWN, PSEUDO_TRUNCATED, PSEUDO_NO_USER };
@@ -109,7 +109,7 @@ static bool jit_object(const struct object *obj)
 }
 
 /* The frame word of frame i of s, named once per (object, address). 0 or -ENOMEM. */
-static int frame_word(struct flame_build *b, const struct stack *s, uint32_t i, uint64_t *word)
+static int frame_word(struct flame_build *b, const struct stack *s, uint32_t i, uint32_t *word)
 {
 	const struct frame *f = &s->frames[i];
 	uint64_t key[3] = {(uintptr_t)f->obj, f->addr, 0}, h;
@@ -139,7 +139,7 @@ static int frame_word(struct flame_build *b, const struct stack *s, uint32_t i, 
 	       : jit_object(f->obj)	   ? FLAME_JIT
 					   : FLAME_USER;
 	*word = FRAME_WORD(id, kind);
-	return memo_add(&b->names, key, h, (uint32_t)*word);
+	return memo_add(&b->names, key, h, *word);
 }
 
 /* Fills leaf l's sequence: the frames of its stack outermost first, with the pseudo-frames where
@@ -148,7 +148,7 @@ static int leaf_sequence(struct flame_build *b, struct leaf *l)
 {
 	const struct stack *s = l->stack;
 	uint32_t nr = (uint32_t)s->nr_kernel + s->nr_user, n = 0;
-	uint64_t *seq;
+	uint32_t *seq;
 	int err;
 
 	if (ARRAY_GROW(b->pool, b->cap_pool, b->nr_pool + nr + 3))
@@ -167,7 +167,7 @@ static int leaf_sequence(struct flame_build *b, struct leaf *l)
 	if (s->flags & STACK_NO_USER)
 		seq[n++] = b->pseudo[PSEUDO_NO_USER];
 	for (uint32_t i = 0; i < n / 2; i++) {
-		uint64_t t = seq[i];
+		uint32_t t = seq[i];
 
 		seq[i] = seq[n - 1 - i];
 		seq[n - 1 - i] = t;
@@ -253,7 +253,7 @@ static int add_windows(struct flame_build *b, struct window *const *windows, siz
 static int cmp_leaf(const void *a, const void *c, void *arg)
 {
 	const struct leaf *x = a, *y = c;
-	const uint64_t *pool = arg;
+	const uint32_t *pool = arg;
 	uint32_t n = x->nr < y->nr ? x->nr : y->nr;
 
 	if (x->proc != y->proc)
@@ -276,7 +276,7 @@ static int build_tree(struct flame_build *b)
 	qsort_r(b->leaves, b->nr_leaves, sizeof(*b->leaves), cmp_leaf, b->pool);
 	for (size_t k = 0; k < b->nr_leaves && !err; k++) {
 		const struct leaf *l = &b->leaves[k];
-		const uint64_t *seq = b->pool + l->seq;
+		const uint32_t *seq = b->pool + l->seq;
 		uint32_t common = 0;
 		int64_t node;
 
@@ -367,6 +367,8 @@ int query__flamegraph(const struct query_ctx *ctx, const struct flame_query *q, 
 					     .unit = query__flame_unit(type),
 					     .from = tp_format_rfc3339(start, from, sizeof(from)),
 					     .to = tp_format_rfc3339(end, to, sizeof(to)),
+					     .from_unix_ns = start,
+					     .to_unix_ns = end,
 					     .min_share = q->min_share,
 					     .with_baseline = q->with_baseline,
 					 });

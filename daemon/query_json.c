@@ -432,7 +432,9 @@ char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *win
 	json_t *root = json_object(), *arr = json_array();
 	struct window_ring *ring = collector__ring(ctx->collector);
 	uint64_t window_ns = window_ring__window_ns(ring), max = 0;
-	char buf[32];
+	struct collector_status st;
+
+	collector__status(ctx->collector, &st);
 
 	json_object_set_new(root, "type", json_string(offcpu ? "offcpu" : "cpu"));
 	json_object_set_new(root, "window_ns", json_integer((json_int_t)window_ns));
@@ -441,14 +443,14 @@ char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *win
 	for (size_t i = 0; i < n; i++) {
 		const uint32_t *rows = offcpu ? windows[i]->heat_offcpu : windows[i]->heat_cpu;
 		json_t *o = json_object(), *counts = json_array();
-		int64_t start = (int64_t)windows[i]->start_ns + windows[i]->wall_offset_ns;
+		/* "start" as /api/v1/windows has it (the first window starts with the daemon) */
+		int64_t start = window_start_unix(windows[i], st.started_mono_ns);
 
 		for (int r = 0; r < TP_HEAT_ROWS; r++) {
 			json_array_append_new(counts, json_integer(rows[r]));
 			max = rows[r] > max ? rows[r] : max;
 		}
-		json_object_set_new(o, "start",
-				    json_string(tp_format_rfc3339(start, buf, sizeof(buf))));
+		set_time(o, "start", start);
 		json_object_set_new(o, "start_ns", json_integer((json_int_t)windows[i]->start_ns));
 		json_object_set_new(o, "counts", counts);
 		json_array_append_new(arr, o);

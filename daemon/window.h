@@ -141,7 +141,7 @@ struct window {
 	uint32_t pins;		     /* spikes that keep this window past the ring's eviction */
 	uint64_t sample_period_ns;   /* a CPU sample stands for this much CPU time (0: unknown) */
 	/* Heat map rows (TP_HEAT_ROWS): CPU samples with stacks by their time, captured off-CPU
-	 * blocks by their wake-up time (window__add_recorded fills them). */
+	 * blocks by the time they ended (window__add_recorded fills them). */
 	uint32_t heat_cpu[TP_HEAT_ROWS];
 	uint32_t heat_offcpu[TP_HEAT_ROWS];
 	/* Per-sample records (window__add_recorded), in the order they came: kept while the

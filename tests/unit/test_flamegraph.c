@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Unit tests of the flame graph tree (flamegraph.c): values and self sums from known stacks, the
- * baseline side, "(other)" merging at min_share, children order, names made safe for JSON. */
+ * baseline side, "(other)" merging at min_share, children order, names made safe for JSON; and
+ * the tree query_flame.c builds from windows (sorted stacks sharing prefixes, frames named as the
+ * pprof profile names them, pseudo-frames, processes by name). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
 
 #include "flamegraph.h"
+#include "intern.h"
+#include "kallsyms.h"
+#include "query.h"
+#include "symbolizer.h"
+#include "window.h"
 
 /* Adds value along the path of names (outermost first: the process, then frames) on one side. */
 static void add_path(struct flamegraph *fg, const char *const *names, size_t n, uint64_t value,
@@ -232,6 +242,146 @@ static void test_empty(void **state)
 	flamegraph__free(fg);
 }
 
+#define KBASE 0xffffffff81000000ULL
+
+/* A stack of kernel frames, leaf first: addrs[i] in obj (0: no object), flags STACK_*. */
+static struct stack *kstack(struct intern_table *t, struct object *obj, const uint64_t *addrs,
+			    uint16_t n, uint32_t flags)
+{
+	struct {
+		struct stack s;
+		struct frame fr[8];
+	} key;
+
+	memset(&key, 0, sizeof(key));
+	key.s.nr_kernel = n;
+	key.s.flags = flags;
+	for (uint16_t i = 0; i < n; i++)
+		key.fr[i] = (struct frame){addrs[i] ? obj : NULL, addrs[i]};
+	return intern_table__get(t, &key, sizeof(key), NULL);
+}
+
+static struct task *ktask(struct intern_table *t, uint32_t pid, const char *comm)
+{
+	struct task k;
+
+	memset(&k, 0, sizeof(k));
+	k.pid = k.tid = pid;
+	strncpy(k.comm, comm, sizeof(k.comm) - 1);
+	return intern_table__get(t, &k, sizeof(k), NULL);
+}
+
+/* query__flame_add over two windows (the selection and the baseline) of known kernel stacks in
+ * functions fa..fd of a kallsyms file (0x100 bytes each): "app" (pids 1 and 2, one node) and
+ * "db"; two addresses in fa are one frame; a stack that is a prefix of another ends in a node
+ * with children; a stack cut short has "[truncated]" outermost, a frame without an object is
+ * "[unknown]"; a pid filter keeps one process's. */
+static void test_query_tree(void **state)
+{
+	char path[] = "/tmp/test_flamegraph.XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	struct intern_table *stacks = intern_table__new(NULL), *tasks = intern_table__new(NULL);
+	struct window *sel = window__new(0, 10, 1), *base = window__new(10, 20, 1);
+	struct object *obj;
+	struct task *app1, *app2, *db;
+	/* leaf first: fa < fb < fc, fb < fc, fa (another address) < fb < fc, fd < fc */
+	const uint64_t s1[] = {KBASE + 0x10, KBASE + 0x110, KBASE + 0x210};
+	const uint64_t s2[] = {KBASE + 0x120, KBASE + 0x210};
+	const uint64_t s3[] = {KBASE + 0x80, KBASE + 0x110, KBASE + 0x210};
+	const uint64_t s4[] = {KBASE + 0x310, KBASE + 0x210};
+	const uint64_t s6[] = {0, KBASE + 0x210};
+	struct profile_filter cpu = {.type = PROFILE_CPU}, pid2 = {.type = PROFILE_CPU};
+	struct window *ws[1] = {sel}, *bs[1] = {base};
+	struct flamegraph *fg;
+	json_t *j, *app, *fc, *fb;
+
+	(void)state;
+	assert_non_null(f);
+	fprintf(f, "%llx T fa\n%llx T fb\n%llx T fc\n%llx T fd\n%llx T fe\n", KBASE, KBASE + 0x100,
+		KBASE + 0x200, KBASE + 0x300, KBASE + 0x400);
+	fclose(f);
+	obj = kallsyms__load(path, NULL);
+	unlink(path);
+	app1 = ktask(tasks, 1, "app");
+	app2 = ktask(tasks, 2, "app");
+	db = ktask(tasks, 3, "db");
+	/* window__add consumes a reference to each: take one more per add */
+#define ADD(w, st, tk, n)                                                                          \
+	assert_int_equal(window__add(w, st, intern_table__ref(tk), n, stacks, tasks), 0)
+	ADD(sel, kstack(stacks, obj, s1, 3, 0), app1, 3);
+	ADD(sel, kstack(stacks, obj, s2, 2, 0), app2, 2);
+	ADD(sel, kstack(stacks, obj, s3, 3, 0), app1, 1);
+	ADD(sel, kstack(stacks, obj, s4, 2, 0), db, 4);
+	ADD(sel, kstack(stacks, obj, s2, 2, STACK_TRUNCATED_KERNEL), app1, 1);
+	ADD(sel, kstack(stacks, obj, s6, 2, 0), app2, 1);
+	ADD(base, kstack(stacks, obj, s1, 3, 0), app2, 5);
+	ADD(base, kstack(stacks, obj, s4, 2, 0), db, 1);
+#undef ADD
+	fg = flamegraph__new();
+	assert_int_equal(query__flame_add(fg,
+					  &(struct flame_query){.windows = ws,
+								.n = 1,
+								.baseline = bs,
+								.nr_baseline = 1,
+								.with_baseline = true,
+								.filter = &cpu},
+					  10101010),
+			 0);
+	j = tree(fg, 0, true);
+	assert_int_equal(json_integer_value(json_object_get(j, "total")), 12);
+	assert_int_equal(json_integer_value(json_object_get(j, "baseline_total")), 6);
+	assert_int_equal(nr_children(json_object_get(j, "root")), 2);
+	app = child(json_object_get(j, "root"), 0);
+	assert_node(app, "app", "process", 8, 0, 5);
+	assert_node(child(json_object_get(j, "root"), 1), "db", "process", 4, 0, 1);
+	assert_node(child(child(json_object_get(j, "root"), 1), 0), "fc", "kernel", 4, 0, 1);
+	assert_node(child(child(child(json_object_get(j, "root"), 1), 0), 0), "fd", "kernel", 4, 4,
+		    1);
+	assert_int_equal(nr_children(app), 2);
+	fc = child(app, 0);
+	assert_node(fc, "fc", "kernel", 7, 0, 5);
+	assert_node(child(app, 1), "[truncated]", "other", 1, 0, 0);
+	assert_node(child(child(app, 1), 0), "fc", "kernel", 1, 0, 0);
+	assert_node(child(child(child(app, 1), 0), 0), "fb", "kernel", 1, 1, 0);
+	assert_int_equal(nr_children(fc), 2);
+	fb = child(fc, 0);
+	assert_node(fb, "fb", "kernel", 6, 2, 5);
+	assert_node(child(fc, 1), "[unknown]", "other", 1, 1, 0);
+	/* fa at two addresses: one node */
+	assert_int_equal(nr_children(fb), 1);
+	assert_node(child(fb, 0), "fa", "kernel", 4, 4, 5);
+	json_decref(j);
+	flamegraph__free(fg);
+	/* pid 2 alone: its own stacks, under the same process name */
+	pid2.has_pid = true;
+	pid2.pid = 2;
+	fg = flamegraph__new();
+	assert_int_equal(
+	    query__flame_add(fg, &(struct flame_query){.windows = ws, .n = 1, .filter = &pid2},
+			     10101010),
+	    0);
+	j = tree(fg, 0, false);
+	assert_int_equal(json_integer_value(json_object_get(j, "total")), 3);
+	app = child(json_object_get(j, "root"), 0);
+	assert_node(app, "app", "process", 3, 0, 0);
+	assert_int_equal(nr_children(app), 1);
+	assert_node(child(app, 0), "fc", "kernel", 3, 0, 0);
+	assert_node(child(child(app, 0), 0), "fb", "kernel", 2, 2, 0);
+	assert_node(child(child(app, 0), 1), "[unknown]", "other", 1, 1, 0);
+	json_decref(j);
+	flamegraph__free(fg);
+	window__free(sel, stacks, tasks);
+	window__free(base, stacks, tasks);
+	intern_table__put(tasks, app1);
+	intern_table__put(tasks, app2);
+	intern_table__put(tasks, db);
+	assert_int_equal(intern_table__count(stacks), 0);
+	intern_table__free(stacks);
+	intern_table__free(tasks);
+	object__put(obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +390,7 @@ int main(void)
 	    cmocka_unit_test(test_other_merging),
 	    cmocka_unit_test(test_names_and_errors),
 	    cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_query_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
