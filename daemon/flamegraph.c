@@ -181,8 +181,56 @@ struct writer {
 	uint32_t *kids;
 	struct shown *scratch; /* room for every node's children, taken depth by depth */
 	double min_value, min_base;
+	double rv, rb; /* the root's value and baseline (share_of) */
+	double cut;    /* with more than FLAME_MAX_NODES to show: nodes whose share_of is at or
+			* below it merge into "(other)" too (else -1) */
 	uint64_t truncated;
 };
+
+/* A node's larger share of its side's total: a node's is never above its parent's (a value is
+ * its self plus its children's, on each side). */
+static double share_of(const struct writer *w, const struct flame_node *c)
+{
+	double v = w->rv > 0 ? (double)c->value / w->rv : 0,
+	       b = w->rb > 0 ? (double)c->base / w->rb : 0;
+
+	return v > b ? v : b;
+}
+
+/* The k-th largest (0-based) of s[0..n), k < n; s is reordered. Hoare's selection. */
+static double kth_largest(double *s, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		double pivot = s[lo + (hi - lo) / 2];
+		size_t i = lo, j = hi;
+
+		while (i <= j) {
+			while (s[i] > pivot)
+				i++;
+			while (s[j] < pivot)
+				j--;
+			if (i <= j) {
+				double t = s[i];
+
+				s[i] = s[j];
+				s[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return s[k];
+}
 
 /* Appends s as a JSON string (s is sanitized: only quotes and backslashes need escapes). */
 static void put_string(struct text *t, const char *s)
@@ -232,7 +280,8 @@ static void write_node(struct writer *w, uint32_t id, struct shown *sh)
 	for (uint32_t k = w->first[id]; k < w->first[id + 1]; k++) {
 		const struct flame_node *c = &w->fg->nodes[w->kids[k]];
 
-		if (small(c->value, w->min_value) && small(c->base, w->min_base)) {
+		if ((small(c->value, w->min_value) && small(c->base, w->min_base)) ||
+		    share_of(w, c) <= w->cut) {
 			other.value += c->value;
 			other.base += c->base;
 			w->truncated += c->subtree;
@@ -294,6 +343,20 @@ char *flamegraph__json(struct flamegraph *fg, const struct flamegraph_json_opts 
 	w.first[0] = 0;
 	w.min_value = o->min_share * (double)root->value;
 	w.min_base = o->min_share * (double)root->base;
+	w.rv = (double)root->value;
+	w.rb = (double)root->base;
+	w.cut = -1;
+	if (fg->n - 1 > FLAME_MAX_NODES) {
+		/* More nodes than a browser (or our memory) wants: keep the FLAME_MAX_NODES largest
+		 * by share, which, shares shrinking down every path, are whole upper parts of the
+		 * tree. (the scratch holds 2n entries: borrowed for the shares) */
+		double *s = (double *)w.scratch;
+		size_t m = 0;
+
+		for (size_t i = 1; i < fg->n; i++)
+			s[m++] = share_of(&w, &fg->nodes[i]);
+		w.cut = kth_largest(s, m, FLAME_MAX_NODES);
+	}
 	text_put(&w.t, "{\"type\":\"%s\",\"unit\":\"%s\",\"from\":", o->type, o->unit);
 	put_string(&w.t, o->from);
 	text_put(&w.t, ",\"from_unix_ns\":%" PRId64 ",\"to\":", o->from_unix_ns);
@@ -304,7 +367,8 @@ char *flamegraph__json(struct flamegraph *fg, const struct flamegraph_json_opts 
 		text_put(&w.t, ",\"baseline_total\":%" PRIu64, root->base);
 	text_put(&w.t, ",\"root\":");
 	write_node(&w, FLAME_ROOT, w.scratch);
-	text_put(&w.t, ",\"truncated_nodes\":%" PRIu64 "}", w.truncated);
+	text_put(&w.t, ",\"truncated_nodes\":%" PRIu64 ",\"max_nodes\":%u}", w.truncated,
+		 (unsigned)FLAME_MAX_NODES);
 	out = text_finish(&w.t);
 	w.t.buf = NULL;
 out:

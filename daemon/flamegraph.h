@@ -22,6 +22,10 @@ enum flame_kind {
 };
 
 #define FLAME_ROOT 0u /* the node id of the root ("all") */
+/* Nodes written at most, "(other)" nodes aside: past it the smallest (by their larger share of
+ * either side's total) merge into "(other)" whatever min_share says; about 110 bytes of JSON
+ * each, so a reply stays under some 11 MB (a full ring's every node is 109 MB). */
+#define FLAME_MAX_NODES 50000u
 
 struct flamegraph;
 
@@ -67,7 +71,9 @@ struct flamegraph_json_opts {
  * children whose value is below min_share of the root's value and whose baseline is below min_share
  * of the root's baseline (a zero counts as below) merge into one child "(other)" of kind "other" (a
  * leaf: its self is its value); children are sorted by value, largest first (ties: by baseline,
- * then by name). truncated_nodes counts the nodes not written (merged ones and all below them).
+ * then by name). Past FLAME_MAX_NODES nodes to write, the smallest merge into "(other)" too.
+ * truncated_nodes counts the nodes not written (merged ones and all below them); "max_nodes"
+ * says FLAME_MAX_NODES.
  * Returns a malloc'd NUL-terminated string, or NULL on ENOMEM. */
 char *flamegraph__json(struct flamegraph *fg, const struct flamegraph_json_opts *o);
 

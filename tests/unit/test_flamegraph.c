@@ -382,6 +382,55 @@ static void test_query_tree(void **state)
 	object__put(obj);
 }
 
+/* A tree of more than FLAME_MAX_NODES nodes: the largest FLAME_MAX_NODES are written whatever
+ * min_share says (0 here), the rest merge into "(other)" under their parents. Process p (p < n)
+ * has one child "f" with a child "g": value p + 2 at p and f, 1 at g; 3n nodes below the root.
+ * Shares shrink down each path, so what is kept is an upper part of the tree: the processes
+ * and their "f" from value c + 1 = n + 2 - FLAME_MAX_NODES / 2 up (FLAME_MAX_NODES nodes); the
+ * smaller processes merge into one "(other)" under the root, every "g" into one under its "f". */
+static void test_node_cap(void **state)
+{
+	const size_t n = FLAME_MAX_NODES / 2 + 1000;	/* 3n > 2n > FLAME_MAX_NODES > n */
+	const uint64_t c = n + 1 - FLAME_MAX_NODES / 2; /* the largest value merged */
+	struct flamegraph *fg = flamegraph__new();
+	uint64_t other_value = 0, kept = 0;
+	json_t *j, *procs;
+	char name[32];
+
+	(void)state;
+	for (size_t p = 0; p < n; p++) {
+		snprintf(name, sizeof(name), "p%zu", p);
+		add_path(fg, PATH(name, "f"), p + 1, false);
+		add_path(fg, PATH(name, "f", "g"), 1, false);
+	}
+	j = tree(fg, 0, false);
+	assert_int_equal(json_integer_value(json_object_get(j, "max_nodes")), FLAME_MAX_NODES);
+	assert_int_equal(json_integer_value(json_object_get(j, "truncated_nodes")),
+			 3 * n - FLAME_MAX_NODES);
+	procs = json_object_get(json_object_get(j, "root"), "children");
+	for (size_t i = 0; i < json_array_size(procs); i++) {
+		json_t *pc = json_array_get(procs, i), *f, *g;
+		uint64_t v = json_integer_value(json_object_get(pc, "value"));
+
+		if (!strcmp(json_string_value(json_object_get(pc, "name")), "(other)")) {
+			other_value += v;
+			continue;
+		}
+		kept++;
+		assert_true(v > c);
+		f = json_array_get(json_object_get(pc, "children"), 0);
+		assert_string_equal(json_string_value(json_object_get(f, "name")), "f");
+		g = json_array_get(json_object_get(f, "children"), 0);
+		assert_int_equal(json_array_size(json_object_get(f, "children")), 1);
+		assert_string_equal(json_string_value(json_object_get(g, "name")), "(other)");
+	}
+	assert_int_equal(kept, FLAME_MAX_NODES / 2);
+	/* the processes of values 2 .. c */
+	assert_int_equal(other_value, c * (c + 1) / 2 - 1);
+	json_decref(j);
+	flamegraph__free(fg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +439,7 @@ int main(void)
 	    cmocka_unit_test(test_other_merging),
 	    cmocka_unit_test(test_names_and_errors),
 	    cmocka_unit_test(test_empty),
+	    cmocka_unit_test(test_node_cap),
 	    cmocka_unit_test(test_query_tree),
 	};
 
