@@ -9,7 +9,8 @@ set -eu
 cd "$(dirname "$0")/.."
 BUILD=${TAILPROF_BUILD_DIR:-build}
 
-# Build dependencies, and what the tests use (go tool pprof judges our profiles, lld links a
+# Build dependencies and go (the README's tour reads profiles with go tool pprof), and what the
+# tests use (go tool pprof judges our profiles, lld links a
 # fixture, perf is the benchmark's reference, setpriv runs the non-root start-up test, libc6-dbg
 # is the debug file that names libc's local functions, xz-utils packs the MiniDebugInfo fixture;
 # inih parses the configuration, sys/sdt.h builds the USDT stage workload, libbpf-tools'
@@ -21,8 +22,8 @@ BUILD=${TAILPROF_BUILD_DIR:-build}
 DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
  libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3 libinih-dev
- systemtap-sdt-dev libsystemd-dev"
-TEST_DEPS="golang-go lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools
+ systemtap-sdt-dev libsystemd-dev golang-go"
+TEST_DEPS="lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools
  python3.11 openjdk-17-jdk-headless qemu-system-x86 busybox-static cpio debhelper dpkg-dev lintian
  systemd adduser man-db libclang-rt-14-dev chromium"
 
@@ -70,6 +71,12 @@ case "$cmd" in
 run)
 	install_missing $DEPS
 	build
+	# the unix socket's group (docs/security.md): its members use the CLI without sudo
+	if [ "$(id -u)" = 0 ] && ! getent group tailprof >/dev/null; then
+		groupadd --system tailprof &&
+			echo "setup.sh: made group tailprof: sudo usermod -aG tailprof USER lets USER" \
+				"use the CLI through the socket (after logging in again)" >&2
+	fi
 	exec "$BUILD/daemon/tailprofd" "$@"
 	;;
 test)
