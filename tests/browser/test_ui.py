@@ -101,6 +101,15 @@ def config():
     return conf
 
 
+def drive(script, cfg, timeout_s):
+    """Runs node tests/browser/SCRIPT with cfg (JSON); returns the JSON object it printed last."""
+    out = subprocess.run(["node", os.path.join(HERE, script), json.dumps(cfg)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         timeout=timeout_s)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_page(d):
     started = STARTED
     req = subprocess.Popen([REQUEST, str(SECONDS + 4)], stdout=subprocess.DEVNULL)
@@ -125,11 +134,7 @@ def test_page(d):
            "quietFrom": t0 + 2400 * MS, "quietTo": t0 + 3900 * MS,
            "chromium": CHROMIUM}
     driven = time.time()
-    out = subprocess.run(["node", os.path.join(HERE, "drive.mjs"), json.dumps(cfg)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         timeout=150)
-    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = drive("drive.mjs", cfg, 150)
     with open(os.path.join(SHOTS, "observed.json"), "w") as f:
         json.dump(got, f, indent=1)
     print("first paint %d ms; %d windows; screenshots in %s" %
@@ -235,11 +240,7 @@ def test_token_page():
         time.sleep(1.5)  # a window or two held
         cfg = {"url": d.url + "/", "token": token, "shots": SHOTS, "chromium": CHROMIUM}
         t = time.time()
-        out = subprocess.run(["node", os.path.join(HERE, "drive_token.mjs"), json.dumps(cfg)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             timeout=90)
-        assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
-        got = json.loads(out.stdout.strip().splitlines()[-1])
+        got = drive("drive_token.mjs", cfg, 90)
         print("token page: form, wrong token refused, %d windows after the token; pprof "
               "download %s, %d bytes; %d API requests; %.1f s" % (
                   got["windows"], got["download"]["name"], got["download"]["bytes"],
