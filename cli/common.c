@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "common.h"
 #include "tailprof_config.h"
 #include "timeparse.h"
@@ -28,7 +29,12 @@
 #define MAX_BODY_BYTES	 (256UL << 20)
 #define MAX_DETAIL_CHARS 200
 
-static const char *server_flag; /* --server, wherever it was given */
+static const char *server_flag;	    /* --server, wherever it was given */
+static const char *token_file_flag; /* --token-file, wherever it was given */
+/* the API token, sent as Authorization: Bearer (never printed); NULL: none */
+static char *api_token;
+/* where the token came from, for messages: "--token-file FILE" or "TAILPROF_TOKEN_FILE=FILE" */
+static char *token_source;
 char *server;
 /* unix:PATH servers: the socket's path (server is then http://localhost), else NULL */
 static char *server_socket;
@@ -89,6 +95,11 @@ const char common_help[] =
     "  --server URL   tailprofd's address: http://HOST:PORT or unix:PATH (default\n"
     "                 $TAILPROF_SERVER, else the socket " DEFAULT_SOCKET " when\n"
     "                 it is there, else " DEFAULT_SERVER ")\n"
+    "  --token-file FILE\n"
+    "                 the API token of a listener that needs one (tailprofd\n"
+    "                 --auth-token-file): FILE's first line, sent as Authorization:\n"
+    "                 Bearer; FILE readable by its owner only, chmod 600 (default\n"
+    "                 $TAILPROF_TOKEN_FILE; the unix socket needs none)\n"
     "  -h, --help     show this help\n";
 
 _Static_assert(OPT__COUNT <= 32, "opt_iter.seen has one bit an option");
@@ -96,6 +107,7 @@ _Static_assert(OPT__COUNT <= 32, "opt_iter.seen has one bit an option");
 /* Accepted by every subcommand and at the top level. */
 static const struct opt common_opts[] = {
     {"server", 0, OPT_SERVER, "a URL such as " DEFAULT_SERVER " or unix:" DEFAULT_SOCKET},
+    {"token-file", 0, OPT_TOKEN_FILE, "a file holding the API token (mode 0600)"},
     {"help", 'h', OPT_HELP, NULL},
     {},
 };
@@ -194,10 +206,33 @@ int opt_next(struct opt_iter *it, const char **val)
 			return -1;
 		}
 		it->seen |= 1u << o->id;
-		if (o->id != OPT_SERVER)
+		if (o->id == OPT_SERVER)
+			server_flag = *val;
+		else if (o->id == OPT_TOKEN_FILE)
+			token_file_flag = *val;
+		else
 			return o->id;
-		server_flag = *val;
 	}
+}
+
+/* Reads the token of --token-file, else of $TAILPROF_TOKEN_FILE, into api_token. Returns 0 (no
+ * file given: no token), or 2 after saying what is wrong with the file. */
+static int token_resolve(const char *cmd)
+{
+	const char *path = token_file_flag, *from = "--token-file";
+	char err[512];
+
+	if (!path) {
+		path = getenv("TAILPROF_TOKEN_FILE");
+		from = "TAILPROF_TOKEN_FILE";
+		if (!path || !*path)
+			return 0;
+	}
+	api_token = access__read_token(path, err, sizeof(err));
+	if (!api_token)
+		return usage_err(cmd, "%s: %s", from, err);
+	token_source = xasprintf("%s%s%s", from, from[0] == '-' ? " " : "=", path);
+	return 0;
 }
 
 int server_resolve(const char *cmd)
@@ -223,7 +258,7 @@ int server_resolve(const char *cmd)
 		server_socket = xasprintf("%s", url + 5);
 		server_shown = xasprintf("%s", url);
 		server = xasprintf("http://localhost");
-		return 0;
+		return token_resolve(cmd);
 	}
 	if (strstr(url, "://"))
 		server = xasprintf("%s", url);
@@ -235,7 +270,7 @@ int server_resolve(const char *cmd)
 	while (len && server[len - 1] == '/')
 		server[--len] = '\0';
 	server_shown = xasprintf("%s", server);
-	return 0;
+	return token_resolve(cmd);
 }
 
 void server_free(void)
@@ -244,6 +279,11 @@ void server_free(void)
 	free(server_socket);
 	free(server_shown);
 	server = server_socket = server_shown = NULL;
+	if (api_token)
+		explicit_bzero(api_token, strlen(api_token));
+	free(api_token);
+	free(token_source);
+	api_token = token_source = NULL;
 }
 
 int opt_common(const struct opt_iter *it, int id, const char *val, void (*usage)(FILE *f),
@@ -472,6 +512,31 @@ static void report_curl_error(CURL *c, CURLcode rc, const char *errbuf, const ch
 	}
 }
 
+/* Frees the request's header list and its Authorization line, wiped first (it holds the token).
+ */
+static void free_headers(struct curl_slist *hdrs, char *auth)
+{
+	for (struct curl_slist *h = hdrs; h; h = h->next)
+		explicit_bzero(h->data, strlen(h->data));
+	curl_slist_free_all(hdrs);
+	if (auth)
+		explicit_bzero(auth, strlen(auth));
+	free(auth);
+}
+
+/* The default socket refused us (a tailprofd that is gone left it): DEFAULT_SERVER from now on,
+ * the token kept. */
+static void server_fallback(void)
+{
+	free(server);
+	free(server_socket);
+	free(server_shown);
+	server_socket = NULL;
+	server_socket_default = false;
+	server = xasprintf("%s", DEFAULT_SERVER);
+	server_shown = xasprintf("%s", DEFAULT_SERVER);
+}
+
 /* Sends method to path?query, with post_body (JSON) when not NULL (an empty POST: ""). As
  * http_get. */
 static int http_request(const char *method, const char *path, const char *query,
@@ -480,6 +545,7 @@ static int http_request(const char *method, const char *path, const char *query,
 	char errbuf[CURL_ERROR_SIZE] = "";
 	char *url =
 	    xasprintf("%s%s%s%s", server, path, query && *query ? "?" : "", query ? query : "");
+	char *auth = NULL;
 	struct curl_slist *hdrs = NULL;
 	CURL *c = curl_easy_init();
 	CURLcode rc;
@@ -492,12 +558,19 @@ static int http_request(const char *method, const char *path, const char *query,
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	if (server_socket)
 		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, server_socket);
-	if (post_body && *post_body) {
-		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-		if (!hdrs)
+	if (post_body && *post_body &&
+	    !(hdrs = curl_slist_append(hdrs, "Content-Type: "
+					     "application/json")))
+		OOM_ABORT();
+	/* on every request: a TCP listener with --auth-token-file needs it, the socket ignores it
+	 */
+	if (api_token) {
+		auth = xasprintf("Authorization: Bearer %s", api_token);
+		if (!(hdrs = curl_slist_append(hdrs, auth)))
 			OOM_ABORT();
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	}
+	if (hdrs)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	if (post_body)
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
 	if (strcmp(method, "GET") && strcmp(method, "POST"))
@@ -521,18 +594,15 @@ static int http_request(const char *method, const char *path, const char *query,
 		/* a socket left by a tailprofd that is gone, while one serves TCP only: try there
 		 */
 		curl_easy_cleanup(c);
-		curl_slist_free_all(hdrs);
+		free_headers(hdrs, auth);
 		free(url);
-		server_free();
-		server_socket_default = false;
-		server = xasprintf("%s", DEFAULT_SERVER);
-		server_shown = xasprintf("%s", DEFAULT_SERVER);
+		server_fallback();
 		return http_request(method, path, query, post_body, long_running, r);
 	}
 	if (rc != CURLE_OK)
 		report_curl_error(c, rc, errbuf, url, r);
 	curl_easy_cleanup(c);
-	curl_slist_free_all(hdrs);
+	free_headers(hdrs, auth);
 	free(url);
 	return rc == CURLE_OK ? 0 : -1;
 }
@@ -585,6 +655,15 @@ int check_status(const struct http_resp *r)
 	else
 		p_err("server error (%ld)", r->status);
 	json_decref(j);
+	if (r->status == 401 && api_token)
+		p_err("tailprofd at %s refused the token of %s: give the file holding the token "
+		      "of tailprofd's --auth-token-file (--token-file FILE or TAILPROF_TOKEN_FILE)",
+		      server_shown, token_source);
+	else if (r->status == 401)
+		p_err("tailprofd at %s needs a token: give --token-file FILE (or set "
+		      "TAILPROF_TOKEN_FILE=FILE), FILE holding the token of tailprofd's "
+		      "--auth-token-file, readable by you only (chmod 600)",
+		      server_shown);
 	return 1;
 }
 

@@ -32,7 +32,7 @@
  * (http://localhost for a unix:PATH server). */
 extern char *server;
 
-/* The help lines of the options every subcommand takes (--server, --help). */
+/* The help lines of the options every subcommand takes (--server, --token-file, --help). */
 extern const char common_help[];
 
 /* ---- errors ---- */
@@ -81,6 +81,7 @@ enum opt_id {
 	OPT_AFTER_PROFILE,
 	OPT_TOP,
 	OPT_REPLACE,
+	OPT_TOKEN_FILE,
 	OPT__COUNT, /* at most 32: opt_iter.seen has a bit each */
 };
 
@@ -93,7 +94,8 @@ struct opt {
 
 struct opt_iter {
 	const char *cmd;	/* subcommand for messages; NULL at the top level */
-	const struct opt *opts; /* the subcommand's own, {}-terminated; --server and --help added */
+	const struct opt *opts; /* the subcommand's own, {}-terminated; --server, --token-file and
+				 * --help added */
 	int argc, i;
 	char **argv;
 	unsigned seen; /* 1 << opt_id of the options with values given so far */
@@ -102,7 +104,8 @@ struct opt_iter {
 /*
  * Returns the id of the next option and its value in *val (OPT_ARG: the argument itself),
  * OPT_END when none is left, or -1 after printing a usage error. Takes "--name value",
- * "--name=value", "-x value" and "-xvalue"; --server is consumed here, wherever it comes. An
+ * "--name=value", "-x value" and "-xvalue"; --server and --token-file are consumed here,
+ * wherever they come. An
  * option with a value given twice is a usage error.
  */
 int opt_next(struct opt_iter *it, const char **val);
@@ -118,8 +121,9 @@ int opt_common(const struct opt_iter *it, int id, const char *val, void (*usage)
 /* Settles the server from --server, $TAILPROF_SERVER, the default socket when it is there (we
  * may write to it; a request it refuses goes to DEFAULT_SERVER) or DEFAULT_SERVER, into
  * `server`: an http(s) URL, or unix:PATH (then server is http://localhost and requests go
- * through the socket).
- * Returns 0, or 2 after a usage error naming cmd. */
+ * through the socket). Then reads the API token from --token-file, else $TAILPROF_TOKEN_FILE
+ * (access__read_token's rules: mode 0600 or 0400), sent as Authorization: Bearer on every
+ * request. Returns 0, or 2 after a usage error naming cmd (or the token file's problem). */
 int server_resolve(const char *cmd);
 /* Frees what server_resolve made. */
 void server_free(void);

@@ -47,9 +47,9 @@ char *access__read_token(const char *path, char *err, size_t errlen)
 	}
 	if (st.st_uid != 0 && st.st_uid != geteuid()) {
 		snprintf(err, errlen,
-			 "auth token file %s: owned by uid %u; it must belong to root (or to the "
-			 "user tailprofd runs as)",
-			 path, (unsigned)st.st_uid);
+			 "auth token file %s: owned by uid %u; it must belong to root or to the "
+			 "user that reads it (uid %u)",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
 		goto out;
 	}
 	while ((size_t)n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)

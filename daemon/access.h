@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Who may use the HTTP API (docs/security.md): the unix socket beside the TCP listener (its mode
- * and group guard it), and the bearer token that a listener off loopback requires. */
+ * and group guard it), and the bearer token that a listener off loopback requires. In
+ * libtailprof_common: the CLI reads its --token-file with access__read_token too. */
 #ifndef TAILPROF_ACCESS_H
 #define TAILPROF_ACCESS_H
 

@@ -788,14 +788,24 @@ static enum MHD_Result handle_stages(struct MHD_Connection *conn, struct http_ap
 	return http_send_json(conn, 200, body);
 }
 
+/* Whether url is served without a token: /healthz (it says ready or not, nothing more: probes
+ * need no token), and the page's static files / and /ui/FILE (the same bytes for everyone, built
+ * into the binary: they carry no data; the page asks for the token when its first API call gets
+ * 401). Everything else, /api/, /metrics and /debug/ included, needs it. */
+static bool public_path(const char *url)
+{
+	return !strcmp(url, "/healthz") || !strcmp(url, "/") ||
+	       (!strncmp(url, "/ui/", 4) && url[4] && !strchr(url + 4, '/'));
+}
+
 /* Whether conn may have url: always on the unix socket (its mode and group guard it) and without
- * a token; else /healthz (it says ready or not, nothing more: probes need no token) or a request
- * with the token. Every path goes through here, the write endpoints and pages included. */
+ * a token; else a public_path or a request with the token. Every path goes through here, the
+ * write endpoints and pages included. */
 static bool authorized(const struct http_api *h, struct MHD_Connection *conn, const char *url)
 {
 	const union MHD_ConnectionInfo *ci;
 
-	if (!h->token || !strcmp(url, "/healthz"))
+	if (!h->token || public_path(url))
 		return true;
 	/* by the connection's own socket: no state shared with the threads that start servers */
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -821,7 +831,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		return http_send_error_hdr(
 		    conn, 401, (struct header){"WWW-Authenticate", "Bearer"},
 		    "this listener needs the header Authorization: Bearer TOKEN, the token of "
-		    "tailprofd's --auth-token-file; only /healthz is served without it");
+		    "tailprofd's --auth-token-file (tailprof --token-file FILE); only /healthz and "
+		    "the "
+		    "page's files are served without it");
 	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
 		if (!strcmp(url, http_write_paths[e]))
 			return http_api_handle_write(conn, h, e, method, upload_data, upload_size,

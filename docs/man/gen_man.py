@@ -212,6 +212,10 @@ TAILPROF_EXTRA = r"""
 .TP
 \fBTAILPROF_SERVER\fR
 tailprofd's address when \fB\-\-server\fR is not given: a URL, or unix:\fIPATH\fR.
+.TP
+\fBTAILPROF_TOKEN_FILE\fR
+the file of the API token when \fB\-\-token\-file\fR is not given: its first line is sent as
+Authorization: Bearer, for a listener with tailprofd's \fB\-\-auth\-token\-file\fR; mode 0600.
 .SH FILES
 .TP
 /run/tailprof/tailprofd.sock

@@ -10,7 +10,10 @@ shows its differential flame graph with the burst's function widest and coloured
 steady one growing less), that brushing the timeline between two bursts gives a flame graph with the
 steady hot function widest, that the heat map's
 brightest cells are the bursts', and that the heat map's two clicks, the spikes view and the
-compare view work. Screenshots of each view go to BUILD/browser-screenshots/.
+compare view work. Then the token case (drive_token.mjs): a second tailprofd with
+--auth-token-file, whose page shows the token form, refuses a wrong token, loads the timeline with
+the right one (kept in sessionStorage, sent on every API request) and downloads pprof with it.
+Screenshots of each view go to BUILD/browser-screenshots/.
 
 Usage: test_ui.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 chromium or node is missing; with CI=true that is a failure."""
@@ -98,6 +101,15 @@ def config():
     return conf
 
 
+def drive(script, cfg, timeout_s):
+    """Runs node tests/browser/SCRIPT with cfg (JSON); returns the JSON object it printed last."""
+    out = subprocess.run(["node", os.path.join(HERE, script), json.dumps(cfg)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         timeout=timeout_s)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_page(d):
     started = STARTED
     req = subprocess.Popen([REQUEST, str(SECONDS + 4)], stdout=subprocess.DEVNULL)
@@ -122,11 +134,7 @@ def test_page(d):
            "quietFrom": t0 + 2400 * MS, "quietTo": t0 + 3900 * MS,
            "chromium": CHROMIUM}
     driven = time.time()
-    out = subprocess.run(["node", os.path.join(HERE, "drive.mjs"), json.dumps(cfg)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         timeout=150)
-    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = drive("drive.mjs", cfg, 150)
     with open(os.path.join(SHOTS, "observed.json"), "w") as f:
         json.dump(got, f, indent=1)
     print("first paint %d ms; %d windows; screenshots in %s" %
@@ -219,9 +227,46 @@ def test_page(d):
         assert os.path.getsize(os.path.join(SHOTS, name + ".png")) > 5000, name
 
 
+def test_token_page():
+    """The page on a listener with --auth-token-file (docs/security.md)."""
+    token = "tp-ui-" + os.urandom(12).hex()
+    path = os.path.join(TMP, "token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, (token + "\n").encode())
+    os.close(fd)
+    d = daemon.Daemon(DAEMON, "--window", "1s", "-F", "49", "--auth-token-file", path)
+    try:
+        os.makedirs(SHOTS, exist_ok=True)
+        time.sleep(1.5)  # a window or two held
+        cfg = {"url": d.url + "/", "token": token, "shots": SHOTS, "chromium": CHROMIUM}
+        t = time.time()
+        got = drive("drive_token.mjs", cfg, 90)
+        print("token page: form, wrong token refused, %d windows after the token; pprof "
+              "download %s, %d bytes; %d API requests; %.1f s" % (
+                  got["windows"], got["download"]["name"], got["download"]["bytes"],
+                  len(got["auth"]), time.time() - t))
+        assert not got["errors"], got["errors"]
+        assert "--auth-token-file" in got["formText"] and got["inputType"] == "password", got
+        assert got["loadsBefore"] == 0 and "refused" in got["wrongMsg"], got
+        assert got["formHidden"] and got["windows"] >= 1, got
+        assert got["plotPoints"] == got["windows"], got
+        assert got["session"] == token and got["local"] == [], (got["session"] == token,
+                                                                 got["local"])
+        # the first calls went without a token, then the wrong one, then only the right one
+        auth = got["auth"]
+        assert auth[0] is None and "Bearer wrong-" + token in auth, auth[:4]
+        right = auth.index("Bearer " + token)
+        assert right > 0 and all(a == "Bearer " + token for a in auth[right:]), auth
+        dl = got["download"]
+        assert dl["name"] == "profile.pb.gz" and dl["magic"] == [0x1f, 0x8b], dl
+        assert dl["bytes"] > 100, dl
+    finally:
+        d.stop()
+
+
 if __name__ == "__main__":
     CHROMIUM = prerequisites()
     STARTED = time.time()
-    run_tests([test_page], [daemon.Daemon(DAEMON, "--window", "1s", "--frequency", "499",
+    run_tests([test_page, test_token_page], [daemon.Daemon(DAEMON, "--window", "1s", "--frequency", "499",
                                           "--retention", "10m", "--config", config())],
               cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))

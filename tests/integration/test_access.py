@@ -3,8 +3,9 @@
 """Access to the API (docs/security.md): the unix socket (mode 0660, group tailprof when it exists,
 a stale one replaced, a live one refused when --socket is explicit, only a warning for the
 default), the CLI through it (the default socket, --server unix:PATH, TAILPROF_SERVER), a listener
-off loopback that needs --auth-token-file and then a bearer token on every path but /healthz, and
-the token kept out of the status, the logs and the command line.
+off loopback that needs --auth-token-file and then a bearer token on every path but /healthz and
+the page's files (/, /ui/FILE), the CLI's --token-file and TAILPROF_TOKEN_FILE, and the token kept
+out of the status, the logs, the CLI's messages and the command line.
 
 Two daemons: `sock` serves the default socket /run/tailprof/tailprofd.sock (given explicitly, so
 that a user's tailprofd holding it makes this fail rather than pass by accident) and a token on
@@ -29,6 +30,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+from pprof_decode import Profile  # noqa: E402
 from runner import require_bpf, run_tests, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -220,8 +222,8 @@ def test_token_on_every_path_but_healthz(sock, tok):
     base = "http://%s:%d" % (host_address(), tok.port)
     status, _, body = get(base + "/healthz")
     assert status == 200 and body == b"ok\n", (status, body)
-    for path in ("/api/v1/status", "/metrics", "/api/v1/windows?last=1m", "/", "/nope",
-                 "/debug/pprof/profile?seconds=1"):
+    for path in ("/api/v1/status", "/metrics", "/api/v1/windows?last=1m", "/nope", "/ui/x/y",
+                 "/ui/../api/v1/status", "/debug/pprof/profile?seconds=1"):
         status, headers, body = get(base + path)
         assert status == 401, (path, status, body)
         assert headers.get("WWW-Authenticate") == "Bearer", headers
@@ -235,7 +237,89 @@ def test_token_on_every_path_but_healthz(sock, tok):
     assert get(base + "/metrics", token=TOKEN, scheme="bearer")[0] == 200
     # the same on loopback: the token is asked on the TCP listener, whatever the address
     assert get(tok.url + "/api/v1/status")[0] == 401
-    print("  %s: 401 without the token on 6 paths, 200 with it; /healthz open" % base)
+    print("  %s: 401 without the token on 7 paths, 200 with it; /healthz open" % base)
+
+
+def test_page_files_need_no_token(sock, tok):
+    """The page's own files carry no data: served without a token, so that the page loads and
+    asks for it; its data, /metrics and the rest still need it."""
+    base = "http://%s:%d" % (host_address(), tok.port)
+    status, headers, body = get(base + "/")
+    assert status == 200 and b"<title>tailprof</title>" in body and b'id="auth"' in body, \
+        (status, body[:200])
+    status, headers, js = get(base + "/ui/app.js")
+    assert status == 200 and b"tailprof.token" in js and len(js) > 10000, (status, len(js))
+    assert get(base + "/ui/nope.js")[0] == 404
+    for path in ("/api/v1/status", "/metrics", "/api/v1/heatmap"):
+        status, _, body = get(base + path)
+        assert status == 401 and b"--token-file" in body, (path, status, body)
+        assert get(base + path, token=TOKEN)[0] == 200, path
+    print("  / (%d bytes) and /ui/app.js (%d bytes) 200 without a token; /api/v1/status, "
+          "/metrics, /api/v1/heatmap 401" % (len(body), len(js)))
+
+
+def write_token_file(name, text, mode):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def test_cli_token_file(sock, tok):
+    """The CLI reaches the token listener with --token-file or TAILPROF_TOKEN_FILE (the flag
+    wins), says which option to give when it has none, and never prints the token."""
+    base = "http://%s:%d" % (host_address(), tok.port)
+    pid = tok.proc.pid
+    assert status_pid("--server", base, "--token-file", TOKEN_FILE) == pid
+    assert status_pid("--server", base, env={"TAILPROF_TOKEN_FILE": TOKEN_FILE}) == pid
+    # the flag after the subcommand, and over a TAILPROF_TOKEN_FILE that would be refused
+    wrong = write_token_file("token-wrong", "not-the-token\n", 0o600)
+    r = run([CLI, "status", "--json", "--server", base, "--token-file=" + TOKEN_FILE],
+            env={"TAILPROF_TOKEN_FILE": wrong})
+    assert r.returncode == 0 and json.loads(r.stdout)["pid"] == pid, r
+    # a profile pull of a process that spun 1 s of CPU time: about 49 samples at 49 Hz
+    spin = subprocess.run([sys.executable, "-c", "import os, time\n"
+                           "while time.process_time() < 1: pass\n"
+                           "print(os.getpid(), time.process_time())"],
+                          capture_output=True, text=True, check=True)
+    spin_pid, cpu_s = spin.stdout.split()
+    want = float(cpu_s) * 49
+    time.sleep(1.5)  # its last window closed
+    out = os.path.join(TMP, "cpu.pb.gz")
+    r = run([CLI, "--server", base, "pull", "--last", "15s", "--pid", spin_pid, "-o",
+             out], env={"TAILPROF_TOKEN_FILE": TOKEN_FILE}, timeout=60)
+    assert r.returncode == 0 and "wrote " + out in r.stderr, r
+    with open(out, "rb") as f:
+        prof = Profile(f.read())
+    n = prof.total()
+    print("  CLI with --token-file and TAILPROF_TOKEN_FILE: status pid %d; pull of a %.2f s CPU "
+          "spin at 49 Hz: %d samples (%.0f expected)" % (pid, float(cpu_s), n, want))
+    assert 0.6 * want <= n <= 1.3 * want, (n, want)
+    # without a token: the 401 names the two ways to give it
+    r = run([CLI, "--server", base, "status"])
+    print("  without a token: exit %d: %s" % (r.returncode, r.stderr.strip().splitlines()[-1]))
+    assert r.returncode == 1 and "--token-file" in r.stderr and \
+        "TAILPROF_TOKEN_FILE" in r.stderr, r.stderr
+    r = run([CLI, "--server", base, "pull", "--last", "5s", "-o", out + ".2"])
+    assert r.returncode == 1 and "--token-file" in r.stderr and not os.path.exists(out + ".2")
+    # a wrong token: refused, named by its file, the token not printed
+    r = run([CLI, "--server", base, "--token-file", wrong, "status"])
+    assert r.returncode == 1 and "refused the token of --token-file " + wrong in r.stderr, \
+        r.stderr
+    assert "not-the-token" not in r.stderr + r.stdout
+    # a token file open to others: refused before any request
+    bad = write_token_file("token-cli-0644", TOKEN + "\n", 0o644)
+    for args, env in ((["--token-file", bad], None), ([], {"TAILPROF_TOKEN_FILE": bad})):
+        r = run([CLI, "--server", base, *args, "status"], env=env)
+        print("  0644 token file (%s): exit %d: %s" % (
+            "flag" if args else "env", r.returncode, r.stderr.strip().splitlines()[0]))
+        assert r.returncode == 2 and "mode 0644" in r.stderr and "chmod 600" in r.stderr, r
+        assert ("--token-file" if args else "TAILPROF_TOKEN_FILE") in r.stderr, r.stderr
+        assert TOKEN not in r.stderr + r.stdout
+    # over the unix socket the token is not needed, and harmless
+    assert status_pid("--server", "unix:" + DEFAULT_SOCKET, "--token-file", wrong) == \
+        sock.proc.pid
 
 
 def test_default_socket_held_only_warns(sock, tok):
@@ -303,6 +387,7 @@ def main():
              test_socket_path_not_a_socket_left_alone, test_socket_mode_group_and_directory,
              test_cli_over_the_socket, test_socket_guarded_by_its_group,
              test_live_socket_explicit_fails, test_token_on_every_path_but_healthz,
+             test_page_files_need_no_token, test_cli_token_file,
              test_default_socket_held_only_warns, test_token_kept_secret]
     # the socket goes with its daemon: stopped first, it must remove it
     try:

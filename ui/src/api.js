@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The JSON API as the page uses it: GET with errors as exceptions carrying the server's
-// {"error": ...} sentence, and the query strings of the flame graph and pprof links.
+// {"error": ...} sentence, and the query strings of the flame graph and pprof links. Every call
+// carries the tab's API token when it has one (auth.js).
 import { rangeQuery } from "./range.js";
+import { apiFetch } from "./auth.js";
 
-/** GET path -> parsed JSON; throws Error(message) with the server's error sentence on 4xx/5xx. */
+/** GET path -> parsed JSON; throws Error(message) with the server's error sentence on 4xx/5xx
+ * (a 401 also shows the token form: auth.js). */
 export async function getJSON(path) {
-  const r = await fetch(path, { cache: "no-store" });
+  const r = await apiFetch(path, { cache: "no-store" });
   const text = await r.text();
   let body;
   try {

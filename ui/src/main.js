@@ -5,6 +5,7 @@
 import "uplot/dist/uPlot.min.css";
 import "./app.css";
 import { getJSON, flamegraphQuery, profileQuery } from "./api.js";
+import { cleanToken, getToken, setToken, whenUnauthorized, downloadWithToken } from "./auth.js";
 import { h, fill } from "./dom.js";
 import { rfc3339, fmtNs } from "./range.js";
 import { Timeline } from "./timeline.js";
@@ -216,6 +217,36 @@ $("f-before").addEventListener("click", () => {
 });
 $("heat-type").addEventListener("change", () => loadHeat().catch((e) => error("heat map", e)));
 
+// ---- the API token (a listener with --auth-token-file answers 401 without it)
+whenUnauthorized(() => {
+  const form = $("auth");
+  if (!form.hidden) return;
+  form.hidden = false;
+  $("auth-msg").textContent = getToken() ? "the token was refused" : "";
+  $("auth-token").focus();
+});
+$("auth").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const t = cleanToken($("auth-token").value);
+  if (!t) {
+    $("auth-msg").textContent = "a token is printable characters without blanks";
+    return;
+  }
+  setToken(t);
+  $("auth-token").value = "";
+  $("auth").hidden = true;
+  S.statusKey = ""; // everything reloads at once
+  clearTimeout(pollTimer);
+  poll();
+});
+// links to API files (pprof downloads): a plain link sends no token, so fetch them with it
+document.addEventListener("click", (ev) => {
+  const a = ev.target.closest && ev.target.closest("a[href^='/api/']");
+  if (!a || !getToken() || ev.button !== 0) return;
+  ev.preventDefault();
+  downloadWithToken(a.getAttribute("href")).catch((e) => error("download", e));
+});
+
 // ---- data and refresh
 async function loadHeat() {
   S.heat = await getJSON("/api/v1/heatmap?type=" + $("heat-type").value);
@@ -247,7 +278,12 @@ async function loadAll() {
   if (!S.firstLoadMs) S.firstLoadMs = performance.now();
 }
 
+let pollTimer = 0;
+let polling = false; // one poll at a time: the token form starts one at once
+
 async function poll() {
+  if (polling) return;
+  polling = true;
   try {
     const s = await getJSON("/api/v1/status");
     $("host").textContent = s.hostname + " — tailprofd " + s.version;
@@ -276,7 +312,9 @@ async function poll() {
   } catch (e) {
     error("refresh", e);
   }
-  setTimeout(poll, POLL_MS);
+  polling = false;
+  clearTimeout(pollTimer);
+  pollTimer = setTimeout(poll, POLL_MS);
 }
 
 window.tailprofUI = {
