@@ -3,6 +3,7 @@
  * JSON fields (jansson), and profiles written to files whole or not at all. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <grp.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -474,16 +475,25 @@ static void report_curl_error(CURL *c, CURLcode rc, const char *errbuf, const ch
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
 		curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno);
-		if (server_socket && (os_errno == EACCES || os_errno == EPERM))
+		if (server_socket && (os_errno == EACCES || os_errno == EPERM) &&
+		    !getgrnam("tailprof"))
+			p_err("cannot reach tailprofd at %s: %s (the socket is root's: there is no "
+			      "group tailprof; sudo groupadd --system tailprof, restart tailprofd "
+			      "(it gives the socket to the group), sudo usermod -aG tailprof $USER "
+			      "and log in again; or use sudo)",
+			      server_shown, strerror((int)os_errno));
+		else if (server_socket && (os_errno == EACCES || os_errno == EPERM))
 			p_err("cannot reach tailprofd at %s: %s (the socket is for root and "
 			      "group tailprof: sudo usermod -aG tailprof $USER, then log in again; "
 			      "or use sudo)",
 			      server_shown, strerror((int)os_errno));
 		else
-			p_err("cannot reach tailprofd at %s: %s "
-			      "(is tailprofd running? start it with: sudo tailprofd, or "
-			      "packaging/setup.sh run in the source tree)",
-			      server_shown, os_errno ? strerror((int)os_errno) : why);
+			p_err(
+			    "cannot reach tailprofd at %s: %s "
+			    "(is tailprofd running? start it with: sudo packaging/setup.sh run in "
+			    "the source tree, sudo systemctl start tailprofd where the package is "
+			    "installed, or sudo build/daemon/tailprofd)",
+			    server_shown, os_errno ? strerror((int)os_errno) : why);
 		break;
 	case CURLE_COULDNT_RESOLVE_HOST:
 		p_err("cannot reach tailprofd at %s: %s", server_shown, why);

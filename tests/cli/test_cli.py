@@ -1018,7 +1018,7 @@ def main():
             rc, out, err = t.run("--server", down, *args)
             check(rc == 1, f"{args}: rc {rc}")
             check(f"cannot reach tailprofd at {down}: Connection refused" in err, err)
-            check("start it with: sudo tailprofd" in err, err)
+            check("start it with: sudo packaging/setup.sh run" in err, err)
         check(not os.path.exists(os.path.join(tmp, "y.pb.gz")), "a file was left")
 
     def spikes_helps():
