@@ -268,6 +268,7 @@ static void drain(struct collector *c, bool tick)
 	pthread_rwlock_wrlock(&c->lock);
 	/* the clocks after the lock: waiting for readers must not age the counters' time */
 	now = sysinfo__mono_ns();
+	sysinfo__test_clock_refresh();
 	offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
 	/* Keep the labels steady: the offset measured at each drain jitters by a few hundred ns,
 	 * which would leave gaps between windows' labels. Follow it when it really moved (an NTP
@@ -498,12 +499,14 @@ struct collector *collector__new(const struct collector_opts *opts)
 		pr_err("failed to open the GC events ring buffer: %s", strerror(errno));
 		goto fail;
 	}
+	/* counts from before the daemon started are not ours to report; nor are the samples
+	 * stamped before started_mono_ns, taken after the counts were zeroed (collector_events.c)
+	 */
+	for (size_t i = 0; i < (size_t)c->nr_cpus * TP_COUNTER_SLOTS * TP_M_NR; i++)
+		__atomic_store_n(&loader__counters(opts->loader)[i], 0, __ATOMIC_RELAXED);
 	c->st.started_unix_ns = sysinfo__real_ns();
 	c->st.started_mono_ns = c->last_tick_ns = sysinfo__mono_ns();
 	c->wall_offset_ns = c->st.started_unix_ns - (int64_t)c->st.started_mono_ns;
-	/* counts from before the daemon started are not ours to report */
-	for (size_t i = 0; i < (size_t)c->nr_cpus * TP_COUNTER_SLOTS * TP_M_NR; i++)
-		__atomic_store_n(&loader__counters(opts->loader)[i], 0, __ATOMIC_RELAXED);
 	c->next_period = c->last_tick_ns / opts->drain_ns;
 	sync_cpus(c, c->last_tick_ns);
 	window_ring__advance(c->ring, c->last_tick_ns);

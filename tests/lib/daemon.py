@@ -2,6 +2,7 @@
 """Starting and talking to a tailprofd for tests and benchmarks: its own free port, wait for
 /healthz, GET helpers, SIGTERM."""
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -19,17 +20,32 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for(what, fn, timeout=10):
+    """Polls fn() every 0.05 s until it returns something true; returns it, or raises
+    AssertionError naming what after timeout seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
 class Daemon:
     """tailprofd on 127.0.0.1 and a free port, healthy when the constructor returns (or
     RuntimeError with its output)."""
 
-    def __init__(self, binary, *args):
+    def __init__(self, binary, *args, env=None, timeout=20):
+        """env: variables added to the daemon's environment; timeout: seconds to wait for it to
+        be healthy (it is stopped if it is not)."""
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([binary, "--listen", "127.0.0.1:%d" % self.port] +
-                                     list(args), stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
+                                     list(args), stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **(env or {})))
+        deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("tailprofd exited: " + self.output())
@@ -39,7 +55,9 @@ class Daemon:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.1)
-        raise RuntimeError("tailprofd not healthy in 20 s: " + self.output())
+        self.proc.kill()
+        self.proc.wait()
+        raise RuntimeError("tailprofd not healthy in %d s: %s" % (timeout, self.output()))
 
     def output(self):
         self.log.seek(0)
