@@ -166,12 +166,8 @@ def test_state_dir_full_then_read_only():
             os.path.join(spikes_dir, third + ".spike")), 20)
         names = [s["name"] for s in d.json("/api/v1/snapshots")["snapshots"]]
         assert sorted(names) == ["after", "before"], names
+        assert not glob.glob(os.path.join(mnt, "*", "*.tmp")), glob.glob(mnt + "/*/*")
         assert d.stop() == 0
-        d = None
-        # everything written loads again
-        d = start("--state-dir", mnt)
-        stored = {s["id"]: s for s in d.json("/api/v1/spikes")["spikes"]}
-        assert all(stored.get(i, {}).get("stored") for i in (first, second, third)), stored
     finally:
         if d and d.proc.poll() is None:
             d.stop()
