@@ -258,6 +258,30 @@ static void settle_spans(struct collector *c, struct window *w)
 	stages__settle_spans(w, recent, nr);
 }
 
+/* A window is closed once its counters are in: at the first tick at or after its end, which takes
+ * every drain period that ended (drain_counters). A sample stamped past the current window's end
+ * pushes the next window in any drain (window_ring__window_at), and that closed the one before
+ * early: its last period's counts still to come, "samples + idle_samples + ringbuf_full ==
+ * received_samples" failed for a moment in a window the API called closed. counted_to_ns: the
+ * last tick. Under the write lock. */
+static void close_counted(struct collector *c, uint64_t counted_to_ns)
+{
+	struct window *cur = window_ring__current(c->ring);
+
+	for (size_t i = window_ring__count(c->ring); i-- > 0;) {
+		struct window *w = window_ring__get(c->ring, i);
+
+		if (w == cur)
+			continue;
+		if (w->end_ns > counted_to_ns)
+			w->closed = false;
+		else if (w->closed)
+			break; /* and every older one */
+		else
+			w->closed = true;
+	}
+}
+
 static void drain(struct collector *c, bool tick)
 {
 	uint64_t now;
@@ -287,9 +311,12 @@ static void drain(struct collector *c, bool tick)
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
 	collector_recheck_due(c, now);
+	if (!tick)
+		close_counted(c, c->last_tick_ns);
 	if (tick) {
 		repeats__prune(&c->repeats, c->stacks, c->opts.drain_ns);
 		window_ring__advance(c->ring, now);
+		close_counted(c, now); /* drain_counters took every period up to now */
 		w = window_ring__current(c->ring);
 		/* A window is done for stages at the first tick after it: that tick took its last
 		 * period's histograms. (Samples past its end may have advanced the ring earlier.)

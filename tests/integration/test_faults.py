@@ -268,11 +268,20 @@ def test_ringbuf_overflow_counted():
     try:
         time.sleep(1.5)
         # a burst: deep stacks on both CPUs, twice as many threads as CPUs
-        load = [subprocess.Popen([os.path.join(WL, "tp_deep"), "4", "120"],
+        load = [subprocess.Popen([os.path.join(WL, "tp_deep"), "5", "120"],
                                  stdout=subprocess.DEVNULL) for _ in range(4)]
-        for p in load:
-            p.wait()
-        time.sleep(2.2)
+        # every closed window, at every look while the ring buffer overflows (a sample past a
+        # window's end used to close it before its last counts were in) and after
+        broken, looks = [], 0
+        while any(p.poll() is None for p in load) or looks < 150:
+            ws = [w for w in d.json("/api/v1/windows")["windows"] if not w["current"]]
+            broken += [(looks, w["start"], w["samples"], w["idle_samples"], w["drops"],
+                        w["received_samples"]) for w in ws[1:]
+                       if w["samples"] + w["idle_samples"] + w["drops"]["ringbuf_full"] !=
+                       w["received_samples"]]
+            looks += 1
+            time.sleep(0.05)
+        time.sleep(1.2)
         ws = [w for w in d.json("/api/v1/windows")["windows"] if not w["current"]]
         full = sum(w["drops"]["ringbuf_full"] for w in ws)
         assert full > 0, [w["drops"] for w in ws]
@@ -280,6 +289,7 @@ def test_ringbuf_overflow_counted():
             assert w["samples"] + w["idle_samples"] + w["drops"]["ringbuf_full"] == \
                 w["received_samples"], (w["start"], w["end"], w["samples"], w["idle_samples"],
                                         w["drops"], w["received_samples"])
+        assert not broken, (looks, broken[:5])
         assert sum(w["samples"] for w in ws) > 1000, [w["samples"] for w in ws]
         m = d.metrics()
         assert m['tailprof_drops_total{reason="ringbuf_full"}'] >= full, m
