@@ -259,6 +259,30 @@ static void settle_spans(struct collector *c, struct window *w)
 	stages__settle_spans(w, recent, nr);
 }
 
+/* A window is closed once its counters are in: at the first tick at or after its end, which takes
+ * every drain period that ended (drain_counters). A sample stamped past the current window's end
+ * pushes the next window in any drain (window_ring__window_at), and that closed the one before
+ * early: its last period's counts still to come, "samples + idle_samples + ringbuf_full ==
+ * received_samples" failed for a moment in a window the API called closed. counted_to_ns: the
+ * last tick. Under the write lock. */
+static void close_counted(struct collector *c, uint64_t counted_to_ns)
+{
+	struct window *cur = window_ring__current(c->ring);
+
+	for (size_t i = window_ring__count(c->ring); i-- > 0;) {
+		struct window *w = window_ring__get(c->ring, i);
+
+		if (w == cur)
+			continue;
+		if (w->end_ns > counted_to_ns)
+			w->closed = false;
+		else if (w->closed)
+			break; /* and every older one */
+		else
+			w->closed = true;
+	}
+}
+
 static void drain(struct collector *c, bool tick)
 {
 	uint64_t now;
@@ -269,6 +293,7 @@ static void drain(struct collector *c, bool tick)
 	pthread_rwlock_wrlock(&c->lock);
 	/* the clocks after the lock: waiting for readers must not age the counters' time */
 	now = sysinfo__mono_ns();
+	sysinfo__test_clock_refresh();
 	offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
 	/* Keep the labels steady: the offset measured at each drain jitters by a few hundred ns,
 	 * which would leave gaps between windows' labels. Follow it when it really moved (an NTP
@@ -287,9 +312,12 @@ static void drain(struct collector *c, bool tick)
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
 	collector_recheck_due(c, now);
+	if (!tick)
+		close_counted(c, c->last_tick_ns);
 	if (tick) {
 		repeats__prune(&c->repeats, c->stacks, c->opts.drain_ns);
 		window_ring__advance(c->ring, now);
+		close_counted(c, now); /* drain_counters took every period up to now */
 		w = window_ring__current(c->ring);
 		/* A window is done for stages at the first tick after it: that tick took its last
 		 * period's histograms. (Samples past its end may have advanced the ring earlier.)
@@ -507,12 +535,14 @@ struct collector *collector__new(const struct collector_opts *opts)
 		pr_err("failed to open the GC events ring buffer: %s", strerror(errno));
 		goto fail;
 	}
+	/* counts from before the daemon started are not ours to report; nor are the samples
+	 * stamped before started_mono_ns, taken after the counts were zeroed (collector_events.c)
+	 */
+	for (size_t i = 0; i < (size_t)c->nr_cpus * TP_COUNTER_SLOTS * TP_M_NR; i++)
+		__atomic_store_n(&loader__counters(opts->loader)[i], 0, __ATOMIC_RELAXED);
 	c->st.started_unix_ns = sysinfo__real_ns();
 	c->st.started_mono_ns = c->last_tick_ns = sysinfo__mono_ns();
 	c->wall_offset_ns = c->st.started_unix_ns - (int64_t)c->st.started_mono_ns;
-	/* counts from before the daemon started are not ours to report */
-	for (size_t i = 0; i < (size_t)c->nr_cpus * TP_COUNTER_SLOTS * TP_M_NR; i++)
-		__atomic_store_n(&loader__counters(opts->loader)[i], 0, __ATOMIC_RELAXED);
 	c->next_period = c->last_tick_ns / opts->drain_ns;
 	sync_cpus(c, c->last_tick_ns);
 	window_ring__advance(c->ring, c->last_tick_ns);

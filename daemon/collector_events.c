@@ -321,6 +321,13 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	task_full = !task && errno == ENOSPC;
+	if (s->hdr.ts_ns < c->st.started_mono_ns) {
+		/* queued while the daemon started: its count was zeroed with the others (the
+		 * first window would hold more samples than it received) */
+		intern_table__put(c->stacks, stack);
+		intern_table__put(c->tasks, task);
+		return;
+	}
 	w = window_ring__window_at(c->ring, s->hdr.ts_ns);
 	if (!stack || !task || !w) {
 		enum window_drop why = stack_full      ? DROP_STACK_TABLE_FULL

@@ -19,6 +19,7 @@
 #include "proc_maps.h"
 #include "push.h"
 #include "python.h"
+#include "snapshots.h"
 #include "source_lines.h"
 #include "spikes.h"
 #include "stages.h"
@@ -572,6 +573,8 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	if (ctx->spikes)
 		text_put_owned(&t,
 			       spikes__metrics_text(ctx->spikes, collector__ring(ctx->collector)));
+	if (ctx->snapshots)
+		text_put_owned(&t, snapshots__metrics_text(ctx->snapshots));
 	if (ctx->features)
 		text_put_owned(&t, features__metrics_text(ctx->features));
 	if (ctx->push)

@@ -18,6 +18,7 @@
 #include "marks.h"
 #include "spike_file.h"
 #include "spike_store.h"
+#include "textbuf.h"
 #include "timeparse.h"
 #include "window.h" /* task__sanitize_name */
 
@@ -509,4 +510,27 @@ void snapshots__describe_op(struct snapshots *s, enum snapshots_op op, const cha
 				 strerror(-err), disk_hint(err));
 		break;
 	}
+}
+
+char *snapshots__metrics_text(struct snapshots *s)
+{
+	struct spike_store_stats st;
+	struct text t = {0};
+
+	spike_store__stats(s->store, &st);
+	text_metric(
+	    &t, "tailprof_snapshot_store_files_total", "counter",
+	    "Snapshot files: written, saves failed (refused by a bound or by the disk), temp "
+	    "files of interrupted writes removed at start-up.");
+	text_put(&t, "tailprof_snapshot_store_files_total{event=\"saved\"} %" PRIu64 "\n",
+		 st.saved);
+	text_put(&t, "tailprof_snapshot_store_files_total{event=\"failed\"} %" PRIu64 "\n",
+		 st.save_failed);
+	text_put(&t, "tailprof_snapshot_store_files_total{event=\"temp_removed\"} %" PRIu64 "\n",
+		 st.temp_removed);
+	text_metric(&t, "tailprof_snapshot_store_write_failing", "gauge",
+		    "1 while the state directory refuses the snapshots' writes (the last one "
+		    "failed: full, read-only), else 0.");
+	text_put(&t, "tailprof_snapshot_store_write_failing %d\n", st.last_write_err != 0);
+	return text_finish(&t);
 }

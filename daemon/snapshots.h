@@ -136,4 +136,9 @@ enum snapshots_op {
 void snapshots__describe_op(struct snapshots *s, enum snapshots_op op, const char *name, int err,
 			    char *buf, size_t len);
 
+/* The snapshot store's figures for /metrics (Prometheus text, appended to t's caller): saves,
+ * failed saves, temp files removed at open, whether writes fail now. Returns a malloc'd text, or
+ * NULL when out of memory. */
+char *snapshots__metrics_text(struct snapshots *s);
+
 #endif

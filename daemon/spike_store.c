@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -57,6 +58,9 @@ struct spike_store {
 	struct entry *entries; /* sorted by (start_unix_ns, id) */
 	size_t nr, cap;
 	struct spike_store_stats st;
+	int write_err; /* -errno of the last failed write since the last good one, else 0: a
+			* full or read-only disk is reported when it starts and when it ends, not
+			* at every retry */
 };
 
 static bool valid_id(const char *id)
@@ -507,6 +511,7 @@ static int scan(struct spike_store *s)
 	if (nr_tmp)
 		pr_info("%s store: removed %u temp files an interrupted write left in %s", s->what,
 			nr_tmp, s->path);
+	s->st.temp_removed = nr_tmp;
 	if (s->nr)
 		qsort(s->entries, s->nr, sizeof(*s->entries), entry_cmp);
 	return err;
@@ -681,6 +686,19 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* Test-only (tests/integration/test_faults.py): TAILPROF_TEST_WRITE_DELAY_MS=N makes every write
+ * pause N ms after the header, so that a test can kill the daemon in the middle of one. */
+static void test_write_delay(void)
+{
+	const char *v = getenv("TAILPROF_TEST_WRITE_DELAY_MS");
+	long ms = v ? strtol(v, NULL, 10) : 0;
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000L};
+
+	if (ms > 0)
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+}
+
 /* Writes the temp file tmp: header and table, JSON, blobs; fsync'd. Returns 0 or -errno. */
 static int write_tmp(struct spike_store *s, const char *tmp, const uint8_t *head, size_t head_len,
 		     const char *json, const struct spike_blob *blobs, size_t n)
@@ -692,6 +710,8 @@ static int write_tmp(struct spike_store *s, const char *tmp, const uint8_t *head
 		return -errno;
 	err = write_full(fd, head, head_len);
 	if (!err)
+		test_write_delay();
+	if (!err)
 		err = write_full(fd, json, strlen(json));
 	for (size_t i = 0; !err && i < n; i++)
 		err = write_full(fd, blobs[i].data, blobs[i].len);
@@ -700,6 +720,39 @@ static int write_tmp(struct spike_store *s, const char *tmp, const uint8_t *head
 	if (close(fd) && !err)
 		err = -errno;
 	return err;
+}
+
+/* Reports a failed write (msg: what failed, e.g. "failed to write spike X to DIR/TMP"; err:
+ * -errno): at pr_warn when it is the first failure or another error than the last one, else at
+ * pr_debug (a full disk fails every retry alike). Takes the lock. */
+static void write_failed(struct spike_store *s, const char *msg, int err)
+{
+	bool again;
+
+	pthread_mutex_lock(&s->lock);
+	again = s->write_err == err;
+	s->write_err = err;
+	s->st.last_write_err = -err;
+	pthread_mutex_unlock(&s->lock);
+	if (again)
+		pr_debug("%s: %s (again)", msg, strerror(-err));
+	else
+		pr_warn("%s: %s", msg, strerror(-err));
+}
+
+/* A write of entry id went through: says so once when writes had failed. Takes the lock. */
+static void write_ok(struct spike_store *s, const char *id)
+{
+	int was;
+
+	pthread_mutex_lock(&s->lock);
+	was = s->write_err;
+	s->write_err = 0;
+	s->st.last_write_err = 0;
+	pthread_mutex_unlock(&s->lock);
+	if (was)
+		pr_info("%s store: writing to %s works again (%s), %s %s written", s->what, s->path,
+			strerror(-was), s->what, id);
 }
 
 /* no_evict: whether e fits with old (the entry of its id, NULL allowed) replaced and every other
@@ -739,6 +792,7 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 	char tmp[FILE_NAME_LEN], name[FILE_NAME_LEN];
 	struct entry e = {.start_unix_ns = start_unix_ns, .state = ENTRY_SPIKE};
 	struct entry *old;
+	char msg[768]; /* a message of a failed write: paths, cut if long */
 	uint64_t seq;
 	int head_len, err;
 
@@ -770,8 +824,9 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 	snprintf(tmp, sizeof(tmp), "%s%s.%" PRIu64 TMP_SUFFIX, id, s->suffix, seq);
 	err = write_tmp(s, tmp, head, head_len, json, blobs, n);
 	if (err) {
-		pr_warn("failed to write %s %s to %s/%s: %s", s->what, id, s->path, tmp,
-			strerror(-err));
+		snprintf(msg, sizeof(msg), "failed to write %s %s to %s/%s", s->what, id, s->path,
+			 tmp);
+		write_failed(s, msg, err);
 		unlinkat(s->dirfd, tmp, 0);
 		goto count;
 	}
@@ -787,7 +842,9 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 		err = room_for(s, &e, old);
 	if (!err && renameat(s->dirfd, tmp, s->dirfd, name)) {
 		err = -errno;
-		pr_warn("failed to rename %s/%s to %s: %s", s->path, tmp, name, strerror(errno));
+		snprintf(msg, sizeof(msg), "failed to rename %s/%s to %s", s->path, tmp, name);
+	} else {
+		msg[0] = '\0';
 	}
 	if (!err) {
 		if (old)
@@ -800,16 +857,20 @@ int spike_store__save(struct spike_store *s, const char *id, int64_t start_unix_
 		s->st.save_failed++;
 	pthread_mutex_unlock(&s->lock);
 	if (err) {
+		if (msg[0])
+			write_failed(s, msg, err);
 		unlinkat(s->dirfd, tmp, 0);
 		return err;
 	}
 	/* the rename and the evictions reach the disk */
 	if (fsync(s->dirfd)) {
 		err = -errno;
-		pr_warn("failed to fsync %s after writing %s %s: %s", s->path, s->what, id,
-			strerror(errno));
+		snprintf(msg, sizeof(msg), "failed to fsync %s after writing %s %s", s->path,
+			 s->what, id);
+		write_failed(s, msg, err);
 		goto count;
 	}
+	write_ok(s, id);
 	return 0;
 count:
 	pthread_mutex_lock(&s->lock);

@@ -62,6 +62,9 @@ struct spike_store_stats {
 			       * files), each logged; not those of spike_store__remove */
 	uint64_t corrupt;     /* files found corrupt or unreadable (at the scan, or a read of their
 			       * JSON or a blob): each reported and counted once */
+	uint64_t temp_removed; /* temp files of interrupted writes (a crash) removed at open */
+	int last_write_err;    /* errno of the last failed write (ENOSPC, EROFS, EIO...) while
+				* writes fail; 0 once one goes through */
 	/* gauges */
 	uint64_t unknown_format; /* files of a newer format kept in the directory */
 	uint64_t bytes;		 /* sizes of the entry files and corrupt files (the bounded part;

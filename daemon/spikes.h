@@ -143,6 +143,9 @@ void spikes__save_pending(struct spikes *s);
 /* At shutdown, once the drain stopped: writes every spike not written yet, those going on
  * included (stored as over, with "cut_short": true). */
 void spikes__save_all(struct spikes *s);
+/* Closed spikes not yet written to the state directory (waiting their turn, or for a disk that
+ * refused a write). The drain thread's count: others read it without a lock, as a gauge. */
+size_t spikes__saves_pending(struct spikes *s);
 /* Whether a held spike has stage name (a stage no longer configured, or a mark's or alert's). */
 bool spikes__stage_held(struct spikes *s, const char *name);
 /* The blob name of a stored profile: TYPE[.stage][.baseline], e.g. "cpu.stage.baseline". */

@@ -102,6 +102,11 @@ struct spikes {
 	struct spike_store *store;
 	const struct query_ctx *ctx;
 	uint64_t saves_failed, loaded;
+	/* a write the disk refused (full, read-only) is tried again, the spike kept in memory
+	 * meanwhile: not before save_retry_at_ns (monotonic), after a wait that doubles from 2 s
+	 * to 30 s while writes fail (save_backoff_ns, 0 while they go through) */
+	uint64_t save_retry_at_ns, save_backoff_ns;
+	int save_err; /* -errno of the last refused write while writes fail, else 0 */
 };
 
 /* The spike windows of e held in ring, oldest first, into out[0..max). */

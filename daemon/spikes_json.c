@@ -357,6 +357,11 @@ void *spikes__status_json(struct spikes *s)
 	json_object_set_new(o, "spikes", json_integer((json_int_t)s->nr_eps));
 	json_object_set_new(o, "open", json_integer((json_int_t)open));
 	json_object_set_new(o, "pinned_windows", json_integer(s->total_pins));
+	/* the state directory: spikes waiting to be written, failed writes, the disk's refusal */
+	json_object_set_new(o, "saves_pending", json_integer((json_int_t)spikes__saves_pending(s)));
+	json_object_set_new(o, "saves_failed", json_integer((json_int_t)s->saves_failed));
+	json_object_set_new(o, "save_error",
+			    s->save_err ? json_string(strerror(-s->save_err)) : json_null());
 	return o;
 }
 
@@ -503,6 +508,18 @@ char *spikes__metrics_text(struct spikes *s, struct window_ring *ring)
 			 st.evicted);
 		text_put(&t, "tailprof_spike_store_files_total{event=\"corrupt\"} %" PRIu64 "\n",
 			 st.corrupt);
+		text_put(&t,
+			 "tailprof_spike_store_files_total{event=\"temp_removed\"} %" PRIu64 "\n",
+			 st.temp_removed);
+		text_metric(
+		    &t, "tailprof_spike_store_pending", "gauge",
+		    "Closed spikes not yet written to the state directory: their turn, or a "
+		    "disk that refused a write (full, read-only), tried again.");
+		text_put(&t, "tailprof_spike_store_pending %zu\n", spikes__saves_pending(s));
+		text_metric(&t, "tailprof_spike_store_write_failing", "gauge",
+			    "1 while the state directory refuses the spikes' writes (the log names "
+			    "the error), else 0.");
+		text_put(&t, "tailprof_spike_store_write_failing %d\n", s->save_err != 0);
 		text_metric(&t, "tailprof_spike_store_unknown_format", "gauge",
 			    "Files of a newer format in the state directory: kept, not read.");
 		text_put(&t, "tailprof_spike_store_unknown_format %" PRIu64 "\n",

@@ -16,10 +16,14 @@
 #include "spikes_internal.h"
 #include "stages.h"
 #include "sysinfo.h"
+#include "timeparse.h"
 #include "window.h"
 
 #define MAX_PROFILE_WINDOWS 128
 #define SAVES_PER_DRAIN	    4 /* spikes written per drain at most: a burst waits its turn */
+/* the waits between tries of a disk that refused a write: doubling from MIN to MAX */
+#define SAVE_RETRY_MIN_NS (2 * NSEC_PER_SEC)
+#define SAVE_RETRY_MAX_NS (30 * NSEC_PER_SEC)
 
 static const char *const type_names[] = {"cpu", "offcpu", "wall"};
 
@@ -103,9 +107,19 @@ static int encode(struct spikes *s, const char *id, bool baseline, enum profile_
 	return rc;
 }
 
+/* Whether a failed save (rc) may go through later: the disk's refusals (full, read-only, I/O
+ * errors, permissions) may; the store's own refusals (a bad id, a file it keeps, a spike past
+ * its bounds) will not. */
+static bool retryable(int rc)
+{
+	return rc && rc != -EINVAL && rc != -EFBIG && rc != -EEXIST && rc != -E2BIG &&
+	       rc != -EMLINK && rc != -ENAMETOOLONG;
+}
+
 /* Writes spike id: its JSON, then up to 12 profiles, each encoded under the read lock on its own
- * so that the drain waits for one encoding at most. */
-static void save_one(struct spikes *s, const char *id)
+ * so that the drain waits for one encoding at most. Returns 0 (also for a spike no longer held)
+ * or the store's -errno. */
+static int save_one(struct spikes *s, const char *id)
 {
 	struct spike_blob blobs[12];
 	char names[12][32], *json = NULL;
@@ -123,7 +137,7 @@ static void save_one(struct spikes *s, const char *id)
 	}
 	collector__unlock(s->ctx->collector);
 	if (!o)
-		return;
+		return 0;
 	if (json_is_true(json_object_get(o, "open"))) {
 		/* written at shutdown while it went on: after the restart it is over */
 		json_object_set_new(o, "open", json_false());
@@ -155,15 +169,31 @@ static void save_one(struct spikes *s, const char *id)
 	for (size_t i = 0; i < n; i++)
 		free((void *)blobs[i].data);
 	free(json);
+	return rc;
 }
 
-void spikes__save_pending(struct spikes *s)
+/* Marks ids[0..n) to be saved again (those still held). */
+static void requeue(struct spikes *s, char (*ids)[SPIKE_ID_LEN], size_t n)
+{
+	collector__rdlock(s->ctx->collector);
+	for (size_t i = 0; i < n; i++) {
+		struct episode *e = spikes_find(s, ids[i]);
+
+		if (e)
+			e->to_save = true;
+	}
+	collector__unlock(s->ctx->collector);
+}
+
+/* Saves up to SAVES_PER_DRAIN pending spikes, oldest first. At a refusal the disk may lift
+ * (full, read-only) the rest wait: the next try comes after the backoff. Returns the number
+ * saved, or -errno of the refusal. */
+static int save_some(struct spikes *s, uint64_t now_ns)
 {
 	char ids[SAVES_PER_DRAIN][SPIKE_ID_LEN];
 	size_t n = 0;
+	int saved = 0;
 
-	if (!s->store)
-		return;
 	/* the drain thread (here) is the only one that writes episodes and to_save; readers never
 	 * look at to_save, so clearing it under the read lock races with nobody */
 	collector__rdlock(s->ctx->collector);
@@ -173,8 +203,50 @@ void spikes__save_pending(struct spikes *s)
 			s->eps[i]->to_save = false;
 		}
 	collector__unlock(s->ctx->collector);
-	for (size_t i = 0; i < n; i++)
-		save_one(s, ids[i]);
+	for (size_t i = 0; i < n; i++) {
+		int rc = save_one(s, ids[i]);
+
+		if (retryable(rc)) {
+			requeue(s, ids + i, n - i);
+			if (!s->save_backoff_ns)
+				pr_warn(
+				    "state directory: %s; spikes not written stay in memory and "
+				    "are written when it works again (tried every %llu s at most)",
+				    strerror(-rc), SAVE_RETRY_MAX_NS / NSEC_PER_SEC);
+			s->save_backoff_ns =
+			    s->save_backoff_ns ? s->save_backoff_ns * 2 : SAVE_RETRY_MIN_NS;
+			if (s->save_backoff_ns > SAVE_RETRY_MAX_NS)
+				s->save_backoff_ns = SAVE_RETRY_MAX_NS;
+			s->save_retry_at_ns = now_ns + s->save_backoff_ns;
+			s->save_err = rc;
+			return rc;
+		}
+		if (!rc) {
+			saved++;
+			s->save_backoff_ns = 0;
+			s->save_retry_at_ns = 0;
+			s->save_err = 0;
+		}
+	}
+	return saved;
+}
+
+void spikes__save_pending(struct spikes *s)
+{
+	uint64_t now = sysinfo__mono_ns();
+
+	if (!s->store || now < s->save_retry_at_ns)
+		return;
+	save_some(s, now);
+}
+
+size_t spikes__saves_pending(struct spikes *s)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nr_eps; i++)
+		n += s->eps[i]->to_save;
+	return n;
 }
 
 int spikes__stored_profile(struct spikes *s, const char *id, const char *type, bool stage,
@@ -198,10 +270,13 @@ void spikes__save_all(struct spikes *s)
 	for (size_t i = 0; i < s->nr_eps; i++)
 		if (s->eps[i]->open && !s->eps[i]->stored)
 			s->eps[i]->to_save = true;
+	/* one more try of a disk that refused writes, then no waiting: the daemon is stopping */
 	while (more) {
-		more = false;
-		spikes__save_pending(s);
-		for (size_t i = 0; i < s->nr_eps; i++)
-			more |= s->eps[i]->to_save;
+		int rc = save_some(s, sysinfo__mono_ns());
+
+		more = rc >= 0 && spikes__saves_pending(s);
+		if (rc < 0)
+			pr_warn("state directory: %zu spikes not written at exit: %s",
+				spikes__saves_pending(s), strerror(-rc));
 	}
 }

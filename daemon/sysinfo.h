@@ -21,8 +21,13 @@ const char *sysinfo__kernel_release(void);
 uint64_t sysinfo__rss_bytes(void);
 /* User + system CPU time of this process in ns (getrusage). */
 uint64_t sysinfo__cpu_ns(void);
-/* CLOCK_MONOTONIC and CLOCK_REALTIME now, in ns. */
+/* CLOCK_MONOTONIC and CLOCK_REALTIME now, in ns. CLOCK_REALTIME has the test offset added
+ * (sysinfo__test_clock_refresh). */
 uint64_t sysinfo__mono_ns(void);
 int64_t sysinfo__real_ns(void);
+/* Test-only: when TAILPROF_TEST_REALTIME_OFFSET_FILE names a file, reads a signed integer from it
+ * (ns; missing, empty or unparsable: 0) and adds it to CLOCK_REALTIME from now on, as a wall-clock
+ * step would. Called at each drain. Without the variable, does nothing. */
+void sysinfo__test_clock_refresh(void);
 
 #endif

@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+from daemon import wait_for  # noqa: E402
 from runner import require_bpf, run_tests, skip, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -48,16 +49,6 @@ def gc_object(d, path):
         if o["path"] == path:
             return o
     return None
-
-
-def wait_for(what, fn, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def wait_attached(d, path, processes=1):

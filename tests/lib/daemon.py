@@ -2,6 +2,7 @@
 """Starting and talking to a tailprofd for tests and benchmarks: its own free port, wait for
 /healthz, GET helpers, SIGTERM."""
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -19,12 +20,26 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for(what, fn, timeout=10):
+    """Polls fn() every 0.05 s until it returns something true; returns it, or raises
+    AssertionError naming what after timeout seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
 class Daemon:
     """tailprofd on host (127.0.0.1, or e.g. 0.0.0.0, reached through 127.0.0.1) and a free port,
     with no unix socket unless args give --socket or default_socket is true; healthy when the
-    constructor returns, within wait_s seconds (or RuntimeError with its output)."""
+    constructor returns, within wait_s seconds (or RuntimeError with its output); env: variables
+    added to its environment."""
 
-    def __init__(self, binary, *args, host="127.0.0.1", default_socket=False, wait_s=20):
+    def __init__(self, binary, *args, host="127.0.0.1", default_socket=False, wait_s=20,
+                 env=None):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
@@ -34,7 +49,8 @@ class Daemon:
                                           for a in args):
             args = ("--socket", "none") + tuple(args)
         self.proc = subprocess.Popen([binary, "--listen", "%s:%d" % (host, self.port)] +
-                                     list(args), stdout=self.log, stderr=subprocess.STDOUT)
+                                     list(args), stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **(env or {})))
         deadline = time.time() + wait_s
         while time.time() < deadline:
             if self.proc.poll() is not None:
