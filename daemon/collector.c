@@ -637,6 +637,10 @@ void collector__status(struct collector *c, struct collector_status *st)
 	size_t n = window_ring__count(r);
 
 	*st = c->st;
+	/* drains that stopped (a thread stuck) are not health: probes and readiness say 503 */
+	if (st->healthy &&
+	    sysinfo__mono_ns() - st->last_drain_mono_ns >= COLLECTOR_DRAIN_STALLED_NS)
+		st->healthy = false;
 	st->window_bytes = st->record_bytes = st->records = 0;
 	for (size_t i = 0; i < n + window_ring__nr_pinned(r); i++) {
 		struct window *w = i < n ? window_ring__get(r, i) : window_ring__pinned(r, i - n);

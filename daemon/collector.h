@@ -48,10 +48,17 @@ struct collector_opts {
 	uint32_t max_stacks, max_tasks, max_known;
 };
 
+/* Drains run every 100 ms to 1 s. One this late (CLOCK_MONOTONIC ns since the last) starves
+ * the systemd watchdog; one STALLED late means collection stopped: no longer healthy (a long
+ * query or a loaded host delays drains by seconds: health does not flap for that). */
+#define COLLECTOR_DRAIN_LATE_NS	   (5 * NSEC_PER_SEC)
+#define COLLECTOR_DRAIN_STALLED_NS (30 * NSEC_PER_SEC)
+
 struct collector_status {
 	int64_t started_unix_ns;
 	uint64_t started_mono_ns;
-	bool healthy; /* probes attached and the first drain done */
+	bool healthy; /* probes attached, the first drain done, and the last one less than
+		       * COLLECTOR_DRAIN_STALLED_NS ago (collector__status) */
 	int probes_attached;
 	int cpus_sampled;
 	uint64_t samples, idle_samples, received_samples, expected_samples;

@@ -5,18 +5,29 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
 #include "timeparse.h"
 
+/* A configuration file is at most this many bytes: a file that never ends (a link to /dev/zero
+ * made by mistake) must not hang the reload. */
+#define CONFIG_MAX_BYTES (1 << 20)
+
 struct parse {
 	struct config *c;
 	FILE *f;
+	char *linebuf; /* getline's */
+	size_t linecap;
+	size_t bytes;	  /* read so far */
+	bool stop;	  /* the reader met an error: no more lines */
 	int line;	  /* of the line inih handed us last */
 	int section_line; /* of the last [section] header */
 	int err_line;
@@ -75,18 +86,44 @@ static int __attribute__((format(printf, 2, 3))) fail(struct parse *p, const cha
 	return 0;
 }
 
-/* inih reads lines through this, so we know the line of each callback. */
+/* inih reads lines through this (size: its line buffer, INI_MAX_LINE), so we know the line of
+ * each callback. A line longer than inih takes, a NUL byte, a read error or a file past
+ * CONFIG_MAX_BYTES ends the parse with an error: inih would split a long line, and a comment's
+ * tail would become a setting. */
 static char *reader(char *buf, int size, void *stream)
 {
 	struct parse *p = stream;
-	char *r = fgets(buf, size, p->f);
+	ssize_t n;
 
-	if (r) {
-		p->line++;
-		if (buf[strspn(buf, " \t")] == '[')
-			p->section_line = p->line;
+	if (p->stop)
+		return NULL;
+	errno = 0;
+	n = getline(&p->linebuf, &p->linecap, p->f);
+	if (n < 0) {
+		if (ferror(p->f)) {
+			p->line++;
+			fail(p, "cannot read: %s", strerror(errno ? errno : EIO));
+		}
+		return NULL;
 	}
-	return r;
+	p->line++;
+	p->bytes += (size_t)n;
+	if (p->bytes > CONFIG_MAX_BYTES)
+		fail(p, "the file goes past %d bytes: not a configuration file", CONFIG_MAX_BYTES);
+	else if (memchr(p->linebuf, 0, (size_t)n))
+		fail(p, "a NUL byte: not a text file");
+	else if (n >= size && !(n == size && p->linebuf[n - 1] == '\n'))
+		fail(p, "a line of %zd bytes: at most %d are read; shorten it", n, size - 1);
+	if (p->err_line) {
+		p->stop = true;
+		return NULL;
+	}
+	memcpy(buf, p->linebuf, (size_t)n + 1);
+	if (n >= size) /* n == size, its newline dropped */
+		buf[size - 1] = 0;
+	if (buf[strspn(buf, " \t")] == '[')
+		p->section_line = p->line;
+	return buf;
 }
 
 static int start_section_at(struct parse *p, const char *section);
@@ -404,13 +441,22 @@ static int check_sections(struct parse *p)
 struct config *config__load(const char *path, char *err, size_t errlen)
 {
 	struct parse p = {.kind = SEC_NONE};
-	int rc, e;
+	struct stat st;
+	int rc, e, fd;
 
-	p.f = fopen(path, "re");
-	if (!p.f) {
+	/* not blocking on a FIFO's open; a regular file only (a directory reads as empty) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	e = fd < 0 || fstat(fd, &st) ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+	if (!e &&
+	    (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || !(p.f = fdopen(fd, "r"))))
 		e = errno;
+	if (e) {
 		snprintf(err, errlen, "cannot read the configuration file %s: %s", path,
-			 strerror(e));
+			 e == EINVAL
+			     ? "not a regular file (a directory, a FIFO, a device?): give a file"
+			     : strerror(e));
+		if (fd >= 0)
+			close(fd);
 		errno = e;
 		return NULL;
 	}
@@ -420,6 +466,7 @@ struct config *config__load(const char *path, char *err, size_t errlen)
 	p.c->path = xstrdup(path);
 	rc = ini_parse_stream(reader, &p, handler, &p);
 	fclose(p.f);
+	free(p.linebuf);
 	if (rc > 0 && !p.err_line) {
 		p.line = rc;
 		fail(&p, "not a [section] or key = value line");

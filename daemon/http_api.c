@@ -866,8 +866,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		collector__rdlock(ctx->collector);
 		collector__status(ctx->collector, &st);
 		collector__unlock(ctx->collector);
-		return st.healthy ? http_send_buf(conn, 200, "text/plain", "ok\n", 3, false)
-				  : http_send_buf(conn, 503, "text/plain", "starting\n", 9, false);
+		if (st.healthy)
+			return http_send_buf(conn, 200, "text/plain", "ok\n", 3, false);
+		/* drains began and stopped: a thread is stuck (the log says more) */
+		return st.drains ? http_send_buf(conn, 503, "text/plain", "stalled\n", 8, false)
+				 : http_send_buf(conn, 503, "text/plain", "starting\n", 9, false);
 	}
 	if (!strcmp(url, "/metrics")) {
 		struct http_write_counts writes;

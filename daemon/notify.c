@@ -22,7 +22,6 @@
 /* the status line changes at most this often */
 #define STATUS_EVERY_NS (5 * NSEC_PER_SEC)
 /* no drain for this long (drains are 500 ms apart at most): no watchdog ping */
-#define DRAIN_LATE_NS (5 * NSEC_PER_SEC)
 
 struct notify {
 	struct collector *coll;
@@ -71,7 +70,8 @@ static void *notify_thread(void *arg)
 			ready = true;
 			last_status = now;
 		}
-		if (ready && n->watchdog_usec && now - st.last_drain_mono_ns < DRAIN_LATE_NS)
+		if (ready && n->watchdog_usec &&
+		    now - st.last_drain_mono_ns < COLLECTOR_DRAIN_LATE_NS)
 			sd_notify(0, "WATCHDOG=1");
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_sec += 1;

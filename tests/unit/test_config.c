@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -141,6 +142,63 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(err, "/nonexistent/tailprofd.conf"));
 }
 
+/* Files that are not configuration files: refused with the line or the kind named, never read
+ * as an empty configuration or split into settings. */
+static void test_not_a_config_file(void **state)
+{
+	char err[600], text[512], fifo[] = "/tmp/tp_test_config_fifo";
+	char *big;
+	struct config *c;
+
+	(void)state;
+	/* a directory opens and reads as empty with fopen */
+	assert_null(config__load("/tmp", err, sizeof(err)));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+	/* a FIFO: refused without waiting for a writer; a device likewise */
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_null(config__load(fifo, err, sizeof(err)));
+	assert_non_null(strstr(err, "not a regular file"));
+	unlink(fifo);
+	assert_null(config__load("/dev/zero", err, sizeof(err)));
+	assert_non_null(strstr(err, "not a regular file"));
+	/* a comment longer than inih's line: its tail must not become "frequency = 7" */
+	snprintf(text, sizeof(text), "[daemon]\n; %0250d frequency = 7\n", 0);
+	assert_null(load(text, err, sizeof(err)));
+	assert_non_null(strstr(err, ":2: a line of 267 bytes: at most 199 are read"));
+	/* exactly the longest line inih takes: read whole */
+	snprintf(text, sizeof(text), "[daemon]\n; %0195d\nfrequency = 7\n", 0);
+	c = load(text, err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->frequency.value, "7");
+	assert_int_equal(c->frequency.line, 3);
+	config__free(c);
+	/* a NUL byte ends the text early for C strings: refused, not taken as "99" */
+	memcpy(text, "[daemon]\nfrequency = 99\0garbage\n", 33);
+	{
+		int fd;
+
+		snprintf(path, sizeof(path), "/tmp/tp_test_config.XXXXXX");
+		fd = mkstemp(path);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, 33), 33);
+		close(fd);
+		assert_null(config__load(path, err, sizeof(err)));
+		unlink(path);
+		assert_non_null(strstr(err, ":2: a NUL byte"));
+	}
+	/* past 1 MiB of comments */
+	big = malloc((1 << 20) + 200);
+	assert_non_null(big);
+	strcpy(big, "[daemon]\n");
+	for (size_t n = strlen(big); n < (1 << 20) + 100; n += 100)
+		snprintf(big + n, 101, "; %097d\n", 0);
+	assert_null(load(big, err, sizeof(err)));
+	assert_non_null(strstr(err, "goes past 1048576 bytes"));
+	free(big);
+}
+
 static void test_stage_names(void **state)
 {
 	assert_true(config__valid_stage_name("compute"));
@@ -185,9 +243,10 @@ static void test_snapshots_section(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_full_config),	 cmocka_unit_test(test_errors_name_the_line),
-	    cmocka_unit_test(test_missing_file), cmocka_unit_test(test_stage_names),
-	    cmocka_unit_test(test_gc_section),	 cmocka_unit_test(test_snapshots_section),
+	    cmocka_unit_test(test_full_config),	      cmocka_unit_test(test_errors_name_the_line),
+	    cmocka_unit_test(test_missing_file),      cmocka_unit_test(test_not_a_config_file),
+	    cmocka_unit_test(test_stage_names),	      cmocka_unit_test(test_gc_section),
+	    cmocka_unit_test(test_snapshots_section),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
