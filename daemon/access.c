@@ -55,7 +55,19 @@ char *access__read_token(const char *path, char *err, size_t errlen)
 	while ((size_t)n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
 		n += r;
 	buf[n] = 0;
-	len = strcspn(buf, "\n");
+	{
+		const char *nl = memchr(buf, '\n', (size_t)n);
+
+		len = nl ? (size_t)(nl - buf) : (size_t)n;
+	}
+	if (memchr(buf, 0, len)) {
+		snprintf(
+		    err, errlen,
+		    "auth token file %s: a NUL byte in its first line (not a text file); write "
+		    "the token as one line of text",
+		    path);
+		goto out;
+	}
 	while (len && (buf[len - 1] == ' ' || buf[len - 1] == '\t' || buf[len - 1] == '\r'))
 		len--;
 	buf[len] = 0;
@@ -64,6 +76,12 @@ char *access__read_token(const char *path, char *err, size_t errlen)
 			 "auth token file %s: its first line is empty; write the token "
 			 "there",
 			 path);
+	} else if (len < ACCESS_TOKEN_MIN) {
+		snprintf(
+		    err, errlen,
+		    "auth token file %s: the token is %zu bytes, too easily guessed; use at least "
+		    "%d, e.g. the output of: openssl rand -hex 32",
+		    path, len, ACCESS_TOKEN_MIN);
 	} else if (len > ACCESS_TOKEN_MAX) {
 		snprintf(err, errlen, "auth token file %s: the token is longer than %d bytes", path,
 			 ACCESS_TOKEN_MAX);
@@ -118,6 +136,9 @@ bool access__bearer_ok(const char *authorization, const char *token)
 	authorization += 7;
 	authorization += strspn(authorization, " \t");
 	vlen = strlen(authorization);
+	/* blanks after the token are the header's, not the token's (RFC 9110's OWS) */
+	while (vlen && (authorization[vlen - 1] == ' ' || authorization[vlen - 1] == '\t'))
+		vlen--;
 	/* every byte of the token is compared, whatever the value: the time says nothing of how
 	 * much of it was right */
 	diff = vlen != tlen;

@@ -17,6 +17,7 @@
 #define ACCESS_SOCKET_PATH_MAX 107
 /* a token is at most this many bytes (the first line of the file) */
 #define ACCESS_TOKEN_MAX 1024
+#define ACCESS_TOKEN_MIN 12 /* bytes: a token that short is guessed */
 
 /* A unix listening socket that access__listen_unix made: removed by access__close_unix only
  * while the path is still that socket (same device and inode). */
@@ -28,8 +29,9 @@ struct access_socket {
 	bool group_set; /* its group is ACCESS_SOCKET_GROUP */
 };
 
-/* Reads the API token from path: its first line without trailing blanks, at least one
- * character, printable ASCII without spaces, at most ACCESS_TOKEN_MAX bytes. The file must be
+/* Reads the API token from path: its first line without trailing blanks, printable ASCII
+ * without spaces, ACCESS_TOKEN_MIN to ACCESS_TOKEN_MAX bytes; a NUL byte in that line is an
+ * error (it would cut the token short). The file must be
  * a regular file (a symbolic link is not followed), owned by root or by us, with no permission
  * for group or others (mode 0600 or 0400). Returns a malloc'd token (the caller frees it,
  * after explicit_bzero), or NULL with err (errlen bytes) naming the file, what is wrong and the

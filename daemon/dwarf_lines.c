@@ -511,7 +511,8 @@ static int list_children(struct unit *u, struct pc_range *r, Dwarf_Die *die)
 		u->nr_inlined = first;
 		return -ENOMEM;
 	}
-	qsort(u->inlined + first, u->nr_inlined - first, sizeof(*u->inlined), cmp_range);
+	if (u->nr_inlined > first) /* inlined may be NULL (none yet): qsort's array must not be */
+		qsort(u->inlined + first, u->nr_inlined - first, sizeof(*u->inlined), cmp_range);
 	r->first = first;
 	r->nr = u->nr_inlined - first;
 	return 0;

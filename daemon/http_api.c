@@ -915,18 +915,18 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	pr_debug("http: %s", buf);
 }
 
-/* One libmicrohttpd daemon serving listen_fd (taken over) for h. NULL on failure. */
-static struct MHD_Daemon *start_mhd(struct http_api *h, int listen_fd)
+/* One libmicrohttpd daemon serving listen_fd (taken over) for h, its connections counted in lim.
+ * NULL on failure. */
+static struct MHD_Daemon *start_mhd(struct http_api *h, int listen_fd, struct limits_http *lim)
 {
 	return MHD_start_daemon(
 	    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
 	    /* the counted cap (resource_limits.h); libmicrohttpd's limit above it is a backstop */
-	    limits_http_accept, &limits_http, handle, h,
+	    limits_http_accept, lim, handle, h,
 	    /* the logger first, so that no message goes to MHD's own */
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-	    MHD_OPTION_CONNECTION_LIMIT, limits_http.max + 8, MHD_OPTION_NOTIFY_CONNECTION,
-	    limits_http_notify, &limits_http, MHD_OPTION_NOTIFY_COMPLETED,
-	    http_api_request_completed, NULL,
+	    MHD_OPTION_CONNECTION_LIMIT, lim->max + 8, MHD_OPTION_NOTIFY_CONNECTION,
+	    limits_http_notify, lim, MHD_OPTION_NOTIFY_COMPLETED, http_api_request_completed, NULL,
 	    /* a connection that sends nothing for 10 s is closed: idle clients cannot hold the
 	     * slots for long */
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
@@ -975,9 +975,10 @@ struct http_api *http_api__start(int listen_fd, const struct query_ctx *ctx,
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->encoder_free, NULL);
 	limits_http.max = o.max_connections ? o.max_connections : LIMITS_DEFAULT_HTTP_CONNECTIONS;
-	if (o.serve_unix && !(h->mhd_unix = start_mhd(h, o.unix_fd)))
+	limits_http_unix.max = limits_http.max;
+	if (o.serve_unix && !(h->mhd_unix = start_mhd(h, o.unix_fd, &limits_http_unix)))
 		close(o.unix_fd);
-	h->mhd = (!o.serve_unix || h->mhd_unix) ? start_mhd(h, listen_fd) : NULL;
+	h->mhd = (!o.serve_unix || h->mhd_unix) ? start_mhd(h, listen_fd, &limits_http) : NULL;
 	if (!h->mhd) {
 		stop_mhd(h->mhd_unix);
 		if (h->token)

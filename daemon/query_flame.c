@@ -273,7 +273,8 @@ static int build_tree(struct flame_build *b)
 	size_t cap = 0;
 	int err = 0;
 
-	qsort_r(b->leaves, b->nr_leaves, sizeof(*b->leaves), cmp_leaf, b->pool);
+	if (b->nr_leaves) /* leaves is NULL then: qsort's array must not be */
+		qsort_r(b->leaves, b->nr_leaves, sizeof(*b->leaves), cmp_leaf, b->pool);
 	for (size_t k = 0; k < b->nr_leaves && !err; k++) {
 		const struct leaf *l = &b->leaves[k];
 		const uint32_t *seq = b->pool + l->seq;

@@ -71,7 +71,7 @@ int limits_opts__set(struct limits_opts *o, const char *key, const char *value, 
 
 /* ---- HTTP connections ---- */
 
-struct limits_http limits_http;
+struct limits_http limits_http, limits_http_unix;
 
 enum MHD_Result limits_http_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
@@ -80,7 +80,7 @@ enum MHD_Result limits_http_accept(void *cls, const struct sockaddr *addr, sockl
 
 	(void)addr;
 	(void)addrlen;
-	/* the listening thread alone accepts: open only grows here, so the check holds */
+	/* the listener's thread alone accepts for it: open only grows here, so the check holds */
 	if (__atomic_load_n(&l->open, __ATOMIC_RELAXED) >= max) {
 		__atomic_add_fetch(&l->refused, 1, __ATOMIC_RELAXED);
 		return MHD_NO;
@@ -159,13 +159,16 @@ size_t limits__rows(const struct query_ctx *ctx, struct limit_row *rows)
 		push__queue_counts(ctx->push, &r.entries, &r.cap, &r.evicted);
 		rows[n++] = r;
 	}
+	/* both listeners: the cap is each one's */
 	rows[n++] =
 	    (struct limit_row){"http_connections",
 			       "refuse_new",
-			       __atomic_load_n(&limits_http.open, __ATOMIC_RELAXED),
+			       __atomic_load_n(&limits_http.open, __ATOMIC_RELAXED) +
+				   __atomic_load_n(&limits_http_unix.open, __ATOMIC_RELAXED),
 			       limits_http.max ? limits_http.max : LIMITS_DEFAULT_HTTP_CONNECTIONS,
 			       0,
-			       __atomic_load_n(&limits_http.refused, __ATOMIC_RELAXED)};
+			       __atomic_load_n(&limits_http.refused, __ATOMIC_RELAXED) +
+				   __atomic_load_n(&limits_http_unix.refused, __ATOMIC_RELAXED)};
 	return n;
 }
 

@@ -47,15 +47,18 @@ bool limits__is_key(const char *key);
 
 /* ---- HTTP connections ---- */
 
-/* The open connections of the one HTTP server, against max (0: LIMITS_DEFAULT_HTTP_CONNECTIONS),
- * through libmicrohttpd's accept policy and connection notification (both take
- * &limits_http as their cls). A connection past max is closed at accept and counted. */
+/* The open connections of one HTTP listener, against max (0: LIMITS_DEFAULT_HTTP_CONNECTIONS),
+ * through libmicrohttpd's accept policy and connection notification (both take the listener's
+ * counter as their cls). A connection past max is closed at accept and counted. The TCP
+ * listener counts in limits_http, the unix socket in limits_http_unix, each against the same
+ * max: clients that fill TCP's slots (slow ones: anyone who can reach the port) do not lock
+ * root and group tailprof out of the socket. */
 struct limits_http {
 	uint32_t max;
 	uint32_t open;	  /* atomic */
 	uint64_t refused; /* atomic; since start */
 };
-extern struct limits_http limits_http;
+extern struct limits_http limits_http, limits_http_unix;
 /* MHD_AcceptPolicyCallback: MHD_NO (counted) when max connections are open. */
 enum MHD_Result limits_http_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
 /* MHD_NotifyConnectionCallback: counts connections opening and closing. */

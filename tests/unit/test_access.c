@@ -65,9 +65,22 @@ static void test_token_file(void **state)
 	assert_non_null(tok);
 	assert_string_equal(tok, "s3cr3t-token");
 	free(tok);
-	tok = access__read_token(file("ro", "abc", 0400), err, sizeof(err));
-	assert_string_equal(tok, "abc");
+	tok = access__read_token(file("ro", "abcdefghijkl", 0400), err, sizeof(err));
+	assert_string_equal(tok, "abcdefghijkl");
 	free(tok);
+	/* too short to resist guessing; a NUL byte would cut it short */
+	assert_null(access__read_token(file("short", "abcdefghijk\n", 0600), err, sizeof(err)));
+	assert_non_null(strstr(err, "11 bytes, too easily guessed"));
+	{
+		const char *p = file("nul", "", 0600);
+		FILE *f = fopen(p, "w");
+
+		assert_non_null(f);
+		assert_int_equal(fwrite("abcdefghijkl\0mnop\n", 1, 18, f), 18);
+		fclose(f);
+		assert_null(access__read_token(p, err, sizeof(err)));
+		assert_non_null(strstr(err, "a NUL byte"));
+	}
 
 	assert_null(access__read_token(file("644", "s3cr3t-token\n", 0644), err, sizeof(err)));
 	assert_non_null(strstr(err, "open to group or others (mode 0644)"));
@@ -77,7 +90,8 @@ static void test_token_file(void **state)
 	assert_non_null(strstr(err, "mode 0620"));
 	assert_null(access__read_token(file("empty", "\nnext\n", 0600), err, sizeof(err)));
 	assert_non_null(strstr(err, "first line is empty"));
-	assert_null(access__read_token(file("blank", "two words\n", 0600), err, sizeof(err)));
+	assert_null(
+	    access__read_token(file("blank", "two long words here\n", 0600), err, sizeof(err)));
 	assert_non_null(strstr(err, "a blank"));
 	assert_null(strstr(err, "words"));
 	{
@@ -110,6 +124,8 @@ static void test_bearer(void **state)
 	assert_true(access__bearer_ok("Bearer tok-123", "tok-123"));
 	assert_true(access__bearer_ok("bearer tok-123", "tok-123"));
 	assert_true(access__bearer_ok("BEARER   tok-123", "tok-123"));
+	assert_true(access__bearer_ok("Bearer tok-123  \t", "tok-123"));
+	assert_false(access__bearer_ok("Bearer tok-12 ", "tok-123"));
 	assert_false(access__bearer_ok(NULL, "tok-123"));
 	assert_false(access__bearer_ok("", "tok-123"));
 	assert_false(access__bearer_ok("tok-123", "tok-123"));
@@ -120,7 +136,6 @@ static void test_bearer(void **state)
 	assert_false(access__bearer_ok("Bearer tok-1234", "tok-123"));
 	assert_false(access__bearer_ok("Bearer tok-124", "tok-123"));
 	assert_false(access__bearer_ok("Bearer Tok-123", "tok-123"));
-	assert_false(access__bearer_ok("Bearer tok-123 ", "tok-123"));
 }
 
 /* A listening socket of family on addr (a 4- or 16-byte address), port 0. */
