@@ -270,6 +270,10 @@ def test_ringbuf_overflow_counted():
         # a burst: deep stacks on both CPUs, twice as many threads as CPUs
         load = [subprocess.Popen([os.path.join(WL, "tp_deep"), "5", "120"],
                                  stdout=subprocess.DEVNULL) for _ in range(4)]
+        # The daemon stopped for 1.5 s while the programs go on: some 3,000 deep samples (3 MB)
+        # for 64 KiB. (A daemon that keeps up, on a quiet machine, would not overflow it.)
+        threading.Timer(1.0, os.kill, (d.proc.pid, signal.SIGSTOP)).start()
+        threading.Timer(2.5, os.kill, (d.proc.pid, signal.SIGCONT)).start()
         # every closed window, at every look while the ring buffer overflows (a sample past a
         # window's end used to close it before its last counts were in) and after
         broken, looks = [], 0
