@@ -223,7 +223,13 @@ try {
   }));
   await shot("compare");
   out.pageErrors = await page.evaluate(() => window.tailprofUI.S.errors);
-  // the page refreshed itself after drains meanwhile: more loads, more windows
+  // the page refreshes itself after drains (it polls every 2 s): more loads, more windows.
+  // On a quiet machine the driving above can take less than that: wait for one.
+  await page.waitForFunction(
+    (n) => window.tailprofUI.S.loads > n.loads && window.tailprofUI.S.windows.length > n.windows,
+    atStart,
+    { timeout: 15000 },
+  );
   out.refresh = { atStart, atEnd: await counts() };
 } finally {
   await browser.close();
