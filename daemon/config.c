@@ -17,6 +17,17 @@
 
 #include "timeparse.h"
 
+/* The [limits] keys (resource_limits.h): here, with the parser that reads them (the fuzz targets
+ * link the parser without the daemon's tables). */
+const char *const limits_keys[LIMITS_NR_KEYS] = {
+    [LIMIT_STACKS] = "stacks",
+    [LIMIT_TASKS] = "tasks",
+    [LIMIT_KNOWN_PROCESSES] = "known_processes",
+    [LIMIT_PROCESSES] = "processes",
+    [LIMIT_OBJECTS] = "objects",
+    [LIMIT_HTTP_CONNECTIONS] = "http_connections",
+};
+
 /* A configuration file is at most this many bytes: a file that never ends (a link to /dev/zero
  * made by mistake) must not hang the reload. */
 #define CONFIG_MAX_BYTES (1 << 20)

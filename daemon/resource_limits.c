@@ -19,15 +19,6 @@
 #include "textbuf.h"
 #include "timeparse.h"
 
-const char *const limits_keys[LIMITS_NR_KEYS] = {
-    [LIMIT_STACKS] = "stacks",
-    [LIMIT_TASKS] = "tasks",
-    [LIMIT_KNOWN_PROCESSES] = "known_processes",
-    [LIMIT_PROCESSES] = "processes",
-    [LIMIT_OBJECTS] = "objects",
-    [LIMIT_HTTP_CONNECTIONS] = "http_connections",
-};
-
 /* The range of each key; the lower bounds are 1 so that tests can fill a table with a handful */
 static const uint32_t key_max[LIMITS_NR_KEYS] = {
     [LIMIT_STACKS] = 100000000,

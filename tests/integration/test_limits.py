@@ -38,7 +38,7 @@ BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
 WL = os.path.join(BUILD, "tests", "workloads")
 TMP = tempfile.mkdtemp(prefix="tailprof-limits-")
-CAPS = {"stacks": 600, "tasks": 150, "known_processes": 30, "processes": 20}
+CAPS = {"stacks": 100, "tasks": 150, "known_processes": 30, "processes": 20}
 HTTP_CONNECTIONS = 4
 PIN_BUDGET = 4
 SNAPSHOTS = 3
