@@ -20,24 +20,17 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from runner import require_bpf, run_tests, start_daemons  # noqa: E402
-from test_daemon import BUILD, WL, Daemon, names, run, start_workload  # noqa: E402
+from test_daemon import BUILD, WL, Daemon, names, start_workload  # noqa: E402
 from test_daemon import wait_drained  # noqa: E402
-from test_symbols import check_fde_names, fde_extents  # noqa: E402
+from test_symbols import (build_id, check_fde_names, fde_extents, of_pid,  # noqa: E402
+                          share)
 
 FREQ = 997
 TMP = tempfile.mkdtemp(dir=BUILD)
 
 
-def of_pid(d, pid):
-    prof = d.profile("last=1m&pid=%d" % pid)[0]
-    ss = [s for s in prof.samples if s["labels"]["pid"] == str(pid)]
-    assert ss, "no samples of process %d" % pid
-    return ss
-
-
-def share(samples, pred):
-    total = sum(s["values"][0] for s in samples)
-    return sum(s["values"][0] for s in samples if pred(s)) / total
+def samples_of(d, pid):
+    return of_pid(d.profile("last=1m&pid=%d" % pid)[0], pid)
 
 
 def section_headers(data):
@@ -59,12 +52,6 @@ def healthy(d):
     assert d.get("/healthz")[0] == 200
 
 
-def build_id(path):
-    m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", path]).stdout)
-    assert m
-    return m.group(1)
-
-
 # ---- tests: d has --debug-dir TMP/debug, which holds the bad debug file ----
 
 def test_shared_object_with_section_headers_past_its_end(d):
@@ -83,7 +70,7 @@ def test_shared_object_with_section_headers_past_its_end(d):
     assert p.returncode == 0
     wait_drained(d)
     healthy(d)
-    ss = of_pid(d, pid)
+    ss = samples_of(d, pid)
     leaf_in_bad = [s for s in ss if s["frames"] and s["frames"][0]["mapping"] == bad]
     got = sum(s["values"][0] for s in leaf_in_bad) / sum(s["values"][0] for s in ss)
     print("  leaf in the bad object in %.1f%% of samples; names %s" % (
@@ -105,7 +92,7 @@ def test_debug_file_with_symtab_past_its_end(d):
     p.wait()
     wait_drained(d)
     healthy(d)
-    ss = of_pid(d, pid)
+    ss = samples_of(d, pid)
     assert share(ss, lambda s: "only_in_debug_file" in names(s)) == 0
     named = share(ss, lambda s: any(n.startswith("tp_debug_only_stripped+0x") for n in names(s)))
     print("  frames named by their FDE in %.1f%% of samples" % (100 * named))
@@ -169,7 +156,7 @@ def test_perf_map_garbage_rewritten_while_read(d):
     p.wait()
     wait_drained(d)
     healthy(d)
-    ss = of_pid(d, pid)
+    ss = samples_of(d, pid)
     leaf = share(ss, lambda s: s["frames"] and s["frames"][0]["function"] == "jit_spin_loop")
     print("  leaf jit_spin_loop in %.1f%% of samples; leaves %s" % (
         100 * leaf, sorted({s["frames"][0]["function"] for s in ss if s["frames"]})[:8]))
