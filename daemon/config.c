@@ -132,8 +132,18 @@ static char *reader(char *buf, int size, void *stream)
 	memcpy(buf, p->linebuf, (size_t)n + 1);
 	if (n >= size) /* n == size, its newline dropped */
 		buf[size - 1] = 0;
-	if (buf[strspn(buf, " \t")] == '[')
+	if (buf[strspn(buf, " \t")] == '[') {
 		p->section_line = p->line;
+		/* inih would note the line and go on, and the keys after it would be blamed */
+		if (!strchr(buf, ']')) {
+			buf[strcspn(buf, "\r\n")] = 0;
+			fail(p,
+			     "'%s' opens a section header without closing it; write it as [NAME]",
+			     buf + strspn(buf, " \t"));
+			p->stop = true;
+			return NULL;
+		}
+	}
 	return buf;
 }
 

@@ -125,7 +125,10 @@ static int parse_flame(const struct params *p, struct profile_filter *f, struct 
 	if (share) {
 		errno = 0;
 		fp->min_share = strtod(share, &end);
-		if (errno || end == share || *end || !(fp->min_share >= 0 && fp->min_share < 1)) {
+		/* decimal only: strtod would also take hex floats and "infinity" */
+		if (errno || end == share || *end ||
+		    strspn(share, "0123456789.eE+-") != strlen(share) ||
+		    !(fp->min_share >= 0 && fp->min_share < 1)) {
 			snprintf(err, len,
 				 "min_share: '%s' is not a share; give a number from 0 (keep every "
 				 "node) to below 1, e.g. 0.0005",

@@ -34,7 +34,8 @@ int spikes_opts__set(struct spikes_opts *o, const char *key, const char *value, 
 
 		errno = 0;
 		k = strtod(value, &end);
-		if (errno || end == value || *end || !(k > 1.0) || k > 1000.0) {
+		if (errno || end == value || *end ||
+		    strspn(value, "0123456789.eE+-") != strlen(value) || !(k > 1.0) || k > 1000.0) {
 			snprintf(msg, msglen,
 				 "'%s': give a number above 1 and at most 1000, e.g. 2 or 2.5",
 				 value);

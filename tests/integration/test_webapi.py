@@ -291,6 +291,7 @@ def test_bad_parameters(d):
     bad = {
         "/api/v1/flamegraph?min_share=abc": "min_share",
         "/api/v1/flamegraph?min_share=1": "min_share",
+        "/api/v1/flamegraph?min_share=0x1p-3": "min_share",
         "/api/v1/flamegraph?type=bogus": "type",
         "/api/v1/flamegraph?baseline=1": "baseline",
         "/api/v1/flamegraph?baseline=2&spike=latest": "baseline",

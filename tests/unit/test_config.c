@@ -94,6 +94,7 @@ static void test_errors_name_the_line(void **state)
 	    {"[stage a b]\nbinary = /x\n", 1, "give a name"},
 	    {"binary = /x\n", 1, "outside any section"},
 	    {"[stage a]\nbinary = /x\nthis is not ini\n", 3, "not a [section] or key = value"},
+	    {"[limits\nstacks = 5\n", 1, "opens a section header without closing it"},
 	    {"[stage a]\nbinary = /x\nusdt_begin = nocolon\n", 3, "not PROVIDER:NAME"},
 	    {"[stage a]\nfunction = f\n", 1, "has no binary"},
 	    {"[stage a]\nbinary = /x\n", 1, "needs function = NAME"},

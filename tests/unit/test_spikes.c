@@ -415,6 +415,7 @@ static void test_options(void **state)
 	assert_int_equal(spikes_opts__set(&o, "k", "1", msg, sizeof(msg)), -EINVAL);
 	assert_non_null(strstr(msg, "above 1"));
 	assert_int_equal(spikes_opts__set(&o, "k", "nan", msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(spikes_opts__set(&o, "k", "0x2p0", msg, sizeof(msg)), -EINVAL);
 	assert_int_equal(spikes_opts__set(&o, "baseline_windows", "9", msg, sizeof(msg)), -EINVAL);
 	assert_int_equal(spikes_opts__set(&o, "min_rise", "5ms", msg, sizeof(msg)), 0);
 	assert_int_equal(o.min_rise_ns, 5 * MS);
