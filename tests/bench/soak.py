@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Soak (issue 21): tailprofd at 999 Hz with a state directory for MINUTES (default 60) under
-process churn (2,000 short processes a minute), threads created and ended, stages with a burst
+process churn (2,000 short processes a minute), threads created and ended, stages with a 4 s burst
 every 2 minutes (spikes fire and are written), a Python and a Java runtime collecting garbage,
 off-CPU load, and a client pulling profiles every 10 s and timing every API call.
 
@@ -95,7 +95,7 @@ class Churn(threading.Thread):
 
 class Client(threading.Thread):
     """Every 10 s: the last 10 s of CPU and off-CPU profiles, status, windows, stages, spikes
-    and /metrics, each call timed (seconds) into calls[(path, seconds, status)]."""
+    and /metrics, each call timed into calls[(path, seconds, status, monotonic start)]."""
 
     PATHS = ["/api/v1/profile?last=10s", "/api/v1/profile?type=offcpu&last=10s",
              "/api/v1/status", "/api/v1/windows?last=1m", "/api/v1/stages?last=1m",
@@ -113,7 +113,7 @@ class Client(threading.Thread):
                     status, _, _ = self.d.get(path, timeout=60)
                 except OSError:
                     status = 0
-                self.calls.append((path, time.monotonic() - t0, status))
+                self.calls.append((path, time.monotonic() - t0, status, t0))
 
 
 def loss_counters(m):
@@ -148,7 +148,8 @@ def start_workloads(tmp, seconds, stop):
     with open(conf, "w") as f:
         f.write("".join("[stage %s]\nbinary = %s\nfunction = %s\n\n" % (s, pipeline, s)
                         for s in ("fetch", "compute", "serialize")))
-    env = dict(os.environ, TP_BURST_EVERY="120")
+    # the last 4 s of every 2 minutes: enough of a 10 s window's requests to lift its p95
+    env = dict(os.environ, TP_BURST_EVERY="120", TP_BURST_LEN="4")
     procs.append(subprocess.Popen([pipeline, str(seconds), os.path.join(tmp, "pipeline.log")],
                                   stdout=subprocess.DEVNULL, env=env))
     procs.append(subprocess.Popen([PYTHON, "-c", PY_LOAD, str(seconds)]))
@@ -182,7 +183,7 @@ def main():
         d = daemon.Daemon(os.path.join(build_dir(), "daemon", "tailprofd"), "--frequency", "999",
                           "--config", conf, "--state-dir", os.path.join(tmp, "state"),
                           "--retention", RETENTION,
-                          timeout=120)
+                          wait_s=120)
         client = Client(d, stop)
         client.start()
         t0 = time.monotonic()
@@ -223,7 +224,7 @@ def main():
                        1e3 * percentile(lat, 99), 1e3 * max(lat or [0])), flush=True)
         stop.set()
         client.join(timeout=120)
-        summary = summarize(d, rows, client.calls, churn.started - churn0, first10)
+        summary = summarize(d, rows, client.calls, churn.started - churn0, first10, t0)
         print(json.dumps(summary, indent=1))
         if OUT:
             os.makedirs(OUT, exist_ok=True)
@@ -244,7 +245,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def summarize(d, rows, calls, churn, first10):
+def summarize(d, rows, calls, churn, first10, t0):
     ten = min(600, rows[-1]["t"] / 6)
     at10 = next(r for r in rows if r["t"] >= ten)
     end = rows[-1]
@@ -272,6 +273,8 @@ def summarize(d, rows, calls, churn, first10):
                    "max": 1e3 * max(lat or [0])},
         "profile_ms": {"p50": 1e3 * median(prof) if prof else 0,
                        "p99": 1e3 * percentile(prof, 99), "max": 1e3 * max(prof or [0])},
+        "slowest_calls": [{"t_s": round(c[3] - t0, 1), "path": c[0], "ms": round(1e3 * c[1], 1)}
+                          for c in sorted(calls, key=lambda c: -c[1])[:10]],
         "windows_closed": len(ws),
         "windows_first10": first10,
         "windows_last10": completeness(ws[-10:]),
