@@ -10,6 +10,7 @@
 
 #include "compare_stats.h"
 #include "hashmap.h"
+#include "json_util.h"
 #include "timeparse.h"
 #include "tp_hist.h"
 
@@ -670,15 +671,6 @@ static json_t *metric_json(const struct cmp_result *r, const char *unit)
 	return o;
 }
 
-static void set_time(json_t *o, const char *key, int64_t unix_ns)
-{
-	char buf[40], k[48];
-
-	json_object_set_new(o, key, json_string(tp_format_rfc3339(unix_ns, buf, sizeof(buf))));
-	snprintf(k, sizeof(k), "%s_unix_ns", key);
-	json_object_set_new(o, k, json_integer(unix_ns));
-}
-
 static uint64_t side_requests(const struct report *rp, const struct cmp_side *s)
 {
 	uint64_t n = 0;
@@ -696,15 +688,15 @@ static json_t *side_conditions(const struct report *rp, const struct cmp_side *s
 	const struct cmp_conditions *c = &s->cond;
 	json_t *o = json_object();
 
-	set_time(o, "from", c->from_unix_ns);
-	set_time(o, "to", c->to_unix_ns);
+	tp_json_set_time(o, "from", c->from_unix_ns);
+	tp_json_set_time(o, "to", c->to_unix_ns);
 	if (s->nr_windows) {
-		set_time(o, "windows_from", s->windows[0].start_unix_ns);
-		set_time(o, "windows_to", s->windows[s->nr_windows - 1].end_unix_ns);
+		tp_json_set_time(o, "windows_from", s->windows[0].start_unix_ns);
+		tp_json_set_time(o, "windows_to", s->windows[s->nr_windows - 1].end_unix_ns);
 	}
 	if (c->snapshot[0]) {
 		json_object_set_new(o, "snapshot", json_string(c->snapshot));
-		set_time(o, "saved", c->saved_unix_ns);
+		tp_json_set_time(o, "saved", c->saved_unix_ns);
 	}
 	json_object_set_new(o, "windows", json_integer(s->nr_windows));
 	json_object_set_new(o, "requests", json_integer((json_int_t)side_requests(rp, s)));

@@ -15,6 +15,7 @@
 #include "cgroups.h"
 #include "collector.h"
 #include "feature_table.h"
+#include "json_util.h"
 #include "gc.h"
 #include "hashmap.h"
 #include "histogram.h"
@@ -98,23 +99,6 @@ static void sched_json(json_t *o, const struct window *w)
 	json_object_set_new(o, "offcpu", off);
 }
 
-static void set_time(json_t *o, const char *key, int64_t unix_ns)
-{
-	char buf[32], k[48];
-
-	json_object_set_new(o, key, json_string(tp_format_rfc3339(unix_ns, buf, sizeof(buf))));
-	snprintf(k, sizeof(k), "%s_unix_ns", key);
-	json_object_set_new(o, k, json_integer(unix_ns));
-}
-
-static char *dump(json_t *root)
-{
-	char *s = root ? json_dumps(root, JSON_COMPACT) : NULL;
-
-	json_decref(root);
-	return s;
-}
-
 /* ---- GC ---- */
 
 void gc_totals__add(struct gc_totals *t, const struct gc_event *e)
@@ -181,7 +165,7 @@ static void gc_event_json(json_t *arr, const struct gc_event *e, int64_t offset)
 	json_object_set_new(o, "comm", json_string(e->comm));
 	json_object_set_new(o, "runtime", json_string(gc_runtime_name(e->runtime)));
 	json_object_set_new(o, "kind", json_string(gc_kind_name(e->kind)));
-	set_time(o, "start", (int64_t)e->start_ns + offset);
+	tp_json_set_time(o, "start", (int64_t)e->start_ns + offset);
 	json_object_set_new(o, "duration_ns", json_integer(e->duration_ns));
 	if (e->runtime == TP_GC_PYTHON) {
 		json_object_set_new(o, "generation", json_integer(e->arg));
@@ -231,8 +215,8 @@ char *query__gc_json(const struct query_ctx *ctx, struct window *const *windows,
 		struct gc_totals wt = {0};
 		json_t *o = json_object(), *pa = json_array();
 
-		set_time(o, "start", window_start_unix(w, st.started_mono_ns));
-		set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
+		tp_json_set_time(o, "start", window_start_unix(w, st.started_mono_ns));
+		tp_json_set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
 		for (size_t k = 0; w->gc && k < w->gc->nr; k++) {
 			const struct gc_event *e = &w->gc->v[k];
 			size_t p;
@@ -291,7 +275,7 @@ char *query__gc_json(const struct query_ctx *ctx, struct window *const *windows,
 	json_object_set_new(tot, "dropped", json_integer(dropped));
 	json_object_set_new(root, "totals", tot);
 	json_object_set_new(root, "enabled", json_boolean(ctx->gc != NULL));
-	return dump(root);
+	return tp_json_dump(root);
 }
 
 struct container_total {
@@ -388,8 +372,8 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		uint32_t nr_stacks, nr_procs;
 
 		window__counts(w, &nr_stacks, &nr_procs);
-		set_time(o, "start", window_start_unix(w, st.started_mono_ns));
-		set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
+		tp_json_set_time(o, "start", window_start_unix(w, st.started_mono_ns));
+		tp_json_set_time(o, "end", window_end_unix(w, st.last_drain_mono_ns));
 		json_object_set_new(o, "current", json_boolean(!w->closed));
 		json_object_set_new(o, "samples", json_integer(w->samples));
 		json_object_set_new(o, "idle_samples", json_integer(w->idle_samples));
@@ -423,7 +407,7 @@ char *query__windows_json(const struct query_ctx *ctx, struct window *const *win
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "windows", arr);
-	return dump(root);
+	return tp_json_dump(root);
 }
 
 char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *windows, size_t n,
@@ -450,14 +434,14 @@ char *query__heatmap_json(const struct query_ctx *ctx, struct window *const *win
 			json_array_append_new(counts, json_integer(rows[r]));
 			max = rows[r] > max ? rows[r] : max;
 		}
-		set_time(o, "start", start);
+		tp_json_set_time(o, "start", start);
 		json_object_set_new(o, "start_ns", json_integer((json_int_t)windows[i]->start_ns));
 		json_object_set_new(o, "counts", counts);
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "max", json_integer((json_int_t)max));
 	json_object_set_new(root, "windows", arr);
-	return dump(root);
+	return tp_json_dump(root);
 }
 
 /* Runtimes seen: each object with its state; unsupported ones say why. */
@@ -539,7 +523,7 @@ char *query__status_json(const struct query_ctx *ctx)
 	json_object_set_new(o, "hostname", json_string(sysinfo__hostname()));
 	json_object_set_new(o, "kernel", json_string(sysinfo__kernel_release()));
 	json_object_set_new(o, "pid", json_integer(getpid()));
-	set_time(o, "started", st.started_unix_ns);
+	tp_json_set_time(o, "started", st.started_unix_ns);
 	json_object_set_new(o, "uptime_ns", json_integer(sysinfo__mono_ns() - st.started_mono_ns));
 	json_object_set_new(o, "listen", json_string(ctx->listen ? ctx->listen : ""));
 	json_object_set_new(o, "frequency_hz", json_integer(ctx->frequency_hz));
@@ -575,5 +559,5 @@ char *query__status_json(const struct query_ctx *ctx)
 		json_object_set_new(o, "features", features__json(ctx->features));
 	if (ctx->spikes)
 		json_object_set_new(o, "spikes", spikes__status_json(ctx->spikes));
-	return dump(o);
+	return tp_json_dump(o);
 }

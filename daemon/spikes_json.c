@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "json_util.h"
 #include "spike_store.h"
 #include "spikes_internal.h"
 
@@ -128,15 +129,6 @@ static void patterns(const struct spikes *s, struct pattern *out)
 
 /* ---- JSON ---- */
 
-static void set_time(json_t *o, const char *key, int64_t unix_ns)
-{
-	char buf[40], k[48];
-
-	json_object_set_new(o, key, json_string(tp_format_rfc3339(unix_ns, buf, sizeof(buf))));
-	snprintf(k, sizeof(k), "%s_unix_ns", key);
-	json_object_set_new(o, k, json_integer(unix_ns));
-}
-
 static json_t *episode_json(struct spikes *s, struct window_ring *ring, const struct episode *e,
 			    const struct pattern *pat, bool full)
 {
@@ -187,15 +179,15 @@ static json_t *episode_json(struct spikes *s, struct window_ring *ring, const st
 	json_object_set_new(o, "stage", json_string(e->stage_name));
 	json_object_set_new(o, "kind",
 			    json_string(e->kind == KIND_LEVEL_SHIFT ? "level_shift" : "spike"));
-	set_time(o, "start", (int64_t)e->start_ns + off);
-	set_time(o, "end", (int64_t)e->end_ns + off);
+	tp_json_set_time(o, "start", (int64_t)e->start_ns + off);
+	tp_json_set_time(o, "end", (int64_t)e->end_ns + off);
 	json_object_set_new(o, "open", json_boolean(e->open));
 	json_object_set_new(o, "windows", json_integer(e->nr_windows));
 	json_object_set_new(o, "p95_ns", json_integer((json_int_t)p95));
 	json_object_set_new(o, "baseline_p95_ns", json_integer((json_int_t)e->baseline_p95_ns));
 	json_object_set_new(o, "peak_p95_ns", json_integer((json_int_t)e->peak_p95_ns));
 	if (e->peak_p95_ns)
-		set_time(o, "peak_window_start", (int64_t)e->peak_start_ns + off);
+		tp_json_set_time(o, "peak_window_start", (int64_t)e->peak_start_ns + off);
 	json_object_set_new(o, "request_count", json_integer((json_int_t)count));
 	json_object_set_new(o, "pattern", json_string(pat->periodic ? "periodic" : "random"));
 	if (pat->periodic) {
@@ -210,7 +202,7 @@ static json_t *episode_json(struct spikes *s, struct window_ring *ring, const st
 	if (e->reason[0])
 		json_object_set_new(o, "reason", json_string(e->reason));
 	if (e->source == SRC_ALERTMANAGER) {
-		set_time(o, "alert_starts", e->alert_starts_unix_ns);
+		tp_json_set_time(o, "alert_starts", e->alert_starts_unix_ns);
 		json_object_set_new(o, "fingerprint", json_string(e->fingerprint));
 	}
 	if (e->kind == KIND_LEVEL_SHIFT) {
@@ -257,14 +249,6 @@ json_t *spikes_episode_json(struct spikes *s, struct window_ring *ring, const st
 	return o;
 }
 
-static char *dump(json_t *root)
-{
-	char *str = root ? json_dumps(root, JSON_COMPACT) : NULL;
-
-	json_decref(root);
-	return str;
-}
-
 char *spikes__list_json(struct spikes *s, struct window_ring *ring, const struct spike_filter *f)
 {
 	json_t *root = json_object(), *arr = json_array();
@@ -290,7 +274,7 @@ char *spikes__list_json(struct spikes *s, struct window_ring *ring, const struct
 	}
 	free(pat);
 	json_object_set_new(root, "spikes", arr);
-	return dump(root);
+	return tp_json_dump(root);
 }
 
 struct episode *spikes_find(const struct spikes *s, const char *id)
@@ -315,7 +299,7 @@ char *spikes__get_json(struct spikes *s, struct window_ring *ring, const char *i
 		if (!pat)
 			return NULL;
 		patterns(s, pat);
-		out = dump(episode_json(s, ring, s->eps[i], &pat[i], true));
+		out = tp_json_dump(episode_json(s, ring, s->eps[i], &pat[i], true));
 		free(pat);
 		return out;
 	}

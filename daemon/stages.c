@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "histogram.h"
+#include "json_util.h"
 #include "log.h"
 #include "probes.h"
 #include "sysinfo.h"
@@ -592,23 +593,6 @@ void stages__window_closed(struct stages *s, struct window *w)
 
 /* ---- JSON ---- */
 
-static void set_time(json_t *o, const char *key, int64_t unix_ns)
-{
-	char buf[32], k[48];
-
-	json_object_set_new(o, key, json_string(tp_format_rfc3339(unix_ns, buf, sizeof(buf))));
-	snprintf(k, sizeof(k), "%s_unix_ns", key);
-	json_object_set_new(o, k, json_integer(unix_ns));
-}
-
-static char *dump(json_t *root)
-{
-	char *str = root ? json_dumps(root, JSON_COMPACT) : NULL;
-
-	json_decref(root);
-	return str;
-}
-
 static json_t *summary_json(const char *name, const uint64_t *acc, uint64_t sum, uint64_t max)
 {
 	struct hist_summary h;
@@ -636,8 +620,8 @@ char *stages__stages_json(struct stages *s, struct window *const *windows, size_
 			continue;
 		o = json_object();
 		arr = json_array();
-		set_time(o, "start", (int64_t)w->start_ns + w->wall_offset_ns);
-		set_time(o, "end", (int64_t)w->end_ns + w->wall_offset_ns);
+		tp_json_set_time(o, "start", (int64_t)w->start_ns + w->wall_offset_ns);
+		tp_json_set_time(o, "end", (int64_t)w->end_ns + w->wall_offset_ns);
 		json_object_set_new(o, "current", json_boolean(!w->closed));
 		for (uint32_t id = 1; id < TP_MAX_STAGES; id++) {
 			struct stage_stats *st = w->stages->by_id[id];
@@ -674,7 +658,7 @@ char *stages__stages_json(struct stages *s, struct window *const *windows, size_
 	json_object_set_new(root, "windows", wins);
 	free(acc);
 	free(one);
-	return dump(root);
+	return tp_json_dump(root);
 }
 
 static int cmp_span(const void *a, const void *b)
@@ -764,7 +748,7 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 				    json_string(stages__name(s, sp->stage) ?: "[unknown]"));
 		json_object_set_new(o, "pid", json_integer(sp->pid));
 		json_object_set_new(o, "tid", json_integer(sp->tid));
-		set_time(o, "start", (int64_t)sp->start_ns + offset);
+		tp_json_set_time(o, "start", (int64_t)sp->start_ns + offset);
 		json_object_set_new(o, "duration_ns", json_integer(sp->duration_ns));
 		json_object_set_new(o, "request_id", json_integer((json_int_t)sp->request_id));
 		stages__span_id(sp, id, sizeof(id));
@@ -778,7 +762,7 @@ char *stages__spans_json(struct stages *s, struct window *const *windows, size_t
 	}
 	free(all.v);
 	json_object_set_new(root, "spans", arr);
-	return dump(root);
+	return tp_json_dump(root);
 }
 
 /* A probe's hits and BPF cost since it was attached attached_ns ago, into status object o. */
