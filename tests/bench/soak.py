@@ -7,7 +7,8 @@ off-CPU load, and a client pulling profiles every 10 s and timing every API call
 
 The ring holds 10 minutes (--retention 10m, 60 windows of 10 s): full at 10 minutes, so that
 memory after that is the daemon's steady state, not a ring still filling (with the default hour
-it grows for the whole hour). The first ten windows' figures are taken once they closed, before
+it grows for the whole hour), and --pin-budget 12 keeps the pins to what the default budget is
+to the default ring. The first ten windows' figures are taken once they closed, before
 the ring lets them go.
 
 Every INTERVAL seconds (default 10) it records the daemon's RSS and CPU time, the status counters
@@ -37,6 +38,10 @@ INTERVAL = float(sys.argv[2]) if len(sys.argv) > 2 else 10
 OUT = sys.argv[3] if len(sys.argv) > 3 else None
 CHURN_PER_MIN = 2000
 RETENTION = "10m"
+# The default pin budget (64) against the default ring (360 windows), scaled to this ring's 60:
+# with 64, spikes every 2 minutes (3 windows each) fill the budget only after 40 minutes, and the
+# windows pinned past the ring would grow memory for most of the hour, bounded but not steady.
+PIN_BUDGET = 12
 JDK = "/usr/lib/jvm/java-17-openjdk-amd64"
 PYTHON = "/usr/bin/python3.11"  # Debian's: USDT python:gc__start/done
 WL = os.path.join(build_dir(), "tests", "workloads")
@@ -182,7 +187,7 @@ def main():
         procs, churn = start_workloads(tmp, seconds + 120, stop)
         d = daemon.Daemon(os.path.join(build_dir(), "daemon", "tailprofd"), "--frequency", "999",
                           "--config", conf, "--state-dir", os.path.join(tmp, "state"),
-                          "--retention", RETENTION,
+                          "--retention", RETENTION, "--pin-budget", str(PIN_BUDGET),
                           wait_s=120)
         client = Client(d, stop)
         client.start()
@@ -206,6 +211,7 @@ def main():
                    "stacks": st["stacks"], "processes": st["processes"],
                    "objects": st["objects"], "windows": st["windows"],
                    "spikes": st.get("spikes", {}).get("spikes", 0),
+                   "pinned": st.get("spikes", {}).get("pinned_windows", 0),
                    "churn": churn.started - churn0}
             rows.append(row)
             if first10 is None:
@@ -216,11 +222,11 @@ def main():
                 next_progress += 60
                 lat = [c[1] for c in client.calls]
                 print("t=%5.0fs rss=%.1fMB cpu=%.2f%% load=%.1f windows=%d samples=%d "
-                      "received=%d drops=%d stacks=%d procs=%d spikes=%d churn=%d "
+                      "received=%d drops=%d stacks=%d procs=%d spikes=%d pinned=%d churn=%d "
                       "api_p99=%.0fms api_max=%.0fms" %
                       (row["t"], rss / 1e6, 100 * cpu / row["t"], row["load1"],
                        row["windows"], row["samples"], row["received"], row["drops"],
-                       row["stacks"], row["processes"], row["spikes"], row["churn"],
+                       row["stacks"], row["processes"], row["spikes"], row["pinned"], row["churn"],
                        1e3 * percentile(lat, 99), 1e3 * max(lat or [0])), flush=True)
         stop.set()
         client.join(timeout=120)
