@@ -68,6 +68,8 @@ struct stage {
 	/* since the daemon started */
 	uint64_t total_count, total_sum_ns;
 	uint64_t prom[PROM_BUCKETS];
+	/* slow spans a window could not keep past its STAGE_SPANS_KEPT: the fastest went */
+	uint64_t spans_not_kept;
 };
 
 struct app {
@@ -556,11 +558,17 @@ void stages__add_span(struct stages *s, const struct tp_span *span, struct windo
 		st->spans[st->nr_spans++] = *span;
 		return;
 	}
+	s->stages[span->stage].spans_not_kept++;
 	for (uint32_t i = 1; i < st->nr_spans; i++)
 		if (st->spans[i].duration_ns < st->spans[min].duration_ns)
 			min = i;
 	if (span->duration_ns > st->spans[min].duration_ns)
 		st->spans[min] = *span;
+}
+
+uint64_t stages__spans_not_kept(const struct stages *s, uint32_t id)
+{
+	return id && id < TP_MAX_STAGES ? s->stages[id].spans_not_kept : 0;
 }
 
 void stages__window_closed(struct stages *s, struct window *w)
@@ -882,6 +890,16 @@ char *stages__metrics_text(struct stages *s)
 		text_put(&t, "tailprof_stage_latency_seconds_count{stage=\"%s\"} %" PRIu64 "\n",
 			 st->name, st->total_count);
 	}
+	text_put(&t, "# HELP tailprof_stage_slow_spans_not_kept_total Slow spans of a window past "
+		     "the 10 it keeps a stage: the fastest of them is let go.\n"
+		     "# TYPE tailprof_stage_slow_spans_not_kept_total counter\n");
+	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
+		if (s->stages[id].name[0] &&
+		    (s->stages[id].configured || s->stages[id].total_count))
+			text_put(&t,
+				 "tailprof_stage_slow_spans_not_kept_total{stage=\"%s\"} %" PRIu64
+				 "\n",
+				 s->stages[id].name, s->stages[id].spans_not_kept);
 	text_put(&t, "# HELP tailprof_stage_probe_hits_total Entries of each stage probe (BPF run "
 		     "count).\n# TYPE tailprof_stage_probe_hits_total counter\n");
 	text_put(&t,

@@ -84,6 +84,10 @@ const char *stages__names_list(const struct stages *s, char *buf, size_t len);
 void stages__take_period(struct stages *s, uint64_t period, struct window *w);
 /* Keeps a slow span in w if it is among its stage's STAGE_SPANS_KEPT slowest there. */
 void stages__add_span(struct stages *s, const struct tp_span *span, struct window *w);
+/* Slow spans of stage id that a window could not keep since start (past STAGE_SPANS_KEPT, the
+ * fastest goes: the one that came or one kept); 0 for an id out of range. The metric
+ * tailprof_stage_slow_spans_not_kept_total. */
+uint64_t stages__spans_not_kept(const struct stages *s, uint32_t id);
 /* w was just closed: compacts its histograms and makes its p95 of each stage the stage's
  * slow-span threshold for the next window (stages with no data there keep theirs). */
 void stages__window_closed(struct stages *s, struct window *w);

@@ -45,6 +45,10 @@ static void test_slowest_spans_kept(void **state)
 	assert_int_equal(w->stages->by_id[3]->nr_spans, STAGE_SPANS_KEPT);
 	assert_int_equal(w->stages->by_id[4]->nr_spans, 1);
 	assert_null(w->stages->by_id[0]);
+	/* the 90 that did not fit are counted against their stage */
+	assert_int_equal(stages__spans_not_kept(s, 3), 100 - STAGE_SPANS_KEPT);
+	assert_int_equal(stages__spans_not_kept(s, 4), 0);
+	assert_int_equal(stages__spans_not_kept(s, TP_MAX_STAGES), 0);
 
 	text = stages__spans_json(s, &w, 1, 1ULL << 3);
 	assert_non_null(text);
