@@ -7,6 +7,8 @@ started here (Python's http.server), which keeps every request; each body is che
 - every window arrives once, in order, CPU and off-CPU under their own names, the labels the
   config drops gone;
 - the receiver stops for 15 s and comes back: the queued windows arrive, none lost, none twice;
+- with a queue of 2 windows and the receiver down for 8 s, the queue stays at its cap and the
+  oldest profiles are dropped and counted;
 - a receiver answering 400 gets each profile once (no retries), counted as dropped;
 - SIGTERM with the receiver down: the queue goes to the state directory and is sent after the
   restart.
@@ -222,6 +224,45 @@ def test_receiver_down_15s_nothing_lost_nothing_twice():
     assert sum(v for k, v in m.items() if k.startswith("tailprof_push_dropped_total")) == 0, m
 
 
+def test_queue_full_drops_the_oldest():
+    """queue_windows = 2 (4 profiles) and the store down for 8 windows: the queue stays at its
+    cap, the oldest profiles are dropped and counted, and the newest are sent on its return."""
+    rec = Receiver()
+    cfg = config("small-queue.conf", "[push]\nurl = %s/\nqueue_windows = 2\n" % rec.url)
+    d = Daemon("--window", "1s", "--retention", "2m", "--config", cfg)
+    try:
+        wait_for(lambda: len(rec.of("cpu")) >= 2, 20, "no window pushed in 20 s")
+        rec.stop()
+        down = time.time()
+        lengths = []
+        for _ in range(16):
+            time.sleep(0.5)
+            lengths.append(d.metrics()["tailprof_push_queue_length"])
+        rec.start()
+        up = time.time()
+        wait_for(lambda: rec.of("cpu") and rec.of("cpu")[-1]["from"] >= int(up), 45,
+                 "nothing sent within 45 s of the receiver's return")
+        m_end = d.metrics()
+    finally:
+        d.stop()
+        rec.stop()
+    froms = [r["from"] for r in rec.of("cpu")]
+    assert froms == sorted(froms) and len(froms) == len(set(froms)), froms
+    before = [f for f in froms if f < down]
+    after = [f for f in froms if f >= down]
+    missing = after[0] - before[-1] - 1  # windows of 1 s never sent
+    dropped = m_end['tailprof_push_dropped_total{reason="queue_full"}']
+    print("  queue length at most %d while down; %d windows not sent, %d profiles dropped for "
+          "queue_full" % (max(lengths), missing, dropped))
+    assert max(lengths) <= 4, lengths
+    # the outage's oldest windows went, the newest were sent: a gap of 8 s or more
+    assert missing >= 6, (froms, down, up)
+    # every window not sent is counted: a CPU and an off-CPU profile each (the last window
+    # before the stop may have gone without its off-CPU one)
+    assert abs(dropped - 2 * missing) <= 1, (dropped, missing, froms)
+    assert m_end["tailprof_push_queue_length"] <= 4, m_end
+
+
 def test_400_is_not_retried():
     rec = Receiver(status=400)
     d = Daemon("--window", "1s", "--retention", "2m", "--push-url", rec.url)
@@ -311,7 +352,7 @@ def main():
     tests = [test_bad_options, test_every_window_once_in_order_with_labels_dropped,
              test_400_is_not_retried, test_sigterm_keeps_the_queue_in_the_state_directory,
              test_a_hanging_store_holds_the_stop_2s_at_most,
-             test_receiver_down_15s_nothing_lost_nothing_twice]
+             test_receiver_down_15s_nothing_lost_nothing_twice, test_queue_full_drops_the_oldest]
     run_tests(tests, [], cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))
 
 
