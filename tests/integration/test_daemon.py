@@ -128,8 +128,10 @@ def test_forked_children_without_exec(d):
     print("  %d children: %d samples in child_work, %.0f from its CPU time (%d samples in all), "
           "%d with unresolved user frames" % (children, named, expected, total, lost))
     assert children >= 200, children
-    # sampling on this VM's cpu-clock puts 0.94-1.05 of a CPU time's samples where it was spent
-    assert 0.9 * expected <= named <= 1.1 * expected, (named, expected)
+    # sampling on this VM's cpu-clock puts 0.94-1.05 of a CPU time's samples where it was spent,
+    # and 1.11 was seen once (601 of 541) in a fresh-clone CI run: with some 540 samples the
+    # count alone varies by 4% (one standard deviation)
+    assert 0.85 * expected <= named <= 1.15 * expected, (named, expected)
     assert lost <= 0.05 * total, (lost, total)
 
 
