@@ -4,7 +4,6 @@
 #include "http_compare.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,15 +132,12 @@ static int parse_number(const struct params *p, const char *key, double lo, bool
 			double def, double *out, char *err, size_t len)
 {
 	const char *s = http_param(p, key);
-	char *end, v[ECHO_MAX * 4 + 8];
+	char v[ECHO_MAX * 4 + 8];
 
 	*out = def;
 	if (!s)
 		return 0;
-	errno = 0;
-	*out = strtod(s, &end);
-	if (!*s || *end || errno || strspn(s, "0123456789.eE+-") != strlen(s) || !isfinite(*out) ||
-	    *out < lo || (lo_open && *out == lo) || *out > hi) {
+	if (tp_parse_decimal(s, out) || *out < lo || (lo_open && *out == lo) || *out > hi) {
 		snprintf(err, len, "%s: '%s' is not a number in %s%g, %g]", key,
 			 http_printable(s, v, sizeof(v), ECHO_MAX), lo_open ? "(" : "[", lo, hi);
 		return -1;

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The endpoints of the web page (issue 22): GET /api/v1/heatmap (per-window sub-window counts),
  * GET /api/v1/flamegraph (a tree pre-aggregated here), and the page itself (http_ui.c). */
-#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include "http_util.h"
 #include "query.h"
 #include "spikes.h"
+#include "timeparse.h"
 
 #define FLAME_MIN_SHARE 0.0005 /* nodes below 0.05% of both totals merge into "(other)" */
 
@@ -73,7 +73,7 @@ static int parse_flame(const struct params *p, struct profile_filter *f, struct 
 	const char *spike = http_param(p, "spike"), *baseline = http_param(p, "baseline");
 	const char *bfrom = http_param(p, "baseline_from"), *bto = http_param(p, "baseline_to");
 	const char *share = http_param(p, "min_share");
-	char v[ECHO_MAX * 4 + 8], *end;
+	char v[ECHO_MAX * 4 + 8];
 
 	memset(fp, 0, sizeof(*fp));
 	fp->min_share = FLAME_MIN_SHARE;
@@ -123,11 +123,7 @@ static int parse_flame(const struct params *p, struct profile_filter *f, struct 
 		return -1;
 	}
 	if (share) {
-		errno = 0;
-		fp->min_share = strtod(share, &end);
-		/* decimal only: strtod would also take hex floats and "infinity" */
-		if (errno || end == share || *end ||
-		    strspn(share, "0123456789.eE+-") != strlen(share) ||
+		if (tp_parse_decimal(share, &fp->min_share) ||
 		    !(fp->min_share >= 0 && fp->min_share < 1)) {
 			snprintf(err, len,
 				 "min_share: '%s' is not a share; give a number from 0 (keep every "

@@ -29,13 +29,9 @@ int spikes_opts__set(struct spikes_opts *o, const char *key, const char *value, 
 	uint64_t v;
 
 	if (!strcmp(key, "k")) {
-		char *end;
 		double k;
 
-		errno = 0;
-		k = strtod(value, &end);
-		if (errno || end == value || *end ||
-		    strspn(value, "0123456789.eE+-") != strlen(value) || !(k > 1.0) || k > 1000.0) {
+		if (tp_parse_decimal(value, &k) || !(k > 1.0) || k > 1000.0) {
 			snprintf(msg, msglen,
 				 "'%s': give a number above 1 and at most 1000, e.g. 2 or 2.5",
 				 value);

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,4 +257,15 @@ char *tp_format_duration(uint64_t ns, char *buf, size_t len)
 	else
 		snprintf(buf + n, len - n, "%llus", (unsigned long long)s);
 	return buf;
+}
+
+int tp_parse_decimal(const char *s, double *out)
+{
+	char *end;
+
+	if (!*s || strspn(s, "0123456789.eE+-") != strlen(s))
+		return -EINVAL;
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !isfinite(*out) ? -EINVAL : 0;
 }

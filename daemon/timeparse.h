@@ -20,6 +20,11 @@ int tp_parse_duration(const char *s, uint64_t *ns);
  * Returns 0, -EINVAL (not digits), or -ERANGE. Shared by flags and query parameters. */
 int tp_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
+/* Parses a decimal number: digits, a point, a sign and an exponent only ("2", "2.5", "5e-4"; not
+ * strtod's hex floats, "inf" or "nan"), the whole string, finite, into *out. Returns 0 or
+ * -EINVAL. Shared by the configuration and query parameters; callers check the range. */
+int tp_parse_decimal(const char *s, double *out);
+
 /* Parses a size in bytes: a decimal integer (digits only) with an optional suffix K, M or G
  * (either case; KiB, MiB, GiB: 2^10, 2^20, 2^30) within [min, max] into *out ("4096", "64K",
  * "256M", "1g"). Returns 0, -EINVAL (not of that form) or -ERANGE. Shared by flags and the

@@ -89,6 +89,28 @@ static void test_uint(void **state)
 	assert_int_equal(tp_parse_uint("", 1, 10000, &v), -EINVAL);
 }
 
+static void test_decimal(void **state)
+{
+	double d;
+
+	(void)state;
+	assert_int_equal(tp_parse_decimal("2.5", &d), 0);
+	assert_true(d == 2.5);
+	assert_int_equal(tp_parse_decimal("5e-4", &d), 0);
+	assert_true(d == 5e-4);
+	assert_int_equal(tp_parse_decimal("-1", &d), 0);
+	assert_true(d == -1);
+	/* strtod takes these; a flag or a query must not */
+	assert_int_equal(tp_parse_decimal("0x1p-3", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal("inf", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal("nan", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal(" 2", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal("", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal("1e999", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal("1.2.3", &d), -EINVAL);
+	assert_int_equal(tp_parse_decimal("e", &d), -EINVAL);
+}
+
 static void test_size(void **state)
 {
 	uint64_t v;
@@ -133,6 +155,7 @@ int main(void)
 	    cmocka_unit_test(test_durations), cmocka_unit_test(test_times),
 	    cmocka_unit_test(test_format),    cmocka_unit_test(test_uint),
 	    cmocka_unit_test(test_cpu_list),  cmocka_unit_test(test_size),
+	    cmocka_unit_test(test_decimal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
