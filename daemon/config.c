@@ -104,6 +104,7 @@ static int __attribute__((format(printf, 2, 3))) fail(struct parse *p, const cha
 static char *reader(char *buf, int size, void *stream)
 {
 	struct parse *p = stream;
+	const char *lead;
 	ssize_t n;
 
 	if (p->stop)
@@ -125,6 +126,10 @@ static char *reader(char *buf, int size, void *stream)
 		fail(p, "a NUL byte: not a text file");
 	else if (n >= size && !(n == size && p->linebuf[n - 1] == '\n'))
 		fail(p, "a line of %zd bytes: at most %d are read; shorten it", n, size - 1);
+	else if (*(lead = p->linebuf + strspn(p->linebuf, " \t")) == '[' && !strchr(lead, ']'))
+		/* inih would note the line and go on, and the keys after it would be blamed */
+		fail(p, "'%.*s' opens a section header without closing it; write it as [NAME]",
+		     (int)strcspn(lead, "\r\n"), lead);
 	if (p->err_line) {
 		p->stop = true;
 		return NULL;
@@ -132,18 +137,8 @@ static char *reader(char *buf, int size, void *stream)
 	memcpy(buf, p->linebuf, (size_t)n + 1);
 	if (n >= size) /* n == size, its newline dropped */
 		buf[size - 1] = 0;
-	if (buf[strspn(buf, " \t")] == '[') {
+	if (buf[strspn(buf, " \t")] == '[')
 		p->section_line = p->line;
-		/* inih would note the line and go on, and the keys after it would be blamed */
-		if (!strchr(buf, ']')) {
-			buf[strcspn(buf, "\r\n")] = 0;
-			fail(p,
-			     "'%s' opens a section header without closing it; write it as [NAME]",
-			     buf + strspn(buf, " \t"));
-			p->stop = true;
-			return NULL;
-		}
-	}
 	return buf;
 }
 

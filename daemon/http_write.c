@@ -77,8 +77,7 @@ int http_api__write_metrics_text(const struct http_write_counts *c, char **text)
 	    "# HELP tailprof_api_writes_total Requests to the write endpoints (POST "
 	    "/api/v1/marks, /api/v1/alertmanager) by result: accepted, invalid (400, 413, "
 	    "415), rate_limited (429, Alertmanager 503: beyond write_rate), unavailable (503, "
-	    "spike queue "
-	    "full or spikes off).\n# TYPE tailprof_api_writes_total counter\n");
+	    "spike queue full or spikes off).\n# TYPE tailprof_api_writes_total counter\n");
 	for (int e = 0; e < HTTP_WRITE_ENDPOINTS; e++)
 		for (int r = 0; r < HTTP_WRITE_RESULTS; r++)
 			n += snprintf(t + n, cap - n,

@@ -847,6 +847,12 @@ static void probe_lines(struct text *t, const char *label, const char *name, con
 		 ps.run_time_ns / 1e9);
 }
 
+/* Whether /metrics shows st: configured, or with requests counted since start. */
+static bool in_metrics(const struct stage *st)
+{
+	return st->name[0] && (st->configured || st->total_count);
+}
+
 char *stages__metrics_text(struct stages *s)
 {
 	struct text t = {.cap = 4096};
@@ -868,7 +874,7 @@ char *stages__metrics_text(struct stages *s)
 		struct stage *st = &s->stages[id];
 		uint64_t cum = 0;
 
-		if (!st->name[0] || (!st->total_count && !st->configured))
+		if (!in_metrics(st))
 			continue;
 		for (size_t i = 0; i < PROM_BUCKETS; i++) {
 			cum += st->prom[i];
@@ -894,8 +900,7 @@ char *stages__metrics_text(struct stages *s)
 		     "the 10 it keeps a stage: the fastest of them is let go.\n"
 		     "# TYPE tailprof_stage_slow_spans_not_kept_total counter\n");
 	for (uint32_t id = 1; id < TP_MAX_STAGES; id++)
-		if (s->stages[id].name[0] &&
-		    (s->stages[id].configured || s->stages[id].total_count))
+		if (in_metrics(&s->stages[id]))
 			text_put(&t,
 				 "tailprof_stage_slow_spans_not_kept_total{stage=\"%s\"} %" PRIu64
 				 "\n",

@@ -3,8 +3,8 @@
 compute_features and 1 ms in serialize, so a CPU profile gives compute_features 75% of the two.
 Each round's length is scaled by a random factor (0.5 to 1.5, the 3:1 split kept): rounds of one
 fixed length lock in step with a 99 Hz sampling timer under emulation, where the matrix saw 51% to
-98% from run to run. Their C calls (math.sin, json.dumps) stay between the Python frames. Usage: py_features.py
-SECONDS [DEPTH]: DEPTH (default 0) more Python frames under handle (for benchmarks)."""
+98% from run to run. Their C calls (math.sin, json.dumps) stay between the Python frames.
+Usage: py_features.py SECONDS [DEPTH]: DEPTH (default 0) more Python frames under handle (for benchmarks)."""
 import json
 import math
 import random
