@@ -67,6 +67,7 @@ struct uw_proc {
 	uint32_t pid;
 	uint64_t start_ns;
 	uint64_t last_scan_ns;
+	uint32_t rescans; /* of this process (its first is not rate-limited) */
 	uint32_t nr;
 	struct uw_object *objs[TP_MAX_PROC_MAPPINGS]; /* a reference per mapping (NULL: none) */
 	struct uw_proc *next;
@@ -597,8 +598,12 @@ int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns)
 		err = unwinder__add_process(u, pid, start_ns);
 		return err ? err : 1;
 	}
-	if (now_ns(u) - p->last_scan_ns < u->opts.rescan_min_ns)
+	/* The first at once: the maps read at the process's first block may be those of its
+	 * dynamic loader (a syscall there blocked) without the libraries it was mapping, and its
+	 * blocks keep their leaf alone until they are read again. */
+	if (p->rescans && now_ns(u) - p->last_scan_ns < u->opts.rescan_min_ns)
 		return 0;
+	p->rescans++;
 	u->st.rescans++;
 	err = proc_update(u, pp);
 	return err ? err : 1;

@@ -73,9 +73,10 @@ void unwinder__free(struct unwinder *u);
  * errno: -ESRCH and the like when its maps cannot be read, -E2BIG when BPF has no room for
  * another process. */
 int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
-/* BPF met a PC of (pid, start_ns) in no known mapping (dlopen, a new JIT region): read the maps
- * again, at most once per rescan_min_ns per process. Returns 1 when the maps were read, 0 when
- * rate-limited, or a negative errno. An unknown process is added. */
+/* BPF met a PC of (pid, start_ns) in no known mapping (dlopen, a new JIT region, libraries
+ * mapped after the maps were read): read the maps again, the process's first time at once,
+ * then at most once per rescan_min_ns. Returns 1 when the maps were read, 0 when rate-limited,
+ * or a negative errno. An unknown process is added. */
 int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: drop it from BPF and release its objects (idle when it was the
  * last process mapping them). */

@@ -37,8 +37,9 @@ static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
 	t[1] = *(__u64 *)&task->comm[8];
 }
 
-/* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, or
- * when the ring buffer fills). st: the thread's state, where whether user space knows its
+/* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, for
+ * new Python code, for a user stack walk cut at a PC in no mapping it gave BPF (once per process
+ * and tables), or when the ring buffer fills). st: the thread's state, where whether user space knows its
  * process is kept (a hash lookup less a sample), or NULL. Returns 0 or -1 (ring buffer full). */
 static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 {
@@ -71,6 +72,21 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 	if ((o->flags & TP_SAMPLE_PY_NEW) ||
 	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
+	/* a walk cut at a PC in no mapping (libraries mapped after user space read the maps): user
+	 * space reads them again at once, woken once per process and entry of its tables on this
+	 * CPU (a JIT's threads block in code of no mapping all the time) */
+	if ((o->flags & TP_SAMPLE_UNWIND_RESCAN) && flags == BPF_RB_NO_WAKEUP) {
+		__u32 zero = 0, pid = o->hdr.pid;
+		struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
+		struct tp_proc_mappings *pm = bpf_map_lookup_elem(&unwind_procs, &pid);
+		__u32 gen = (pm ? pm->gen : 0) + 1;
+
+		if (c && (c->rescan_pid != pid || c->rescan_gen != gen)) {
+			c->rescan_pid = pid;
+			c->rescan_gen = gen;
+			flags = BPF_RB_FORCE_WAKEUP;
+		}
+	}
 	if (bpf_ringbuf_output(&events, o, n, flags)) {
 		bump(TP_SCH_RINGBUF_FULL);
 		return -1;

@@ -108,6 +108,9 @@ struct tp_sched_cpu {
 	__u32 pending_tid;  /* 0: none */
 	__u32 calls;	    /* switch-ins, for the clock's sampling */
 	__u64 pending_regs; /* its user registers (task_pt_regs), which sys_exit is given */
+	/* the process and its unwind_procs entry's gen (+ 1) that a walk cut at a PC in no mapping
+	 * last woke user space for from this CPU: once per entry, not once per block */
+	__u32 rescan_pid, rescan_gen;
 };
 
 struct {

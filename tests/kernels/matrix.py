@@ -398,9 +398,26 @@ def check_cpu(keys, files):
         total, 100 * share, 100 * chained / max(n_hot, 1))
 
 
+def unwind_metrics(files):
+    """The daemon's unwinder and off-CPU user stack counters at the end, for a failure's
+    message: what cut a walk (no mapping, a failed read), rescans, time spent building tables."""
+    keep = ("tailprof_unwind_stops_total", "tailprof_unwind_rescans_total",
+            "tailprof_unwind_build_seconds_total", "tailprof_unwind_table_builds_total",
+            "tailprof_offcpu_user_stack_path_total")
+    return "; ".join(line for line in files.get("metrics.txt", b"").decode().splitlines()
+                     if line.startswith(keep))
+
+
 def check_offcpu(keys, files):
     """tp_offcpu: the main thread's sleep() from main -> g -> f and the napper's nanosleep, each
-    with its measured blocked time (within 20%: emulated timing) and its stack."""
+    with its measured blocked time (within 20%: emulated timing) and its stack.
+
+    The napper sleeps 20 ms at a time from its first moment. Until tailprofd has loaded a new
+    process's unwind tables its blocks keep their leaf alone, marked cut (current_user_stack in
+    bpf/lib/sched_switch_out.bpf.h): on a host that takes milliseconds, in an emulated guest
+    whose host is busy up to half a second (17% of the naps; on the host test_sched's
+    first-block test holds it to whole stacks, test_features to 90% of the naps). Those naps are
+    counted apart and held to a third of the sleep; of the rest 95% must have the whole chain."""
     lines = files["offcpu.txt"].decode().split("\n")
     measured = {}
     for line in lines[1:]:
@@ -422,13 +439,20 @@ def check_offcpu(keys, files):
         sleeps = [s for s in samples
                   if "hrtimer_nanosleep" in names(s) and "usleep" not in names(s)]
         slept = sum(s["values"][1] for s in sleeps)
+        # the leaf alone, marked cut: walked before the process's tables were loaded
+        early = sum(s["values"][1] for s in sleeps if names(s)[-1] == "[truncated]" and
+                    not any(f in names(s) for f in chain))
         with_chain = sum(s["values"][1] for s in sleeps
                          if any(names(s)[i:i + len(chain)] == chain
                                 for i in range(len(names(s)))))
-        assert slept and with_chain >= 0.9 * slept, "%s: %s in %.0f%% of its sleeps: %s" % (
-            name, "<-".join(chain), 100 * with_chain / max(slept, 1),
-            [names(s) for s in sleeps[:3]])
+        assert slept and early <= slept / 3 and with_chain >= 0.95 * (slept - early), \
+            "%s: %s in %.0f%% of its sleeps, %.0f%% before its tables: %s; %s" % (
+                name, "<-".join(chain), 100 * with_chain / max(slept, 1),
+                100 * early / max(slept, 1), [names(s) for s in sleeps[:3]],
+                unwind_metrics(files))
         detail.append("%s %.2f/%.2f s" % (name, got / 1e9, ns / 1e9))
+        if early:
+            detail.append("%s before its tables %.0f%%" % (name, 100 * early / slept))
     return ", ".join(detail) + ", stacks whole"
 
 
