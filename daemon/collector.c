@@ -294,7 +294,7 @@ static void drain(struct collector *c, bool tick)
 	/* the clocks after the lock: waiting for readers must not age the counters' time */
 	now = sysinfo__mono_ns();
 	sysinfo__test_clock_refresh();
-	offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	offset = sysinfo__wall_offset_ns();
 	/* Keep the labels steady: the offset measured at each drain jitters by a few hundred ns,
 	 * which would leave gaps between windows' labels. Follow it when it really moved (an NTP
 	 * step or a slew that added up to a millisecond). */

@@ -36,7 +36,7 @@ void spikes__blob_name(const char *type, bool stage, bool baseline, char *buf, s
 static int load_one(void *arg, const char *id, int64_t start_unix_ns, const char *json)
 {
 	struct spikes *s = arg;
-	int64_t offset = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	int64_t offset = sysinfo__wall_offset_ns();
 	json_t *o = json_loads(json, 0, NULL);
 	const char *kind, *source, *stage;
 	struct episode *e;

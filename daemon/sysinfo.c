@@ -136,6 +136,24 @@ int64_t sysinfo__real_ns(void)
 	       __atomic_load_n(&test_real_offset_ns, __ATOMIC_RELAXED);
 }
 
+int64_t sysinfo__wall_offset_ns(void)
+{
+	uint64_t best = UINT64_MAX;
+	int64_t offset = 0;
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t m0 = sysinfo__mono_ns();
+		int64_t real = sysinfo__real_ns();
+		uint64_t m1 = sysinfo__mono_ns();
+
+		if (m1 - m0 < best) {
+			best = m1 - m0;
+			offset = real - (int64_t)(m0 + (m1 - m0) / 2);
+		}
+	}
+	return offset;
+}
+
 void sysinfo__test_clock_refresh(void)
 {
 	const char *path = getenv("TAILPROF_TEST_REALTIME_OFFSET_FILE");

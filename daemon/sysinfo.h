@@ -25,6 +25,11 @@ uint64_t sysinfo__cpu_ns(void);
  * (sysinfo__test_clock_refresh). */
 uint64_t sysinfo__mono_ns(void);
 int64_t sysinfo__real_ns(void);
+/* CLOCK_REALTIME - CLOCK_MONOTONIC in ns (what turns a monotonic time into a Unix one): the
+ * realtime read bracketed by two monotonic reads, against their midpoint, the tightest of three
+ * tries, so that a thread preempted between two reads (tens of ms on a busy or emulated host)
+ * does not put its wait into every window's wall-clock time. */
+int64_t sysinfo__wall_offset_ns(void);
 /* Test-only: when TAILPROF_TEST_REALTIME_OFFSET_FILE names a file, reads a signed integer from it
  * (ns; missing, empty or unparsable: 0) and adds it to CLOCK_REALTIME from now on, as a wall-clock
  * step would. Called at each drain. Without the variable, does nothing. */

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -149,13 +150,27 @@ static void test_cpu_list(void **state)
 	assert_int_equal(sysinfo__parse_cpu_list("a", m, 8), -EINVAL);
 }
 
+/* The wall-clock offset: CLOCK_REALTIME - CLOCK_MONOTONIC (added to a monotonic time it gives a
+ * Unix time of 2020 or later), the same twice within 1 ms, and within 1 ms of a plain difference
+ * of the two clocks. */
+static void test_wall_offset(void **state)
+{
+	int64_t a = sysinfo__wall_offset_ns(), plain, b;
+
+	plain = sysinfo__real_ns() - (int64_t)sysinfo__mono_ns();
+	b = sysinfo__wall_offset_ns();
+	assert_true(a + (int64_t)sysinfo__mono_ns() >= 1577836800LL * 1000000000LL);
+	assert_true(llabs(a - b) < 1000000);
+	assert_true(llabs(a - plain) < 1000000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_durations), cmocka_unit_test(test_times),
 	    cmocka_unit_test(test_format),    cmocka_unit_test(test_uint),
 	    cmocka_unit_test(test_cpu_list),  cmocka_unit_test(test_size),
-	    cmocka_unit_test(test_decimal),
+	    cmocka_unit_test(test_decimal),   cmocka_unit_test(test_wall_offset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
