@@ -115,6 +115,25 @@ fetch windows.json "/api/v1/windows?last=10m"
 fetch metrics.txt /metrics
 fetch status-after.json /api/v1/status
 kill $daemon
+# Not gone in 30 s: its threads' kernel stacks and every CPU's backtrace (sysrq l, printed past
+# the quiet loglevel) go to the console, and the daemon's log with them, before waiting on.
+i=0
+while [ $i -lt 30 ] && [ "$(cut -d' ' -f3 /proc/$daemon/stat 2>/dev/null)" != Z ] &&
+	[ -e /proc/$daemon ]; do
+	sleep 1
+	i=$((i + 1))
+done
+if [ $i -ge 30 ]; then
+	echo "KM daemon-stuck 30"
+	for t in /proc/$daemon/task/*; do
+		echo "== thread $(basename $t) $(cat $t/comm) state $(cut -d' ' -f3 $t/stat)"
+		cat $t/stack
+	done >/tmp/stuck.txt 2>&1
+	emit stuck.txt /tmp/stuck.txt
+	emit daemon.log /tmp/daemon.log
+	echo 7 >/proc/sys/kernel/printk
+	echo l >/proc/sysrq-trigger
+fi
 wait $daemon
 echo "KM daemon-rc $?"
 emit daemon.log /tmp/daemon.log

@@ -375,8 +375,12 @@ def check_features(keys, files):
 
 def check_shutdown(keys, files):
     """SIGTERM: tailprofd detaches and exits 0."""
-    assert keys.get("daemon-rc") == "0", "tailprofd exited %s on SIGTERM:\n%s" % (
-        keys.get("daemon-rc"), files.get("daemon.log", b"").decode(errors="replace")[-2000:])
+    stuck = files.get("stuck.txt", b"").decode(errors="replace")
+    assert keys.get("daemon-rc") == "0", "tailprofd exited %s on SIGTERM%s:\n%s%s" % (
+        keys.get("daemon-rc"),
+        " (still there %s s after it)" % keys["daemon-stuck"] if "daemon-stuck" in keys else "",
+        files.get("daemon.log", b"").decode(errors="replace")[-2000:],
+        "\nits threads' kernel stacks:\n" + stuck if stuck else "")
     return "exit 0 on SIGTERM"
 
 
@@ -698,7 +702,7 @@ def check_kernel(fam, initramfs, work):
     if "uname" not in keys or not done:
         log("%-20s %-13s FAIL %s in %.0f s; the console's last lines:\n%s" % (
             kname, "boot", "did not reach init" if "uname" not in keys else
-            "the guest did not finish", secs, out[-3000:]))
+            "the guest did not finish", secs, out[-6000:]))
         failed += 1
         if "uname" not in keys:
             return passed, failed
