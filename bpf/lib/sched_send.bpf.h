@@ -39,8 +39,9 @@ static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
 
 /* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, for
  * new Python code, for a user stack walk cut at a PC in no mapping it gave BPF (once per process
- * and tables), or when the ring buffer fills). st: the thread's state, where whether user space knows its
- * process is kept (a hash lookup less a sample), or NULL. Returns 0 or -1 (ring buffer full). */
+ * and tables), or when the ring buffer fills). st: the thread's state, where whether user space
+ * knows its process is kept (a hash lookup less a sample), or NULL. Returns 0 or -1 (ring buffer
+ * full). */
 static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 {
 	__u32 nk = o->nr_kernel, nu = o->nr_user, n;
