@@ -381,9 +381,8 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
 {
 	struct proc_maps maps = {0};
 	struct gc_proc np = {.pid = pid}, *p;
-	char path[64], *text;
+	char path[64];
 	struct stat exe;
-	size_t len;
 	uint32_t known;
 
 	if (pid == g->self_pid)
@@ -398,10 +397,8 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
 			return;
 		}
 	}
-	if (proc_maps__read("/proc", pid, GC_MAPS_MAX_BYTES, &text, &len))
+	if (proc_maps__load("/proc", pid, GC_MAPS_MAX_BYTES, &maps) < 0)
 		return;
-	proc_maps__parse(text, len, &maps);
-	free(text);
 	g->st.scans++;
 	for (size_t i = 0; i < maps.nr; i++) {
 		const struct proc_mapping *m = &maps.v[i];

@@ -389,9 +389,9 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_processes", "gauge", "Processes with cached memory maps.");
 	text_put(&t, "tailprof_processes %" PRIu64 "\n", st.sym.processes);
 	{
-		uint64_t shared, read;
+		uint64_t shared, read, queried;
 
-		proc_maps__read_stats(&shared, &read);
+		proc_maps__read_stats(&shared, &read, &queried);
 		text_metric(&t, "tailprof_cgroups_overflow_total", "counter",
 			    "Cgroup paths not kept as labels: the table of 16,384 was full.");
 		text_put(&t, "tailprof_cgroups_overflow_total %" PRIu64 "\n", cgroups__overflow());
@@ -402,6 +402,10 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 "tailprof_maps_reads_total{source=\"file\"} %" PRIu64 "\n"
 			 "tailprof_maps_reads_total{source=\"shared\"} %" PRIu64 "\n",
 			 read, shared);
+		text_metric(&t, "tailprof_maps_queried_total", "counter",
+			    "Of the maps reads from the file, those done with PROCMAP_QUERY (Linux "
+			    "6.11): the executable mappings alone, no text formatted or parsed.");
+		text_put(&t, "tailprof_maps_queried_total %" PRIu64 "\n", queried);
 	}
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
 		    "User frames in no known mapping.");
@@ -426,6 +430,15 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 "tailprof_python_dropped_frames_total{reason=\"incomplete\"} %" PRIu64 "\n"
 			 "tailprof_python_dropped_frames_total{reason=\"not_code\"} %" PRIu64 "\n",
 			 st.py.incomplete, st.py.not_code);
+		text_metric(&t, "tailprof_python_code_reads_total", "counter",
+			    "Code objects read from processes' memory.");
+		text_put(&t, "tailprof_python_code_reads_total %" PRIu64 "\n", st.py.code_reads);
+		text_metric(&t, "tailprof_python_code_image_hits_total", "counter",
+			    "Frames whose code object, built into the interpreter file (3.11 and "
+			    "3.12's frozen modules), was known from an earlier read in any process "
+			    "of that file.");
+		text_put(&t, "tailprof_python_code_image_hits_total %" PRIu64 "\n",
+			 st.py.code_image_hits);
 		text_metric(
 		    &t, "tailprof_python_code_read_failures_total", "counter",
 		    "Code objects that could not be read (process gone): named by address.");

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define DELETED_SUFFIX " (deleted)"
@@ -187,22 +188,18 @@ const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t a
 	return &m->v[lo - 1];
 }
 
-int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
+/* proc_read_file()'s loop on an open file: the whole text into a malloc'ed NUL-terminated
+ * buffer. Same returns. */
+static int read_fd(int fd, size_t max_bytes, char **buf, size_t *len)
 {
 	size_t cap = 16384, n = 0;
-	char *b = NULL;
-	int fd, err;
+	char *b;
 
 	*buf = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
 	b = malloc(cap);
-	if (!b) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (!b)
+		return -ENOMEM;
 	for (;;) {
 		ssize_t r;
 
@@ -212,109 +209,282 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 			char *nb;
 
 			if (cap >= limit) {
-				err = -EFBIG;
-				goto out;
+				free(b);
+				return -EFBIG;
 			}
 			cap = cap * 2 > limit ? limit : cap * 2;
 			nb = realloc(b, cap);
 			if (!nb) {
-				err = -ENOMEM;
-				goto out;
+				free(b);
+				return -ENOMEM;
 			}
 			b = nb;
 		}
 		r = read(fd, b + n, cap - n - 1);
 		if (r < 0) {
-			if (errno == EINTR)
+			int err = -errno;
+
+			if (err == -EINTR)
 				continue;
-			err = -errno;
-			goto out;
+			free(b);
+			return err;
 		}
 		if (r == 0)
 			break;
 		n += r;
 	}
 	if (n > max_bytes) {
-		err = -EFBIG;
-		goto out;
+		free(b);
+		return -EFBIG;
 	}
 	b[n] = '\0';
 	*buf = b;
 	*len = n;
-	b = NULL;
-	err = 0;
-out:
-	free(b);
+	return 0;
+}
+
+int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
+{
+	int fd, err;
+
+	*buf = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	err = read_fd(fd, max_bytes, buf, len);
 	close(fd);
 	return err;
 }
 
-/* ---- maps text shared within a round ---- */
+/* ---- the executable mappings of a process, by PROCMAP_QUERY or from the text ---- */
 
-#define SHARED_MAPS 64 /* processes whose maps text one round keeps (direct-mapped by pid) */
+/* PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): an ioctl on a /proc/PID/maps file that
+ * returns one mapping, the one covering an address or the next, filtered by permissions, with
+ * its path; the kernel formats no text and takes no mmap lock for it. Our declaration of the
+ * ABI (its first version, 104 bytes), for build hosts whose headers predate it. */
+struct tp_procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+
+#define TP_PROCMAP_QUERY		      _IOWR('f', 17, struct tp_procmap_query)
+#define TP_PROCMAP_QUERY_VMA_EXECUTABLE	      0x04
+#define TP_PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#define QUERY_BYTES_PER_MAPPING		      64 /* max_bytes / this: the most mappings a query takes */
+
+/* Appends m (its path taken) to *out; returns 0 or -ENOMEM (m's path freed). */
+static int maps_push(struct proc_maps *out, size_t *cap, struct proc_mapping *m)
+{
+	if (out->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct proc_mapping *nv = realloc(out->v, ncap * sizeof(*nv));
+
+		if (!nv) {
+			free(m->path);
+			return -ENOMEM;
+		}
+		out->v = nv;
+		*cap = ncap;
+	}
+	out->v[out->nr++] = *m;
+	return 0;
+}
+
+/* The executable mappings of the maps file open at fd by PROCMAP_QUERY, in address order.
+ * Returns their number, or -ENOTTY when the kernel (or the file: a test's fake root) has no such
+ * ioctl, or another negative errno; *out is left empty on error. */
+static int maps_query(int fd, size_t max_bytes, struct proc_maps *out)
+{
+	char name[PATH_MAX];
+	size_t cap = 0, slen = strlen(DELETED_SUFFIX);
+	uint64_t addr = 0;
+	int err = 0;
+
+	out->v = NULL;
+	out->nr = 0;
+	for (;;) {
+		struct tp_procmap_query q = {
+		    .size = sizeof(q),
+		    .query_flags =
+			TP_PROCMAP_QUERY_COVERING_OR_NEXT_VMA | TP_PROCMAP_QUERY_VMA_EXECUTABLE,
+		    .query_addr = addr,
+		    .vma_name_size = sizeof(name),
+		    .vma_name_addr = (uint64_t)(uintptr_t)name,
+		};
+		struct proc_mapping m = {};
+		size_t plen;
+
+		if (ioctl(fd, TP_PROCMAP_QUERY, &q)) {
+			err = -errno;
+			break;
+		}
+		if (q.vma_end <= q.vma_start || q.vma_end <= addr) {
+			err = -EIO;
+			break;
+		}
+		if ((out->nr + 1) * QUERY_BYTES_PER_MAPPING > max_bytes) {
+			err = -EFBIG;
+			break;
+		}
+		addr = q.vma_end;
+		m.start = q.vma_start;
+		m.end = q.vma_end;
+		m.pgoff = q.vma_offset;
+		m.inode = q.inode;
+		m.dev_major = q.dev_major;
+		m.dev_minor = q.dev_minor;
+		/* vma_name_size: the name's length with its NUL, 0 when the mapping has none */
+		plen = q.vma_name_size ? strnlen(name, sizeof(name) - 1) : 0;
+		if (plen >= slen && !memcmp(name + plen - slen, DELETED_SUFFIX, slen)) {
+			m.deleted = true;
+			plen -= slen;
+		}
+		m.path = malloc(plen + 1);
+		if (!m.path) {
+			err = -ENOMEM;
+			break;
+		}
+		memcpy(m.path, name, plen);
+		m.path[plen] = '\0';
+		err = maps_push(out, &cap, &m);
+		if (err)
+			break;
+	}
+	/* ENOENT: no mapping past the last one; ESRCH: the process's memory is gone (it exited
+	 * after the open): no mappings, as its text would be empty */
+	if (err == -ENOENT)
+		err = 0;
+	if (err == -ESRCH) {
+		proc_maps__clear(out);
+		err = 0;
+	}
+	if (err) {
+		proc_maps__clear(out);
+		return err;
+	}
+	return out->nr > INT32_MAX ? INT32_MAX : (int)out->nr;
+}
+
+/* Loads from the file since start (read), and of those by PROCMAP_QUERY (queried). */
+static struct {
+	uint64_t read, queried;
+} load_counts;
+
+/* The executable mappings of the maps file at path, by query or from the text. */
+static int maps_load_file(const char *path, size_t max_bytes, struct proc_maps *out)
+{
+	char *text;
+	size_t len;
+	int fd, err;
+
+	out->v = NULL;
+	out->nr = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	err = maps_query(fd, max_bytes, out);
+	if (err >= 0) {
+		__atomic_fetch_add(&load_counts.queried, 1, __ATOMIC_RELAXED);
+	} else if (err == -ENOTTY || err == -EINVAL) {
+		/* before 6.11 (or not procfs): the text, read from the same file */
+		err = read_fd(fd, max_bytes, &text, &len);
+		if (!err) {
+			err = proc_maps__parse(text, len, out);
+			free(text);
+		}
+	}
+	close(fd);
+	__atomic_fetch_add(&load_counts.read, 1, __ATOMIC_RELAXED);
+	return err;
+}
+
+/* Copies src's mappings into *dst (empty). Returns 0 or -ENOMEM (*dst empty). */
+static int maps_copy(const struct proc_maps *src, struct proc_maps *dst)
+{
+	dst->nr = 0;
+	dst->v = src->nr ? calloc(src->nr, sizeof(*dst->v)) : NULL;
+	if (src->nr && !dst->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nr; i++) {
+		dst->v[i] = src->v[i];
+		dst->v[i].path = strdup(src->v[i].path);
+		if (!dst->v[i].path) {
+			dst->nr = i;
+			proc_maps__clear(dst);
+			return -ENOMEM;
+		}
+		dst->nr = i + 1;
+	}
+	return 0;
+}
+
+/* ---- mappings shared within a round ---- */
+
+#define SHARED_MAPS 64 /* processes whose mappings one round keeps (direct-mapped by pid) */
 
 static struct {
 	pthread_mutex_t lock;
 	bool open;	/* in a round */
 	uint64_t round; /* the current or last round */
-	uint64_t shared, read;
+	uint64_t shared;
 	struct {
 		uint64_t round; /* 0: empty */
 		uint32_t pid;
 		char root[64];
-		char *text;
-		size_t len;
+		size_t max_bytes;
+		struct proc_maps maps;
 	} v[SHARED_MAPS];
 } maps_cache = {.lock = PTHREAD_MUTEX_INITIALIZER, .round = 1};
 
-int proc_maps__read(const char *proc_root, uint32_t pid, size_t max_bytes, char **buf, size_t *len)
+int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struct proc_maps *out)
 {
 	char path[PATH_MAX];
 	size_t slot = pid % SHARED_MAPS;
 	bool cacheable = strlen(proc_root) < sizeof(maps_cache.v[0].root);
-	char *text;
+	struct proc_maps copy;
 	int err;
 
+	out->v = NULL;
+	out->nr = 0;
 	if (snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	pthread_mutex_lock(&maps_cache.lock);
 	cacheable &= maps_cache.open;
 	if (cacheable && maps_cache.v[slot].round == maps_cache.round &&
 	    maps_cache.v[slot].pid == pid && !strcmp(maps_cache.v[slot].root, proc_root) &&
-	    maps_cache.v[slot].len <= max_bytes) {
-		text = malloc(maps_cache.v[slot].len + 1);
-		if (text) {
-			memcpy(text, maps_cache.v[slot].text, maps_cache.v[slot].len + 1);
-			*buf = text;
-			*len = maps_cache.v[slot].len;
+	    maps_cache.v[slot].max_bytes <= max_bytes) {
+		err = maps_copy(&maps_cache.v[slot].maps, out);
+		if (!err)
 			maps_cache.shared++;
-		}
 		pthread_mutex_unlock(&maps_cache.lock);
-		return text ? 0 : -ENOMEM;
+		return err ? err : (out->nr > INT32_MAX ? INT32_MAX : (int)out->nr);
 	}
 	pthread_mutex_unlock(&maps_cache.lock);
-	err = proc_read_file(path, max_bytes, buf, len);
-	if (err || !cacheable)
+	err = maps_load_file(path, max_bytes, out);
+	if (err < 0 || !cacheable)
 		return err;
-	text = malloc(*len + 1);
-	if (!text)
-		return 0;
-	memcpy(text, *buf, *len + 1);
+	if (maps_copy(out, &copy))
+		return err;
 	pthread_mutex_lock(&maps_cache.lock);
-	maps_cache.read++;
 	if (!maps_cache.open) {
 		pthread_mutex_unlock(&maps_cache.lock);
-		free(text);
-		return 0;
+		proc_maps__clear(&copy);
+		return err;
 	}
-	free(maps_cache.v[slot].text);
+	proc_maps__clear(&maps_cache.v[slot].maps);
 	maps_cache.v[slot].round = maps_cache.round;
 	maps_cache.v[slot].pid = pid;
+	maps_cache.v[slot].max_bytes = max_bytes;
 	snprintf(maps_cache.v[slot].root, sizeof(maps_cache.v[slot].root), "%s", proc_root);
-	maps_cache.v[slot].text = text;
-	maps_cache.v[slot].len = *len;
+	maps_cache.v[slot].maps = copy;
 	pthread_mutex_unlock(&maps_cache.lock);
-	return 0;
+	return err;
 }
 
 void proc_maps__begin_round(void)
@@ -343,10 +513,11 @@ void proc_maps__forget(uint32_t pid)
 	pthread_mutex_unlock(&maps_cache.lock);
 }
 
-void proc_maps__read_stats(uint64_t *shared, uint64_t *read)
+void proc_maps__read_stats(uint64_t *shared, uint64_t *read, uint64_t *queried)
 {
 	pthread_mutex_lock(&maps_cache.lock);
 	*shared = maps_cache.shared;
-	*read = maps_cache.read;
 	pthread_mutex_unlock(&maps_cache.lock);
+	*read = __atomic_load_n(&load_counts.read, __ATOMIC_RELAXED);
+	*queried = __atomic_load_n(&load_counts.queried, __ATOMIC_RELAXED);
 }

@@ -47,19 +47,26 @@ const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t a
  * open/read (-ENOENT, -ESRCH for a process that exited, -EACCES...). */
 int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
 
-/* proc_read_file() of PROC_ROOT/PID/maps, shared by the modules that read a new process's maps
- * in one drain (symbolizer, unwinder, Python and GC discovery): within a round the text read
- * first is handed out again (a copy, the caller's to free) unless proc_maps__forget() was called
- * for that pid since; outside a round every call reads the file. Same returns as
- * proc_read_file(). Thread-safe. */
-int proc_maps__read(const char *proc_root, uint32_t pid, size_t max_bytes, char **buf, size_t *len);
+/* The executable mappings of process PID (PROC_ROOT/PID/maps) into *out, sorted by start, as
+ * proc_maps__parse() gives them: by the PROCMAP_QUERY ioctl where the kernel has it (Linux 6.11:
+ * only the executable mappings, no text formatted or parsed), else from the text. Shared by the
+ * modules that look at a new process in one drain (symbolizer, unwinder, Python and GC
+ * discovery): within a round the mappings loaded first are handed out again (a copy) unless
+ * proc_maps__forget() was called for that pid since; outside a round every call loads them.
+ * max_bytes bounds the text, and the query's mappings at max_bytes / 64. (The query leaves out
+ * x86-64's [vsyscall], the gate page above user space that the text lists last.) Returns the number
+ * of mappings (0: none, as for a process that exited or a kernel thread) with *out the caller's to
+ * clear, or a negative errno with *out empty: -ENOENT (gone), -EACCES, -EFBIG, -ENOMEM, -EIO (a
+ * query answer out of order). Thread-safe. */
+int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struct proc_maps *out);
 /* A round begins (the drain loop: when a drain begins) and ends (when its work is done): maps
  * read in one round are not handed out in another. */
 void proc_maps__begin_round(void);
 void proc_maps__end_round(void);
 /* The process exec'd or exited: its maps are read again. */
 void proc_maps__forget(uint32_t pid);
-/* Maps reads served from the round's text and from the file, since start. */
-void proc_maps__read_stats(uint64_t *shared, uint64_t *read);
+/* Since start: loads served from the round's copy (shared), loads from the file (read), and of
+ * those, the ones done by PROCMAP_QUERY (queried). */
+void proc_maps__read_stats(uint64_t *shared, uint64_t *read, uint64_t *queried);
 
 #endif

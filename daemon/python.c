@@ -181,12 +181,18 @@ struct py_proc {
 	const struct py_version *v;
 	struct object *obj; /* the interpreter's synthetic object (python->objs holds it) */
 	uint64_t code_type; /* &PyCode_Type in the process; 0: unknown (no type check) */
+	/* the interpreter file's image in the process [image_lo, image_hi), placed at bias
+	 * (process address - link-time address), and the file's identity: the code objects the
+	 * build froze into its data (3.11 and 3.12's deep-frozen modules: importlib, site, os...)
+	 * lie there, the same in every process of the file */
+	uint64_t image_lo, image_hi, bias, file_key;
 };
 
 struct py_code {
 	uint32_t pid;
 	uint64_t start_ns;
-	uint64_t addr;
+	uint64_t addr; /* pid 0: one built into an interpreter file, start_ns the file's key and
+			* addr the offset from its bias */
 	/* checked again with firstlineno: code objects are freed and their addresses reused.
 	 * The qualname alone does not tell modules apart (every <module> has the same interned
 	 * name and first line 1; 3.13 reused <frozen site>'s for the main script's): the file
@@ -206,10 +212,11 @@ struct py_code {
 struct py_symbols {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
-	uint64_t runtime, code_type;
-	int64_t exec_delta;
-	int err;       /* 0 or -ENODATA (no _PyRuntime): both are remembered */
-	uint64_t used; /* python.sym_clock at the last hit; 0: empty */
+	uint64_t runtime, code_type; /* link-time addresses of _PyRuntime and PyCode_Type */
+	int64_t exec_delta;	     /* file offset - vaddr of the executable PT_LOAD */
+	uint64_t image_lo, image_hi; /* link-time extent of the PT_LOAD segments [lo, hi) */
+	int err;		     /* 0 or -ENODATA (no _PyRuntime): both are remembered */
+	uint64_t used;		     /* python.sym_clock at the last hit; 0: empty */
 };
 
 #define SYM_CACHE 64 /* interpreter files remembered */
@@ -324,11 +331,11 @@ static const struct py_version *version_of(const char *path, bool *named)
 }
 
 /* Reads the link-time addresses (.dynsym, then .symtab) of _PyRuntime and PyCode_Type (0 when
- * absent) of the ELF file at path and the (file offset - vaddr) of its executable PT_LOAD, to place
- * them in a mapping. Returns 0, -ENODATA (no _PyRuntime), or another negative errno (unreadable:
- * -ENOENT for a path that does not resolve). */
-static int runtime_symbol(const char *path, uint64_t *vaddr, uint64_t *code_type,
-			  int64_t *exec_delta)
+ * absent) of the ELF file at path, the (file offset - vaddr) of its executable PT_LOAD, to place
+ * them in a mapping, and the extent of its PT_LOAD segments, into out's runtime, code_type,
+ * exec_delta and image_lo/hi. Returns 0, -ENODATA (no _PyRuntime), or another negative errno
+ * (unreadable: -ENOENT for a path that does not resolve). */
+static int runtime_symbol(const char *path, struct py_symbols *out)
 {
 	int fd, err = -ENODATA;
 	Elf_Scn *scn = NULL;
@@ -346,20 +353,30 @@ static int runtime_symbol(const char *path, uint64_t *vaddr, uint64_t *code_type
 		err = -ENOEXEC;
 		goto out;
 	}
-	for (size_t i = 0; i < nph && !have_seg; i++) {
+	out->image_lo = UINT64_MAX;
+	out->image_hi = 0;
+	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-			*exec_delta = (int64_t)ph.p_offset - (int64_t)ph.p_vaddr;
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_vaddr < out->image_lo)
+			out->image_lo = ph.p_vaddr;
+		if (ph.p_vaddr + ph.p_memsz > out->image_hi)
+			out->image_hi = ph.p_vaddr + ph.p_memsz;
+		if ((ph.p_flags & PF_X) && !have_seg) {
+			out->exec_delta = (int64_t)ph.p_offset - (int64_t)ph.p_vaddr;
 			have_seg = true;
 		}
 	}
-	*vaddr = *code_type = 0;
-	for (int pass = 0; pass < 2 && have_seg && !(*vaddr && *code_type); pass++) {
+	if (out->image_lo >= out->image_hi)
+		out->image_lo = out->image_hi = 0;
+	out->runtime = out->code_type = 0;
+	for (int pass = 0; pass < 2 && have_seg && !(out->runtime && out->code_type); pass++) {
 		int want = pass ? SHT_SYMTAB : SHT_DYNSYM;
 
 		scn = NULL;
-		while (!(*vaddr && *code_type) && (scn = elf_nextscn(elf, scn))) {
+		while (!(out->runtime && out->code_type) && (scn = elf_nextscn(elf, scn))) {
 			Elf_Data *data;
 			GElf_Shdr sh;
 
@@ -375,13 +392,13 @@ static int runtime_symbol(const char *path, uint64_t *vaddr, uint64_t *code_type
 					continue;
 				s = elf_strptr(elf, sh.sh_link, sym.st_name);
 				if (s && !strcmp(s, "_PyRuntime"))
-					*vaddr = sym.st_value;
+					out->runtime = sym.st_value;
 				else if (s && !strcmp(s, "PyCode_Type"))
-					*code_type = sym.st_value;
+					out->code_type = sym.st_value;
 			}
 		}
 	}
-	if (*vaddr)
+	if (out->runtime)
 		err = 0;
 out:
 	if (elf)
@@ -391,46 +408,43 @@ out:
 }
 
 /* runtime_symbol() of the file at path, remembered per file (device, inode, size, mtime): the
- * next process of an interpreter already seen costs a stat, not an ELF read. */
-static int runtime_symbol_cached(struct python *p, const char *path, uint64_t *vaddr,
-				 uint64_t *code_type, int64_t *exec_delta)
+ * next process of an interpreter already seen costs a stat, not an ELF read. On success *out is
+ * a copy of the file's entry (its identity too). */
+static int runtime_symbol_cached(struct python *p, const char *path, struct py_symbols *out)
 {
 	struct py_symbols *victim = &p->syms[0];
+	struct py_symbols e = {0};
 	struct stat st;
-	int64_t mtime;
 	int err;
 
 	if (stat(path, &st))
 		return -errno;
-	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	e.dev = st.st_dev;
+	e.ino = st.st_ino;
+	e.size = (uint64_t)st.st_size;
+	e.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	for (size_t i = 0; i < SYM_CACHE; i++) {
-		struct py_symbols *e = &p->syms[i];
+		struct py_symbols *c = &p->syms[i];
 
-		if (e->used && e->dev == st.st_dev && e->ino == st.st_ino &&
-		    e->size == (uint64_t)st.st_size && e->mtime_ns == mtime) {
-			e->used = ++p->sym_clock;
-			*vaddr = e->runtime;
-			*code_type = e->code_type;
-			*exec_delta = e->exec_delta;
-			return e->err;
+		if (c->used && c->dev == e.dev && c->ino == e.ino && c->size == e.size &&
+		    c->mtime_ns == e.mtime_ns) {
+			c->used = ++p->sym_clock;
+			*out = *c;
+			return c->err;
 		}
-		if (e->used < victim->used)
-			victim = e;
+		if (c->used < victim->used)
+			victim = c;
 	}
-	err = runtime_symbol(path, vaddr, code_type, exec_delta);
+	err = runtime_symbol(path, &e);
 	p->st.symbol_reads++;
-	if (!err || err == -ENODATA)
-		*victim = (struct py_symbols){
-		    .dev = st.st_dev,
-		    .ino = st.st_ino,
-		    .size = (uint64_t)st.st_size,
-		    .mtime_ns = mtime,
-		    .runtime = err ? 0 : *vaddr,
-		    .code_type = err ? 0 : *code_type,
-		    .exec_delta = err ? 0 : *exec_delta,
-		    .err = err,
-		    .used = ++p->sym_clock,
-		};
+	if (err && err != -ENODATA)
+		return err;
+	if (err)
+		e.runtime = e.code_type = e.image_lo = e.image_hi = 0;
+	e.err = err;
+	e.used = ++p->sym_clock;
+	*victim = e;
+	*out = e;
 	return err;
 }
 
@@ -479,19 +493,12 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	const struct py_version *v = NULL;
 	struct proc_maps maps = {0};
 	char path[PATH_MAX + 64];
-	int64_t delta = 0;
-	uint64_t vaddr, code_type;
+	struct py_symbols sym;
 	bool named = false;
-	size_t len;
-	char *text;
 	int err;
 
 	python__forget_process(p, pid);
-	err = proc_maps__read(p->proc_root, pid, 64 << 20, &text, &len);
-	if (err)
-		return err;
-	err = proc_maps__parse(text, len, &maps);
-	free(text);
+	err = proc_maps__load(p->proc_root, pid, 64 << 20, &maps);
 	if (err < 0)
 		return err;
 	/* libpython first: an executable linked to it has no runtime of its own */
@@ -526,9 +533,9 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%u/root%s", p->proc_root, pid, pick->path);
-	err = runtime_symbol_cached(p, path, &vaddr, &code_type, &delta);
+	err = runtime_symbol_cached(p, path, &sym);
 	if (err == -ENODATA || err == -ENOENT || err == -EACCES)
-		err = runtime_symbol_cached(p, pick->path, &vaddr, &code_type, &delta);
+		err = runtime_symbol_cached(p, pick->path, &sym);
 	if (err) {
 		count_unsupported(p, pid, start_ns,
 				  err == -ENODATA ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE);
@@ -537,10 +544,10 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	}
 	{
 		/* the bias of the object in the process: a file offset pgoff sits at start */
-		uint64_t bias = pick->start - pick->pgoff + delta;
+		uint64_t bias = pick->start - pick->pgoff + sym.exec_delta;
 		struct tp_py_proc bp = {
 		    .start_ns = start_ns,
-		    .runtime = bias + vaddr,
+		    .runtime = bias + sym.runtime,
 		    .version = (uint32_t)(v - versions),
 		};
 		struct py_proc *pp;
@@ -562,8 +569,19 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 			p->cap_procs = cap;
 		}
 		pp = &p->procs[p->nr_procs++];
-		*pp = (struct py_proc){pid, start_ns, v, interp_object(p, pick->path),
-				       code_type ? bias + code_type : 0};
+		*pp = (struct py_proc){
+		    .pid = pid,
+		    .start_ns = start_ns,
+		    .v = v,
+		    .obj = interp_object(p, pick->path),
+		    .code_type = sym.code_type ? bias + sym.code_type : 0,
+		    .image_lo = bias + sym.image_lo,
+		    .image_hi = bias + sym.image_hi,
+		    .bias = bias,
+		    .file_key =
+			hashmap__combine(hashmap__combine(sym.dev, sym.ino),
+					 hashmap__combine(sym.size, (uint64_t)sym.mtime_ns)),
+		};
 		err = 1;
 	}
 out:
@@ -760,10 +778,10 @@ static int read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint6
 	return 0;
 }
 
-/* Fills c (pid, start_ns, addr set) from the process of pp: failed when it cannot be read,
+/* Fills c from the code object at addr of the process of pp: failed when it cannot be read,
  * not_code too when what is there is not a code object (its type is not PyCode_Type: a frame read
  * while it was being set up or torn down). */
-static void read_code(struct python *p, const struct py_proc *pp, struct py_code *c)
+static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr, struct py_code *c)
 {
 	const struct py_user_offsets *u = &pp->v->user;
 	char name[NAME_MAX_BYTES], file[FILE_MAX_BYTES];
@@ -773,7 +791,7 @@ static void read_code(struct python *p, const struct py_proc *pp, struct py_code
 
 	p->st.code_reads++;
 	c->failed = true;
-	if (read_code_fields(c->pid, u, c->addr, &cf)) {
+	if (read_code_fields(pp->pid, u, addr, &cf)) {
 		p->st.code_read_failed++;
 		return;
 	}
@@ -783,12 +801,12 @@ static void read_code(struct python *p, const struct py_proc *pp, struct py_code
 	}
 	/* the name, the file and the location table in one system call (most of them are within
 	 * their first PREFETCH_BYTES), rather than two to three each */
-	prefetch(c->pid, (const uint64_t[]){cf.qualname, cf.filename, cf.linetable}, pre,
+	prefetch(pp->pid, (const uint64_t[]){cf.qualname, cf.filename, cf.linetable}, pre,
 		 cf.linetable ? 3 : 2);
 	if (!cf.linetable)
 		pre[2].len = 0;
-	if (read_str(c->pid, u, cf.qualname, &pre[0], name, sizeof(name)) ||
-	    read_str(c->pid, u, cf.filename, &pre[1], file, sizeof(file))) {
+	if (read_str(pp->pid, u, cf.qualname, &pre[0], name, sizeof(name)) ||
+	    read_str(pp->pid, u, cf.filename, &pre[1], file, sizeof(file))) {
 		p->st.code_read_failed++;
 		return;
 	}
@@ -802,14 +820,14 @@ static void read_code(struct python *p, const struct py_proc *pp, struct py_code
 	c->file = sym_xstrdup(file);
 	if (pre[2].len >= (size_t)u->bytes_size + 8)
 		memcpy(&size, pre[2].buf + u->bytes_size, 8);
-	else if (!cf.linetable || read_mem(c->pid, cf.linetable + u->bytes_size, &size, 8) != 8)
+	else if (!cf.linetable || read_mem(pp->pid, cf.linetable + u->bytes_size, &size, 8) != 8)
 		size = 0;
 	if (size <= LINETABLE_MAX_BYTES && size) {
 		c->linetable = malloc(size);
 		if (c->linetable && u->bytes_data + size <= pre[2].len) {
 			memcpy(c->linetable, pre[2].buf + u->bytes_data, size);
 			c->linetable_len = size;
-		} else if (c->linetable && read_mem(c->pid, cf.linetable + u->bytes_data,
+		} else if (c->linetable && read_mem(pp->pid, cf.linetable + u->bytes_data,
 						    c->linetable, size) == (ssize_t)size) {
 			c->linetable_len = size;
 		} else {
@@ -833,11 +851,15 @@ static bool code_eq(const void *ctx, uint32_t val)
 	return c->pid == k->pid && c->start_ns == k->start_ns && c->addr == k->addr;
 }
 
-/* The cached code object at addr of the process, read now if new or no longer the same. */
+/* The cached code object at addr of the process, read now if new or no longer the same. One in
+ * the interpreter file's image is kept by file and offset, for every process of that file, and
+ * not checked again: such objects were built into the file and are never freed. */
 static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint64_t addr)
 {
-	struct code_key k = {pp->pid, pp->start_ns, addr, p};
-	uint64_t h = hashmap__combine(hashmap__combine(pp->pid, pp->start_ns), addr);
+	bool in_image = addr >= pp->image_lo && addr < pp->image_hi;
+	struct code_key k = {in_image ? 0 : pp->pid, in_image ? pp->file_key : pp->start_ns,
+			     in_image ? addr - pp->bias : addr, p};
+	uint64_t h = hashmap__combine(hashmap__combine(k.pid, k.start_ns), k.addr);
 	struct py_code *c;
 	uint32_t i;
 
@@ -845,8 +867,11 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		struct code_fields cf;
 
 		c = &p->codes[i];
-		if (c->checked_gen == p->gen)
+		if (c->checked_gen == p->gen || (in_image && !c->failed && !c->not_code)) {
+			if (in_image)
+				p->st.code_image_hits++;
 			return c;
+		}
 		c->checked_gen = p->gen;
 		/* the address may hold another code object now: check what names it (unreadable:
 		 * the process is gone, what was read stands) */
@@ -862,24 +887,21 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		free(c->function);
 		free(c->file);
 		free(c->linetable);
-		*c = (struct py_code){.pid = pp->pid, .start_ns = pp->start_ns, .addr = addr};
-		c->checked_gen = p->gen;
-		read_code(p, pp, c);
-		return c;
-	}
-	if (p->nr_codes >= MAX_CODE_OBJECTS)
-		clear_codes(p);
-	if (!p->codes) {
-		p->codes = calloc(MAX_CODE_OBJECTS, sizeof(*p->codes));
-		if (!p->codes)
+	} else {
+		if (p->nr_codes >= MAX_CODE_OBJECTS)
+			clear_codes(p);
+		if (!p->codes) {
+			p->codes = calloc(MAX_CODE_OBJECTS, sizeof(*p->codes));
+			if (!p->codes)
+				return NULL;
+		}
+		if (hashmap__insert(&p->code_index, h, p->nr_codes))
 			return NULL;
+		c = &p->codes[p->nr_codes++];
 	}
-	if (hashmap__insert(&p->code_index, h, p->nr_codes))
-		return NULL;
-	c = &p->codes[p->nr_codes++];
-	*c = (struct py_code){.pid = pp->pid, .start_ns = pp->start_ns, .addr = addr};
+	*c = (struct py_code){.pid = k.pid, .start_ns = k.start_ns, .addr = k.addr};
 	c->checked_gen = p->gen;
-	read_code(p, pp, c);
+	read_code(p, pp, addr, c);
 	return c;
 }
 

@@ -38,7 +38,9 @@ struct python_stats {
 	uint64_t frames;		   /* Python frames resolved */
 	uint64_t code_reads;		   /* code objects read from processes */
 	uint64_t code_read_failed;	   /* ... that could not be read (process gone) */
-	uint64_t incomplete;		   /* frames dropped: still in their prologue */
+	uint64_t code_image_hits; /* frames whose code object, built into the interpreter file,
+				   * was known from this or another process of that file */
+	uint64_t incomplete;	  /* frames dropped: still in their prologue */
 	uint64_t not_code; /* frames dropped: their code pointer is no code object (torn read) */
 	uint64_t lines;	   /* interned (function, line) entries */
 	uint64_t symbol_reads; /* interpreter files whose symbols were read (once per file) */

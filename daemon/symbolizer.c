@@ -419,20 +419,13 @@ static int read_process(struct symbolizer *s, struct process *p)
 {
 	struct proc_maps maps = {};
 	struct mapping_obj *mobjs;
-	char *buf;
-	size_t len;
 	int err;
 
 	p->last_read_ns = monotonic_ns();
 	s->stats.maps_reads++;
-	err = proc_maps__read(s->proc_root, p->pid, MAPS_MAX_BYTES, &buf, &len);
-	if (err) {
-		if (err == -ENOENT)
-			err = -ESRCH;
-		goto fail;
-	}
-	err = proc_maps__parse(buf, len, &maps);
-	free(buf);
+	err = proc_maps__load(s->proc_root, p->pid, MAPS_MAX_BYTES, &maps);
+	if (err == -ENOENT)
+		err = -ESRCH;
 	if (err <= 0) {
 		/* No executable mapping: an exited process (empty maps) or a kernel thread. */
 		err = err ? err : -ESRCH;

@@ -469,16 +469,10 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 {
 	struct tp_proc_mappings *out = &u->scratch;
 	struct proc_maps maps = {0};
-	char *buf = NULL;
-	size_t len;
 	int err;
 
 	p->nr = 0;
-	err = proc_maps__read(u->opts.proc_root, p->pid, MAPS_MAX_BYTES, &buf, &len);
-	if (err)
-		return err;
-	err = proc_maps__parse(buf, len, &maps);
-	free(buf);
+	err = proc_maps__load(u->opts.proc_root, p->pid, MAPS_MAX_BYTES, &maps);
 	if (err < 0)
 		return err;
 	memset(out, 0, offsetof(struct tp_proc_mappings, m));

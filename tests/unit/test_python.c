@@ -410,6 +410,94 @@ static void test_discovers_pyenv_313(void **state)
 	check_discovery("/root/.pyenv/versions/3.13.0/bin/python3.13", true);
 }
 
+/* A code object built into the interpreter file (3.11 and 3.12 deep-freeze importlib's: it lies
+ * in the file's data) is read from the first process and known, by its offset in the file, in
+ * the next process of that file, wherever the file was loaded there (pyenv's libpython moves
+ * with ASLR), and at later drains without a read. 3.13 unmarshals frozen modules onto the heap:
+ * read in each process. A code object of the heap is read in each. */
+static void check_image_codes(const char *python, bool frozen_in_image)
+{
+	static const char script[] = "import _frozen_importlib, time\n"
+				     "def work():\n"
+				     "    return 1\n"
+				     "print(id(_frozen_importlib._find_and_load.__code__),\n"
+				     "      id(work.__code__), flush=True)\n"
+				     "time.sleep(30)\n";
+	struct python *p = python__new(NULL);
+	unsigned long long frozen[2], heap[2];
+	struct python_stats before, st;
+	struct python_frame out[1];
+	struct python_line pl;
+	char buf[128] = "";
+	FILE *in[2];
+	pid_t pid[2];
+
+	if (access(python, X_OK))
+		skip();
+	assert_non_null(p);
+	for (int i = 0; i < 2; i++) {
+		int r = -1;
+
+		in[i] = spawn_python(python, script, &pid[i]);
+		assert_non_null(fgets(buf, sizeof(buf), in[i]));
+		assert_int_equal(sscanf(buf, "%llu %llu", &frozen[i], &heap[i]), 2);
+		for (int j = 0; j < 50 && r != 1; j++)
+			r = python__note_process(p, (uint32_t)pid[i], 1);
+		assert_int_equal(r, 1);
+	}
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 2; i++) {
+			const struct tp_py_frame frames[2] = {{frozen[i], 20}, {heap[i], 4}};
+
+			python__drain_begin(p);
+			python__stats(p, &before);
+			assert_int_equal(python__resolve(p, (uint32_t)pid[i], 1, frames, 1, out),
+					 1);
+			assert_true(python__line(out[0].f.addr, &pl));
+			assert_string_equal(pl.function, "_find_and_load");
+			assert_string_equal(pl.file, "<frozen importlib._bootstrap>");
+			python__stats(p, &st);
+			if (frozen_in_image) {
+				/* read once, from the first process */
+				assert_int_equal(st.code_reads, before.code_reads + !(round || i));
+				assert_int_equal(st.code_image_hits,
+						 before.code_image_hits + (round || i));
+			} else {
+				assert_int_equal(st.code_reads, before.code_reads + !round);
+				assert_int_equal(st.code_image_hits, 0);
+			}
+			assert_int_equal(
+			    python__resolve(p, (uint32_t)pid[i], 1, frames + 1, 1, out), 1);
+			assert_true(python__line(out[0].f.addr, &pl));
+			assert_string_equal(pl.function, "work");
+			python__stats(p, &before);
+			/* a heap object: read when new, its fields read again at each drain */
+			assert_int_equal(before.code_reads, st.code_reads + !round);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+		fclose(in[i]);
+	}
+	python__free(p);
+}
+
+static void test_image_codes_debian_311(void **state)
+{
+	check_image_codes("/usr/bin/python3.11", true);
+}
+
+static void test_image_codes_pyenv_312(void **state)
+{
+	check_image_codes("/root/.pyenv/versions/3.12.1/bin/python3.12", true);
+}
+
+static void test_image_codes_pyenv_313(void **state)
+{
+	check_image_codes("/root/.pyenv/versions/3.13.0/bin/python3.13", false);
+}
+
 /* Interpreters without an offset table are refused and counted as "version": other versions
  * (3.10) and other ABIs of a supported one (3.13t: free-threaded, its objects another layout;
  * 3.11d: debug). Maps of fake processes under a fake /proc. */
@@ -465,6 +553,9 @@ int main(void)
 	    cmocka_unit_test(test_discovers_pyenv_313),
 	    cmocka_unit_test(test_reused_code_address_311),
 	    cmocka_unit_test(test_reused_code_address_313),
+	    cmocka_unit_test(test_image_codes_debian_311),
+	    cmocka_unit_test(test_image_codes_pyenv_312),
+	    cmocka_unit_test(test_image_codes_pyenv_313),
 	    cmocka_unit_test(test_refuses_other_versions),
 	};
 

@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -296,55 +298,130 @@ static void write_text(const char *path, const char *text)
 	fclose(f);
 }
 
-static void assert_maps_read(const char *root, uint32_t pid, const char *want)
+/* One executable mapping of /x/NAME, as a maps line */
+static void write_maps(const char *path, const char *name)
 {
-	char *buf;
-	size_t len;
+	char text[128];
 
-	assert_int_equal(proc_maps__read(root, pid, 1 << 20, &buf, &len), 0);
-	assert_int_equal(len, strlen(want));
-	assert_string_equal(buf, want);
-	free(buf);
+	snprintf(text, sizeof(text), "55d0c0000000-55d0c0001000 r-xp 00000000 08:01 1234 /x/%s\n",
+		 name);
+	write_text(path, text);
 }
 
-/* Within a round the maps text read first is handed out again, unless the pid was forgotten (an
- * exec, an exit); outside rounds, and in the next round, the file is read. */
+static void assert_maps_read(const char *root, uint32_t pid, const char *want)
+{
+	struct proc_maps m;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/x/%s", want);
+	assert_int_equal(proc_maps__load(root, pid, 1 << 20, &m), 1);
+	assert_string_equal(m.v[0].path, path);
+	proc_maps__clear(&m);
+}
+
+/* Within a round the mappings loaded first are handed out again, unless the pid was forgotten
+ * (an exec, an exit); outside rounds, and in the next round, the file is read. */
 static void test_proc_maps_shared_in_round(void **state)
 {
-	char root[] = "/tmp/tailprof_maps_XXXXXX", dir[64], path[80], *buf;
-	uint64_t shared0, read0, shared, nread;
-	size_t len;
+	char root[] = "/tmp/tailprof_maps_XXXXXX", dir[64], path[80];
+	uint64_t shared0, read0, queried0, shared, nread, queried;
+	struct proc_maps m;
 
 	(void)state;
 	assert_non_null(mkdtemp(root));
 	snprintf(dir, sizeof(dir), "%s/42", root);
 	assert_int_equal(mkdir(dir, 0755), 0);
 	snprintf(path, sizeof(path), "%s/maps", dir);
-	proc_maps__read_stats(&shared0, &read0);
-	write_text(path, "A\n");
+	proc_maps__read_stats(&shared0, &read0, &queried0);
+	write_maps(path, "A");
 	proc_maps__begin_round();
-	assert_maps_read(root, 42, "A\n");
-	write_text(path, "B\n");
-	assert_maps_read(root, 42, "A\n");
-	proc_maps__read_stats(&shared, &nread);
+	assert_maps_read(root, 42, "A");
+	write_maps(path, "B");
+	assert_maps_read(root, 42, "A");
+	proc_maps__read_stats(&shared, &nread, &queried);
 	assert_int_equal(shared - shared0, 1);
 	assert_int_equal(nread - read0, 1);
+	/* a regular file has no PROCMAP_QUERY: its text was read */
+	assert_int_equal(queried, queried0);
 	/* an exec: the new image's maps */
 	proc_maps__forget(42);
-	assert_maps_read(root, 42, "B\n");
+	assert_maps_read(root, 42, "B");
 	proc_maps__end_round();
-	write_text(path, "C\n");
-	assert_maps_read(root, 42, "C\n");
-	write_text(path, "D\n");
-	assert_maps_read(root, 42, "D\n");
+	write_maps(path, "C");
+	assert_maps_read(root, 42, "C");
+	write_maps(path, "D");
+	assert_maps_read(root, 42, "D");
 	proc_maps__begin_round();
-	assert_maps_read(root, 42, "D\n");
+	assert_maps_read(root, 42, "D");
 	/* a process that is gone */
-	assert_int_equal(proc_maps__read(root, 43, 1 << 20, &buf, &len), -ENOENT);
+	assert_int_equal(proc_maps__load(root, 43, 1 << 20, &m), -ENOENT);
+	assert_null(m.v);
 	proc_maps__end_round();
 	unlink(path);
 	rmdir(dir);
 	rmdir(root);
+}
+
+/* A live process's mappings by PROCMAP_QUERY (where the kernel has it: Linux 6.11) are the
+ * ones its maps text lists, field for field, a deleted file's path and mark included. */
+static void test_proc_maps_query_matches_text(void **state)
+{
+	char tmpl[] = "/tmp/tailprof_exec_XXXXXX", *text;
+	uint64_t s0, r0, q0, s1, r1, q1;
+	struct proc_maps a, b;
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+	size_t len;
+	void *mem;
+	int fd;
+
+	(void)state;
+	/* a deleted file mapped executable (unless /tmp is mounted noexec) */
+	fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	mem = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	unlink(tmpl);
+	close(fd);
+	proc_maps__read_stats(&s0, &r0, &q0);
+	assert_true(proc_maps__load("/proc", (uint32_t)getpid(), 1 << 20, &a) > 2);
+	proc_maps__read_stats(&s1, &r1, &q1);
+	assert_int_equal(uname(&u), 0);
+	assert_int_equal(sscanf(u.release, "%u.%u", &major, &minor), 2);
+	/* from 6.11 by query (older kernels may have it backported) */
+	if (major > 6 || (major == 6 && minor >= 11))
+		assert_int_equal(q1 - q0, 1);
+	assert_true(q1 - q0 <= 1);
+	assert_int_equal(r1 - r0, 1);
+	assert_int_equal(s1, s0);
+	assert_int_equal(proc_read_file("/proc/self/maps", 1 << 20, &text, &len), 0);
+	assert_true(proc_maps__parse(text, len, &b) >= (int)a.nr);
+	free(text);
+	/* the text's last line, x86-64's vsyscall page, is no mapping of the process (its gate
+	 * page, above user space): a query does not list it */
+	if (b.nr == a.nr + 1 && !strcmp(b.v[a.nr].path, "[vsyscall]"))
+		free(b.v[--b.nr].path);
+	assert_int_equal(b.nr, a.nr);
+	for (size_t i = 0; i < a.nr; i++) {
+		assert_int_equal(a.v[i].start, b.v[i].start);
+		assert_int_equal(a.v[i].end, b.v[i].end);
+		assert_int_equal(a.v[i].pgoff, b.v[i].pgoff);
+		assert_int_equal(a.v[i].inode, b.v[i].inode);
+		assert_int_equal(a.v[i].dev_major, b.v[i].dev_major);
+		assert_int_equal(a.v[i].dev_minor, b.v[i].dev_minor);
+		assert_int_equal(a.v[i].deleted, b.v[i].deleted);
+		assert_string_equal(a.v[i].path, b.v[i].path);
+		if (a.v[i].start == (uintptr_t)mem) {
+			assert_true(a.v[i].deleted);
+			assert_string_equal(a.v[i].path, tmpl);
+		}
+	}
+	proc_maps__clear(&a);
+	proc_maps__clear(&b);
+	if (mem != MAP_FAILED)
+		munmap(mem, 4096);
+	/* a bound too small for them: refused */
+	assert_int_equal(proc_maps__load("/proc", (uint32_t)getpid(), 100, &a), -EFBIG);
 }
 
 static void test_proc_maps_parse(void **state)
@@ -1659,6 +1736,7 @@ int main(void)
 	    cmocka_unit_test(test_symtab_nested),
 	    cmocka_unit_test(test_proc_maps_parse),
 	    cmocka_unit_test(test_proc_maps_shared_in_round),
+	    cmocka_unit_test(test_proc_maps_query_matches_text),
 	    cmocka_unit_test(test_layout_pie),
 	    cmocka_unit_test(test_layout_nopie),
 	    cmocka_unit_test(test_layout_shared_lib),
