@@ -376,8 +376,9 @@ static struct {
 	uint64_t read, queried;
 } load_counts;
 
-/* The executable mappings of the maps file at path, by query or from the text. */
-static int maps_load_file(const char *path, size_t max_bytes, struct proc_maps *out)
+/* The executable mappings of the maps file at path, by query or from the text; *size: what
+ * counted against max_bytes (the text's length, or 64 bytes per mapping queried). */
+static int maps_load_file(const char *path, size_t max_bytes, struct proc_maps *out, size_t *size)
 {
 	char *text;
 	size_t len;
@@ -389,6 +390,7 @@ static int maps_load_file(const char *path, size_t max_bytes, struct proc_maps *
 	if (fd < 0)
 		return -errno;
 	err = maps_query(fd, max_bytes, out);
+	*size = out->nr * QUERY_BYTES_PER_MAPPING;
 	if (err >= 0) {
 		__atomic_fetch_add(&load_counts.queried, 1, __ATOMIC_RELAXED);
 	} else if (err == -ENOTTY || err == -EINVAL) {
@@ -396,6 +398,7 @@ static int maps_load_file(const char *path, size_t max_bytes, struct proc_maps *
 		err = read_fd(fd, max_bytes, &text, &len);
 		if (!err) {
 			err = proc_maps__parse(text, len, out);
+			*size = len;
 			free(text);
 		}
 	}
@@ -437,7 +440,7 @@ static struct {
 		uint64_t round; /* 0: empty */
 		uint32_t pid;
 		char root[64];
-		size_t max_bytes;
+		size_t size; /* what counted against the loader's max_bytes */
 		struct proc_maps maps;
 	} v[SHARED_MAPS];
 } maps_cache = {.lock = PTHREAD_MUTEX_INITIALIZER, .round = 1};
@@ -448,6 +451,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	size_t slot = pid % SHARED_MAPS;
 	bool cacheable = strlen(proc_root) < sizeof(maps_cache.v[0].root);
 	struct proc_maps copy;
+	size_t size = 0;
 	int err;
 
 	out->v = NULL;
@@ -458,7 +462,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	cacheable &= maps_cache.open;
 	if (cacheable && maps_cache.v[slot].round == maps_cache.round &&
 	    maps_cache.v[slot].pid == pid && !strcmp(maps_cache.v[slot].root, proc_root) &&
-	    maps_cache.v[slot].max_bytes <= max_bytes) {
+	    maps_cache.v[slot].size <= max_bytes) {
 		err = maps_copy(&maps_cache.v[slot].maps, out);
 		if (!err)
 			maps_cache.shared++;
@@ -466,7 +470,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 		return err ? err : (out->nr > INT32_MAX ? INT32_MAX : (int)out->nr);
 	}
 	pthread_mutex_unlock(&maps_cache.lock);
-	err = maps_load_file(path, max_bytes, out);
+	err = maps_load_file(path, max_bytes, out, &size);
 	if (err < 0 || !cacheable)
 		return err;
 	if (maps_copy(out, &copy))
@@ -480,7 +484,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	proc_maps__clear(&maps_cache.v[slot].maps);
 	maps_cache.v[slot].round = maps_cache.round;
 	maps_cache.v[slot].pid = pid;
-	maps_cache.v[slot].max_bytes = max_bytes;
+	maps_cache.v[slot].size = size;
 	snprintf(maps_cache.v[slot].root, sizeof(maps_cache.v[slot].root), "%s", proc_root);
 	maps_cache.v[slot].maps = copy;
 	pthread_mutex_unlock(&maps_cache.lock);
