@@ -305,7 +305,7 @@ static void drain(struct collector *c, bool tick)
 	if (tick)
 		drain_counters(c, now);
 	if (c->opts.python)
-		python__drain_begin(c->opts.python);
+		python__drain_begin(c->opts.python, tick);
 	/* the maps text one module reads from here to the end of the drain serves the others */
 	proc_maps__begin_round();
 	n = ring_buffer__consume(c->rb);

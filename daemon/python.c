@@ -601,9 +601,10 @@ void python__forget_process(struct python *p, uint32_t pid)
 	/* its code objects are keyed by start_ns too: stale entries are never hit again */
 }
 
-void python__drain_begin(struct python *p)
+void python__drain_begin(struct python *p, bool tick)
 {
-	p->gen++;
+	if (tick)
+		p->gen++;
 }
 
 /* Reads len bytes at addr of process pid; returns the bytes read (may be short), or -1. */

@@ -64,8 +64,12 @@ void python__free(struct python *p);
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: it leaves py_procs and its cached code objects are dropped. */
 void python__forget_process(struct python *p, uint32_t pid);
-/* A drain begins: cached code objects are checked again (once each) before their next use. */
-void python__drain_begin(struct python *p);
+/* A drain begins. At a tick (the drain period's drain) cached code objects are checked again
+ * (once each) before their next use, as code objects are freed and their addresses reused;
+ * drains between ticks (woken early by a new process or stack) keep the last tick's checks, so a
+ * long-lived Python process's code objects cost one read each per drain period however often
+ * other processes wake the drain. */
+void python__drain_begin(struct python *p, bool tick);
 
 /* One resolved Python frame. */
 struct python_frame {

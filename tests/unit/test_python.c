@@ -359,7 +359,7 @@ static void check_reused_code_address(const char *python)
 	{
 		const struct tp_py_frame frames[1] = {{first, 0}};
 
-		python__drain_begin(p);
+		python__drain_begin(p, true);
 		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "<module>");
@@ -371,7 +371,12 @@ static void check_reused_code_address(const char *python)
 	if (second == first) {
 		const struct tp_py_frame frames[1] = {{second, 0}};
 
-		python__drain_begin(p);
+		/* a drain between ticks keeps the last check */
+		python__drain_begin(p, false);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.file, "first.py");
+		python__drain_begin(p, true);
 		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.file, "second.py");
@@ -449,7 +454,7 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 		for (int i = 0; i < 2; i++) {
 			const struct tp_py_frame frames[2] = {{frozen[i], 20}, {heap[i], 4}};
 
-			python__drain_begin(p);
+			python__drain_begin(p, true);
 			python__stats(p, &before);
 			assert_int_equal(python__resolve(p, (uint32_t)pid[i], 1, frames, 1, out),
 					 1);
