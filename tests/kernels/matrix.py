@@ -44,8 +44,24 @@ APT_TIMEOUT = 300  # seconds for one apt command
 HEALTHY_WITHIN = 90  # tailprofd serves /healthz within this in a 2-vCPU emulated guest
 
 
+# "KERNEL CHECK: first line of why" of each failure and each retried boot, printed again at
+# the end: CI keeps only the start and the end of a long output, and the logs are in the middle
+SUMMARY = []
+# console lines worth repeating from a guest that did not finish
+KERNEL_TROUBLE = re.compile(r"soft lockup|hard LOCKUP|rcu_sched|rcu: INFO|Oops|BUG:|Call Trace|"
+                            r"RIP: |Kernel panic|hung_task|blocked for more than|KM daemon-stuck")
+
+
 def log(msg):
     print(msg, flush=True)
+
+
+def fail(kname, check, why, detail="", brief=""):
+    """Prints a failed check's line, why, with detail (may be long) below it, and keeps why's
+    first line (at most 500 characters) and brief (at most 3,000) for the closing summary."""
+    log("%-20s %-13s FAIL %s%s" % (kname, check, why, "\n" + detail if detail else ""))
+    SUMMARY.append("%s %s: %s%s" % (kname, check, (why.splitlines() or [""])[0][:500],
+                                     "\n" + brief[-3000:] if brief else ""))
 
 
 def skip(why):
@@ -267,7 +283,9 @@ def build_initramfs(build, workdir):
 # ---- one guest ----
 
 def boot(vmlinuz, initramfs, console_log):
-    """Boots the guest and returns (its console output, seconds taken, whether it finished)."""
+    """Boots the guest and returns (its console output, seconds taken, whether it finished).
+    Multi-threaded TCG: single-threaded TCG runs the vCPUs in turn for up to 100 ms each, and
+    the checks' timing suffers (tp_hotcold's hot_function at 65-73% of its samples, not 75%)."""
     cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=multi", "-smp", "2", "-m", "2048",
            "-cpu", "max", "-nographic", "-no-reboot", "-nic", "none", "-kernel", vmlinuz,
            "-initrd", initramfs, "-append",
@@ -666,6 +684,8 @@ def main():
             log("kept " + work)
         else:
             shutil.rmtree(work, ignore_errors=True)
+    if SUMMARY:
+        log("--- failures and retries again, in short ---\n" + "\n".join(SUMMARY))
     log("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 
@@ -680,29 +700,38 @@ def check_kernel(fam, initramfs, work):
             fcntl.flock(lock, fcntl.LOCK_EX)  # another run may be filling the cache
             pkg, vmlinuz = kernel_image(fam)
     except (RuntimeError, OSError) as e:
-        log("%-20s %-13s FAIL %s (remove %s to start the cache afresh)" % (fam, "kernel", e,
-                                                                          CACHE))
+        fail(fam, "kernel", "%s (remove %s to start the cache afresh)" % (e, CACHE))
         return 0, 1
     console = os.path.join(work, "console-%s.log" % fam)
     out, secs, done = boot(vmlinuz, initramfs, console)
     keys, files = parse_console(out)
-    if "uname" not in keys or (not done and "Oops: int3" in out):
+    lockup = not done and "soft lockup" in out and "status-after.json" in files
+    if "uname" not in keys or (not done and "Oops: int3" in out) or lockup:
         # Once in some ten boots here a guest kernel oopsed on an int3 while it patched its
         # own text (qemu's multi-threaded TCG: cross-modifying code), at boot before init ran,
         # or when a tracepoint's static key was switched on as tailprofd attached (once in
         # some ten runs, in bpf_trace_run4 on 6.12, with another qemu guest on the other
-        # core). One more boot, said in the output; a kernel that fails twice fails.
+        # core). Twice in 31 runs here and once in CI a 6.1 guest's CPU 0 was stuck (soft
+        # lockup) in tailprofd as it exited, when the tracepoints' text is patched back, and
+        # the guest never finished: not seen on a real 6.1 yet, cause not proven; the stuck
+        # threads' kernel stacks come out with it. One more boot, said in the output and in
+        # the closing summary; a kernel that fails twice fails.
+        why = ("soft lockup as tailprofd exited" if lockup else (re.findall(
+            r"\] (Oops: [^\n]*|Kernel panic[^\n]*)", out) or ["no oops"])[0])
         log("%-20s %-13s retry: the guest %s in %.0f s (%s)" % (
-            pkg, "boot", "did not reach init" if "uname" not in keys else "oopsed",
-            secs, (re.findall(r"\] (Oops: [^\n]*|Kernel panic[^\n]*)", out) or
-                   ["no oops"])[0]))
+            pkg, "boot", "did not reach init" if "uname" not in keys else "did not finish",
+            secs, why))
+        SUMMARY.append("%s boot: retried (%s)%s" % (pkg, why, "\n" + "\n".join(
+            ln for ln in out.splitlines() if KERNEL_TROUBLE.search(ln))[-3000:] if lockup else ""))
         out, secs, done = boot(vmlinuz, initramfs, console)
         keys, files = parse_console(out)
     kname = keys.get("uname", pkg)
     if "uname" not in keys or not done:
-        log("%-20s %-13s FAIL %s in %.0f s; the console's last lines:\n%s" % (
-            kname, "boot", "did not reach init" if "uname" not in keys else
-            "the guest did not finish", secs, out[-6000:]))
+        trouble = [ln for ln in out.splitlines() if KERNEL_TROUBLE.search(ln)]
+        fail(kname, "boot", "%s in %.0f s; the console's last lines:" % (
+            "did not reach init" if "uname" not in keys else "the guest did not finish", secs),
+             out[-6000:], "\n".join(trouble[:15] + ["..."] + trouble[-15:]
+                                    if len(trouble) > 30 else trouble))
         failed += 1
         if "uname" not in keys:
             return passed, failed
@@ -711,22 +740,22 @@ def check_kernel(fam, initramfs, work):
                                                           secs))
         passed += 1
     if "garbled" in keys:
-        log("%-20s %-13s FAIL the console was garbled at %s" % (kname, "console",
-                                                               keys["garbled"]))
+        fail(kname, "console", "the console was garbled at %s" % keys["garbled"])
         failed += 1
     for name, fn in CHECKS:
         try:
             log("%-20s %-13s ok   %s" % (kname, name, fn(keys, files)))
             passed += 1
         except KeyError as e:
-            log("%-20s %-13s FAIL missing from the guest's output: %s" % (kname, name, e))
+            fail(kname, name, "missing from the guest's output: %s" % e)
             failed += 1
         except AssertionError as e:
-            log("%-20s %-13s FAIL %s" % (kname, name, e))
+            fail(kname, name, str(e), brief=files.get("stuck.txt", b"").decode(
+                errors="replace") if name == "shutdown" else "")
             failed += 1
         except Exception as e:  # a file the guest sent that does not parse
-            log("%-20s %-13s FAIL the guest's output does not parse: %s: %s" % (
-                kname, name, type(e).__name__, e))
+            fail(kname, name, "the guest's output does not parse: %s: %s" % (
+                type(e).__name__, e))
             failed += 1
     if failed:
         log("--- %s: tailprofd's log ---\n%s" % (
