@@ -55,13 +55,13 @@ def start_requests(seconds):
 
 def logged_slow():
     """The slow requests as tp_request measured them: (start Unix ns, duration ns, thread CPU
-    ns around handle_request)."""
+    ns, thread run-queue ns or -1), around handle_request."""
     out = []
     with open(LOG) as f:
         for line in f:
-            _, slow, dur, cpu, start = map(int, line.split())
+            _, slow, dur, cpu, start, runq = map(int, line.split())
             if slow:
-                out.append((start, dur, cpu))
+                out.append((start, dur, cpu, runq))
     return out
 
 
@@ -69,6 +69,14 @@ def truth_of(span, logged):
     """The logged request that span is (started within 2 ms of it), or None."""
     best = min(logged, key=lambda r: abs(r[0] - span["start_unix_ns"]))
     return best if abs(best[0] - span["start_unix_ns"]) < 2e6 else None
+
+
+def off_truth(t):
+    """The off-CPU time a span of logged request t should hold: the 30 ms sleep, or more where
+    the thread's own account (duration - CPU clock - run-queue wait) says so."""
+    if not t or t[3] < 0:
+        return SLEEP_NS
+    return max(SLEEP_NS, t[1] - t[2] - t[3])
 
 
 def slow_spans(d, pid):
@@ -103,24 +111,32 @@ def exact_checks(d, label, seconds=6):
     truths = [(s, truth_of(s, logged)) for s in spans]
     assert sum(t is not None for _, t in truths) >= 0.9 * len(spans), "unmatched spans"
     vs_log = max(abs(s["cpu_ns"] - t[2]) / t[2] for s, t in truths if t)
-    bad = [s for s, t in truths if not within(s["offcpu_ns"], SLEEP_NS, 0.1) or
+    # Off-CPU is 30 ms, unless the thread's own account (duration - its CPU clock - its
+    # sched_info.run_delay, both the kernel's) says more: on a VM a timer fires late now and
+    # then, and a hypervisor's steal while the thread runs is neither its CPU time nor its
+    # run-queue wait (5.6 ms more in CI once, and here), and the span holds that as the kernel.
+    bad = [s for s, t in truths if not within(s["offcpu_ns"], off_truth(t), 0.1) or
            (t and abs(s["cpu_ns"] - t[2]) > 0.1 * SPIN_NS) or
            (not t and not within(s["cpu_ns"], SPIN_NS, 0.1))]
     near = [s for s in spans if within(s["cpu_ns"], SPIN_NS, 0.1)]
     assert len(near) >= 0.9 * len(spans), "%d of %d within 10%% of 20 ms" % (len(near),
                                                                              len(spans))
     cpu_err = max(abs(s["cpu_ns"] - SPIN_NS) / SPIN_NS for s in spans)
-    off_err = max(abs(s["offcpu_ns"] - SLEEP_NS) / SLEEP_NS for s in spans)
+    off_err = max(abs(s["offcpu_ns"] - off_truth(t)) / off_truth(t) for s, t in truths)
+    stolen = [t[1] - t[2] - t[3] - SLEEP_NS for _, t in truths if t and t[3] >= 0]
     runq = sorted(s["runq_ns"] for s in spans)
     print("  %s: %d slow spans, largest error cpu %.2f%% (against the thread's clock %.2f%%), "
-          "off-CPU %.2f%%, run-queue median %.2f ms max %.2f ms" % (
+          "off-CPU %.2f%%, run-queue median %.2f ms max %.2f ms; the thread's own off-CPU "
+          "beyond the sleep at most %.2f ms" % (
               label, len(spans), 100 * cpu_err, 100 * vs_log, 100 * off_err,
-              runq[len(runq) // 2] / 1e6, runq[-1] / 1e6))
+              runq[len(runq) // 2] / 1e6, runq[-1] / 1e6, max(stolen or [0]) / 1e6))
     for s in bad:
         t = truth_of(s, logged)
-        print("  outside 10%%: cpu %.3f ms (thread clock %s), run queue %.3f ms, off-CPU %.3f ms "
-              "of %.3f ms" % (s["cpu_ns"] / 1e6, "%.3f ms" % (t[2] / 1e6) if t else "?",
-                              s["runq_ns"] / 1e6, s["offcpu_ns"] / 1e6, s["duration_ns"] / 1e6))
+        print("  outside 10%%: cpu %.3f ms (thread clock %s), run queue %.3f ms (thread %s), "
+              "off-CPU %.3f ms of %.3f ms" % (
+                  s["cpu_ns"] / 1e6, "%.3f ms" % (t[2] / 1e6) if t else "?",
+                  s["runq_ns"] / 1e6, "%.3f ms" % (t[3] / 1e6) if t and t[3] >= 0 else "?",
+                  s["offcpu_ns"] / 1e6, s["duration_ns"] / 1e6))
     assert not bad, bad
     return runq
 
