@@ -105,11 +105,28 @@ static int cmp_mapping(const void *a, const void *b)
 	return 0;
 }
 
+/* Appends m (its path taken) to *out; returns 0 or -ENOMEM (m's path freed). */
+static int maps_push(struct proc_maps *out, size_t *cap, struct proc_mapping *m)
+{
+	if (out->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 32;
+		struct proc_mapping *nv = realloc(out->v, ncap * sizeof(*nv));
+
+		if (!nv) {
+			free(m->path);
+			return -ENOMEM;
+		}
+		out->v = nv;
+		*cap = ncap;
+	}
+	out->v[out->nr++] = *m;
+	return 0;
+}
+
 int proc_maps__parse(const char *text, size_t len, struct proc_maps *out)
 {
 	const char *p = text, *end = text + len;
-	struct proc_mapping *v = NULL;
-	size_t nr = 0, cap = 0;
+	size_t cap = 0;
 
 	out->v = NULL;
 	out->nr = 0;
@@ -129,34 +146,16 @@ int proc_maps__parse(const char *text, size_t len, struct proc_maps *out)
 			m.deleted = true;
 			plen -= slen;
 		}
-		if (nr == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			struct proc_mapping *nv = realloc(v, ncap * sizeof(*v));
-
-			if (!nv)
-				goto enomem;
-			v = nv;
-			cap = ncap;
+		m.path = strndup(path, plen);
+		if (!m.path || maps_push(out, &cap, &m) < 0) {
+			proc_maps__clear(out);
+			return -ENOMEM;
 		}
-		m.path = malloc(plen + 1);
-		if (!m.path)
-			goto enomem;
-		memcpy(m.path, path, plen);
-		m.path[plen] = '\0';
-		v[nr++] = m;
 	}
 	/* The kernel lists mappings in address order; sort anyway so lookups can bisect. */
-	if (nr > 1)
-		qsort(v, nr, sizeof(*v), cmp_mapping);
-	out->v = v;
-	out->nr = nr;
-	return nr > INT32_MAX ? INT32_MAX : (int)nr;
-
-enomem:
-	out->v = v;
-	out->nr = nr;
-	proc_maps__clear(out);
-	return -ENOMEM;
+	if (out->nr > 1)
+		qsort(out->v, out->nr, sizeof(*out->v), cmp_mapping);
+	return out->nr > INT32_MAX ? INT32_MAX : (int)out->nr;
 }
 
 void proc_maps__clear(struct proc_maps *m)
@@ -277,24 +276,6 @@ struct tp_procmap_query {
 #define TP_PROCMAP_QUERY_VMA_EXECUTABLE	      0x04
 #define TP_PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
 #define QUERY_BYTES_PER_MAPPING		      64 /* max_bytes / this: the most mappings a query takes */
-
-/* Appends m (its path taken) to *out; returns 0 or -ENOMEM (m's path freed). */
-static int maps_push(struct proc_maps *out, size_t *cap, struct proc_mapping *m)
-{
-	if (out->nr == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 32;
-		struct proc_mapping *nv = realloc(out->v, ncap * sizeof(*nv));
-
-		if (!nv) {
-			free(m->path);
-			return -ENOMEM;
-		}
-		out->v = nv;
-		*cap = ncap;
-	}
-	out->v[out->nr++] = *m;
-	return 0;
-}
 
 /* The executable mappings of the maps file open at fd by PROCMAP_QUERY, in address order.
  * Returns their number, or -ENOTTY when the kernel (or the file: a test's fake root) has no such

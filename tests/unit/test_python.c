@@ -149,6 +149,17 @@ static FILE *spawn_python(const char *python, const char *script, pid_t *pid)
 	return spawn_python_io(python, script, pid, NULL);
 }
 
+/* Notes pid to p until python__note_process() knows it for an interpreter (up to 50 tries: a
+ * process just started may not have mapped its interpreter yet), or fails the test. */
+static void note_until_known(struct python *p, pid_t pid)
+{
+	int r = -1;
+
+	for (int i = 0; i < 50 && r != 1; i++)
+		r = python__note_process(p, (uint32_t)pid, 1);
+	assert_int_equal(r, 1);
+}
+
 static void linetable_sweep(const char *python)
 {
 	size_t cap = 0, objects = 0, units = 0, table_cap = 1 << 20;
@@ -219,7 +230,6 @@ static void check_discovery(const char *python, bool cstack)
 {
 	struct python *p = python__new(NULL);
 	struct python_stats st;
-	int r = -1;
 	unsigned long long code = 0, list = 0, bad = 0;
 	struct python_frame out[8];
 	struct python_line pl;
@@ -244,9 +254,7 @@ static void check_discovery(const char *python, bool cstack)
 	/* running Python code: libraries mapped */
 	assert_non_null(fgets(buf, sizeof(buf), in));
 	assert_int_equal(sscanf(buf, "%llu %llu %llu", &code, &list, &bad), 3);
-	for (int i = 0; i < 50 && r != 1; i++)
-		r = python__note_process(p, (uint32_t)pid, 1);
-	assert_int_equal(r, 1);
+	note_until_known(p, pid);
 	assert_int_equal(python__note_process(p, (uint32_t)getpid(), 1), 0);
 	python__stats(p, &st);
 	assert_int_equal(st.processes, 1);
@@ -333,7 +341,7 @@ static void check_reused_code_address(const char *python)
 	struct python_frame out[1];
 	struct python_line pl;
 	char buf[128] = "";
-	int r = -1, to_child;
+	int to_child;
 	FILE *in;
 	pid_t pid;
 
@@ -353,9 +361,7 @@ static void check_reused_code_address(const char *python)
 			     &pid, &to_child);
 	assert_non_null(fgets(buf, sizeof(buf), in));
 	assert_int_equal(sscanf(buf, "%llu", &first), 1);
-	for (int i = 0; i < 50 && r != 1; i++)
-		r = python__note_process(p, (uint32_t)pid, 1);
-	assert_int_equal(r, 1);
+	note_until_known(p, pid);
 	{
 		const struct tp_py_frame frames[1] = {{first, 0}};
 
@@ -441,14 +447,10 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 		skip();
 	assert_non_null(p);
 	for (int i = 0; i < 2; i++) {
-		int r = -1;
-
 		in[i] = spawn_python(python, script, &pid[i]);
 		assert_non_null(fgets(buf, sizeof(buf), in[i]));
 		assert_int_equal(sscanf(buf, "%llu %llu", &frozen[i], &heap[i]), 2);
-		for (int j = 0; j < 50 && r != 1; j++)
-			r = python__note_process(p, (uint32_t)pid[i], 1);
-		assert_int_equal(r, 1);
+		note_until_known(p, pid[i]);
 	}
 	for (int round = 0; round < 2; round++) {
 		for (int i = 0; i < 2; i++) {
