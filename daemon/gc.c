@@ -51,11 +51,8 @@ enum notice_kind { N_EXEC, N_EXIT, N_DLOPEN };
 struct notice {
 	uint32_t pid;
 	uint16_t kind;
-	uint16_t tries;	 /* exits: checks left */
-	uint64_t due_ns; /* re-scans and exit checks: not before */
+	uint64_t due_ns; /* re-scans after exec: not before */
 };
-
-#define GC_EXIT_CHECKS 8 /* an exit not seen yet in /proc is checked this often, 250 ms apart */
 
 struct gc {
 	struct gc_opts opts;
@@ -353,27 +350,6 @@ static void read_comm(uint32_t pid, char *out, size_t len)
 	free(buf);
 }
 
-/* Whether pid has exited (a zombie has). An exit notice is checked before the process's
- * objects are released: threads exiting at once can each pass the exit tracepoint's "last
- * thread" test (one notice per thread), and a notice can be read before /proc shows the
- * process gone; a process still there is checked again later (GC_EXIT_CHECKS), and one that is
- * really gone but missed is released by the next full scan. */
-static bool process_gone(uint32_t pid)
-{
-	char path[64], *buf, *p;
-	size_t len;
-	bool gone;
-
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	if (proc_read_file(path, 4096, &buf, &len))
-		return true;
-	/* the state follows the command name, which may hold ')' itself */
-	p = strrchr(buf, ')');
-	gone = !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
-	free(buf);
-	return gone;
-}
-
 /* Reads pid's maps and records the runtime objects it maps (attaching them). With at_exec, a
  * process whose executable is known not to be a runtime is left for the look after the dynamic
  * loader mapped its libraries: right after an exec its maps hold nothing else. */
@@ -522,17 +498,12 @@ void gc__tick(struct gc *g, uint64_t now)
 
 		switch (n->kind) {
 		case N_EXIT:
-			/* a process without runtime objects has nothing to release */
-			if (!proc_find(g, n->pid))
-				break;
-			if (process_gone(n->pid))
-				proc_release(g, n->pid);
-			else if (g->nr_later < GC_MAX_NOTICES)
-				g->later[g->nr_later++] =
-				    (struct notice){.pid = n->pid,
-						    .kind = N_EXIT,
-						    .tries = GC_EXIT_CHECKS,
-						    .due_ns = now + GC_RESCAN_NS};
+			/* The exit tracepoint sends it once no thread of the process is live
+			 * (signal->live 0, the kernel's group_dead): nothing of it runs GC again,
+			 * so no look at /proc (its stat read was 4% of tailprofd's CPU under
+			 * churn). Threads exiting at once may each send one: the second finds no
+			 * record. */
+			proc_release(g, n->pid);
 			break;
 		case N_EXEC:
 			proc_release(g, n->pid);
@@ -553,16 +524,9 @@ void gc__tick(struct gc *g, uint64_t now)
 
 		if (n->due_ns > now) {
 			g->later[keep++] = *n;
-		} else if (n->kind == N_EXEC) {
+		} else if (!(kill((pid_t)n->pid, 0) && errno == ESRCH)) {
 			/* most processes are gone by then: a signal 0 tells without a path walk */
-			if (!(kill((pid_t)n->pid, 0) && errno == ESRCH))
-				scan_pid(g, n->pid, false);
-		} else if (process_gone(n->pid)) {
-			proc_release(g, n->pid);
-		} else if (--n->tries) {
-			/* still there: still exiting, or not the last thread after all */
-			n->due_ns = now + GC_RESCAN_NS;
-			g->later[keep++] = *n;
+			scan_pid(g, n->pid, false);
 		}
 	}
 	g->nr_later = keep;
