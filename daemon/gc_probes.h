@@ -46,8 +46,10 @@ int gc_attachment__nr_links(const struct gc_attachment *a);
 /* Detaches, the last attached first, and frees. NULL allowed. */
 void gc_attachment__free(struct gc_attachment *a);
 
-/* Forgets the open phases and the pause count of an exited process. */
-void gc_probes__forget(struct gc_probes *p, uint32_t pid);
+/* Forgets the open phases and the pause count of an exited process. runtimes: a bit
+ * (1 << enum tp_gc_runtime) for each runtime it mapped; only those runtimes' phases are deleted
+ * (one map delete each: a process maps one runtime, and most of gc_open's slots are not its). */
+void gc_probes__forget(struct gc_probes *p, uint32_t pid, uint32_t runtimes);
 /* The GC programs' counters (enum tp_gc_metric), since load. */
 void gc_probes__metrics(struct gc_probes *p, uint64_t out[TP_GCM_NR]);
 /* Run time and runs of each GC program; returns the number filled (<= max). */
