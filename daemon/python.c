@@ -171,6 +171,7 @@ _Static_assert(NR_VERSIONS <= TP_PY_MAX_VERSIONS, "py_offsets too small");
 #define LINETABLE_MAX_BYTES                                                                        \
 	(1 << 20)	       /* longest location table read (a 30,000-line function: 270 kB) */
 #define MAX_CODE_OBJECTS 65536 /* cached code objects; past it the cache starts over */
+#define CODE_MEMO_LINES	 4     /* lines remembered per code object (struct py_code) */
 #define PY_OBJECT_RANGE	 (1ull << 32) /* the synthetic objects' address range (line ids) */
 
 /* ---- processes and code objects ---- */
@@ -206,6 +207,12 @@ struct py_code {
 	char *function, *file;
 	uint8_t *linetable;
 	size_t linetable_len;
+	/* The lines last looked up in it, LASTI units -> python_line_intern() id, replaced in
+	 * turn: a frame of this code waits at one of a few call sites, so a sample's frame is
+	 * nearly always one of these, with no location table to decode or line to hash. */
+	int32_t memo_units[CODE_MEMO_LINES];
+	uint32_t memo_id[CODE_MEMO_LINES];
+	uint8_t memo_nr, memo_next;
 };
 
 /* What runtime_symbol() found in one interpreter file, by the file's identity. */
@@ -906,6 +913,28 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 	return c;
 }
 
+/* The line id (python_line_intern) of code object c at LASTI units, from its memo when there;
+ * UINT32_MAX when the line table is full. */
+static uint32_t code_line(struct py_code *c, int32_t units)
+{
+	uint32_t id;
+
+	for (uint32_t i = 0; i < c->memo_nr; i++)
+		if (c->memo_units[i] == units)
+			return c->memo_id[i];
+	id = python_line_intern(
+	    c->function, c->file, (uint32_t)c->firstlineno,
+	    python__linetable_line(c->linetable, c->linetable_len, c->firstlineno, units));
+	if (id != UINT32_MAX) {
+		c->memo_units[c->memo_next] = units;
+		c->memo_id[c->memo_next] = id;
+		c->memo_next = (c->memo_next + 1) % CODE_MEMO_LINES;
+		if (c->memo_nr < CODE_MEMO_LINES)
+			c->memo_nr++;
+	}
+	return id;
+}
+
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out)
 {
@@ -953,10 +982,7 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 				p->st.incomplete++;
 				continue;
 			}
-			id = python_line_intern(c->function, c->file, (uint32_t)c->firstlineno,
-						python__linetable_line(c->linetable,
-								       c->linetable_len,
-								       c->firstlineno, units));
+			id = code_line(c, units);
 		} else {
 			char name[48];
 

@@ -505,6 +505,64 @@ static void test_image_codes_pyenv_313(void **state)
 	check_image_codes("/root/.pyenv/versions/3.13.0/bin/python3.13", false);
 }
 
+/* The lines of one code object asked for at more call sites than its memo holds, in an order
+ * that replaces memo entries, each against the line CPython's co_lines() gives for that
+ * instruction: a remembered line is never another site's. */
+static void test_line_memo(void **state)
+{
+	static const char script[] =
+	    "import sys\n"
+	    "def work(x):\n"
+	    "    a = x + 1\n"
+	    "    b = a * 2\n"
+	    "    c = b - 3\n"
+	    "    d = c * c\n"
+	    "    e = d + a\n"
+	    "    f = e * b\n"
+	    "    return f\n"
+	    "co = work.__code__\n"
+	    "lines = [0] * (len(co.co_code) // 2)\n"
+	    "for a, b, l in co.co_lines():\n"
+	    "    for u in range(a // 2, b // 2): lines[u] = l or 0\n"
+	    "print(id(co), co.co_firstlineno, ' '.join(map(str, lines)), flush=True)\n"
+	    "sys.stdin.readline()\n";
+	static const int order[] = {4, 8, 12, 16, 20, 24, 4, 24, 8, 20, 12, 16, 4, 4, 24};
+	struct python *p = python__new(NULL);
+	unsigned long long code;
+	unsigned int first, expect[256] = {0}, nr = 0;
+	struct python_frame out[1];
+	struct python_line pl;
+	char buf[2048], *cur;
+	int to_child, n;
+	FILE *in;
+	pid_t pid;
+
+	if (access("/usr/bin/python3.11", X_OK))
+		skip();
+	in = spawn_python_io("/usr/bin/python3.11", script, &pid, &to_child);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	assert_int_equal(sscanf(buf, "%llu %u %n", &code, &first, &n), 2);
+	for (cur = buf + n; nr < 256 && *cur && *cur != '\n'; nr++)
+		expect[nr] = (unsigned int)strtoul(cur, &cur, 10);
+	assert_true(nr > 24);
+	note_until_known(p, pid);
+	python__drain_begin(p, true);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		const struct tp_py_frame f = {code, (uint64_t)order[i]};
+
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, &f, 1, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.function, "work");
+		assert_int_equal(pl.start_line, first);
+		assert_int_equal(pl.line, expect[order[i]]);
+	}
+	assert_int_equal(write(to_child, "\n", 1), 1);
+	waitpid(pid, NULL, 0);
+	fclose(in);
+	close(to_child);
+	python__free(p);
+}
+
 /* Interpreters without an offset table are refused and counted as "version": other versions
  * (3.10) and other ABIs of a supported one (3.13t: free-threaded, its objects another layout;
  * 3.11d: debug). Maps of fake processes under a fake /proc. */
@@ -563,6 +621,7 @@ int main(void)
 	    cmocka_unit_test(test_image_codes_debian_311),
 	    cmocka_unit_test(test_image_codes_pyenv_312),
 	    cmocka_unit_test(test_image_codes_pyenv_313),
+	    cmocka_unit_test(test_line_memo),
 	    cmocka_unit_test(test_refuses_other_versions),
 	};
 
