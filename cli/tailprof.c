@@ -453,8 +453,8 @@ static int print_stages(const json_t *doc)
 	}
 	for (size_t j = 0; j < json_array_size(total); j++)
 		stage_row(json_array_get(total, j), j ? "" : "whole range");
-	printf(
-	    "percentiles from log-linear buckets, within 1.6%%; low sample: under 20 requests\n");
+	printf("percentiles from log-linear buckets, within 1.6%%; a row of under 20 requests is "
+	       "marked (low sample)\n");
 	return 0;
 }
 
