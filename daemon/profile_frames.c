@@ -198,6 +198,11 @@ static int stack_locations(struct frame_namer *nm, const struct stack *s, struct
 				return -ENOMEM;
 			if (python__line(f->addr, &pl)) {
 				l->function = pl.function;
+				/* no system name: pprof's default demangling takes a name equal to
+				 * its system name that has '<' in it for demangled C++ and drops
+				 * what is between '<' and '>', and <module>, <listcomp> and
+				 * <lambda> then come out empty (named after the mapping) */
+				l->system_name = "";
 				l->file = pl.file;
 				l->start_line = pl.start_line;
 				l->line = pl.line;

@@ -102,6 +102,18 @@ def check_interpreter(d, python):
     best = sorted(chains.items(), key=lambda kv: -kv[1])
     assert best[0][0] == want_compute, best[:3]
     assert want_serialize in chains, best[:5]
+    # go tool pprof with its defaults (C++ name simplification on) keeps <module> its name
+    _, _, body = d.get("/api/v1/profile?last=30s&pid=%d" % w.pid)
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "tp_python_%d.pb.gz" % w.pid)
+    with open(path, "wb") as f:
+        f.write(body)
+    try:
+        r = subprocess.run(["go", "tool", "pprof", "-traces", path], capture_output=True,
+                           text=True, timeout=60, env=dict(os.environ, PPROF_TMPDIR="/tmp"))
+    finally:
+        os.unlink(path)
+    assert r.returncode == 0, r.stderr
+    assert "<module>" in r.stdout and "compute_features" in r.stdout, r.stdout[:3000]
 
 
 def test_offcpu_sleep_under_fetch_from_store(d):
