@@ -405,8 +405,9 @@ static const char *const req_headers[RC__COUNT] = {
 
 static const char *const req_ns_keys[] = {"duration_ns", "cpu_ns", "runq_ns", "offcpu_ns"};
 
-/* The slowest requests, one row each, at most MAX_REQUEST_ROWS. Returns 0 or 1. */
-static int print_requests(const json_t *reqs)
+/* The slowest requests, one row each, at most MAX_REQUEST_ROWS, of total slow spans in the
+ * spike's windows. Returns 0 or 1. */
+static int print_requests(const json_t *reqs, size_t total)
 {
 	struct table t = {.cols = RC__COUNT, .headers = req_headers};
 	size_t i, n = json_array_size(reqs);
@@ -437,7 +438,10 @@ static int print_requests(const json_t *reqs)
 		snprintf(table__cell(&t, i, RC_REQUEST_ID), TABLE_CELL_SIZE, "%s",
 			 *j_str(r, "request_id") ? j_str(r, "request_id") : "-");
 	}
-	printf("slowest requests (%zu of %zu):\n", t.rows, n);
+	/* spans are the requests slower than the previous window's p95, not every request:
+	 * total, the evidence's spike_requests, counts them all (the list stops at 50) */
+	printf("slowest requests (%zu of %zu slow spans, over the previous window's p95):\n",
+	       t.rows, total > n ? total : n);
 	table__print(&t, "  ");
 	printf("  accounting: exact, the thread's own scheduler accounting over the request; "
 	       "sampled, estimated from samples\n");
@@ -456,7 +460,8 @@ static int print_explain(const json_t *s)
 		printf("evidence:\n");
 		figures_print(evidence, 2);
 	}
-	if (print_requests(reqs))
+	if (print_requests(reqs,
+			   (size_t)json_integer_value(json_object_get(evidence, "spike_requests"))))
 		return 1;
 	printf("profiles: tailprof pull --spike %s -o spike.pb.gz --baseline base.pb.gz\n", id);
 	if (json_array_size(reqs))

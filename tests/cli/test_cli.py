@@ -813,7 +813,7 @@ def main():
         check("      go: pause 5ms, max_pause 2.5ms" in lines, text)
         check("  sampled_share: 25%" in lines and "  note: a later daemon's figure" in lines, text)
         # the slowest requests with their accounting
-        i = lines.index("slowest requests (2 of 2):")
+        i = lines.index("slowest requests (2 of 2 slow spans, over the previous window's p95):")
         check(cells(lines[i + 1]) == ["ID", "PID/TID", "START", "DURATION", "CPU", "RUNQ",
                                       "OFFCPU", "ACCOUNTING", "REQUEST_ID"], lines[i + 1])
         check(cells(lines[i + 2]) == ["r-9", "42/43", "2026-11-29T21:00:12.000Z", "120ms",
