@@ -52,6 +52,13 @@ KERNEL_TROUBLE = re.compile(r"soft lockup|hard LOCKUP|rcu_sched|rcu: INFO|Oops|B
                             r"RIP: |Kernel panic|hung_task|blocked for more than|KM daemon-stuck")
 
 
+def trouble_lines(out):
+    """The console lines of out that KERNEL_TROUBLE matches, the first and last 15 of them when
+    there are more than 30, joined for the closing summary."""
+    trouble = [ln for ln in out.splitlines() if KERNEL_TROUBLE.search(ln)]
+    return "\n".join(trouble[:15] + ["..."] + trouble[-15:] if len(trouble) > 30 else trouble)
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -721,17 +728,15 @@ def check_kernel(fam, initramfs, work):
         log("%-20s %-13s retry: the guest %s in %.0f s (%s)" % (
             pkg, "boot", "did not reach init" if "uname" not in keys else "did not finish",
             secs, why))
-        SUMMARY.append("%s boot: retried (%s)%s" % (pkg, why, "\n" + "\n".join(
-            ln for ln in out.splitlines() if KERNEL_TROUBLE.search(ln))[-3000:] if lockup else ""))
+        SUMMARY.append("%s boot: retried (%s)%s" % (pkg, why, "\n" + trouble_lines(out)
+                                                    if lockup else ""))
         out, secs, done = boot(vmlinuz, initramfs, console)
         keys, files = parse_console(out)
     kname = keys.get("uname", pkg)
     if "uname" not in keys or not done:
-        trouble = [ln for ln in out.splitlines() if KERNEL_TROUBLE.search(ln)]
         fail(kname, "boot", "%s in %.0f s; the console's last lines:" % (
             "did not reach init" if "uname" not in keys else "the guest did not finish", secs),
-             out[-6000:], "\n".join(trouble[:15] + ["..."] + trouble[-15:]
-                                    if len(trouble) > 30 else trouble))
+             out[-6000:], trouble_lines(out))
         failed += 1
         if "uname" not in keys:
             return passed, failed
