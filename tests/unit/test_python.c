@@ -88,19 +88,25 @@ static void test_linetable_matches_cpython(void **state)
 	assert_int_equal(python__linetable_line(NULL, 0, 2, 3), 0);
 }
 
+/* Python: unit_lines(co), the line of each code unit of co as co_lines() gives it (0 for
+ * None); the truth the location table decoder is held to. */
+#define UNIT_LINES_PY                                                                              \
+	"def unit_lines(co):\n"                                                                    \
+	"    lines = [0] * (len(co.co_code) // 2)\n"                                               \
+	"    for a, b, l in co.co_lines():\n"                                                      \
+	"        for u in range(a // 2, b // 2): lines[u] = l or 0\n"                              \
+	"    return lines\n"
+
 /* Every code object of a few standard library modules, as the interpreter at python compiles
  * them: each line "FIRSTLINENO HEX LINE,LINE,..." (the line of each code unit per co_lines(), 0
  * for None), decoded here and compared. */
 static const char sweep_script[] =
     "import argparse, json.decoder, email.message, asyncio.base_events, dataclasses, inspect, "
-    "typing\n"
-    "seen = {}\n"
+    "typing\n" UNIT_LINES_PY "seen = {}\n"
     "def walk(co):\n"
     "    if id(co) in seen: return\n"
     "    seen[id(co)] = co\n"
-    "    lines = [0] * (len(co.co_code) // 2)\n"
-    "    for a, b, l in co.co_lines():\n"
-    "        for u in range(a // 2, b // 2): lines[u] = l or 0\n"
+    "    lines = unit_lines(co)\n"
     "    print(co.co_firstlineno, co.co_linetable.hex() or '-', ','.join(map(str, lines)))\n"
     "    for c in co.co_consts:\n"
     "        if hasattr(c, 'co_lines'): walk(c)\n"
@@ -520,11 +526,8 @@ static void test_line_memo(void **state)
 	    "    e = d + a\n"
 	    "    f = e * b\n"
 	    "    return f\n"
-	    "co = work.__code__\n"
-	    "lines = [0] * (len(co.co_code) // 2)\n"
-	    "for a, b, l in co.co_lines():\n"
-	    "    for u in range(a // 2, b // 2): lines[u] = l or 0\n"
-	    "print(id(co), co.co_firstlineno, ' '.join(map(str, lines)), flush=True)\n"
+	    "co = work.__code__\n" UNIT_LINES_PY
+	    "print(id(co), co.co_firstlineno, ' '.join(map(str, unit_lines(co))), flush=True)\n"
 	    "sys.stdin.readline()\n";
 	static const int order[] = {4, 8, 12, 16, 20, 24, 4, 24, 8, 20, 12, 16, 4, 4, 24};
 	struct python *p = python__new(NULL);
