@@ -239,52 +239,72 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-static __always_inline void notify(struct task_struct *task, __u32 kind)
+/* Sends ev (size bytes, kind set), an exec or exit record of task's process, after forgetting
+ * the process's unwind tables, then forgets that user space knows the process. */
+static __always_inline void notify(struct task_struct *task, struct tp_event_hdr *ev, __u32 size)
 {
-	struct tp_event_hdr ev = {
-	    .kind = kind,
-	    .pid = BPF_CORE_READ(task, tgid),
-	    .ts_ns = bpf_ktime_get_ns(),
-	    .start_ns = process_start_ns(task),
-	};
-
+	ev->pid = BPF_CORE_READ(task, tgid);
+	ev->ts_ns = bpf_ktime_get_ns();
+	ev->start_ns = process_start_ns(task);
 	/* the old image's mappings must not walk the new one's stacks (same pid and start) */
-	if (unwind_tables_on && bpf_map_lookup_elem(&unwind_procs, &ev.pid)) {
+	if (unwind_tables_on && bpf_map_lookup_elem(&unwind_procs, &ev->pid)) {
 		__u32 zero = 0;
 		__u64 *epoch = bpf_map_lookup_elem(&unwind_epoch, &zero);
 
 		/* the epoch first (unwind_epoch), and only for a process that has tables */
 		if (epoch)
 			__sync_fetch_and_add(epoch, 1);
-		bpf_map_delete_elem(&unwind_procs, &ev.pid);
+		bpf_map_delete_elem(&unwind_procs, &ev->pid);
 	}
 	/* The event wakes nobody: a forced wake-up costs some 20 us (the self-IPI and the
 	 * wake-up), and the new image's first sample or block wakes user space anyway. */
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(0)))
-		count(ev.ts_ns, TP_M_EVENT_LOST);
+	if (bpf_ringbuf_output(&events, ev, size, wakeup_flags(0)))
+		count(ev->ts_ns, TP_M_EVENT_LOST);
 	/* After exec the maps must be read again: the next sample of the new image wakes user
 	 * space because the process is no longer known. The event is written first: user space
 	 * that marks the process known from a sample taken before the exec, after this delete,
 	 * finds the event when its consume looks for more records, and forgets it again. */
-	bpf_map_delete_elem(&known_procs, &ev.pid);
+	bpf_map_delete_elem(&known_procs, &ev->pid);
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	struct tp_exec ev = {.hdr.kind = TP_EV_EXEC};
+	struct pid *tp = BPF_CORE_READ(p, thread_pid);
+	unsigned int level = BPF_CORE_READ(tp, level);
+	struct pid_namespace *ns = NULL;
+	const unsigned char *name;
+	struct file *exe;
+
+	/* what user space would otherwise read from /proc at the process's first sample */
+	ev.cgroup_id = bpf_get_current_cgroup_id();
+	/* the kernel's MAX_PID_NS_LEVEL is 32 */
+	bpf_core_read(&ev.ns_pid, sizeof(ev.ns_pid), &tp->numbers[level & 31].nr);
+	bpf_core_read(&ns, sizeof(ns), &tp->numbers[level & 31].ns);
+	ev.pid_ns = BPF_CORE_READ(ns, ns.inum);
+	exe = BPF_CORE_READ(p, mm, exe_file);
+	name = BPF_CORE_READ(exe, f_path.dentry, d_name.name);
+	if (name && bpf_probe_read_kernel_str(ev.name, sizeof(ev.name), name) < 0)
+		ev.name[0] = 0;
+	ev.exe_ino = BPF_CORE_READ(exe, f_inode, i_ino);
+	ev.exe_dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	/* the new image is in none of the old one's stages (their exits will never run) */
 	bpf_task_storage_delete(&stage_stacks, p);
-	notify(p, TP_EV_EXEC);
+	notify(p, &ev.hdr, sizeof(ev));
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit, struct task_struct *p)
 {
+	struct tp_event_hdr ev = {.kind = TP_EV_EXIT};
+
 	/* Only when the whole thread group is gone. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
-	notify(p, TP_EV_EXIT);
+	notify(p, &ev, sizeof(ev));
 	return 0;
 }
 

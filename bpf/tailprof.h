@@ -74,7 +74,7 @@ _Static_assert(sizeof(struct tp_py_proc) == 32, "tp_py_proc layout");
 /* Kinds of record in the `events` ring buffer; every record starts with struct tp_event_hdr. */
 enum tp_event_kind {
 	TP_EV_SAMPLE = 1, /* struct tp_sample: one CPU sample of a non-idle task */
-	TP_EV_EXEC = 2,	  /* struct tp_event_hdr: the process replaced its image (pid kept) */
+	TP_EV_EXEC = 2,	  /* struct tp_exec: the process replaced its image (pid kept) */
 	TP_EV_EXIT = 3,	  /* struct tp_event_hdr: the last thread of the process exited */
 	TP_EV_FORK = 4,	  /* struct tp_fork: a new process (not a thread) was forked */
 	/* struct tp_sample with blocked_ns: a thread woke (hdr.ts_ns, which places it in a window)
@@ -131,6 +131,25 @@ struct tp_fork {
 	__u64 parent_start_ns;
 };
 _Static_assert(sizeof(struct tp_fork) == 40, "tp_fork layout");
+
+/* An exec, with what identifies the new image's process, so that user space need not read it
+ * from /proc: its cgroup, its PID namespace, its executable file and its comm. */
+#define TP_EXEC_NAME_LEN 64
+struct tp_exec {
+	struct tp_event_hdr hdr;
+	__u64 cgroup_id; /* its cgroup in the v2 (default) hierarchy: the kernfs node id that
+			  * bpf_get_current_cgroup_id() and name_to_handle_at() give */
+	__u32 pid_ns;	 /* inode number of its PID namespace (as in the ns/pid link) */
+	__u32 ns_pid;	 /* its pid in that namespace */
+	__u64 exe_ino;	 /* mm->exe_file's inode number, 0 when unreadable */
+	__u32 exe_dev;	 /* and its superblock's device, the kernel's dev_t (major << 20 | minor):
+			  * both as /proc/PID/maps shows them for the file's mappings */
+	__u32 pad;
+	char comm[TP_COMM_LEN];	     /* the new image's comm (the kernel set it at the exec) */
+	char name[TP_EXEC_NAME_LEN]; /* the file name of mm->exe_file (what /proc/PID/exe names),
+				      * cut to 63 bytes; "" when unreadable */
+};
+_Static_assert(sizeof(struct tp_exec) == 136, "tp_exec layout");
 
 struct tp_sample {
 	struct tp_event_hdr hdr;

@@ -46,7 +46,7 @@ static const char *cgroup_line(const char *text, const char *prefix, bool number
 	return NULL;
 }
 
-int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len)
+int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len, bool *from_v2)
 {
 	const char *v2, *v1, *pick;
 	size_t n2 = 0, n1 = 0, n;
@@ -71,6 +71,8 @@ int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len
 	if (!err) {
 		memcpy(out, pick, n);
 		out[n] = 0;
+		if (from_v2)
+			*from_v2 = pick == v2;
 	}
 	free(text);
 	return err;

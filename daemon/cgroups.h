@@ -25,10 +25,11 @@ struct cgroup_entry {
 
 /* The cgroup path of pid from PROC_ROOT/PID/cgroup (proc_root "/proc" on the host) into out:
  * the cgroup v2 line ("0::PATH") when it is below the root, else the v1 name=systemd
- * hierarchy's when it is (hybrid layouts keep containers there), else the v2 path. Returns 0,
- * -ENOENT (no such line: a kernel thread, a process gone), -ENAMETOOLONG or another negative
- * errno. */
-int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len);
+ * hierarchy's when it is (hybrid layouts keep containers there), else the v2 path. *v2 (NULL
+ * allowed) is set when the path is the v2 one, the cgroup bpf_get_current_cgroup_id() names.
+ * Returns 0, -ENOENT (no such line: a kernel thread, a process gone), -ENAMETOOLONG or another
+ * negative errno. */
+int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len, bool *v2);
 
 /* The container ID and pod UID that cgroup path `path` names, "" for none: the last path
  * component holding a run of exactly 64 hex digits (docker-ID.scope, cri-containerd-ID.scope,

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "collector_internal.h"
 #include "gc.h"
@@ -66,6 +67,33 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited)
 	if (c->opts.python)
 		python__forget_process(c->opts.python, pid);
 	queue_unwind(c, UNWIND_FORGET, pid, 0);
+}
+
+/* The identity the exec record x gives its process, for when its maps are first read. */
+static void note_exec(struct collector *c, const struct tp_exec *x)
+{
+	struct exec_identity id = {
+	    .cgroup_id = x->cgroup_id,
+	    .pid_ns = x->pid_ns,
+	    .ns_pid = x->ns_pid,
+	};
+
+	_Static_assert(sizeof(id.name) >= sizeof(x->name), "exec name fits");
+	memcpy(id.name, x->name, sizeof(x->name));
+	id.name[sizeof(id.name) - 1] = 0;
+	symbolizer__note_exec(c->opts.symbolizer, x->hdr.pid, x->hdr.start_ns, &id);
+}
+
+/* What exec record x says of the new image for GC discovery, in *out. */
+static const struct gc_exec *gc_exec_of(const struct tp_exec *x, struct gc_exec *out)
+{
+	/* the kernel's dev_t: major in the upper 12 bits, minor in the lower 20 (MINORBITS) */
+	*out = (struct gc_exec){.exe_dev = makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff),
+				.exe_ino = x->exe_ino};
+	_Static_assert(sizeof(out->comm) == sizeof(x->comm), "comm sizes");
+	memcpy(out->comm, x->comm, sizeof(out->comm));
+	out->comm[sizeof(out->comm) - 1] = 0;
+	return out;
 }
 
 /* Process (pid, start_ns) exec'd at now: its maps are read again at the first drain from
@@ -376,6 +404,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 {
 	const struct tp_event_hdr *hdr = data;
 	struct collector *c = ctx;
+	struct gc_exec gx;
 
 	if (size < sizeof(*hdr))
 		return 0;
@@ -413,10 +442,14 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXIT:
 		/* in order after the process's earlier samples, which used the old maps */
 		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT);
+		if (hdr->kind == TP_EV_EXEC && size >= sizeof(struct tp_exec))
+			note_exec(c, data);
 		if (hdr->kind == TP_EV_EXEC)
 			recheck_later(c, hdr->pid, hdr->start_ns, sysinfo__mono_ns());
 		if (c->opts.gc && hdr->kind == TP_EV_EXEC)
-			gc__process_exec(c->opts.gc, hdr->pid);
+			gc__process_exec(c->opts.gc, hdr->pid,
+					 size >= sizeof(struct tp_exec) ? gc_exec_of(data, &gx)
+									: NULL);
 		else if (c->opts.gc)
 			gc__process_exit(c->opts.gc, hdr->pid);
 		break;

@@ -51,7 +51,8 @@ enum notice_kind { N_EXEC, N_EXIT, N_DLOPEN };
 struct notice {
 	uint32_t pid;
 	uint16_t kind;
-	uint64_t due_ns; /* re-scans after exec: not before */
+	uint64_t due_ns;    /* re-scans after exec: not before */
+	struct gc_exec exe; /* N_EXEC: what the exec said (zeros: nothing) */
 };
 
 struct gc {
@@ -355,20 +356,27 @@ static void read_comm(uint32_t pid, char *out, size_t len)
 
 /* Reads pid's maps and records the runtime objects it maps (attaching them). With at_exec, a
  * process whose executable is known not to be a runtime is left for the look after the dynamic
- * loader mapped its libraries: right after an exec its maps hold nothing else. */
-static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
+ * loader mapped its libraries: right after an exec its maps hold nothing else. x (NULL: none)
+ * is what the process's last exec said of its executable and comm: then /proc tells neither. */
+static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_exec *x)
 {
 	struct proc_maps maps = {0};
 	struct gc_proc np = {.pid = pid}, *p;
 	char path[64];
-	struct stat exe;
+	struct stat exe = {0};
 	uint32_t known;
 
 	if (pid == g->self_pid)
 		return;
-	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	if (stat(path, &exe))
-		return; /* gone, or a kernel thread */
+	if (x && x->exe_ino) {
+		/* the device and inode the maps show for the executable's mappings */
+		exe.st_dev = x->exe_dev;
+		exe.st_ino = x->exe_ino;
+	} else {
+		snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+		if (stat(path, &exe))
+			return; /* gone, or a kernel thread */
+	}
 	if (at_exec) {
 		if (object_known(g, exe.st_dev, exe.st_ino, &known) &&
 		    !g->objs[known].info.runtime) {
@@ -425,6 +433,8 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec)
 	/* the look 250 ms after an exec finds the record of the one at the exec */
 	if (p && p->comm[0])
 		memcpy(np.comm, p->comm, sizeof(np.comm));
+	else if (x && x->comm[0])
+		memcpy(np.comm, x->comm, sizeof(np.comm));
 	else
 		read_comm(pid, np.comm, sizeof(np.comm));
 	if (!p) {
@@ -450,7 +460,7 @@ void gc__scan_all(struct gc *g)
 
 		if (tp_parse_uint(de->d_name, 1, UINT32_MAX, &pid))
 			continue;
-		scan_pid(g, pid, false);
+		scan_pid(g, pid, false, NULL);
 	}
 	/* processes whose exit we missed (lost notices) */
 	for (size_t i = 0; i < g->nr_procs;) {
@@ -468,27 +478,28 @@ void gc__scan_all(struct gc *g)
 
 /* ---- notices and ticks ---- */
 
-static void notice(struct gc *g, uint32_t pid, enum notice_kind kind)
+static void notice(struct gc *g, uint32_t pid, enum notice_kind kind, const struct gc_exec *exe)
 {
 	pthread_mutex_lock(&g->mu);
 	if (g->nr_notices < GC_MAX_NOTICES)
-		g->notices[g->nr_notices++] = (struct notice){.pid = pid, .kind = kind};
+		g->notices[g->nr_notices++] = (struct notice){
+		    .pid = pid, .kind = kind, .exe = exe ? *exe : (struct gc_exec){}};
 	pthread_mutex_unlock(&g->mu);
 }
 
-void gc__process_exec(struct gc *g, uint32_t pid)
+void gc__process_exec(struct gc *g, uint32_t pid, const struct gc_exec *exe)
 {
-	notice(g, pid, N_EXEC);
+	notice(g, pid, N_EXEC, exe);
 }
 
 void gc__process_exit(struct gc *g, uint32_t pid)
 {
-	notice(g, pid, N_EXIT);
+	notice(g, pid, N_EXIT, NULL);
 }
 
 void gc__note_dlopen(struct gc *g, uint32_t pid)
 {
-	notice(g, pid, N_DLOPEN);
+	notice(g, pid, N_DLOPEN, NULL);
 }
 
 void gc__tick(struct gc *g, uint64_t now)
@@ -507,17 +518,24 @@ void gc__tick(struct gc *g, uint64_t now)
 			 * churn). Threads exiting at once may each send one: the second finds no
 			 * record. */
 			proc_release(g, n->pid);
+			/* nor is its look after the exec due (most processes are this short) */
+			for (size_t k = 0; k < g->nr_later;)
+				if (g->later[k].pid == n->pid)
+					g->later[k] = g->later[--g->nr_later];
+				else
+					k++;
 			break;
 		case N_EXEC:
 			proc_release(g, n->pid);
-			scan_pid(g, n->pid, true);
+			scan_pid(g, n->pid, true, &n->exe);
 			/* the dynamic loader maps the libraries after exec: look once more */
-			if (g->nr_later < GC_MAX_NOTICES)
-				g->later[g->nr_later++] = (struct notice){
-				    .pid = n->pid, .kind = N_EXEC, .due_ns = now + GC_RESCAN_NS};
+			if (g->nr_later < GC_MAX_NOTICES) {
+				g->later[g->nr_later] = *n;
+				g->later[g->nr_later++].due_ns = now + GC_RESCAN_NS;
+			}
 			break;
 		case N_DLOPEN:
-			scan_pid(g, n->pid, false);
+			scan_pid(g, n->pid, false, NULL);
 			break;
 		}
 	}
@@ -528,8 +546,9 @@ void gc__tick(struct gc *g, uint64_t now)
 		if (n->due_ns > now) {
 			g->later[keep++] = *n;
 		} else if (!(kill((pid_t)n->pid, 0) && errno == ESRCH)) {
-			/* most processes are gone by then: a signal 0 tells without a path walk */
-			scan_pid(g, n->pid, false);
+			/* alive, or its exit notice was lost: a signal 0 tells without a path
+			 * walk */
+			scan_pid(g, n->pid, false, &n->exe);
 		}
 	}
 	g->nr_later = keep;

@@ -94,8 +94,17 @@ struct gc *gc__new(const struct gc_opts *opts, struct gc_probes *probes);
 /* Detaches every object and frees. NULL allowed. */
 void gc__free(struct gc *g);
 
-/* Notices from the event stream, handled at the next gc__tick, in order. */
-void gc__process_exec(struct gc *g, uint32_t pid);
+/* What an exec event says of the new image (bpf/profile.bpf.c, struct tp_exec), so that the
+ * looks at the process after it need neither stat /proc/PID/exe nor read /proc/PID/comm. */
+struct gc_exec {
+	uint64_t exe_dev; /* the executable's device, makedev() of /proc/PID/maps' major:minor */
+	uint64_t exe_ino; /* and inode number; 0: unknown (then /proc/PID/exe is looked at) */
+	char comm[16];	  /* the process's comm after the exec; "": unknown */
+};
+
+/* Notices from the event stream, handled at the next gc__tick, in order. exe (NULL: unknown)
+ * is the exec's identity of the new image. */
+void gc__process_exec(struct gc *g, uint32_t pid, const struct gc_exec *exe);
 void gc__process_exit(struct gc *g, uint32_t pid);
 void gc__note_dlopen(struct gc *g, uint32_t pid);
 /* Handles the notices, due re-scans, lingering detaches and the periodic scan. now_ns is

@@ -94,6 +94,10 @@ int kernel_probe__sampler(char *why, size_t len)
 	    {BPF_FUNC_get_current_task, "bpf_get_current_task", "4.8"},
 	    {BPF_FUNC_ktime_get_ns, "bpf_ktime_get_ns", "4.1"},
 	    {BPF_FUNC_get_current_task_btf, "bpf_get_current_task_btf", "5.11"},
+	    /* the exec event's identity of the process */
+	    {BPF_FUNC_get_current_cgroup_id, "bpf_get_current_cgroup_id", "4.18"},
+	    {BPF_FUNC_get_current_comm, "bpf_get_current_comm", "4.2"},
+	    {BPF_FUNC_probe_read_kernel_str, "bpf_probe_read_kernel_str", "5.5"},
 	};
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK))

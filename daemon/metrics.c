@@ -488,6 +488,14 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		 "tailprof_object_read_failures_total{reason=\"unopenable\"} %" PRIu64 "\n"
 		 "tailprof_object_read_failures_total{reason=\"malformed\"} %" PRIu64 "\n",
 		 st.sym.elf_unopenable, st.sym.elf_malformed);
+	text_metric(&t, "tailprof_exec_identities_total", "counter",
+		    "Processes whose name, PID namespace and cgroup came from their exec event "
+		    "rather than from /proc.");
+	text_put(&t, "tailprof_exec_identities_total %" PRIu64 "\n", st.sym.identities_from_exec);
+	text_metric(&t, "tailprof_cgroup_reads_saved_total", "counter",
+		    "Of those, processes whose cgroup path was known for their cgroup v2 id: no "
+		    "/proc/PID/cgroup read.");
+	text_put(&t, "tailprof_cgroup_reads_saved_total %" PRIu64 "\n", st.sym.cgroup_reads_saved);
 	text_metric(&t, "tailprof_perf_map_reads_total", "counter",
 		    "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
 	text_put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);

@@ -11,6 +11,7 @@
 
 #include "cgroups.h"
 #include "elf_object.h"
+#include "hashmap.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "perf_map.h"
@@ -326,9 +327,10 @@ static void read_status(struct symbolizer *s, struct process *p)
 	free(buf);
 }
 
-/* The ns/pid link of the proc mount's PID namespace into s->root_pid_ns: its pid 1's (the
- * namespace's init), else, where pid 1 may not be looked at (a sandbox), this daemon's own if its
- * status shows one pid (it runs in that namespace). Empty when neither tells. */
+/* The ns/pid link of the proc mount's PID namespace into s->root_pid_ns (and its inode number
+ * into s->root_pid_ns_inum): its pid 1's (the namespace's init), else, where pid 1 may not be
+ * looked at (a sandbox), this daemon's own if its status shows one pid (it runs in that
+ * namespace). Empty when neither tells. */
 static void read_root_pid_ns(struct symbolizer *s)
 {
 	char path[PATH_MAX], *buf;
@@ -341,7 +343,7 @@ static void read_root_pid_ns(struct symbolizer *s)
 	n = readlink(path, s->root_pid_ns, sizeof(s->root_pid_ns) - 1);
 	if (n > 0) {
 		s->root_pid_ns[n] = 0;
-		return;
+		goto inum;
 	}
 	snprintf(path, sizeof(path), "%s/self/status", s->proc_root);
 	if (proc_read_file(path, STAT_MAX_BYTES, &buf, &len))
@@ -353,6 +355,10 @@ static void read_root_pid_ns(struct symbolizer *s)
 		s->root_pid_ns[n > 0 ? n : 0] = 0;
 	}
 	free(buf);
+inum:
+	/* "pid:[4026531836]" (proc(5), /proc/PID/ns) */
+	if (sscanf(s->root_pid_ns, "pid:[%u]", &s->root_pid_ns_inum) != 1)
+		s->root_pid_ns_inum = 0;
 }
 
 /* Whether p is in the PID namespace of the proc mount, by their ns/pid links: then its pid there
@@ -375,21 +381,75 @@ static bool same_pid_ns(struct symbolizer *s, const struct process *p)
 	return !strcmp(link, s->root_pid_ns);
 }
 
+/* The identity p exec'd with (symbolizer__note_exec), or NULL. */
+static const struct exec_identity *exec_identity_of(struct symbolizer *s, const struct process *p)
+{
+	const struct exec_note *x = &s->execs[p->pid % EXEC_NOTES];
+
+	return x->pid == p->pid && x->start_ns == p->start_ns ? &x->id : NULL;
+}
+
+/* The PID-namespace part of p's identity from its exec: true when that decides it. */
+static bool pid_ns_from_exec(struct symbolizer *s, struct process *p, const struct exec_identity *x)
+{
+	if (!x || !x->pid_ns)
+		return false;
+	if (!s->root_pid_ns_read)
+		read_root_pid_ns(s);
+	if (!s->root_pid_ns_inum)
+		return false;
+	/* in another namespace, the uids wait for a perf map (read_status) as they do otherwise */
+	if (x->pid_ns != s->root_pid_ns_inum && x->ns_pid != p->pid)
+		p->info.ns_pid = x->ns_pid;
+	return true;
+}
+
+/* p's cgroup (cgroups.h id) from the path read for the v2 cgroup it exec'd in, else from its
+ * cgroup file, remembered for that v2 cgroup when the path is the v2 one. */
+static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
+			    const struct exec_identity *x)
+{
+	struct cgroup_id_path *c = NULL;
+	char path[PATH_MAX];
+	uint32_t id = 0;
+	bool v2 = false;
+
+	if (x && x->cgroup_id) {
+		c = &s->cgroup_paths[hashmap__mix64(x->cgroup_id) % CGROUP_ID_PATHS];
+		if (c->kernfs_id == x->cgroup_id) {
+			s->stats.cgroup_reads_saved++;
+			return c->cgroup;
+		}
+	}
+	if (!cgroups__read_pid(s->proc_root, p->pid, path, sizeof(path), &v2))
+		id = cgroups__intern(path);
+	/* a v1 path (hybrid layouts) is not the v2 cgroup's: every process of that one is read */
+	if (c && v2)
+		*c = (struct cgroup_id_path){.kernfs_id = x->cgroup_id, .cgroup = id};
+	return id;
+}
+
 /* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for
- * a perf map (jit_object). What cannot be read stays empty: these are labels, never a reason to
- * drop a sample. */
+ * a perf map (jit_object). What its exec told (symbolizer__note_exec) is not read again. What
+ * cannot be read stays empty: these are labels, never a reason to drop a sample. */
 static void read_info(struct symbolizer *s, struct process *p)
 {
+	const struct exec_identity *x = exec_identity_of(s, p);
 	char path[PATH_MAX], target[PATH_MAX], *buf;
 	const char *base = NULL;
 	size_t len;
 	ssize_t n;
 
 	p->info_read = true;
-	if (!same_pid_ns(s, p))
+	if (x && x->name[0])
+		s->stats.identities_from_exec++;
+	if (!pid_ns_from_exec(s, p, x) && !same_pid_ns(s, p))
 		read_status(s, p);
-	if (!cgroups__read_pid(s->proc_root, p->pid, target, sizeof(target)))
-		p->info.cgroup = cgroups__intern(target);
+	p->info.cgroup = read_cgroup(s, p, x);
+	if (x && x->name[0]) {
+		snprintf(p->info.name, sizeof(p->info.name), "%s", x->name);
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, p->pid);
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n > 0) {
@@ -812,6 +872,17 @@ bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 	struct process *p = proc_find(s, pid);
 
 	return p && p->start_ns == start_ns && p->readable;
+}
+
+void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			   const struct exec_identity *id)
+{
+	struct exec_note *x = &s->execs[pid % EXEC_NOTES];
+
+	x->pid = pid;
+	x->start_ns = start_ns;
+	x->id = *id;
+	x->id.name[sizeof(x->id.name) - 1] = 0;
 }
 
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,

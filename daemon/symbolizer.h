@@ -119,6 +119,10 @@ struct symbolizer_stats {
 	uint64_t evicted_objects;	 /* objects freed because an evicted process held the last
 					  * reference */
 	uint64_t processes_held;	 /* processes cached now, those without maps included */
+	uint64_t identities_from_exec;	 /* processes whose identity came from their exec event
+					  * (symbolizer__note_exec) rather than from /proc */
+	uint64_t cgroup_reads_saved;	 /* of those, whose cgroup path was known for their v2
+					  * cgroup id (no /proc/PID/cgroup read) */
 	uint64_t max_processes, max_objects; /* the caps in force */
 };
 
@@ -148,6 +152,19 @@ void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uin
  * so is its vDSO when its memory cannot be read any more. Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   uint32_t parent_pid, uint64_t parent_start_ns);
+/* What an exec event (bpf/profile.bpf.c, struct tp_exec) says of the new image's process. */
+struct exec_identity {
+	uint64_t cgroup_id;	     /* cgroup v2 id (kernfs node id); 0: unknown */
+	uint32_t pid_ns;	     /* inode number of its PID namespace; 0: unknown */
+	uint32_t ns_pid;	     /* its pid there */
+	char name[PROCESS_NAME_LEN]; /* its executable's file name; "": unknown */
+};
+/* Remembers the identity process (pid, start_ns) exec'd with, so that when its maps are first
+ * read its process_info comes from it rather than from /proc: the name as is, the PID namespace
+ * against the proc mount's, and the cgroup path from the last process read in the same cgroup
+ * (only /proc/PID/cgroup of the first one is read). Bounded: recent execs only. */
+void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			   const struct exec_identity *id);
 /* Reads and caches the maps of process (pid, start_ns) now, while it lives (its samples may come
  * after it has exited: a new process's first block, say). Returns 0 or a negative errno
  * (-ESRCH: gone, or another process has the pid). */

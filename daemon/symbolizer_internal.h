@@ -62,9 +62,26 @@ struct exited {
 };
 #define EXITED 1024
 
+/* A recent exec's identity (symbolizer__note_exec); indexed by pid like forks. */
+struct exec_note {
+	uint32_t pid;
+	uint64_t start_ns;
+	struct exec_identity id;
+};
+#define EXEC_NOTES 1024
+
+/* Cgroup v2 ids (kernfs node ids, never reused while the system runs) with the path read for
+ * them from a process's cgroup file: a direct-mapped cache, a colliding id replaces the other. */
+struct cgroup_id_path {
+	uint64_t kernfs_id; /* 0: empty */
+	uint32_t cgroup;    /* cgroups.h id */
+};
+#define CGROUP_ID_PATHS 1024
+
 struct symbolizer {
 	char *proc_root;
-	char root_pid_ns[64]; /* the ns/pid link of the proc mount's PID namespace, or empty */
+	char root_pid_ns[64];	   /* the ns/pid link of the proc mount's PID namespace, or empty */
+	uint32_t root_pid_ns_inum; /* its inode number, parsed from it; 0: unknown */
 	bool root_pid_ns_read;
 	char **debug_dirs;
 	size_t nr_debug_dirs;
@@ -86,6 +103,8 @@ struct symbolizer {
 	struct symbolizer_stats stats;
 	struct fork_link forks[FORK_LINKS];
 	struct exited exited[EXITED];
+	struct exec_note execs[EXEC_NOTES];
+	struct cgroup_id_path cgroup_paths[CGROUP_ID_PATHS];
 };
 
 static inline uint64_t monotonic_ns(void)

@@ -64,6 +64,7 @@ static void write_file(const char *path, const char *text)
 static void test_read_pid(void **state)
 {
 	char root[] = "/tmp/tp-cgroups-XXXXXX", dir[128], file[160], out[256];
+	bool v2 = false;
 
 	assert_non_null(mkdtemp(root));
 	snprintf(dir, sizeof(dir), "%s/42", root);
@@ -71,24 +72,26 @@ static void test_read_pid(void **state)
 	snprintf(file, sizeof(file), "%s/cgroup", dir);
 	/* cgroup v2 only */
 	write_file(file, "0::/system.slice/docker-" ID64 ".scope\n");
-	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out)), 0);
+	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out), &v2), 0);
 	assert_string_equal(out, "/system.slice/docker-" ID64 ".scope");
+	assert_true(v2); /* the path of the cgroup BPF's cgroup id names */
 	/* hybrid: the v2 line at the root, the container in name=systemd */
 	write_file(file, "12:memory:/docker/" ID64 "\n9:name=systemd:/docker/" ID64 "\n0::/\n");
-	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out)), 0);
+	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out), &v2), 0);
 	assert_string_equal(out, "/docker/" ID64);
+	assert_false(v2); /* not the v2 cgroup's path */
 	/* hybrid, nothing but the roots */
 	write_file(file, "9:name=systemd:/\n0::/\n");
-	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out)), 0);
+	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out), NULL), 0);
 	assert_string_equal(out, "/");
 	/* v1 without name=systemd nor v2: nothing to take */
 	write_file(file, "4:memory:/a\n");
-	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgroups__read_pid(root, 42, out, sizeof(out), NULL), -ENOENT);
 	/* a path longer than the buffer */
 	write_file(file, "0::/a/very/long/path\n");
-	assert_int_equal(cgroups__read_pid(root, 42, out, 8), -ENAMETOOLONG);
+	assert_int_equal(cgroups__read_pid(root, 42, out, 8, NULL), -ENAMETOOLONG);
 	/* a process gone */
-	assert_int_equal(cgroups__read_pid(root, 43, out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgroups__read_pid(root, 43, out, sizeof(out), NULL), -ENOENT);
 	unlink(file);
 	rmdir(dir);
 	rmdir(root);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "gc.h"
+#include "proc_maps.h"
 #include "sysinfo.h"
 
 static const char *fixture(const char *env)
@@ -129,9 +131,9 @@ static void test_discovery(void **state)
 	py1 = spawn(fixture("TAILPROF_FIXTURE_GC_PYTHON"));
 	py2 = spawn(fixture("TAILPROF_FIXTURE_GC_PYTHON"));
 	go = spawn(fixture("TAILPROF_FIXTURE_GC_GO_STRIPPED"));
-	gc__process_exec(g, py1);
-	gc__process_exec(g, py2);
-	gc__process_exec(g, go);
+	gc__process_exec(g, py1, NULL);
+	gc__process_exec(g, py2, NULL);
+	gc__process_exec(g, go, NULL);
 	now = sysinfo__mono_ns();
 	gc__tick(g, now);
 
@@ -178,11 +180,74 @@ static void test_disabled_runtime(void **state)
 	opts.python = false;
 	g = gc__new(&opts, NULL);
 	py = spawn(fixture("TAILPROF_FIXTURE_GC_PYTHON"));
-	gc__process_exec(g, py);
+	gc__process_exec(g, py, NULL);
 	gc__tick(g, sysinfo__mono_ns());
 	o = find(g, "gc_fixture_python", v, 64);
 	assert_non_null(o);
 	assert_int_equal(o->state, GC_OBJ_DISABLED);
+	reap(py);
+	gc__free(g);
+}
+
+/* What an exec event would say of process pid running program path: the device and inode its
+ * maps show for the program's mappings, and comm. */
+static struct gc_exec exec_of(pid_t pid, const char *path, const char *comm)
+{
+	struct gc_exec x = {0};
+	struct proc_maps maps = {0};
+
+	assert_true(proc_maps__load("/proc", pid, 1 << 20, &maps) > 0);
+	for (size_t i = 0; i < maps.nr; i++)
+		if (!strcmp(maps.v[i].path, path)) {
+			x.exe_dev = makedev(maps.v[i].dev_major, maps.v[i].dev_minor);
+			x.exe_ino = maps.v[i].inode;
+		}
+	proc_maps__clear(&maps);
+	assert_true(x.exe_ino != 0);
+	snprintf(x.comm, sizeof(x.comm), "%s", comm);
+	return x;
+}
+
+/* With the exec's identity of the executable, the look at exec needs nothing of /proc to skip
+ * a program known not to be a runtime (this one is gone before the look), and the process's
+ * GC events carry the exec's comm. */
+static void test_exec_identity(void **state)
+{
+	const char *plain_path = fixture("TAILPROF_FIXTURE_GC_PLAIN");
+	const char *py_path = fixture("TAILPROF_FIXTURE_GC_PYTHON");
+	struct gc_opts opts = GC_OPTS_DEFAULT;
+	struct tp_gc_event rec = {.record = TP_GC_REC_EVENT, .runtime = TP_GC_PYTHON};
+	struct gc_exec plain_exec, py_exec;
+	struct gc_event ev;
+	struct gc_stats st;
+	pid_t plain, py;
+	struct gc *g;
+
+	(void)state;
+	g = gc__new(&opts, NULL);
+	assert_non_null(g);
+	plain = spawn(plain_path);
+	plain_exec = exec_of(plain, plain_path, "");
+	gc__process_exec(g, plain, &plain_exec);
+	gc__tick(g, sysinfo__mono_ns());
+	reap(plain);
+	gc__stats(g, &st);
+	assert_int_equal(st.exec_scans_skipped, 0);
+	/* the same program again, its process gone before the look: skipped all the same */
+	plain = spawn(plain_path);
+	reap(plain);
+	gc__process_exec(g, plain, &plain_exec);
+	gc__tick(g, sysinfo__mono_ns());
+	gc__stats(g, &st);
+	assert_int_equal(st.exec_scans_skipped, 1);
+
+	py = spawn(py_path);
+	py_exec = exec_of(py, py_path, "exec-comm");
+	gc__process_exec(g, py, &py_exec);
+	gc__tick(g, sysinfo__mono_ns());
+	rec.pid = py;
+	gc__event(g, &rec, &ev);
+	assert_string_equal(ev.comm, "exec-comm"); /* /proc/PID/comm says gc_fixture_pyth */
 	reap(py);
 	gc__free(g);
 }
@@ -209,9 +274,9 @@ static void test_startup_scan(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_opts),	 cmocka_unit_test(test_window),
-	    cmocka_unit_test(test_discovery),	 cmocka_unit_test(test_disabled_runtime),
-	    cmocka_unit_test(test_startup_scan),
+	    cmocka_unit_test(test_opts),	  cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_discovery),	  cmocka_unit_test(test_disabled_runtime),
+	    cmocka_unit_test(test_exec_identity), cmocka_unit_test(test_startup_scan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "cgroups.h"
 #include "demangle.h"
 #include "elf_object.h"
 #include "perf_map.h"
@@ -1580,6 +1581,89 @@ static void test_process_info(void **state)
 	symbolizer__free(s);
 }
 
+/* A fake process pid (started at starttime ticks) mapping lib, whose cgroup file is cgroup (none
+ * when NULL), resolved once after an exec noted with id (none when NULL): its process_info. */
+static struct process_info exec_process(struct symbolizer *s, const char *lib, uint32_t pid,
+					uint64_t starttime, const char *cgroup,
+					const struct exec_identity *id)
+{
+	char maps[8192] = "", path[PATH_MAX + 64];
+	struct process_info info;
+
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(pid, starttime, maps);
+	snprintf(path, sizeof(path), "%s/%u/cgroup", fake_root, pid);
+	if (cgroup)
+		write_file(path, cgroup);
+	if (id)
+		symbolizer__note_exec(s, pid, starttime * ns_per_tick, id);
+	resolve_one(s, pid, starttime, alpha_addr(lib, 0x7f0000100000ull), 0);
+	assert_int_equal(symbolizer__process_info(s, pid, starttime * ns_per_tick, &info), 0);
+	return info;
+}
+
+/* A process's labels come from its exec event: no exe, ns/pid or status file is there to read,
+ * and a cgroup v2 id's path is read from the first process's cgroup file only. */
+static void test_exec_identity(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	const uint32_t host_ns = 4026531836u;
+	struct exec_identity a = {.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1401};
+	struct exec_identity b = {.cgroup_id = 77, .pid_ns = host_ns + 9, .ns_pid = 3};
+	struct exec_identity h = {.cgroup_id = 88, .pid_ns = host_ns, .ns_pid = 1404};
+	char path[PATH_MAX + 64];
+	struct symbolizer_stats st;
+	struct process_info info;
+	uint32_t cg;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/1", fake_root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/ns", fake_root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1/ns/pid", fake_root);
+	assert_int_equal(symlink("pid:[4026531836]", path), 0);
+	snprintf(a.name, sizeof(a.name), "from-exec");
+	snprintf(b.name, sizeof(b.name), "second");
+	snprintf(h.name, sizeof(h.name), "hybrid");
+
+	info = exec_process(s, lib, 1401, 14, "0::/app.slice/a.service\n", &a);
+	assert_string_equal(info.name, "from-exec");
+	assert_int_equal(info.ns_pid, 0); /* the proc mount's namespace */
+	cg = info.cgroup;
+	assert_string_equal(cgroups__get(cg)->path, "/app.slice/a.service");
+	/* the same v2 cgroup: its path without a cgroup file; another namespace: its pid there */
+	info = exec_process(s, lib, 1402, 15, NULL, &b);
+	assert_string_equal(info.name, "second");
+	assert_int_equal(info.ns_pid, 3);
+	assert_int_equal(info.cgroup, cg);
+	/* a note of an earlier process with the pid says nothing of this one: /proc does */
+	snprintf(path, sizeof(path), "%s/1403", fake_root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/1403/exe", fake_root);
+	assert_int_equal(symlink("/usr/bin/real-name", path), 0);
+	symbolizer__note_exec(s, 1403, 99 * ns_per_tick, &a);
+	info = exec_process(s, lib, 1403, 16, "0::/other\n", NULL);
+	assert_string_equal(info.name, "real-name");
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/other");
+	/* hybrid layouts: the v1 path is not the v2 cgroup's, so each process's file is read */
+	info = exec_process(s, lib, 1404, 17, "9:name=systemd:/docker/x\n0::/\n", &h);
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/x");
+	h.ns_pid = 1405;
+	info = exec_process(s, lib, 1405, 18, "9:name=systemd:/docker/y\n0::/\n", &h);
+	assert_string_equal(info.name, "hybrid");
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/y");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.identities_from_exec, 4);
+	assert_int_equal(st.cgroup_reads_saved, 1);
+	snprintf(path, sizeof(path), "%s/1403/exe", fake_root);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/1/ns/pid", fake_root);
+	unlink(path);
+	symbolizer__free(s);
+}
+
 static void test_caps_evict_lru(void **state)
 {
 	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
@@ -1763,6 +1847,7 @@ int main(void)
 	    cmocka_unit_test(test_perf_map_open),
 	    cmocka_unit_test(test_jit_symbols),
 	    cmocka_unit_test(test_process_info),
+	    cmocka_unit_test(test_exec_identity),
 	    cmocka_unit_test(test_caps_evict_lru),
 	    cmocka_unit_test(test_demangle),
 	    cmocka_unit_test(test_rescan_leaf),
