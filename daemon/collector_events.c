@@ -51,22 +51,26 @@ void collector_py_run_queue(struct collector *c)
 
 /* ---- events ---- */
 
-static void forget_process(struct collector *c, uint32_t pid, bool exited)
+/* Process pid exec'd or exited (the event's ts_ns: CLOCK_MONOTONIC, as bpf_ktime_get_ns()). */
+static void forget_process(struct collector *c, uint32_t pid, bool exited, uint64_t ts_ns)
 {
+	uint64_t marked_ns;
+
 	/* the maps read this round were the old image's */
 	proc_maps__forget(pid);
 	if (exited)
 		symbolizer__forget_exited(c->opts.symbolizer, pid);
 	else
 		symbolizer__forget_process(c->opts.symbolizer, pid);
-	/* BPF deleted it at the exec, but a sample from before the exec, drained after it, may
+	/* BPF deleted it at the event, but a sample from before the event, drained after it, may
 	 * have marked the process known again: the new image's samples must wake us. Only a
-	 * process marked known here has an entry to delete. */
-	if (pid_set__del(&c->known, pid))
+	 * process marked known here has an entry to delete, and only one marked after BPF read
+	 * the event's time (before its delete): an earlier mark is what BPF deleted. */
+	if (pid_set__del(&c->known, pid, &marked_ns) && marked_ns >= ts_ns)
 		loader__forget(c->opts.loader, pid);
 	if (c->opts.python)
 		python__forget_process(c->opts.python, pid);
-	queue_unwind(c, UNWIND_FORGET, pid, 0);
+	queue_unwind(c, UNWIND_FORGET, pid, ts_ns);
 }
 
 /* The identity the exec record x gives its process, for when its maps are first read. */
@@ -146,7 +150,8 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 		c->known_evicted++;
 	}
 	loader__mark_known(c->opts.loader, pid, start_ns);
-	pid_set__add(&c->known, pid, start_ns);
+	/* stamped once the entry is in the map (forget_process) */
+	pid_set__add(&c->known, pid, start_ns, sysinfo__mono_ns());
 	py_queue(c, pid, start_ns);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
 }
@@ -441,7 +446,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case TP_EV_EXEC:
 	case TP_EV_EXIT:
 		/* in order after the process's earlier samples, which used the old maps */
-		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT);
+		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT, hdr->ts_ns);
 		if (hdr->kind == TP_EV_EXEC && size >= sizeof(struct tp_exec))
 			note_exec(c, data);
 		if (hdr->kind == TP_EV_EXEC)

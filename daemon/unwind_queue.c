@@ -36,7 +36,7 @@ void unwind_queue__run(struct unwind_queue *q, struct unwinder *u)
 			unwinder__rescan(u, r->pid, r->start_ns);
 			break;
 		case UNWIND_FORGET:
-			unwinder__forget_process(u, r->pid);
+			unwinder__forget_process(u, r->pid, r->start_ns);
 			break;
 		}
 	}

@@ -14,7 +14,7 @@ struct unwinder;
 enum unwind_op {
 	UNWIND_ADD,    /* unwinder__add_process */
 	UNWIND_RESCAN, /* unwinder__rescan */
-	UNWIND_FORGET, /* unwinder__forget_process (start_ns unused) */
+	UNWIND_FORGET, /* unwinder__forget_process (start_ns: the event's ts_ns) */
 };
 
 struct unwind_req {

@@ -68,6 +68,7 @@ struct uw_proc {
 	uint64_t start_ns;
 	uint64_t last_scan_ns;
 	uint32_t rescans; /* of this process (its first is not rate-limited) */
+	uint64_t set_ns;  /* CLOCK_MONOTONIC once its mappings were last in BPF's map; 0: never */
 	uint32_t nr;
 	struct uw_object *objs[TP_MAX_PROC_MAPPINGS]; /* a reference per mapping (NULL: none) */
 	struct uw_proc *next;
@@ -553,6 +554,8 @@ static int proc_update(struct unwinder *u, struct uw_proc **pp)
 	err = proc_scan(u, p);
 	if (!err)
 		err = u->opts.ops->set_process(u->opts.ops_ctx, p->pid, &u->scratch);
+	if (!err)
+		p->set_ns = mono_ns(); /* the real clock: BPF's events are compared with it */
 	proc_release_objects(u, old, old_nr);
 	if (err) {
 		if (err == -E2BIG || err == -ENOSPC)
@@ -603,12 +606,14 @@ int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns)
 	return err ? err : 1;
 }
 
-void unwinder__forget_process(struct unwinder *u, uint32_t pid)
+void unwinder__forget_process(struct unwinder *u, uint32_t pid, uint64_t bpf_dropped_ns)
 {
 	struct uw_proc **pp = proc_slot(u, pid);
 
+	/* mappings set before BPF dropped them at the event are gone from its map already */
 	if (*pp)
-		proc_free(u, pp, true);
+		proc_free(u, pp,
+			  !bpf_dropped_ns || ((*pp)->set_ns && (*pp)->set_ns >= bpf_dropped_ns));
 }
 
 static bool proc_gone(const struct unwinder *u, uint32_t pid)

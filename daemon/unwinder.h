@@ -79,8 +79,10 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
  * or a negative errno. An unknown process is added. */
 int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns);
 /* The process exec'd or exited: drop it from BPF and release its objects (idle when it was the
- * last process mapping them). */
-void unwinder__forget_process(struct unwinder *u, uint32_t pid);
+ * last process mapping them). bpf_dropped_ns (CLOCK_MONOTONIC; 0: none) is the time of the
+ * exec or exit event at which BPF dropped the process itself (bpf/profile.bpf.c notify()):
+ * mappings handed to BPF before it need no delete. */
+void unwinder__forget_process(struct unwinder *u, uint32_t pid, uint64_t bpf_dropped_ns);
 /* Forgets processes that no longer exist (their exit notification was lost): kill(pid, 0)
  * fails with ESRCH, or, with a fake proc_root, PROC_ROOT/PID is gone. Returns how many. */
 int unwinder__prune(struct unwinder *u);

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "sysinfo.h"
 #include "unwind_table.h"
 #include "unwinder.h"
 
@@ -269,6 +270,7 @@ static void test_tables_shared_and_released(void **state)
 	struct unwinder_stats st, first;
 	const struct tp_exec_mapping *libc;
 	uint32_t libc_start;
+	int drops;
 
 	fake_process(1001);
 	fake_process(1002);
@@ -283,12 +285,16 @@ static void test_tables_shared_and_released(void **state)
 	assert_int_equal(st.tables, first.tables);
 	assert_int_equal(st.table_rows, first.table_rows);
 	assert_int_equal(mapping_of(&fake.last, (uint64_t)(uintptr_t)qsort)->row_start, libc_start);
-	unwinder__forget_process(u, 1001);
+	/* an exit event after its mappings went to BPF: BPF dropped them itself, no delete */
+	drops = fake.proc_drops;
+	unwinder__forget_process(u, 1001, sysinfo__mono_ns());
+	assert_int_equal(fake.proc_drops, drops);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 1);
 	assert_int_equal(st.tables, first.tables);
-	/* the last one gone: every object stays, idle, its table in place */
-	unwinder__forget_process(u, 1002);
+	/* the last one gone (at an event older than its mappings: they are deleted) */
+	unwinder__forget_process(u, 1002, 1);
+	assert_int_equal(fake.proc_drops, drops + 1);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.processes, 0);
 	assert_int_equal(st.objects, 0);
@@ -340,7 +346,7 @@ static void test_idle_tables_evicted_for_room(void **state)
 	fake_process_only(2002, "/libcmocka.so");
 	assert_int_equal(unwinder__add_process(u, 2001, 1), 0);
 	assert_int_equal(mapping_of(&fake.last, (uint64_t)(uintptr_t)qsort)->nr_rows, libc);
-	unwinder__forget_process(u, 2001);
+	unwinder__forget_process(u, 2001, 0);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.idle_objects, 1);
 	assert_int_equal(st.table_rows, libc);
@@ -358,8 +364,8 @@ static void test_idle_tables_evicted_for_room(void **state)
 	assert_int_equal(st.over_budget, 1);
 	assert_int_equal(st.table_rows, cmocka);
 	/* a table that found no room is not kept idle: the next process tries again */
-	unwinder__forget_process(u, 2001);
-	unwinder__forget_process(u, 2002);
+	unwinder__forget_process(u, 2001, 0);
+	unwinder__forget_process(u, 2002, 0);
 	unwinder__stats(u, &st);
 	assert_int_equal(st.idle_objects, 1);
 	assert_int_equal(unwinder__add_process(u, 2001, 3), 0);
