@@ -48,6 +48,17 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* live_procs: tgid -> start_ns of the processes forked since tailprofd loaded, from their fork
+ * until their exit (before the kernel can give the pid to another). User space checks that a
+ * maps read was of the process it was for against it, instead of reading /proc/PID/stat. When
+ * full, a new process is not added and user space reads /proc for it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, __u64);
+} live_procs SEC(".maps");
+
 /* scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -301,9 +312,12 @@ int BPF_PROG(sched_process_exit, struct task_struct *p)
 {
 	struct tp_event_hdr ev = {.kind = TP_EV_EXIT};
 
+	__u32 pid = BPF_CORE_READ(p, tgid);
+
 	/* Only when the whole thread group is gone. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
+	bpf_map_delete_elem(&live_procs, &pid);
 	notify(p, &ev, sizeof(ev));
 	return 0;
 }
@@ -322,6 +336,9 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	ev.hdr.start_ns = process_start_ns(child);
 	ev.parent_pid = BPF_CORE_READ(parent, tgid);
 	ev.parent_start_ns = process_start_ns(parent);
+	/* before the child runs: whatever user space reads of the pid later is this process's or a
+	 * later one's (no prealloc'd slot free: not added) */
+	bpf_map_update_elem(&live_procs, &ev.hdr.pid, &ev.hdr.start_ns, BPF_ANY);
 	/* no wakeup: it only matters if the child's maps cannot be read when it is sampled */
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(0)))
 		count(ev.hdr.ts_ns, TP_M_EVENT_LOST);

@@ -632,6 +632,13 @@ uint64_t *loader__counters(const struct loader *l)
 	return l->counters;
 }
 
+int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.live_procs), &pid, start_ns))
+		return -errno;
+	return 0;
+}
+
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns)
 {
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.known_procs), &pid, &start_ns, BPF_ANY))

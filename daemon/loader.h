@@ -73,6 +73,10 @@ int loader__nr_attached(const struct loader *l);
 /* The BPF counters, mapped into this process: nr_cpus * TP_COUNTER_SLOTS * TP_M_NR values laid
  * out as tailprof.h says. Read and clear them with atomic operations: BPF adds concurrently. */
 uint64_t *loader__counters(const struct loader *l);
+/* The start time (tp_event_hdr.start_ns) of the process that has pid now, from BPF's table of
+ * the processes forked since the load (live_procs): 0, or -ENOENT when the table does not have
+ * pid (gone, from before the load, or the table was full: /proc tells then). */
+int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns);
 /* Tells the BPF side that the maps of (pid, start_ns) have been read. 0 or -errno. */
 int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);
 /* Forgets a process on the BPF side (it is no longer known). */

@@ -57,6 +57,12 @@ static const struct unwinder_ops unwind_ops = {
     .drop_process = unwind_drop_process,
 };
 
+/* The symbolizer's identity checks ask BPF's table of live processes first. */
+static int live_start(void *ctx, uint32_t pid, uint64_t *start_ns)
+{
+	return loader__live_start(ctx, pid, start_ns);
+}
+
 /* Root, or the capabilities that loading BPF, opening perf events system-wide and reading
  * every process's maps need. */
 static bool has_privileges(void)
@@ -439,6 +445,8 @@ int main(int argc, char **argv)
 	    .nr_debug_dirs = o.nr_debug_dirs,
 	    .max_processes = o.limits.v[LIMIT_PROCESSES],
 	    .max_objects = o.limits.v[LIMIT_OBJECTS],
+	    .live_start = live_start,
+	    .live_ctx = loader,
 	});
 	if (!sym) {
 		pr_err("failed to start the symbolizer: %s", strerror(errno));

@@ -496,6 +496,13 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		    "Of those, processes whose cgroup path was known for their cgroup v2 id: no "
 		    "/proc/PID/cgroup read.");
 	text_put(&t, "tailprof_cgroup_reads_saved_total %" PRIu64 "\n", st.sym.cgroup_reads_saved);
+	text_metric(&t, "tailprof_identity_checks_total", "counter",
+		    "Checks that a pid still is the process a maps read was for, by BPF's table of "
+		    "live processes or by /proc/PID/stat.");
+	text_put(&t,
+		 "tailprof_identity_checks_total{source=\"bpf\"} %" PRIu64 "\n"
+		 "tailprof_identity_checks_total{source=\"proc\"} %" PRIu64 "\n",
+		 st.sym.identity_checks[0], st.sym.identity_checks[1]);
 	text_metric(&t, "tailprof_perf_map_reads_total", "counter",
 		    "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
 	text_put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);

@@ -218,15 +218,24 @@ static void enforce_caps(struct symbolizer *s)
 		s->objects_floor = s->objects.nr;
 }
 
-/* 0 when /proc/PID/stat shows the process that started at start_ns (boot-time ns), else -ESRCH
- * (gone, or the pid now belongs to another process) or another negative errno. Field 22,
- * starttime, is in clock ticks since boot (proc(5)); the kernel truncates start_boottime to it. */
+/* 0 when the pid belongs to the process that started at start_ns (boot-time ns), else -ESRCH
+ * (gone, or the pid now belongs to another process) or another negative errno. BPF's table of
+ * live processes tells where it has the pid (a bpf() lookup, against an open, read and close of
+ * a file the kernel formats); else /proc/PID/stat, whose field 22, starttime, is in clock ticks
+ * since boot (proc(5)): the kernel truncates start_boottime to it. */
 static int check_identity(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
 	char path[PATH_MAX], *buf, *p, *end;
 	unsigned long long ticks;
+	uint64_t live;
 	size_t len;
 	int err;
+
+	if (s->live_start && !s->live_start(s->live_ctx, pid, &live)) {
+		s->stats.identity_checks[0]++;
+		return live == start_ns ? 0 : -ESRCH;
+	}
+	s->stats.identity_checks[1]++;
 
 	if (snprintf(path, sizeof(path), "%s/%u/stat", s->proc_root, pid) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
@@ -727,6 +736,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		    sym_xstrdup(opts->nr_debug_dirs ? opts->debug_dirs[i] : "/usr/lib/debug");
 	s->max_processes = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
 	s->max_objects = opts->max_objects ? opts->max_objects : DEFAULT_MAX_OBJECTS;
+	s->live_start = opts->live_start;
+	s->live_ctx = opts->live_ctx;
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
 	s->kernel = kallsyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms",

@@ -83,6 +83,11 @@ struct symbolizer_opts {
 	 * object are dropped, freeing it; objects that windows reference are never evicted. */
 	uint32_t max_processes;
 	uint32_t max_objects;
+	/* Where the start time (boot-time ns) of the process that has a pid now comes from before
+	 * /proc/PID/stat is read (loader__live_start): 0, or a negative errno when it does not
+	 * know the pid (then the stat file is read). NULL: always the stat file. */
+	int (*live_start)(void *ctx, uint32_t pid, uint64_t *start_ns);
+	void *live_ctx;
 };
 
 /* What the symbolizer knows of a process beyond its pid, from /proc when its maps were first
@@ -123,6 +128,8 @@ struct symbolizer_stats {
 					  * (symbolizer__note_exec) rather than from /proc */
 	uint64_t cgroup_reads_saved;	 /* of those, whose cgroup path was known for their v2
 					  * cgroup id (no /proc/PID/cgroup read) */
+	uint64_t identity_checks[2];	 /* whether a pid is still a process, by live_start [0]
+					  * or by /proc/PID/stat [1] */
 	uint64_t max_processes, max_objects; /* the caps in force */
 };
 

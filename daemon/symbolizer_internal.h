@@ -89,6 +89,8 @@ struct symbolizer {
 	size_t objects_floor; /* objects after the last scan that could not get under the cap */
 	struct process *lru_head, *lru_tail;
 	uint64_t ns_per_tick;
+	int (*live_start)(void *ctx, uint32_t pid, uint64_t *start_ns);
+	void *live_ctx;
 	struct object *kernel;
 	struct object_cache objects;
 	struct process **procs;

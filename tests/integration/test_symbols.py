@@ -407,7 +407,7 @@ def test_demangled_cxx_and_rust_names(d):
 
 
 def test_process_and_thread_names(d):
-    before = d.metrics().get("tailprof_exec_identities_total", 0)
+    m0 = d.metrics()
     pid = run_workload("tp_process_name_longer_than_15", 1.5)
     # (a sample of the forked child before its exec may carry the test's own names, and one
     # taken in the exec itself, after the kernel set the new comm, the old process name)
@@ -417,8 +417,11 @@ def test_process_and_thread_names(d):
     assert {s["labels"]["process"] for s in ss} == {"tp_process_name_longer_than_15"}, \
         {(s["labels"]["process"], s["labels"]["comm"]) for s in ss}
     assert {s["labels"]["comm"] for s in ss} == {"tp_process_name"}  # the kernel's 15 bytes
-    # the name came with the exec event (BPF's mm->exe_file), not from /proc/PID/exe
-    assert d.metrics()["tailprof_exec_identities_total"] > before
+    # the name came with the exec event (BPF's mm->exe_file), not from /proc/PID/exe, and the
+    # maps read was checked against BPF's table of live processes, not /proc/PID/stat
+    m1 = d.metrics()
+    for k in ("tailprof_exec_identities_total", 'tailprof_identity_checks_total{source="bpf"}'):
+        assert m1[k] > m0.get(k, 0), (k, m0.get(k), m1[k])
     workers = share(ss, lambda s: s["labels"]["thread"] in ("worker-one", "worker-two"))
     assert workers >= 0.95, workers
     threads = {s["labels"]["thread"] for s in ss}

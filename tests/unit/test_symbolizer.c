@@ -1114,6 +1114,58 @@ static void test_pid_reuse(void **state)
 	symbolizer__free(s);
 }
 
+/* A fake of BPF's table of live processes (loader__live_start): pid live_pid started at
+ * live_ticks. */
+static uint32_t live_pid;
+static uint64_t live_ticks;
+
+static int fake_live_start(void *ctx, uint32_t pid, uint64_t *start_ns)
+{
+	(void)ctx;
+	if (pid != live_pid)
+		return -ENOENT;
+	*start_ns = live_ticks * ns_per_tick;
+	return 0;
+}
+
+/* Where BPF's table has the pid, it decides whether a maps read was the sample's process's
+ * (no stat file read); elsewhere /proc/PID/stat does. */
+static void test_identity_from_bpf(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer_opts opts = {
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	    .live_start = fake_live_start,
+	};
+	struct symbolizer *s = symbolizer__new(&opts);
+	uint64_t in_lib = alpha_addr(lib, 0x7f0000100000ull);
+	struct symbolizer_stats st;
+	char maps[8192] = "";
+
+	(void)state;
+	assert_non_null(s);
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	/* the stat file says 30 ticks, BPF says 31: BPF wins both ways */
+	fake_process(651, 30, maps);
+	live_pid = 651;
+	live_ticks = 31;
+	assert_null(resolve_one(s, 651, 30, in_lib, -ESRCH).obj);
+	assert_non_null(resolve_one(s, 651, 31, in_lib, 0).obj);
+	symbolizer__stats(s, &st);
+	/* after the read for 30, and for 31 both to replace that entry and after its read */
+	assert_int_equal(st.identity_checks[0], 3);
+	assert_int_equal(st.identity_checks[1], 0);
+	/* a pid BPF does not have (a process from before the load): the stat file */
+	fake_process(652, 32, maps);
+	assert_non_null(resolve_one(s, 652, 32, in_lib, 0).obj);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.identity_checks[1], 1);
+	live_pid = 0;
+	symbolizer__free(s);
+}
+
 /* Processes that vanished, or whose /proc files are broken. */
 static void test_vanished(void **state)
 {
@@ -1838,6 +1890,7 @@ int main(void)
 	    cmocka_unit_test(test_unresolved),
 	    cmocka_unit_test(test_rescan),
 	    cmocka_unit_test(test_pid_reuse),
+	    cmocka_unit_test(test_identity_from_bpf),
 	    cmocka_unit_test(test_vanished),
 	    cmocka_unit_test(test_live_self),
 	    cmocka_unit_test(test_debug_file_build_id),
