@@ -489,16 +489,20 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		 "tailprof_object_read_failures_total{reason=\"malformed\"} %" PRIu64 "\n",
 		 st.sym.elf_unopenable, st.sym.elf_malformed);
 	text_metric(&t, "tailprof_exec_identities_total", "counter",
-		    "Processes whose name, PID namespace and cgroup came from their exec event "
-		    "rather than from /proc.");
+		    "Processes whose labels (executable name, PID namespace, cgroup) came from "
+		    "their exec event rather than from /proc; counted when their maps are first "
+		    "read (a sample or a block).");
 	text_put(&t, "tailprof_exec_identities_total %" PRIu64 "\n", st.sym.identities_from_exec);
-	text_metric(&t, "tailprof_cgroup_reads_saved_total", "counter",
-		    "Of those, processes whose cgroup path was known for their cgroup v2 id: no "
-		    "/proc/PID/cgroup read.");
+	text_metric(
+	    &t, "tailprof_cgroup_reads_saved_total", "counter",
+	    "Processes whose cgroup path was known from an earlier process of the same cgroup "
+	    "v2 id, so /proc/PID/cgroup was not read. Stays 0 on hybrid cgroup layouts, "
+	    "whose labels come from the v1 name=systemd path.");
 	text_put(&t, "tailprof_cgroup_reads_saved_total %" PRIu64 "\n", st.sym.cgroup_reads_saved);
 	text_metric(&t, "tailprof_identity_checks_total", "counter",
-		    "Checks that a pid still is the process a maps read was for, by BPF's table of "
-		    "live processes or by /proc/PID/stat.");
+		    "Checks, after reading a process's memory maps, that its pid had not passed to "
+		    "another process meanwhile: by BPF's table of live processes (bpf) or by "
+		    "/proc/PID/stat (proc: processes from before tailprofd started).");
 	text_put(&t,
 		 "tailprof_identity_checks_total{source=\"bpf\"} %" PRIu64 "\n"
 		 "tailprof_identity_checks_total{source=\"proc\"} %" PRIu64 "\n",

@@ -9,7 +9,8 @@ set -eu
 cd "$(dirname "$0")/.."
 BUILD=${TAILPROF_BUILD_DIR:-build}
 
-# Build dependencies and go (the README's tour reads profiles with go tool pprof), and what the
+# Build dependencies, go and graphviz (the README's tour reads profiles with go tool pprof,
+# whose web view draws its graph with dot), and what the
 # tests use (go tool pprof judges our profiles, lld links a
 # fixture, perf is the benchmark's reference, setpriv runs the non-root start-up test, libc6-dbg
 # is the debug file that names libc's local functions, xz-utils packs the MiniDebugInfo fixture;
@@ -22,7 +23,7 @@ BUILD=${TAILPROF_BUILD_DIR:-build}
 DEPS="build-essential pkg-config meson ninja-build clang llvm bpftool libbpf-dev libelf-dev
  libdw-dev liblzma-dev libiberty-dev zlib1g-dev protobuf-c-compiler libprotobuf-c-dev
  libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libcmocka-dev python3 libinih-dev
- systemtap-sdt-dev libsystemd-dev golang-go"
+ systemtap-sdt-dev libsystemd-dev golang-go graphviz"
 TEST_DEPS="lld binutils xz-utils util-linux linux-perf valgrind libc6-dbg libbpf-tools
  python3.11 openjdk-17-jdk-headless qemu-system-x86 busybox-static cpio debhelper dpkg-dev lintian
  systemd adduser man-db libclang-rt-14-dev chromium"
