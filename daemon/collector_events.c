@@ -409,7 +409,6 @@ int collector_on_event(void *ctx, void *data, size_t size)
 {
 	const struct tp_event_hdr *hdr = data;
 	struct collector *c = ctx;
-	struct gc_exec gx;
 
 	if (size < sizeof(*hdr))
 		return 0;
@@ -443,19 +442,23 @@ int collector_on_event(void *ctx, void *data, size_t size)
 					      f->parent_pid, f->parent_start_ns);
 		break;
 	}
-	case TP_EV_EXEC:
-	case TP_EV_EXIT:
+	case TP_EV_EXEC: {
+		/* with the new image's identity (a shorter record: malformed, a bare exec) */
+		const struct tp_exec *x = size >= sizeof(*x) ? data : NULL;
+		struct gc_exec gx;
+
 		/* in order after the process's earlier samples, which used the old maps */
-		forget_process(c, hdr->pid, hdr->kind == TP_EV_EXIT, hdr->ts_ns);
-		if (hdr->kind == TP_EV_EXEC && size >= sizeof(struct tp_exec))
-			note_exec(c, data);
-		if (hdr->kind == TP_EV_EXEC)
-			recheck_later(c, hdr->pid, hdr->start_ns, sysinfo__mono_ns());
-		if (c->opts.gc && hdr->kind == TP_EV_EXEC)
-			gc__process_exec(c->opts.gc, hdr->pid,
-					 size >= sizeof(struct tp_exec) ? gc_exec_of(data, &gx)
-									: NULL);
-		else if (c->opts.gc)
+		forget_process(c, hdr->pid, false, hdr->ts_ns);
+		if (x)
+			note_exec(c, x);
+		recheck_later(c, hdr->pid, hdr->start_ns, sysinfo__mono_ns());
+		if (c->opts.gc)
+			gc__process_exec(c->opts.gc, hdr->pid, x ? gc_exec_of(x, &gx) : NULL);
+		break;
+	}
+	case TP_EV_EXIT:
+		forget_process(c, hdr->pid, true, hdr->ts_ns);
+		if (c->opts.gc)
 			gc__process_exit(c->opts.gc, hdr->pid);
 		break;
 	}
