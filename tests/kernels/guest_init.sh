@@ -65,7 +65,9 @@ fi
 fetch status.json /api/v1/status
 
 # A first run loads the unwind tables of tp_offcpu and libc (several seconds under emulation): the
-# checked run's first blocks then get their callers, as on a host where tables load in ms.
+# checked run's first blocks then get their callers, as on a host where tables load in ms. The
+# checked run waits 1 s in poll() before its measured sleeps: reading its maps and setting its
+# tables took over 50 ms in guests of a busy host (its first sleep(1) cut, half its sleeps).
 /wl/tp_offcpu 1 >/dev/null
 # Phase 1 (6 s): a CPU-bound function, off-CPU sleeps, a stage, GC pauses (USDT).
 /wl/tp_hotcold 6 >/tmp/hotcold.pid &
@@ -74,7 +76,7 @@ w1=$!
 w2=$!
 /wl/python3-gc-standin 6 >/tmp/gc.txt &
 w3=$!
-/wl/tp_offcpu 3 >/tmp/offcpu.txt
+/wl/tp_offcpu 3 1000 >/tmp/offcpu.txt
 wait $w1 $w2 $w3
 # Phase 2 (4 s): three hogs on CPU 1 wait for each other in its run queue.
 echo "KM runq-from $(date +%s)"

@@ -7,8 +7,12 @@
  * see it), and a kreader that reads a pipe and a Unix socket in turn through one read_one (fed
  * every 4 ms by a kfeeder). Each measures its own blocked wall time. Prints its pid first, then at
  * the end one line per thread ("alt_a"/"alt_b", "kr_pipe"/"kr_sock" for the two that block two
- * ways): "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS] */
+ * ways): "NAME TID BLOCKED_NS". Usage: tp_offcpu [SECONDS [FIRST_MS]]: FIRST_MS (default 50)
+ * is how long the main thread first waits in poll(), 50 ms at a time, for tailprofd to know the
+ * process before the measured sleeps and the threads start. */
+#include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -177,17 +181,21 @@ int main(int argc, char **argv)
 {
 	pthread_t a, b, c, d, e, k;
 	uint64_t end, t0;
+	int first_ms;
 
 	seconds = arg_seconds(argc, argv, 1, 3);
+	first_ms = argc > 2 ? atoi(argv[2]) : 50;
 	if (pipe(pipefd) || pipe(kpipe) || socketpair(AF_UNIX, SOCK_STREAM, 0, ksock))
 		return 1;
 	printf("%d\n", getpid());
 	fflush(stdout);
 	sleep_r.tid = getpid();
-	/* a first block, so that tailprofd knows the process (and walks its next blocks with
-	 * unwind tables) before the threads start; measured like the others */
+	/* first blocks, so that tailprofd knows the process (and walks its next blocks with
+	 * unwind tables) before the threads start; measured like the others, in poll(): not
+	 * hrtimer_nanosleep, so their stacks (cut while the tables load) are not sleep()'s */
 	t0 = now_ns();
-	usleep(50000);
+	for (int ms = 0; ms < first_ms; ms += 50)
+		poll(NULL, 0, first_ms - ms < 50 ? first_ms - ms : 50);
 	sleep_r.blocked_ns += now_ns() - t0;
 	pthread_create(&a, NULL, napper, NULL);
 	pthread_create(&b, NULL, piper, NULL);
