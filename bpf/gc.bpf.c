@@ -15,6 +15,7 @@
 #include "tailprof.h"
 #include "tp_gc_calls.h"
 #include "lib/label_sources.bpf.h"
+#include "lib/gc_open.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -26,20 +27,10 @@ struct {
 	__uint(max_entries, 256 << 10);
 } gc_events SEC(".maps");
 
-/* gc_open: (pid, slot) -> the open GC phase (its start). Written here at begin, deleted at end;
- * tailprofd deletes a process's entries when it exits (it may die inside a pause). LRU so that
- * leaks from lost exits cannot fill it. 8192: four slots of 2048 processes in GC at once. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct tp_gc_open_key);
-	__type(value, struct tp_gc_open);
-} gc_open SEC(".maps");
-
 /* gc_pausing: tgid -> number of GC pauses open in the process (0 or 1 in practice). Written
  * here; read by perf_sample in profile.bpf.c (the same map, through reuse) for the gc=1 label;
- * tailprofd deletes the processes it tracks when they exit. LRU: a process we never tracked
- * that dies inside a pause cannot fill it. 4096 processes pausing at once. */
+ * deleted there at the process's exec and exit, with its gc_open entries. LRU all the same. 4096
+ * processes pausing at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -113,6 +104,8 @@ static __always_inline void phase_begin(__u32 slot, __s64 arg, __u32 flags)
 	int was = old && (old->flags & TP_GC_OPEN_PAUSING), is = flags & TP_GC_OPEN_PAUSING;
 
 	bump(TP_GCM_HITS);
+	/* from now on the sampler looks up gc=1 and deletes GC state at exec and exit */
+	tp_label_mark(TP_LABEL_GC);
 	/* the process is counted once per open slot */
 	if (is && !was)
 		pausing_add(key.pid, 1);

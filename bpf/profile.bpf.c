@@ -9,6 +9,7 @@
 #include "tailprof.h"
 #include "lib/unwind.bpf.h"
 #include "lib/shared_maps.bpf.h"
+#include "lib/gc_open.bpf.h"
 #include "lib/python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -271,6 +272,18 @@ static __always_inline void notify(struct task_struct *task, struct tp_event_hdr
 	 * wake-up), and the new image's first sample or block wakes user space anyway. */
 	if (bpf_ringbuf_output(&events, ev, size, wakeup_flags(0)))
 		count(ev->ts_ns, TP_M_EVENT_LOST);
+	/* The GC state of the old image or the dead process, here rather than from user space: a
+	 * process that ends inside no phase (nearly all) had a bpf() delete per slot that found
+	 * nothing, and the pid may be reused before user space hears of the exit. Only once any
+	 * phase ever opened (gc.bpf.c marks TP_LABEL_GC at the first). */
+	if (tp_label_seen(TP_LABEL_GC)) {
+		for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
+			struct tp_gc_open_key key = {.pid = ev->pid, .slot = slot};
+
+			bpf_map_delete_elem(&gc_open, &key);
+		}
+		bpf_map_delete_elem(&gc_pausing, &ev->pid);
+	}
 	/* After exec the maps must be read again: the next sample of the new image wakes user
 	 * space because the process is no longer known. The event is written first: user space
 	 * that marks the process known from a sample taken before the exec, after this delete,

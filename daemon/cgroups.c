@@ -56,7 +56,8 @@ int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len
 
 	if (snprintf(path, sizeof(path), "%s/%u/cgroup", proc_root, pid) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	err = proc_read_file(path, CGROUP_FILE_MAX, &text, &tlen);
+	/* one show of the kernel's writes it (proc_cgroup_show): one read */
+	err = proc_read_single(path, CGROUP_FILE_MAX, &text, &tlen);
 	if (err)
 		return err;
 	v2 = cgroup_line(text, "0::", false, &n2);

@@ -323,20 +323,17 @@ static void proc_release(struct gc *g, uint32_t pid)
 {
 	struct gc_proc *p = proc_find(g, pid);
 	uint64_t now = sysinfo__mono_ns();
-	uint32_t runtimes = 0;
 
+	/* its open phases and pause count in BPF went at its exec or exit (profile.bpf.c) */
 	if (!p)
 		return;
 	for (uint32_t k = 0; k < p->nr; k++) {
 		struct gc_object *o = &g->objs[p->objs[k]];
 
-		runtimes |= 1u << o->info.runtime;
 		if (o->users && !--o->users)
 			o->unused_since_ns = now;
 	}
 	*p = g->procs[--g->nr_procs];
-	if (g->probes)
-		gc_probes__forget(g->probes, pid, runtimes);
 }
 
 static void read_comm(uint32_t pid, char *out, size_t len)

@@ -84,6 +84,11 @@ int gc_probes__pausing_fd(const struct gc_probes *p)
 	return bpf_map__fd(p->skel->maps.gc_pausing);
 }
 
+int gc_probes__open_fd(const struct gc_probes *p)
+{
+	return bpf_map__fd(p->skel->maps.gc_open);
+}
+
 int gc_probes__attach_dlopen(struct gc_probes *p, const char *libc_path)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true);
@@ -216,35 +221,6 @@ void gc_attachment__free(struct gc_attachment *a)
 	while (a->nr > 0)
 		bpf_link__destroy(a->links[--a->nr]);
 	free(a);
-}
-
-/* The runtime whose probes open phases in slot (enum tp_gc_slot; bpf/gc.bpf.c's phase_begin
- * calls). */
-_Static_assert(TP_GC_SLOT_NR == 5, "slot_runtime() names the runtime of every slot");
-static uint32_t slot_runtime(uint32_t slot)
-{
-	switch (slot) {
-	case TP_GC_SLOT_JVM_GC:
-	case TP_GC_SLOT_JVM_SAFEPOINT:
-		return TP_GC_JVM;
-	case TP_GC_SLOT_PYTHON:
-		return TP_GC_PYTHON;
-	default:
-		return TP_GC_GO;
-	}
-}
-
-void gc_probes__forget(struct gc_probes *p, uint32_t pid, uint32_t runtimes)
-{
-	int open_fd = bpf_map__fd(p->skel->maps.gc_open);
-
-	for (uint32_t slot = 0; slot < TP_GC_SLOT_NR; slot++) {
-		struct tp_gc_open_key key = {.pid = pid, .slot = slot};
-
-		if (runtimes & (1u << slot_runtime(slot)))
-			bpf_map_delete_elem(open_fd, &key);
-	}
-	bpf_map_delete_elem(bpf_map__fd(p->skel->maps.gc_pausing), &pid);
 }
 
 void gc_probes__metrics(struct gc_probes *p, uint64_t out[TP_GCM_NR])

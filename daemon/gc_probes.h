@@ -24,10 +24,13 @@ int gc_probes__label_sources_fd(const struct gc_probes *p);
 /* Detaches everything still attached (attachments must be freed first) and frees. NULL ok. */
 void gc_probes__free(struct gc_probes *p);
 
-/* The gc_events ring buffer (struct tp_gc_event records) and the gc_pausing map (pid -> pauses
- * open), for ring_buffer__add and for the CPU sampler (loader_opts.gc_pausing_fd). */
+/* The gc_events ring buffer (struct tp_gc_event records), the gc_pausing map (pid -> pauses
+ * open) and the gc_open map ((pid, slot) -> open phase), for ring_buffer__add and for the CPU
+ * sampler (loader_opts.gc_pausing_fd, gc_open_fd), whose exec and exit programs delete a
+ * process's entries of both. */
 int gc_probes__events_fd(const struct gc_probes *p);
 int gc_probes__pausing_fd(const struct gc_probes *p);
+int gc_probes__open_fd(const struct gc_probes *p);
 
 /* Attaches the dlopen uretprobe to the C library at path. 0 or -errno (logged). */
 int gc_probes__attach_dlopen(struct gc_probes *p, const char *libc_path);
@@ -46,10 +49,6 @@ int gc_attachment__nr_links(const struct gc_attachment *a);
 /* Detaches, the last attached first, and frees. NULL allowed. */
 void gc_attachment__free(struct gc_attachment *a);
 
-/* Forgets the open phases and the pause count of an exited process. runtimes: a bit
- * (1 << enum tp_gc_runtime) for each runtime it mapped; only those runtimes' phases are deleted
- * (one map delete each: a process maps one runtime, and most of gc_open's slots are not its). */
-void gc_probes__forget(struct gc_probes *p, uint32_t pid, uint32_t runtimes);
 /* The GC programs' counters (enum tp_gc_metric), since load. */
 void gc_probes__metrics(struct gc_probes *p, uint64_t out[TP_GCM_NR]);
 /* Run time and runs of each GC program; returns the number filled (<= max). */

@@ -392,7 +392,15 @@ struct loader *loader__new(const struct loader_opts *opts)
 		pr_err("failed to size the counters map: %s", strerror(-err));
 		goto fail;
 	}
-	/* the maps the stage and GC programs own, read by the sampler for its labels */
+	/* gc_open is written by the GC programs only: without them one entry is enough */
+	if (opts->gc_open_fd <= 0)
+		err = bpf_map__set_max_entries(l->skel->maps.gc_open, 1);
+	if (err) {
+		pr_err("failed to size the gc_open map: %s", strerror(-err));
+		goto fail;
+	}
+	/* the maps the stage and GC programs own, read by the sampler for its labels (and, for
+	 * gc_open and gc_pausing, cleared by its exec and exit programs) */
 	const struct {
 		struct bpf_map *map;
 		int fd;
@@ -400,6 +408,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	    {l->skel->maps.stage_stacks, opts->stage_stacks_fd},
 	    {l->skel->maps.label_sources, opts->label_sources_fd},
 	    {l->skel->maps.gc_pausing, opts->gc_pausing_fd},
+	    {l->skel->maps.gc_open, opts->gc_open_fd},
 	};
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
 		err = owned[i].fd > 0 ? bpf_map__reuse_fd(owned[i].map, owned[i].fd) : 0;

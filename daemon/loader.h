@@ -21,6 +21,8 @@ struct loader_opts {
 	bool time_stage_label; /* benchmark: time the sampler's stage lookup (loader__label_cost) */
 	int gc_pausing_fd;     /* > 0: the GC programs' gc_pausing map (gc_probes.h), read by the
 				  sampler for the gc=1 label; 0: a map of its own (stays empty) */
+	int gc_open_fd;	       /* > 0: the GC programs' gc_open map, whose entries the sampler's
+				  exec and exit programs delete; 0: a map of one entry (unused) */
 	int label_sources_fd;  /* > 0: the label_sources map the stage and GC programs mark
 				  (bpf/lib/label_sources.bpf.h); 0: a map of its own (stays 0) */
 	uint64_t offcpu_min_ns; /* blocks at least this long get stacks (bpf/sched.bpf.c) */

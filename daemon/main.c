@@ -219,6 +219,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	    .time_stage_label = getenv("TAILPROF_BENCH_LABEL_COST") != NULL,
 	    .offcpu_min_ns = o->offcpu_min_ns,
 	    .gc_pausing_fd = *gc_probes ? gc_probes__pausing_fd(*gc_probes) : 0,
+	    .gc_open_fd = *gc_probes ? gc_probes__open_fd(*gc_probes) : 0,
 	    .label_sources_fd = probes__label_sources_fd(*probes),
 	    .unwind_tables = o->unwind_tables,
 	    .unwind_rows = o->unwind_memory_bytes / sizeof(struct tp_unwind_row),

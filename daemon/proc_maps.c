@@ -256,6 +256,42 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 	return err;
 }
 
+int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len)
+{
+	char *b;
+	ssize_t r;
+	int fd;
+
+	*buf = NULL;
+	*len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	b = malloc(max_bytes + 2);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	do
+		r = read(fd, b, max_bytes + 1);
+	while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		r = -errno;
+		close(fd);
+		free(b);
+		return (int)r;
+	}
+	close(fd);
+	if ((size_t)r > max_bytes) {
+		free(b);
+		return -EFBIG;
+	}
+	b[r] = '\0';
+	*buf = b;
+	*len = (size_t)r;
+	return 0;
+}
+
 /* ---- the executable mappings of a process, by PROCMAP_QUERY or from the text ---- */
 
 /* PROCMAP_QUERY (Linux 6.11, include/uapi/linux/fs.h): an ioctl on a /proc/PID/maps file that
@@ -422,6 +458,7 @@ static struct {
 		uint32_t pid;
 		char root[64];
 		size_t size; /* what counted against the loader's max_bytes */
+		int err; /* 0, or -ENOENT/-ESRCH: the process was gone (no module opens again) */
 		struct proc_maps maps;
 	} v[SHARED_MAPS];
 } maps_cache = {.lock = PTHREAD_MUTEX_INITIALIZER, .round = 1};
@@ -444,7 +481,8 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	if (cacheable && maps_cache.v[slot].round == maps_cache.round &&
 	    maps_cache.v[slot].pid == pid && !strcmp(maps_cache.v[slot].root, proc_root) &&
 	    maps_cache.v[slot].size <= max_bytes) {
-		err = maps_copy(&maps_cache.v[slot].maps, out);
+		err = maps_cache.v[slot].err ? maps_cache.v[slot].err
+					     : maps_copy(&maps_cache.v[slot].maps, out);
 		if (!err)
 			maps_cache.shared++;
 		pthread_mutex_unlock(&maps_cache.lock);
@@ -452,9 +490,10 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	}
 	pthread_mutex_unlock(&maps_cache.lock);
 	err = maps_load_file(path, max_bytes, out, &size);
-	if (err < 0 || !cacheable)
+	if (!cacheable || (err < 0 && err != -ENOENT && err != -ESRCH))
 		return err;
-	if (maps_copy(out, &copy))
+	copy = (struct proc_maps){0};
+	if (err >= 0 && maps_copy(out, &copy))
 		return err;
 	pthread_mutex_lock(&maps_cache.lock);
 	if (!maps_cache.open) {
@@ -466,6 +505,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	maps_cache.v[slot].round = maps_cache.round;
 	maps_cache.v[slot].pid = pid;
 	maps_cache.v[slot].size = size;
+	maps_cache.v[slot].err = err < 0 ? err : 0;
 	snprintf(maps_cache.v[slot].root, sizeof(maps_cache.v[slot].root), "%s", proc_root);
 	maps_cache.v[slot].maps = copy;
 	pthread_mutex_unlock(&maps_cache.lock);

@@ -47,12 +47,19 @@ const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t a
  * open/read (-ENOENT, -ESRCH for a process that exited, -EACCES...). */
 int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
 
+/* proc_read_file() in one read(2), for procfs files that one seq_file show writes whole
+ * (single_open files: /proc/PID/cgroup, comm, status; fs/seq_file.c copies such a record whole
+ * when the buffer holds it) and for regular files: a read shorter than max_bytes + 1 is the
+ * whole file, so the read that returns 0 is saved. Same returns. */
+int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len);
+
 /* The executable mappings of process PID (PROC_ROOT/PID/maps) into *out, sorted by start, as
  * proc_maps__parse() gives them: by the PROCMAP_QUERY ioctl where the kernel has it (Linux 6.11:
  * only the executable mappings, no text formatted or parsed), else from the text. Shared by the
  * modules that look at a new process in one drain (symbolizer, unwinder, Python and GC
- * discovery): within a round the mappings loaded first are handed out again (a copy) unless
- * proc_maps__forget() was called for that pid since; outside a round every call loads them.
+ * discovery): within a round the mappings loaded first are handed out again (a copy), and a
+ * process found gone (-ENOENT, -ESRCH) is not looked for again, unless proc_maps__forget() was
+ * called for that pid since; outside a round every call loads them.
  * max_bytes bounds the text, and the query's mappings at max_bytes / 64. (The query leaves out
  * x86-64's [vsyscall], the gate page above user space that the text lists last.) Returns the number
  * of mappings (0: none, as for a process that exited or a kernel thread) with *out the caller's to

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -224,9 +226,16 @@ struct py_symbols {
 	uint64_t image_lo, image_hi; /* link-time extent of the PT_LOAD segments [lo, hi) */
 	int err;		     /* 0 or -ENODATA (no _PyRuntime): both are remembered */
 	uint64_t used;		     /* python.sym_clock at the last hit; 0: empty */
+	/* the device and inode a process's maps showed for it, and when the stat that found it
+	 * (CLOCK_MONOTONIC ns) */
+	uint64_t map_dev, map_ino, checked_ns;
 };
 
 #define SYM_CACHE 64 /* interpreter files remembered */
+/* An interpreter file a process's maps show by the device and inode of a cached one checked this
+ * recently is not stat()ed again (Python processes started in a burst: one stat through
+ * /proc/PID/root each otherwise). As the unwinder's objects checked a moment ago. */
+#define SYM_TRUST_NS 1000000000ull
 
 #define COUNTED_SLOTS 1024 /* processes remembered as counted unsupported */
 
@@ -414,16 +423,46 @@ out:
 	return err;
 }
 
-/* runtime_symbol() of the file at path, remembered per file (device, inode, size, mtime): the
- * next process of an interpreter already seen costs a stat, not an ELF read. On success *out is
- * a copy of the file's entry (its identity too). */
-static int runtime_symbol_cached(struct python *p, const char *path, struct py_symbols *out)
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void trust(struct py_symbols *c, uint64_t map_dev, uint64_t map_ino, uint64_t now)
+{
+	c->map_dev = map_dev;
+	c->map_ino = map_ino;
+	c->checked_ns = now;
+}
+
+/* runtime_symbol() of the file at path, which process mapping m maps, remembered per file
+ * (device, inode, size, mtime): the next process of an interpreter already seen costs a stat,
+ * not an ELF read, and none when its maps show a file found within SYM_TRUST_NS. On success *out
+ * is a copy of the file's entry (its identity too). Returns 0, -ENODATA (no _PyRuntime,
+ * remembered too) or the negative errno of stat or the read. */
+static int runtime_symbol_cached(struct python *p, const char *path, const struct proc_mapping *m,
+				 struct py_symbols *out)
 {
 	struct py_symbols *victim = &p->syms[0];
 	struct py_symbols e = {0};
+	uint64_t dev = makedev(m->dev_major, m->dev_minor), now = mono_ns();
 	struct stat st;
 	int err;
 
+	for (size_t i = 0; m->inode && i < SYM_CACHE; i++) {
+		struct py_symbols *c = &p->syms[i];
+
+		if (c->used && c->map_ino == m->inode && c->map_dev == dev &&
+		    now - c->checked_ns < SYM_TRUST_NS) {
+			c->used = ++p->sym_clock;
+			*out = *c;
+			return c->err;
+		}
+	}
+	p->st.symbol_stats++;
 	if (stat(path, &st))
 		return -errno;
 	e.dev = st.st_dev;
@@ -436,6 +475,8 @@ static int runtime_symbol_cached(struct python *p, const char *path, struct py_s
 		if (c->used && c->dev == e.dev && c->ino == e.ino && c->size == e.size &&
 		    c->mtime_ns == e.mtime_ns) {
 			c->used = ++p->sym_clock;
+			if (!c->err) /* a file without a runtime is looked for elsewhere next */
+				trust(c, dev, m->inode, now);
 			*out = *c;
 			return c->err;
 		}
@@ -450,6 +491,8 @@ static int runtime_symbol_cached(struct python *p, const char *path, struct py_s
 		e.runtime = e.code_type = e.image_lo = e.image_hi = 0;
 	e.err = err;
 	e.used = ++p->sym_clock;
+	if (!err)
+		trust(&e, dev, m->inode, now);
 	*victim = e;
 	*out = e;
 	return err;
@@ -540,9 +583,9 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/%u/root%s", p->proc_root, pid, pick->path);
-	err = runtime_symbol_cached(p, path, &sym);
+	err = runtime_symbol_cached(p, path, pick, &sym);
 	if (err == -ENODATA || err == -ENOENT || err == -EACCES)
-		err = runtime_symbol_cached(p, pick->path, &sym);
+		err = runtime_symbol_cached(p, pick->path, pick, &sym);
 	if (err) {
 		count_unsupported(p, pid, start_ns,
 				  err == -ENODATA ? PY_UNSUP_NO_RUNTIME : PY_UNSUP_UNREADABLE);

@@ -44,6 +44,7 @@ struct python_stats {
 	uint64_t not_code; /* frames dropped: their code pointer is no code object (torn read) */
 	uint64_t lines;	   /* interned (function, line) entries */
 	uint64_t symbol_reads; /* interpreter files whose symbols were read (once per file) */
+	uint64_t symbol_stats; /* stat()s of an interpreter file that check the symbols cached */
 };
 
 struct python_opts {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* label_sources: whether anything has ever written the maps the stage and gc=1 labels come from.
  * The stage programs set TP_LABEL_STAGE when a thread first enters a stage, the GC programs
- * TP_LABEL_GC when a pause first begins; the CPU sampler and the scheduler look up a thread's
- * stage (task storage) and its process's pauses (a hash) only once they are set. On a host that
+ * TP_LABEL_GC when a GC phase first opens; the CPU sampler and the scheduler look up a thread's
+ * stage (task storage) and its process's pauses (a hash) only once they are set, and the
+ * sampler's exec and exit programs delete a process's GC state only then. On a host that
  * traces no stage and no GC, those lookups (some 150 ns each on this machine kind, where a miss
  * walks the task's storage list or hashes) are saved for every sample. One map shared by every
  * object through the loaders (bpf_map__reuse_fd), created by the first of them. */

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -319,6 +320,57 @@ def test_short_lived_pythons_leave_no_attachment(d):
         st["probes_attached"]))
 
 
+PY_COLLECT_FOREVER = r"""
+import gc, os
+class Node:
+    pass
+keep = [[Node() for _ in range(10)] for _ in range(40000)]
+for ring in keep:               # rings: the collector walks all 400,000 objects each time
+    for i in range(9):
+        ring[i].next = ring[i + 1]
+    ring[9].next = ring[0]
+print(os.getpid(), flush=True)
+while True:
+    gc.collect()
+"""
+
+
+def bpf_map_pids(name):
+    """The pids in the keys of every BPF map called name (gc_pausing: the key; gc_open: its
+    pid field), from bpftool's BTF-formatted dump."""
+    r = run(["bpftool", "-j", "map", "dump", "name", name], timeout=20)
+    assert r.returncode == 0, r.stderr
+    pids = set()
+    for e in json.loads(r.stdout or "[]"):
+        k = e["formatted"]["key"]
+        pids.add(k["pid"] if isinstance(k, dict) else k)
+    return pids
+
+
+def test_killed_inside_a_collection_leaves_no_state(d):
+    """A CPython killed inside gc.collect(): its pause count (gc_pausing) and open phases
+    (gc_open) are gone from BPF when its parent's wait returns, with tailprofd stopped (the
+    sampler's exit program deletes them), so a process reusing the pid starts clean."""
+    p = subprocess.Popen([PYTHON, "-c", PY_COLLECT_FOREVER], stdout=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline())
+    try:
+        wait_attached(d, PYTHON)
+        # it spends nearly all its time collecting: caught pausing within a few dumps
+        wait_for("pid %d in gc_pausing" % pid, lambda: pid in bpf_map_pids("gc_pausing"),
+                 timeout=10)
+        # tailprofd stopped: what is deleted now was deleted by BPF, not read from the ring
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        p.kill()
+        p.wait()
+        pausing, open_ = bpf_map_pids("gc_pausing"), bpf_map_pids("gc_open")
+        assert pid not in pausing and pid not in open_, (pid, pausing, open_)
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def javac(dst):
     r = run([os.path.join(JDK, "bin", "javac"), "-d", dst, os.path.join(SRC, "GcLoop.java")],
             timeout=120)
@@ -510,7 +562,8 @@ def main():
                                                   "--retention", "10m"))
     tests = [test_python_matches_gc_callbacks, test_pyenv_matches_gc_callbacks,
              test_uprobe_nested_calls_pair, test_no_gc_label_outside_pauses,
-             test_short_lived_pythons_leave_no_attachment, test_jvm_matches_xlog_gc,
+             test_short_lived_pythons_leave_no_attachment,
+             test_killed_inside_a_collection_leaves_no_state, test_jvm_matches_xlog_gc,
              test_go_matches_gctrace, test_unsupported_runtimes, test_api_cli_and_metrics,
              test_gc_off]
     run_tests(tests, [d], cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cgroups.h"
+#include "proc_maps.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID  "1f2e3d4c-5b6a-4789-8abc-def012345678"
@@ -97,6 +98,37 @@ static void test_read_pid(void **state)
 	rmdir(root);
 }
 
+/* proc_read_single(): what the read-to-EOF loop reads, of procfs and of a regular file, in one
+ * read; a file past max_bytes is refused whole. */
+static void test_read_single(void **state)
+{
+	char path[] = "/tmp/tp-single-XXXXXX", *a, *b;
+	size_t la, lb;
+	int fd;
+
+	/* a file the kernel writes in one show, and one written by many (the loop's case) */
+	assert_int_equal(proc_read_file("/proc/self/cgroup", 1 << 16, &a, &la), 0);
+	assert_int_equal(proc_read_single("/proc/self/cgroup", 1 << 16, &b, &lb), 0);
+	assert_true(la > 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	assert_int_equal(b[lb], 0);
+	free(a);
+	free(b);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0123456789", 10), 10);
+	close(fd);
+	assert_int_equal(proc_read_single(path, 10, &b, &lb), 0);
+	assert_int_equal(lb, 10);
+	assert_string_equal(b, "0123456789");
+	free(b);
+	assert_int_equal(proc_read_single(path, 9, &b, &lb), -EFBIG);
+	assert_null(b);
+	unlink(path);
+	assert_int_equal(proc_read_single(path, 9, &b, &lb), -ENOENT);
+}
+
 static void test_intern(void **state)
 {
 	uint32_t a = cgroups__intern("/system.slice/docker-" ID64 ".scope");
@@ -130,6 +162,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_read_pid),
+	    cmocka_unit_test(test_read_single),
 	    cmocka_unit_test(test_intern),
 	};
 

@@ -320,8 +320,9 @@ static void assert_maps_read(const char *root, uint32_t pid, const char *want)
 	proc_maps__clear(&m);
 }
 
-/* Within a round the mappings loaded first are handed out again, unless the pid was forgotten
- * (an exec, an exit); outside rounds, and in the next round, the file is read. */
+/* Within a round the mappings loaded first, or a process found gone, are handed out again,
+ * unless the pid was forgotten (an exec, an exit); outside rounds, and in the next round, the
+ * file is read. */
 static void test_proc_maps_shared_in_round(void **state)
 {
 	char root[] = "/tmp/tailprof_maps_XXXXXX", dir[64], path[80];
@@ -358,10 +359,27 @@ static void test_proc_maps_shared_in_round(void **state)
 	assert_maps_read(root, 42, "D");
 	proc_maps__begin_round();
 	assert_maps_read(root, 42, "D");
-	/* a process that is gone */
+	/* a process that is gone: the next module in the round does not look again (a file that
+	 * appears now stands for a process that reused the pid, which an exec notice forgets) */
 	assert_int_equal(proc_maps__load(root, 43, 1 << 20, &m), -ENOENT);
 	assert_null(m.v);
+	snprintf(dir, sizeof(dir), "%s/43", root);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	write_maps(path, "E");
+	proc_maps__read_stats(&shared0, &read0, &queried0);
+	assert_int_equal(proc_maps__load(root, 43, 1 << 20, &m), -ENOENT);
+	assert_null(m.v);
+	proc_maps__read_stats(&shared, &nread, &queried);
+	assert_int_equal(shared, shared0);
+	assert_int_equal(nread, read0);
+	proc_maps__forget(43);
+	assert_maps_read(root, 43, "E");
 	proc_maps__end_round();
+	unlink(path);
+	rmdir(dir);
+	snprintf(dir, sizeof(dir), "%s/42", root);
+	snprintf(path, sizeof(path), "%s/maps", dir);
 	unlink(path);
 	rmdir(dir);
 	rmdir(root);
