@@ -19,6 +19,9 @@ const volatile __u64 wakeup_bytes = 1 << 20; /* wake user space once this much d
 const volatile __u64 slot_ns = 500000000;    /* the drain period: one set of counters each */
 const volatile __u32 unwind_tables_on = 0;   /* 1: walk user stacks with unwind_rows */
 const volatile __u32 python_on = 0;	     /* 1: walk Python frames of processes in py_procs */
+/* the v1 name=systemd hierarchy's id (cgroup_root.hierarchy_id, from tailprofd's own cgroup
+ * file) on hybrid layouts: exec records carry the process's cgroup there; 0: none */
+const volatile __u32 cgroup_v1_hierarchy = 0;
 /* Benchmark only (tests/bench/stages.py): time the stage lookup of every sample into
  * label_cost[0] (ns), two back-to-back clock reads into label_cost[1] (the clock's own cost, to
  * subtract) and count the samples in label_cost[2]. Off: the verifier drops that code. */
@@ -291,6 +294,33 @@ static __always_inline void notify(struct task_struct *task, struct tp_event_hdr
 	bpf_map_delete_elem(&known_procs, &ev->pid);
 }
 
+/* The kernfs id of task's cgroup in hierarchy cgroup_v1_hierarchy, 0 when not found: a walk of
+ * its css_set's cgrp_links, one struct cgrp_cset_link per hierarchy, linked by its cgrp_link
+ * (kernel/cgroup/cgroup-internal.h; a v1 named hierarchy has no controller, so no
+ * css_set.subsys[] entry leads there). The css_set of a task that is running its exec is its own:
+ * not freed under us. */
+static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
+{
+	struct css_set *cset = BPF_CORE_READ(task, cgroups);
+	struct list_head *head, *pos;
+
+	if (!cgroup_v1_hierarchy || !cset)
+		return 0;
+	head = &cset->cgrp_links;
+	pos = BPF_CORE_READ(cset, cgrp_links.next);
+	/* the kernel's CGROUP_SUBSYS_COUNT hierarchies and the named ones: well under 32 */
+	for (int i = 0; i < 32 && pos && pos != head; i++) {
+		struct cgrp_cset_link *link =
+		    (void *)pos - bpf_core_field_offset(struct cgrp_cset_link, cgrp_link);
+		struct cgroup *cg = BPF_CORE_READ(link, cgrp);
+
+		if (BPF_CORE_READ(cg, root, hierarchy_id) == (int)cgroup_v1_hierarchy)
+			return BPF_CORE_READ(cg, kn, id);
+		pos = BPF_CORE_READ(pos, next);
+	}
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -303,6 +333,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 
 	/* what user space would otherwise read from /proc at the process's first sample */
 	ev.cgroup_id = bpf_get_current_cgroup_id();
+	ev.cgroup_v1_id = v1_cgroup_id(p);
 	/* the kernel's MAX_PID_NS_LEVEL is 32 */
 	bpf_core_read(&ev.ns_pid, sizeof(ev.ns_pid), &tp->numbers[level & 31].nr);
 	bpf_core_read(&ns, sizeof(ns), &tp->numbers[level & 31].ns);

@@ -145,11 +145,14 @@ struct tp_exec {
 	__u32 exe_dev;	 /* and its superblock's device, the kernel's dev_t (major << 20 | minor):
 			  * both as /proc/PID/maps shows them for the file's mappings */
 	__u32 pad;
+	/* its cgroup in the v1 name=systemd hierarchy of hybrid layouts (that hierarchy's kernfs
+	 * node id); 0: no such hierarchy, or not found */
+	__u64 cgroup_v1_id;
 	char comm[TP_COMM_LEN];	     /* the new image's comm (the kernel set it at the exec) */
 	char name[TP_EXEC_NAME_LEN]; /* the file name of mm->exe_file (what /proc/PID/exe names),
 				      * cut to 63 bytes; "" when unreadable */
 };
-_Static_assert(sizeof(struct tp_exec) == 136, "tp_exec layout");
+_Static_assert(sizeof(struct tp_exec) == 144, "tp_exec layout");
 
 struct tp_sample {
 	struct tp_event_hdr hdr;

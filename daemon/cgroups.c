@@ -3,6 +3,9 @@
 #include "cgroups.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,96 @@ static const char *cgroup_line(const char *text, const char *prefix, bool number
 		return p;
 	}
 	return NULL;
+}
+
+uint32_t cgroups__systemd_hierarchy(const char *path)
+{
+	const char *line;
+	uint64_t id = 0;
+	size_t tlen, n;
+	char *text;
+
+	if (proc_read_single(path, CGROUP_FILE_MAX, &text, &tlen))
+		return 0;
+	line = cgroup_line(text, "name=systemd:", true, &n);
+	if (line) {
+		/* back to the start of its line: the number before the first ':' */
+		while (line > text && line[-1] != '\n')
+			line--;
+		if (sscanf(line, "%" SCNu64 ":", &id) != 1 || id > UINT32_MAX)
+			id = 0;
+	}
+	free(text);
+	return (uint32_t)id;
+}
+
+/* The mount points of the v2 hierarchy and of the v1 name=systemd one ("" when not mounted),
+ * from /proc/self/mountinfo at the first call. */
+static struct {
+	pthread_once_t once;
+	char v2[PATH_MAX], v1[PATH_MAX];
+} mounts = {.once = PTHREAD_ONCE_INIT};
+
+/* Whether comma-separated list opts holds opt as a whole item. */
+static bool has_option(const char *opts, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	for (const char *p = opts; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (!strncmp(p, opt, n) && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+static void find_mounts(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS] - FSTYPE SOURCE SUPEROPTIONS" */
+	while (fgets(line, sizeof(line), f)) {
+		char point[PATH_MAX], fstype[64], super[1024];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+		    sscanf(dash + 3, "%63s %*s %1023s", fstype, super) != 2 || strchr(point, '\\'))
+			continue; /* an escaped (octal) mount point is not worth decoding here */
+		if (!strcmp(fstype, "cgroup2") && !mounts.v2[0])
+			snprintf(mounts.v2, sizeof(mounts.v2), "%s", point);
+		else if (!strcmp(fstype, "cgroup") && !mounts.v1[0] &&
+			 has_option(super, "name=systemd"))
+			snprintf(mounts.v1, sizeof(mounts.v1), "%s", point);
+	}
+	fclose(f);
+}
+
+int cgroups__id_of(void *ctx, bool v1, const char *path, uint64_t *id)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[MAX_HANDLE_SZ];
+	} h;
+	char full[2 * PATH_MAX + 2];
+	const char *root;
+	int mnt;
+
+	(void)ctx;
+	pthread_once(&mounts.once, find_mounts);
+	root = v1 ? mounts.v1 : mounts.v2;
+	if (!root[0])
+		return -ENOENT;
+	if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+		return -ENAMETOOLONG;
+	h.fh.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(AT_FDCWD, full, &h.fh, &mnt, 0))
+		return -errno;
+	/* kernfs's handle (FILEID_KERNFS): the node's 64-bit id */
+	if (h.fh.handle_bytes != sizeof(*id))
+		return -EOPNOTSUPP;
+	memcpy(id, h.fh.f_handle, sizeof(*id));
+	return 0;
 }
 
 int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len, bool *from_v2)

@@ -31,6 +31,20 @@ struct cgroup_entry {
  * negative errno. */
 int cgroups__read_pid(const char *proc_root, uint32_t pid, char *out, size_t len, bool *v2);
 
+/* The hierarchy id of the cgroup v1 name=systemd hierarchy (hybrid layouts) in the cgroup file
+ * at path (/proc/self/cgroup: "ID:name=systemd:PATH"), the kernel's cgroup_root.hierarchy_id,
+ * which the exec record's walk looks for (bpf/profile.bpf.c); 0 when there is none (pure v2 or
+ * pure v1 hosts) or the file cannot be read. */
+uint32_t cgroups__systemd_hierarchy(const char *path);
+
+/* The kernfs node id (what bpf_get_current_cgroup_id() and the exec record's cgroup_v1_id give)
+ * of cgroup path `path` in the v2 hierarchy (v1 false) or in the v1 name=systemd one (v1 true),
+ * by name_to_handle_at(2) below the hierarchy's mount point, found once in
+ * /proc/self/mountinfo. ctx is unused (the signature of symbolizer_opts.cgroup_id). Returns 0,
+ * -ENOENT (no such mount, no such cgroup now), -EOPNOTSUPP (a handle that is no kernfs id) or
+ * another negative errno. */
+int cgroups__id_of(void *ctx, bool v1, const char *path, uint64_t *id);
+
 /* The container ID and pod UID that cgroup path `path` names, "" for none: the last path
  * component holding a run of exactly 64 hex digits (docker-ID.scope, cri-containerd-ID.scope,
  * crio-ID.scope, libpod-ID.scope, /docker/ID, /kubepods/.../ID), and the last component naming

@@ -78,6 +78,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 {
 	struct exec_identity id = {
 	    .cgroup_id = x->cgroup_id,
+	    .cgroup_v1_id = x->cgroup_v1_id,
 	    .pid_ns = x->pid_ns,
 	    .ns_pid = x->ns_pid,
 	};

@@ -369,6 +369,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	l->skel->rodata->unwind_tables_on = opts->unwind_tables;
 	l->python_frames = opts->python_frames;
 	l->skel->rodata->python_on = opts->python_frames;
+	l->skel->rodata->cgroup_v1_hierarchy = opts->cgroup_v1_hierarchy;
 	l->skel->rodata->bench_pid = opts->bench_pid;
 	/* off: the maps stay but hold one entry */
 	err = bpf_map__set_max_entries(l->skel->maps.unwind_rows,

@@ -39,6 +39,9 @@ struct loader_opts {
 	 * task_work, bpf_stats; read: what TAILPROF_FEATURES_OFF forced off. NULL: neither. */
 	struct features *features;
 	bool load_only; /* tailprofd --check: load the objects, attach nothing */
+	/* the v1 name=systemd hierarchy's id (cgroups__systemd_hierarchy), whose cgroup the exec
+	 * records carry (struct tp_exec); 0: none */
+	uint32_t cgroup_v1_hierarchy;
 };
 
 struct loader_prog_stats {

@@ -16,6 +16,7 @@
 
 #include "access.h"
 #include "caps.h"
+#include "cgroups.h"
 #include "collector.h"
 #include "config.h"
 #include "feature_table.h"
@@ -229,6 +230,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	    .bench_pid = getenv("TAILPROF_BENCH_PID") ? atoi(getenv("TAILPROF_BENCH_PID")) : 0,
 	    .features = ft,
 	    .load_only = load_only,
+	    .cgroup_v1_hierarchy = cgroups__systemd_hierarchy("/proc/self/cgroup"),
 	};
 	*loader = loader__new(&lopts);
 	if (!*loader && lopts.python_frames) {
@@ -448,6 +450,7 @@ int main(int argc, char **argv)
 	    .max_objects = o.limits.v[LIMIT_OBJECTS],
 	    .live_start = live_start,
 	    .live_ctx = loader,
+	    .cgroup_id = cgroups__id_of,
 	});
 	if (!sym) {
 		pr_err("failed to start the symbolizer: %s", strerror(errno));

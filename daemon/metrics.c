@@ -495,9 +495,9 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_put(&t, "tailprof_exec_identities_total %" PRIu64 "\n", st.sym.identities_from_exec);
 	text_metric(
 	    &t, "tailprof_cgroup_reads_saved_total", "counter",
-	    "Processes whose cgroup path was known from an earlier process of the same cgroup "
-	    "v2 id, so /proc/PID/cgroup was not read. Stays 0 on hybrid cgroup layouts, "
-	    "whose labels come from the v1 name=systemd path.");
+	    "Processes whose cgroup path was known from an earlier process exec'd in the same "
+	    "cgroups (v2, and v1 name=systemd on hybrid layouts), so /proc/PID/cgroup was not "
+	    "read.");
 	text_put(&t, "tailprof_cgroup_reads_saved_total %" PRIu64 "\n", st.sym.cgroup_reads_saved);
 	text_metric(&t, "tailprof_identity_checks_total", "counter",
 		    "Checks, after reading a process's memory maps, that its pid had not passed to "

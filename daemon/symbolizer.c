@@ -413,8 +413,27 @@ static bool pid_ns_from_exec(struct symbolizer *s, struct process *p, const stru
 	return true;
 }
 
-/* p's cgroup (cgroups.h id) from the path read for the v2 cgroup it exec'd in, else from its
- * cgroup file, remembered for that v2 cgroup when the path is the v2 one. */
+/* Whether path, read from the cgroup file of a process that exec'd in the cgroups x names, names
+ * them still: the v2 cgroup's path (v2), else the name=systemd one's with the v2 cgroup the root.
+ * A process moved between its exec and the read (runc moves its init into the container's
+ * cgroup) must not give its new path to the next processes exec'd where it was. */
+static bool names_exec_cgroups(struct symbolizer *s, const struct exec_identity *x,
+			       const char *path, bool v2)
+{
+	uint64_t id;
+
+	if (!s->cgroup_id)
+		return false;
+	if (v2)
+		return !s->cgroup_id(s->cgroup_ctx, false, path, &id) && id == x->cgroup_id;
+	return x->cgroup_v1_id && !s->cgroup_id(s->cgroup_ctx, true, path, &id) &&
+	       id == x->cgroup_v1_id && !s->cgroup_id(s->cgroup_ctx, false, "/", &id) &&
+	       id == x->cgroup_id;
+}
+
+/* p's cgroup (cgroups.h id) from the path read for the cgroups it exec'd in (v2, and v1
+ * name=systemd on hybrid layouts: the two lines of the cgroup file that the path is taken from),
+ * else from its cgroup file, remembered for them when the path names them. */
 static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
 			    const struct exec_identity *x)
 {
@@ -424,17 +443,20 @@ static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
 	bool v2 = false;
 
 	if (x && x->cgroup_id) {
-		c = &s->cgroup_paths[hashmap__mix64(x->cgroup_id) % CGROUP_ID_PATHS];
-		if (c->kernfs_id == x->cgroup_id) {
+		uint64_t key = hashmap__combine(x->cgroup_id, x->cgroup_v1_id);
+
+		c = &s->cgroup_paths[hashmap__mix64(key) % CGROUP_ID_PATHS];
+		if (c->kernfs_id == x->cgroup_id && c->v1_id == x->cgroup_v1_id) {
 			s->stats.cgroup_reads_saved++;
 			return c->cgroup;
 		}
 	}
-	if (!cgroups__read_pid(s->proc_root, p->pid, path, sizeof(path), &v2))
-		id = cgroups__intern(path);
-	/* a v1 path (hybrid layouts) is not the v2 cgroup's: every process of that one is read */
-	if (c && v2)
-		*c = (struct cgroup_id_path){.kernfs_id = x->cgroup_id, .cgroup = id};
+	if (cgroups__read_pid(s->proc_root, p->pid, path, sizeof(path), &v2))
+		return 0;
+	id = cgroups__intern(path);
+	if (c && names_exec_cgroups(s, x, path, v2))
+		*c = (struct cgroup_id_path){
+		    .kernfs_id = x->cgroup_id, .v1_id = x->cgroup_v1_id, .cgroup = id};
 	return id;
 }
 
@@ -738,6 +760,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_objects = opts->max_objects ? opts->max_objects : DEFAULT_MAX_OBJECTS;
 	s->live_start = opts->live_start;
 	s->live_ctx = opts->live_ctx;
+	s->cgroup_id = opts->cgroup_id;
+	s->cgroup_ctx = opts->cgroup_ctx;
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
 	s->kernel = kallsyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms",

@@ -88,6 +88,11 @@ struct symbolizer_opts {
 	 * know the pid (then the stat file is read). NULL: always the stat file. */
 	int (*live_start)(void *ctx, uint32_t pid, uint64_t *start_ns);
 	void *live_ctx;
+	/* The kernfs id of cgroup path in the v2 hierarchy (v1 false) or the v1 name=systemd one,
+	 * 0 or a negative errno (cgroups__id_of): a cgroup path read for a process is remembered
+	 * for the cgroups it exec'd in only when it names them. NULL: never remembered. */
+	int (*cgroup_id)(void *ctx, bool v1, const char *path, uint64_t *id);
+	void *cgroup_ctx;
 };
 
 /* What the symbolizer knows of a process beyond its pid, from /proc when its maps were first
@@ -162,6 +167,8 @@ void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 /* What an exec event (bpf/profile.bpf.c, struct tp_exec) says of the new image's process. */
 struct exec_identity {
 	uint64_t cgroup_id;	     /* cgroup v2 id (kernfs node id); 0: unknown */
+	uint64_t cgroup_v1_id;	     /* its cgroup's kernfs node id in the v1 name=systemd
+				      * hierarchy of hybrid layouts; 0: none, unknown */
 	uint32_t pid_ns;	     /* inode number of its PID namespace; 0: unknown */
 	uint32_t ns_pid;	     /* its pid there */
 	char name[PROCESS_NAME_LEN]; /* its executable's file name; "": unknown */

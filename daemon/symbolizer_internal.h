@@ -73,7 +73,8 @@ struct exec_note {
 /* Cgroup v2 ids (kernfs node ids, never reused while the system runs) with the path read for
  * them from a process's cgroup file: a direct-mapped cache, a colliding id replaces the other. */
 struct cgroup_id_path {
-	uint64_t kernfs_id; /* 0: empty */
+	uint64_t kernfs_id; /* the v2 cgroup's; 0: empty */
+	uint64_t v1_id;	    /* the name=systemd cgroup's (hybrid layouts); 0: none */
 	uint32_t cgroup;    /* cgroups.h id */
 };
 #define CGROUP_ID_PATHS 1024
@@ -91,6 +92,8 @@ struct symbolizer {
 	uint64_t ns_per_tick;
 	int (*live_start)(void *ctx, uint32_t pid, uint64_t *start_ns);
 	void *live_ctx;
+	int (*cgroup_id)(void *ctx, bool v1, const char *path, uint64_t *id);
+	void *cgroup_ctx;
 	struct object *kernel;
 	struct object_cache objects;
 	struct process **procs;

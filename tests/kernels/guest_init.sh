@@ -10,6 +10,16 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 mount -t tmpfs tmp /tmp
 mkdir -p /var/tmp
+# A hybrid cgroup layout, as on this project's CI machines: the v1 name=systemd hierarchy beside
+# the v2 one (systemd's mounts), everything from here on in name=systemd's km.scope (tailprofd too; its exec records name the
+# scope by a walk of the process's css_set links, checked by check_cgroup in matrix.py).
+mount -t tmpfs cgroup /sys/fs/cgroup 2>/dev/null
+mkdir -p /sys/fs/cgroup/systemd /sys/fs/cgroup/unified
+mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified
+if mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd; then
+	mkdir -p /sys/fs/cgroup/systemd/km.scope
+	echo $$ >/sys/fs/cgroup/systemd/km.scope/cgroup.procs
+fi
 ip link set lo up
 API=http://127.0.0.1:7077
 

@@ -16,6 +16,7 @@ default) picks families; a family's newest package is used.
 Usage: matrix.py BUILD_DIR. Exits 0 when every check passed, 1 otherwise, 77 (meson's skip) when
 it cannot run here (not root, no qemu) outside CI; with CI=true that is a failure."""
 import base64
+import collections
 import fcntl
 import glob
 import json
@@ -398,6 +399,23 @@ def check_features(keys, files):
     return ", ".join("%s=%s" % (k, v["variant"]) for k, v in sorted(feats.items()))
 
 
+def check_cgroup(keys, files):
+    """The guest's hybrid layout (guest_init.sh: v2 at its root, the workloads in km.scope of a v1
+    name=systemd hierarchy): tp_hotcold's samples say cgroup /km.scope, and the processes exec'd
+    after the first one in the same two cgroups took that path from it, not from their cgroup
+    files: their exec records named the name=systemd cgroup (the css_set walk in
+    bpf/profile.bpf.c found it on this kernel)."""
+    prof = Profile(files["cpu.pb.gz"])
+    paths = collections.Counter(s["labels"].get("cgroup") for s in prof.samples)
+    assert set(paths) == {"/km.scope"}, "tp_hotcold's cgroup labels: %s" % dict(paths)
+    metrics = files.get("metrics.txt", b"").decode()
+    m = re.search(r"^tailprof_cgroup_reads_saved_total (\d+)", metrics, re.M)
+    saved = int(m.group(1)) if m else 0
+    assert saved >= 1, "no cgroup file read saved on the hybrid layout: %s" % (
+        m.group(0) if m else "no tailprof_cgroup_reads_saved_total")
+    return "labels /km.scope, %d cgroup reads saved" % saved
+
+
 def check_shutdown(keys, files):
     """SIGTERM: tailprofd detaches and exits 0."""
     stuck = files.get("stuck.txt", b"").decode(errors="replace")
@@ -656,7 +674,7 @@ CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_f
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
           ("gc_uprobe", check_gc_uprobe), ("python_frames", check_python),
-          ("shutdown", check_shutdown)]
+          ("cgroup_v1", check_cgroup), ("shutdown", check_shutdown)]
 
 
 def main():

@@ -157,12 +157,29 @@ static void test_intern(void **state)
 	assert_int_equal(cgroups__overflow(), 0);
 }
 
+/* The name=systemd hierarchy's id from a cgroup file: hybrid, pure v2, unreadable. */
+static void test_systemd_hierarchy(void **state)
+{
+	char path[] = "/tmp/tp-hier-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	write_file(path, "12:memory:/a\n9:name=systemd:/x/y\n0::/\n");
+	assert_int_equal(cgroups__systemd_hierarchy(path), 9);
+	write_file(path, "1:name=systemd:/\n");
+	assert_int_equal(cgroups__systemd_hierarchy(path), 1);
+	write_file(path, "0::/user.slice\n");
+	assert_int_equal(cgroups__systemd_hierarchy(path), 0);
+	unlink(path);
+	assert_int_equal(cgroups__systemd_hierarchy(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_read_pid),
-	    cmocka_unit_test(test_read_single),
+	    cmocka_unit_test(test_parse),	cmocka_unit_test(test_read_pid),
+	    cmocka_unit_test(test_read_single), cmocka_unit_test(test_systemd_hierarchy),
 	    cmocka_unit_test(test_intern),
 	};
 

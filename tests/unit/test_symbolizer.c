@@ -1672,12 +1672,41 @@ static struct process_info exec_process(struct symbolizer *s, const char *lib, u
 	return info;
 }
 
+/* The cgroups of test_exec_identity: path -> kernfs id, as name_to_handle_at would give them
+ * below the hierarchies' mounts (88: the v2 root of the hybrid processes). */
+static int fake_cgroup_id(void *ctx, bool v1, const char *path, uint64_t *id)
+{
+	static const struct {
+		bool v1;
+		const char *path;
+		uint64_t id;
+	} ids[] = {{false, "/app.slice/a.service", 77},
+		   {false, "/moved", 79},
+		   {false, "/", 88},
+		   {true, "/docker/z", 5001},
+		   {true, "/docker/w", 5002}};
+
+	(void)ctx;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (ids[i].v1 == v1 && !strcmp(ids[i].path, path)) {
+			*id = ids[i].id;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 /* A process's labels come from its exec event: no exe, ns/pid or status file is there to read,
- * and a cgroup v2 id's path is read from the first process's cgroup file only. */
+ * and a cgroup v2 id's path is read from the first process's cgroup file only, when it still
+ * names that cgroup. */
 static void test_exec_identity(void **state)
 {
 	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
-	struct symbolizer *s = fake_symbolizer();
+	struct symbolizer *s = symbolizer__new(&(struct symbolizer_opts){
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	    .cgroup_id = fake_cgroup_id,
+	});
 	const uint32_t host_ns = 4026531836u;
 	struct exec_identity a = {.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1401};
 	struct exec_identity b = {.cgroup_id = 77, .pid_ns = host_ns + 9, .ns_pid = 3};
@@ -1698,6 +1727,9 @@ static void test_exec_identity(void **state)
 	snprintf(b.name, sizeof(b.name), "second");
 	snprintf(h.name, sizeof(h.name), "hybrid");
 
+	/* moved after its exec (as runc moves its init): its own path, remembered for no one */
+	info = exec_process(s, lib, 1400, 13, "0::/moved\n", &a);
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/moved");
 	info = exec_process(s, lib, 1401, 14, "0::/app.slice/a.service\n", &a);
 	assert_string_equal(info.name, "from-exec");
 	assert_int_equal(info.ns_pid, 0); /* the proc mount's namespace */
@@ -1717,7 +1749,8 @@ static void test_exec_identity(void **state)
 	info = exec_process(s, lib, 1403, 16, "0::/other\n", NULL);
 	assert_string_equal(info.name, "real-name");
 	assert_string_equal(cgroups__get(info.cgroup)->path, "/other");
-	/* hybrid layouts: the v1 path is not the v2 cgroup's, so each process's file is read */
+	/* hybrid layouts: the v1 path is not the v2 cgroup's, so without the exec's name=systemd
+	 * cgroup each process's file is read */
 	info = exec_process(s, lib, 1404, 17, "9:name=systemd:/docker/x\n0::/\n", &h);
 	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/x");
 	h.ns_pid = 1405;
@@ -1725,8 +1758,23 @@ static void test_exec_identity(void **state)
 	assert_string_equal(info.name, "hybrid");
 	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/y");
 	symbolizer__stats(s, &st);
-	assert_int_equal(st.identities_from_exec, 4);
+	assert_int_equal(st.identities_from_exec, 5);
 	assert_int_equal(st.cgroup_reads_saved, 1);
+	/* with it (BPF's walk, cgroup_v1_id): remembered for the pair of cgroups, and a process of
+	 * the same v2 cgroup in another name=systemd cgroup is read, not given the first's path */
+	h.cgroup_v1_id = 5001;
+	h.ns_pid = 1406;
+	info = exec_process(s, lib, 1406, 19, "9:name=systemd:/docker/z\n0::/\n", &h);
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/z");
+	h.ns_pid = 1407;
+	info = exec_process(s, lib, 1407, 20, NULL, &h);
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/z");
+	h.cgroup_v1_id = 5002;
+	h.ns_pid = 1408;
+	info = exec_process(s, lib, 1408, 21, "9:name=systemd:/docker/w\n0::/\n", &h);
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/w");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.cgroup_reads_saved, 2);
 	snprintf(path, sizeof(path), "%s/1403/exe", fake_root);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/1/ns/pid", fake_root);
