@@ -121,7 +121,8 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	    {TP_M_UNWIND_STACKS, "tailprof_unwind_stacks_total",
 	     "User stacks walked with unwind tables."},
 	    {TP_M_UNWIND_FP_STACKS, "tailprof_unwind_fp_stacks_total",
-	     "Of those, stacks with frame-pointer steps (code without unwind information)."},
+	     "User stacks walked with unwind tables that took frame-pointer steps (code "
+	     "without unwind information)."},
 	};
 	static const struct {
 		enum tp_metric m;
@@ -152,10 +153,10 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	text_metric(t, "tailprof_unwind_tables", "gauge",
 		    "Unwind tables (one per object) in BPF, idle objects' included.");
 	text_put(t, "tailprof_unwind_tables %" PRIu64 "\n", u->tables);
-	text_metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of those tables.");
+	text_metric(t, "tailprof_unwind_table_rows", "gauge", "Rows of the unwind tables in BPF.");
 	text_put(t, "tailprof_unwind_table_rows %" PRIu64 "\n", u->table_rows);
 	text_metric(t, "tailprof_unwind_table_bytes", "gauge",
-		    "BPF memory those rows use (8 bytes a row).");
+		    "BPF memory of the unwind tables' rows (8 bytes a row).");
 	text_put(t, "tailprof_unwind_table_bytes %" PRIu64 "\n",
 		 u->table_rows * sizeof(struct tp_unwind_row));
 	text_metric(t, "tailprof_unwind_capacity_bytes", "gauge",
@@ -233,13 +234,14 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	text_metric(t, "tailprof_offcpu_samples_total", "counter",
 		    "Blocks at least --offcpu-min long, stored with their stacks.");
 	text_put(t, "tailprof_offcpu_samples_total %" PRIu64 "\n", st->offcpu_samples);
-	text_metric(t, "tailprof_offcpu_seconds_total", "counter", "Blocked time of those blocks.");
+	text_metric(t, "tailprof_offcpu_seconds_total", "counter",
+		    "Blocked time of the blocks stored with their stacks.");
 	text_put(t, "tailprof_offcpu_seconds_total %.9f\n", st->offcpu_ns / 1e9);
 	text_metric(t, "tailprof_short_blocks_total", "counter",
 		    "Blocks shorter than --offcpu-min (counted per process, no stacks).");
 	text_put(t, "tailprof_short_blocks_total %" PRIu64 "\n", st->short_blocks);
 	text_metric(t, "tailprof_short_blocks_seconds_total", "counter",
-		    "Blocked time of those blocks.");
+		    "Blocked time of the blocks shorter than --offcpu-min.");
 	text_put(t, "tailprof_short_blocks_seconds_total %.9f\n", st->short_blocked_ns / 1e9);
 	text_metric(t, "tailprof_sched_drops_total", "counter",
 		    "Scheduler events not recorded in full, by reason.");
@@ -403,8 +405,8 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 "tailprof_maps_reads_total{source=\"shared\"} %" PRIu64 "\n",
 			 read, shared);
 		text_metric(&t, "tailprof_maps_queried_total", "counter",
-			    "Of the maps reads from the file, those done with PROCMAP_QUERY (Linux "
-			    "6.11): the executable mappings alone, no text formatted or parsed.");
+			    "Maps reads from the file done with PROCMAP_QUERY (Linux 6.11): the "
+			    "executable mappings alone, no text formatted or parsed.");
 		text_put(&t, "tailprof_maps_queried_total %" PRIu64 "\n", queried);
 	}
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
