@@ -13,6 +13,7 @@
 #include "collector.h"
 #include "log.h"
 #include "notify.h"
+#include "sysinfo.h"
 #include "tailprof_config.h"
 
 #ifdef HAVE_LIBSYSTEMD
@@ -34,14 +35,6 @@ struct notify {
 	bool stop;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 static void *notify_thread(void *arg)
 {
 	struct notify *n = arg;
@@ -58,7 +51,7 @@ static void *notify_thread(void *arg)
 		collector__rdlock(n->coll);
 		collector__status(n->coll, &st);
 		collector__unlock(n->coll);
-		now = mono_ns();
+		now = sysinfo__mono_ns();
 		if (st.healthy && (!ready || now - last_status >= STATUS_EVERY_NS)) {
 			sd_notifyf(
 			    0,

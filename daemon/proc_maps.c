@@ -258,9 +258,9 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 
 int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len)
 {
+	int fd, err;
 	char *b;
 	ssize_t r;
-	int fd;
 
 	*buf = NULL;
 	*len = 0;
@@ -275,16 +275,11 @@ int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len
 	do
 		r = read(fd, b, max_bytes + 1);
 	while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		r = -errno;
-		close(fd);
-		free(b);
-		return (int)r;
-	}
+	err = r < 0 ? -errno : (size_t)r > max_bytes ? -EFBIG : 0;
 	close(fd);
-	if ((size_t)r > max_bytes) {
+	if (err) {
 		free(b);
-		return -EFBIG;
+		return err;
 	}
 	b[r] = '\0';
 	*buf = b;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -23,6 +22,7 @@
 #include "proc_maps.h"
 #include "python.h"
 #include "python_lines.h"
+#include "sysinfo.h"
 
 const char *const python_unsupported_names[PY_UNSUP_NR] = {
     [PY_UNSUP_VERSION] = "version",
@@ -423,14 +423,6 @@ out:
 	return err;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void trust(struct py_symbols *c, uint64_t map_dev, uint64_t map_ino, uint64_t now)
 {
 	c->map_dev = map_dev;
@@ -448,7 +440,7 @@ static int runtime_symbol_cached(struct python *p, const char *path, const struc
 {
 	struct py_symbols *victim = &p->syms[0];
 	struct py_symbols e = {0};
-	uint64_t dev = makedev(m->dev_major, m->dev_minor), now = mono_ns();
+	uint64_t dev = makedev(m->dev_major, m->dev_minor), now = sysinfo__mono_ns();
 	struct stat st;
 	int err;
 

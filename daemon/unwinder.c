@@ -15,12 +15,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hashmap.h"
 #include "log.h"
 #include "proc_maps.h"
+#include "sysinfo.h"
 #include "unwind_table.h"
 
 #define OBJECT_BUCKETS 1024
@@ -95,17 +95,9 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static uint64_t now_ns(const struct unwinder *u)
 {
-	return u->opts.clock_ns ? u->opts.clock_ns() : mono_ns();
+	return u->opts.clock_ns ? u->opts.clock_ns() : sysinfo__mono_ns();
 }
 
 /* ---- runs of rows and pages: first fit over a sorted free list ---- */
@@ -286,12 +278,12 @@ static void index_pages(struct unwinder *u, struct uw_object *o, const struct tp
 static void object_load(struct unwinder *u, struct uw_object *o, int fd, const char *what)
 {
 	struct unwind_table t;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = sysinfo__mono_ns();
 	int64_t start;
 	int err;
 
 	err = unwind_table__build_fd(fd, &t);
-	u->st.build_ns += mono_ns() - t0;
+	u->st.build_ns += sysinfo__mono_ns() - t0;
 	u->st.builds++;
 	if (err) {
 		o->status = err;
@@ -555,7 +547,8 @@ static int proc_update(struct unwinder *u, struct uw_proc **pp)
 	if (!err)
 		err = u->opts.ops->set_process(u->opts.ops_ctx, p->pid, &u->scratch);
 	if (!err)
-		p->set_ns = mono_ns(); /* the real clock: BPF's events are compared with it */
+		p->set_ns =
+		    sysinfo__mono_ns(); /* the real clock: BPF's events are compared with it */
 	proc_release_objects(u, old, old_nr);
 	if (err) {
 		if (err == -E2BIG || err == -ENOSPC)
