@@ -157,15 +157,11 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
 }
 
-/* Whether user frame f (not the leaf: a return address) is in CPython's eval loop. */
+/* Whether user frame f (the leaf when leaf, else a return address) is in CPython's eval loop. */
 static bool is_eval_frame(const struct frame *f, bool leaf)
 {
-	const char *name;
-
-	if (!f->obj)
-		return false;
-	name = object__lookup(f->obj, leaf ? f->addr : f->addr - 1, NULL);
-	return name && !strcmp(name, "_PyEval_EvalFrameDefault");
+	return f->obj &&
+	       object__in_symbol(f->obj, leaf ? f->addr : f->addr - 1, "_PyEval_EvalFrameDefault");
 }
 
 /* Splices the Python frames of sample s into the nu resolved user frames at c->key->frames[nk..]:

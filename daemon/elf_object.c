@@ -8,6 +8,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <lzma.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -340,6 +341,37 @@ const char *object__lookup(const struct object *obj, uint64_t addr, uint64_t *sy
 	if (sym_start)
 		*sym_start = s->sym_start;
 	return obj->symtab.names + s->name;
+}
+
+bool object__in_symbol(struct object *obj, uint64_t addr, const char *name)
+{
+	const struct symtab *t = &obj->symtab;
+	const char *found;
+
+	if (!obj->span_name) {
+		obj->span_name = name;
+		obj->nr_name_spans = 0;
+		for (size_t i = 0; i < t->nr_spans; i++) {
+			const struct sym_span *s = &t->spans[i];
+
+			if (strcmp(t->names + s->name, name))
+				continue;
+			if (obj->nr_name_spans < NAME_SPANS) {
+				obj->name_spans[obj->nr_name_spans][0] = s->start;
+				obj->name_spans[obj->nr_name_spans][1] = s->len;
+			}
+			obj->nr_name_spans++;
+		}
+	}
+	if (obj->span_name == name || !strcmp(obj->span_name, name)) {
+		for (uint32_t i = 0; i < obj->nr_name_spans && i < NAME_SPANS; i++)
+			if (addr - obj->name_spans[i][0] < obj->name_spans[i][1])
+				return true;
+		if (obj->nr_name_spans <= NAME_SPANS)
+			return false;
+	}
+	found = object__lookup(obj, addr, NULL);
+	return found && !strcmp(found, name);
 }
 
 const char *object__kernel_module(const struct object *obj, uint64_t addr)

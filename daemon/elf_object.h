@@ -122,6 +122,8 @@ struct dwarf_location {
 
 struct line_cache;
 
+#define NAME_SPANS 2
+
 struct object {
 	int refcnt;
 	/* Cache membership; cache is NULL once the symbolizer is gone. */
@@ -150,6 +152,11 @@ struct object {
 	uint64_t range_start, range_limit, range_offset;
 
 	struct symtab symtab;
+	/* object__in_symbol()'s name and that name's extents (start, length), found at its first
+	 * call; those past NAME_SPANS are looked up each time. Drain thread only. */
+	const char *span_name;
+	uint32_t nr_name_spans;
+	uint64_t name_spans[NAME_SPANS][2];
 	size_t jit_bytes; /* JIT objects (perf maps): bytes of the table, counted in the cache */
 
 	/* FDEs that symbols leave (partly) uncovered, sorted by start: object__anon_name() */

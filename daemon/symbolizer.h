@@ -46,6 +46,13 @@ void object__range(const struct object *obj, uint64_t *start, uint64_t *limit,
  * the next symbol for kallsyms), or NULL: no guessing from the nearest symbol below. The string
  * lives as long as the object. *sym_start (may be NULL) receives the symbol's start. */
 const char *object__lookup(const struct object *obj, uint64_t addr, uint64_t *sym_start);
+/* Whether addr (a struct frame address) is in a symbol of obj named name (as object__lookup()
+ * names it). The first call scans the whole symbol table (some 20,000 symbols in a CPython
+ * binary) and the object keeps that name's extents: later calls with the same name cost a compare
+ * or two. Drain thread only (it writes the object). One name per object is kept, the first asked
+ * (name must outlive the object: a literal), so callers pass the same name always (another is
+ * answered by a symbol lookup each time). */
+bool object__in_symbol(struct object *obj, uint64_t addr, const char *name);
 /* The start of the unwind-table function extent (an .eh_frame FDE, else a .debug_frame one) that
  * holds addr, when symbols do not cover that extent whole: true and *start, else false (a symbol
  * names addr, or no FDE holds it). For code that object__lookup() cannot name: a static function

@@ -4,9 +4,10 @@
 build and this one) run alternately at their defaults while the same churn runs (RATE process
 starts a second of /bin/true, a 2 ms tp_short, python3.11 -c pass and a Go program), every CPU
 busy; each run's daemon CPU (schedstat of its threads) over the processes started. Prints the
-medians and the ratio. Asserts nothing.
+medians and the ratio. Asserts nothing. FREQ: the sampling rate in Hz (default 99, the default's:
+at 999 the processes' samples, symbolized and spliced with their Python frames, weigh more).
 
-Usage (root): tests/bench/per_process.py DAEMON_A DAEMON_B [SECONDS] [RUNS]"""
+Usage (root): tests/bench/per_process.py DAEMON_A DAEMON_B [SECONDS] [RUNS] [FREQ]"""
 import os
 import sys
 import tempfile
@@ -18,8 +19,8 @@ from common import build_dir, median, workload  # noqa: E402
 import daemon as daemon_lib  # noqa: E402  (tests/lib, on the path common.py sets)
 
 
-def run(binary, programs, seconds):
-    d = daemon_lib.Daemon(binary)
+def run(binary, programs, seconds, freq):
+    d = daemon_lib.Daemon(binary, *(["--frequency", str(freq)] if freq != 99 else []))
     time.sleep(3)
     churn = Churn(programs)
     time.sleep(2)  # the programs' objects known: steady state
@@ -43,6 +44,7 @@ def main():
     a, b = sys.argv[1], sys.argv[2]
     seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 15
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    freq = int(sys.argv[5]) if len(sys.argv) > 5 else 99
     tmp = tempfile.mkdtemp()
     programs = [["/bin/true"], [os.path.join(build_dir(), "tests", "workloads", "tp_short"),
                                 "0.002"], ["/usr/bin/python3.11", "-c", "pass"]]
@@ -54,7 +56,7 @@ def main():
     try:
         for _ in range(runs):
             for binary in (a, b):
-                r = run(binary, programs, seconds)
+                r = run(binary, programs, seconds, freq)
                 res[binary].append(r)
                 print("  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
                       "shared, %d table builds" % (binary, r["us_per_process"], r["pct"],

@@ -725,6 +725,43 @@ static uint64_t alpha_addr(const char *path, uint64_t bias)
 	return bias + value;
 }
 
+/* object__in_symbol() agrees with object__lookup() in and around fixture_outer, whose two
+ * pieces lie either side of fixture_inner; a second name is answered by lookups. */
+static void test_in_symbol(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t bias = 0x7f0000100000ull, value, size, inner, inner_size;
+	char maps[8192] = "";
+	unsigned in = 0;
+	struct frame f;
+
+	(void)state;
+	append_elf_maps(maps, sizeof(maps), lib, bias);
+	fake_process(261, 4, maps);
+	f = resolve_one(s, 261, 4, alpha_addr(lib, bias), 0);
+	assert_non_null(f.obj);
+	test_elf_symbol(lib, "fixture_outer", &value, &size);
+	test_elf_symbol(lib, "fixture_inner", &inner, &inner_size);
+	assert_true(value < inner && inner + inner_size < value + size);
+	for (uint64_t a = value - 16; a < value + size + 16; a++) {
+		const char *name = object__lookup(f.obj, a, NULL);
+		bool want = name && !strcmp(name, "fixture_outer");
+
+		assert_int_equal(object__in_symbol(f.obj, a, "fixture_outer"), want);
+		in += want;
+	}
+	assert_int_equal(in, size - inner_size);
+	assert_false(object__in_symbol(f.obj, inner, "fixture_outer"));
+	/* another name than the one the object keeps */
+	test_elf_symbol(lib, "fixture_alpha", &value, &size);
+	assert_true(object__in_symbol(f.obj, value, "fixture_alpha"));
+	assert_true(object__in_symbol(f.obj, value + size - 1, "fixture_alpha"));
+	assert_false(object__in_symbol(f.obj, value + size, "fixture_alpha"));
+	assert_false(object__in_symbol(f.obj, value, "fixture_alph"));
+	symbolizer__free(s);
+}
+
 /* A child gone before its maps were read resolves with its parent's, until it execs. */
 static void test_fork_fallback(void **state)
 {
@@ -1952,6 +1989,7 @@ int main(void)
 	    cmocka_unit_test(test_layout_stripped),
 	    cmocka_unit_test(test_object_cache),
 	    cmocka_unit_test(test_fork_fallback),
+	    cmocka_unit_test(test_in_symbol),
 	    cmocka_unit_test(test_malformed_elf),
 	    cmocka_unit_test(test_unresolved),
 	    cmocka_unit_test(test_rescan),
