@@ -76,6 +76,8 @@ struct collector_status {
 	uint64_t drains, last_drain_mono_ns;
 	uint64_t cut_stacks;	    /* user stacks ended at an address in no executable mapping */
 	uint64_t unwind_queue_full; /* unwinder requests lost: no memory */
+	uint64_t rescans_saved;	    /* unwinder rescans not asked for: the walk ended at an
+				     * address in a mapped object's data */
 	bool sched;		    /* the scheduler programs are loaded */
 	uint64_t offcpu_samples;    /* captured blocks (with stacks) */
 	uint64_t offcpu_ns;	    /* their blocked time */

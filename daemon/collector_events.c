@@ -124,7 +124,7 @@ void collector_recheck_due(struct collector *c, uint64_t now)
 			break;
 		if (pid_set__has(&c->known, r->pid, r->start_ns)) {
 			symbolizer__reread_process(c->opts.symbolizer, r->pid, r->start_ns);
-			queue_unwind(c, UNWIND_RESCAN, r->pid, r->start_ns);
+			queue_unwind(c, UNWIND_RESCAN_SURE, r->pid, r->start_ns);
 			/* a new image maps its libpython after its first samples */
 			py_queue(c, r->pid, r->start_ns);
 		}
@@ -344,9 +344,16 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	task__sanitize_name(tk.comm);
 	task__sanitize_name(tk.thread);
 	task__sanitize_name(tk.process);
-	/* the table walker met a PC in no mapping it knew: the process mapped something new */
-	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
-		queue_unwind(c, UNWIND_RESCAN, s->hdr.pid, s->hdr.start_ns);
+	/* the table walker ended at its last user address, in no mapping BPF had: the process
+	 * mapped something new, unless that address lies in a mapped object's data (a rescan would
+	 * find nothing new) */
+	if ((s->flags & TP_SAMPLE_UNWIND_RESCAN) && !(s->flags & TP_SAMPLE_REPEAT) && s->nr_user &&
+	    symbolizer__in_object_data(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
+				       s->addrs[s->nr_kernel + s->nr_user - 1]))
+		c->st.rescans_saved++;
+	else if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
+		queue_unwind(c, s->nr_user == 1 ? UNWIND_RESCAN_SURE : UNWIND_RESCAN, s->hdr.pid,
+			     s->hdr.start_ns);
 	know_process(c, s->hdr.pid, s->hdr.start_ns);
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);

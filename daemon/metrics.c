@@ -176,6 +176,12 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	text_metric(t, "tailprof_unwind_rescans_total", "counter",
 		    "Maps re-read because BPF met a PC in no known mapping (dlopen, JIT).");
 	text_put(t, "tailprof_unwind_rescans_total %" PRIu64 "\n", u->rescans);
+	text_metric(
+	    t, "tailprof_unwind_rescans_unchanged_total", "counter",
+	    "Maps re-read for a PC in no known mapping that found the same mappings: a broken "
+	    "frame chain's garbage. That process's next rescan waits twice as long (up to "
+	    "16 times).");
+	text_put(t, "tailprof_unwind_rescans_unchanged_total %" PRIu64 "\n", u->rescans_same);
 	text_metric(t, "tailprof_unwind_processes_dropped_total", "counter",
 		    "Processes left to frame pointers: --unwind-max-processes reached.");
 	text_put(t, "tailprof_unwind_processes_dropped_total %" PRIu64 "\n", u->procs_dropped);
@@ -468,6 +474,16 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    &t, "tailprof_fork_fallbacks_total", "counter",
 	    "Samples of a child gone before its maps were read, resolved with its parent's.");
 	text_put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);
+	text_metric(
+	    &t, "tailprof_maps_rereads_saved_total", "counter",
+	    "Maps reads not made again for an address at the end of a user stack that lay in "
+	    "a mapped object's data, not in new code: a broken frame chain's last word "
+	    "(Go's system stacks end so). module: the symbolizer's rereads, the unwinder's "
+	    "rescans.");
+	text_put(&t, "tailprof_maps_rereads_saved_total{module=\"symbolizer\"} %" PRIu64 "\n",
+		 st.sym.rereads_saved);
+	text_put(&t, "tailprof_maps_rereads_saved_total{module=\"unwinder\"} %" PRIu64 "\n",
+		 st.rescans_saved);
 	text_metric(&t, "tailprof_maps_read_failures_total", "counter",
 		    "Processes whose /proc/PID/maps could not be read (gone, pid reused).");
 	text_put(&t, "tailprof_maps_read_failures_total %" PRIu64 "\n", st.sym.maps_failed);

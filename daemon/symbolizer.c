@@ -21,6 +21,11 @@
 #define STAT_MAX_BYTES (64u << 10)
 /* An address in no cached mapping rereads the maps at most this often per process. */
 #define RESCAN_INTERVAL_NS (100ull * 1000 * 1000)
+/* A reread that finds the same mappings doubles the wait before the next for an address past a
+ * leaf, up to 2^REREAD_BACKOFF_MAX times RESCAN_INTERVAL_NS (3.2 s): those addresses were a
+ * broken frame chain's garbage (a Go runtime function's CFI leading into the Go heap), which
+ * comes back at every such stack. */
+#define REREAD_BACKOFF_MAX 5
 #define PROC_BUCKETS_MIN   256
 /* A JIT's perf map is checked for growth at most this often per process. */
 #define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
@@ -502,6 +507,18 @@ static void read_info(struct symbolizer *s, struct process *p)
 		snprintf(p->info.name, sizeof(p->info.name), "%.*s", PROCESS_NAME_LEN - 1, base);
 }
 
+static bool same_mappings(const struct proc_maps *a, const struct proc_maps *b)
+{
+	if (a->nr != b->nr)
+		return false;
+	for (size_t i = 0; i < a->nr; i++)
+		if (a->v[i].start != b->v[i].start || a->v[i].end != b->v[i].end ||
+		    a->v[i].pgoff != b->v[i].pgoff || a->v[i].inode != b->v[i].inode ||
+		    strcmp(a->v[i].path, b->v[i].path))
+			return false;
+	return true;
+}
+
 /* (Re)reads the maps of p, verifying after the read that the pid still is that process, so a
  * process that exits or is replaced mid-read leaves nothing half-read. Once is enough: the read
  * came after p's sample, so a pid that still shows p's start time was p's all along. On failure
@@ -530,6 +547,10 @@ static int read_process(struct symbolizer *s, struct process *p)
 		err = -ENOMEM;
 		goto fail;
 	}
+	if (p->readable && same_mappings(&p->maps, &maps))
+		p->backoff += p->backoff < REREAD_BACKOFF_MAX;
+	else
+		p->backoff = 0;
 	carry_objects(&p->maps, p->mobjs, &maps, mobjs);
 	release_stale(s);
 	s->stale_maps = p->maps;
@@ -788,6 +809,34 @@ void symbolizer__free(struct symbolizer *s)
 	free(s);
 }
 
+/* Whether addr, in no executable mapping of p, lies inside the load extent of an object that one
+ * of p's mappings holds (between its lowest segment's start and its highest's end in memory: its
+ * data, its bss, a gap between its segments): a stack word that a broken frame chain took for a
+ * return address, not code mapped since p's maps were read. The bottom frame of a Go system stack
+ * (g0's) is one: its CFI gives runtime.g0's address in the binary's .bss. Only objects already
+ * opened are looked at (those that named a frame of p). */
+static bool in_object_extent(const struct process *p, uint64_t addr)
+{
+	for (size_t i = 0; i < p->maps.nr; i++) {
+		const struct proc_mapping *m = &p->maps.v[i];
+		const struct object *o = p->mobjs[i].obj;
+		uint64_t lo = UINT64_MAX, hi = 0, link;
+
+		if (!o || o->is_kernel || o->elf_failed)
+			continue;
+		for (size_t j = 0; j < o->nr_segs; j++) {
+			lo = o->segs[j].vaddr < lo ? o->segs[j].vaddr : lo;
+			if (o->segs[j].vaddr + o->segs[j].memsz > hi)
+				hi = o->segs[j].vaddr + o->segs[j].memsz;
+		}
+		/* addr's link-time address by this mapping's bias (modular: addr may lie below) */
+		link = object__file_to_vaddr(o, m->pgoff) + (addr - m->start);
+		if (lo < hi && link - lo < hi - lo)
+			return true;
+	}
+	return false;
+}
+
 static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			const uint64_t *addrs, uint32_t n, struct frame *out)
 {
@@ -822,10 +871,23 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		/* The leaf was running, so mapped, when the stack was taken: maps read before then
 		 * are out of date (a process first seen in its dynamic loader, before its
 		 * libraries were mapped). Other addresses may be garbage from a broken frame
-		 * chain: they reread at most every RESCAN_INTERVAL_NS. */
-		if (!found && !rescanned &&
-		    ((i == 0 && ts_ns > p->last_read_ns) ||
-		     monotonic_ns() - p->last_read_ns >= RESCAN_INTERVAL_NS)) {
+		 * chain: they reread at most every RESCAN_INTERVAL_NS (longer after rereads that
+		 * found nothing new), and never for an address in a mapped object's data (garbage
+		 * for sure). */
+		bool reread = false;
+
+		if (!found && !rescanned) {
+			if (i == 0 && ts_ns > p->last_read_ns)
+				reread = true;
+			else if (monotonic_ns() - p->last_read_ns < RESCAN_INTERVAL_NS
+									<< p->backoff)
+				reread = false;
+			else if (in_object_extent(p, addrs[i]))
+				s->stats.rereads_saved++;
+			else
+				reread = true;
+		}
+		if (reread) {
 			/* A library loaded since the last read, most likely. Old mappings stay
 			 * valid if the process is gone by now. */
 			rescanned = true;
@@ -855,6 +917,16 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 
 	trim_processes(s);
 	return rc;
+}
+
+bool symbolizer__in_object_data(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+				uint64_t addr)
+{
+	struct process *p = proc_find(s, pid);
+
+	if (!p || p->start_ns != start_ns || !p->readable || proc_maps__find(&p->maps, addr))
+		return false;
+	return in_object_extent(p, addr);
 }
 
 int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns)

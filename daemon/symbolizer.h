@@ -126,6 +126,8 @@ struct symbolizer_stats {
 				  * another build ID or CRC, or unreadable when loaded */
 	uint64_t unresolved;	 /* user frames in no known mapping */
 	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
+	uint64_t rereads_saved;	 /* maps rereads not made: the address in no executable mapping
+				  * lay in a mapped object's data (symbolizer__in_object_data) */
 	uint64_t debug_files;	 /* objects whose symbols came from a separate debug file */
 	uint64_t minidebuginfo;	 /* objects whose symbols came from MiniDebugInfo */
 	uint64_t perf_map_reads; /* JIT perf maps read (first read and each growth) */
@@ -186,6 +188,15 @@ struct exec_identity {
  * (only /proc/PID/cgroup of the first one is read). Bounded: recent execs only. */
 void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   const struct exec_identity *id);
+/* Whether addr, in no executable mapping of process (pid, start_ns) as its maps were last read,
+ * lies in the memory of an object it maps: between the object's lowest segment start and highest
+ * segment end (its data, its bss, a gap between its segments), by the bias of a mapping of it.
+ * Such an address at the end of a user stack is a stack word that a broken frame chain took for
+ * a return address (the bottom of a Go system stack, whose CFI gives runtime.g0's address), not
+ * code mapped since: reading the maps again finds nothing new. Only objects that named a frame of
+ * the process are looked at. false for an unknown process. */
+bool symbolizer__in_object_data(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+				uint64_t addr);
 /* Reads and caches the maps of process (pid, start_ns) now, while it lives (its samples may come
  * after it has exited: a new process's first block, say). Returns 0 or a negative errno
  * (-ESRCH: gone, or another process has the pid). */

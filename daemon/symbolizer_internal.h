@@ -41,6 +41,9 @@ struct process {
 	bool readable;		 /* maps read and the process verified */
 	int err;		 /* why not, when !readable */
 	uint64_t last_read_ns;	 /* CLOCK_MONOTONIC of the last maps read attempt */
+	uint32_t backoff;	 /* reads in a row that found the same mappings (up to
+				  * REREAD_BACKOFF_MAX): a reread for an address past the leaf
+				  * waits RESCAN_INTERVAL_NS << backoff */
 	struct proc_maps maps;
 	struct mapping_obj *mobjs; /* parallel to maps.v */
 };

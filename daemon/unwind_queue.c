@@ -33,7 +33,8 @@ void unwind_queue__run(struct unwind_queue *q, struct unwinder *u)
 			unwinder__add_process(u, r->pid, r->start_ns);
 			break;
 		case UNWIND_RESCAN:
-			unwinder__rescan(u, r->pid, r->start_ns);
+		case UNWIND_RESCAN_SURE:
+			unwinder__rescan(u, r->pid, r->start_ns, r->op == UNWIND_RESCAN_SURE);
 			break;
 		case UNWIND_FORGET:
 			unwinder__forget_process(u, r->pid, r->start_ns);

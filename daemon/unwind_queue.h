@@ -12,9 +12,11 @@
 struct unwinder;
 
 enum unwind_op {
-	UNWIND_ADD,    /* unwinder__add_process */
-	UNWIND_RESCAN, /* unwinder__rescan */
-	UNWIND_FORGET, /* unwinder__forget_process (start_ns: the event's ts_ns) */
+	UNWIND_ADD,	    /* unwinder__add_process */
+	UNWIND_RESCAN,	    /* unwinder__rescan, a walk that ended past its leaf */
+	UNWIND_RESCAN_SURE, /* unwinder__rescan that no backoff delays: a walk that ended at its
+			     * leaf (new code for sure), the recheck after an exec */
+	UNWIND_FORGET,	    /* unwinder__forget_process (start_ns: the event's ts_ns) */
 };
 
 struct unwind_req {

@@ -68,11 +68,20 @@ struct uw_proc {
 	uint64_t start_ns;
 	uint64_t last_scan_ns;
 	uint32_t rescans; /* of this process (its first is not rate-limited) */
+	uint32_t backoff; /* rescans in a row that found its mappings unchanged (up to
+			   * RESCAN_BACKOFF_MAX): the next waits rescan_min_ns << backoff */
+	uint64_t sig;	  /* signature of the mappings BPF has (proc_scan) */
 	uint64_t set_ns;  /* CLOCK_MONOTONIC once its mappings were last in BPF's map; 0: never */
 	uint32_t nr;
 	struct uw_object *objs[TP_MAX_PROC_MAPPINGS]; /* a reference per mapping (NULL: none) */
 	struct uw_proc *next;
 };
+
+/* A rescan that finds a process's mappings unchanged doubles the wait before its next, up to
+ * 2^RESCAN_BACKOFF_MAX times rescan_min_ns (4 s by default): the PCs that made it were a broken
+ * frame chain's garbage (a Go runtime function's CFI that leads into its heap), which comes back
+ * at every such walk. A change resets the wait. */
+#define RESCAN_BACKOFF_MAX 4
 
 struct unwinder {
 	struct unwinder_opts opts;
@@ -516,6 +525,15 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 		p->objs[p->nr++] = o;
 	}
 	out->nr = p->nr;
+	p->sig = 0;
+	for (uint32_t i = 0; i < p->nr; i++) {
+		const struct uw_object *o = p->objs[i];
+
+		p->sig =
+		    hashmap__mix64(p->sig ^ out->m[i].start ^ (out->m[i].end << 1) ^
+				   ((uint64_t)(uintptr_t)o << 2) ^
+				   (o ? (uint64_t)o->row_start << 32 ^ (uint64_t)o->status : 0));
+	}
 	proc_maps__clear(&maps);
 	return 0;
 }
@@ -533,17 +551,28 @@ static void proc_free(struct unwinder *u, struct uw_proc **pp, bool drop_bpf)
 }
 
 /* (Re)reads the maps of *pp and hands BPF the result; the old references are released after the
- * new ones are taken, so that objects still mapped keep their tables. */
-static int proc_update(struct unwinder *u, struct uw_proc **pp)
+ * new ones are taken, so that objects still mapped keep their tables. rescan: mappings found
+ * unchanged are not handed again (BPF's entry and its generation stay: its off-CPU walks wake
+ * nobody again for them) and back the next rescan off. */
+static int proc_update(struct unwinder *u, struct uw_proc **pp, bool rescan)
 {
 	struct uw_proc *p = *pp;
 	struct uw_object *old[TP_MAX_PROC_MAPPINGS];
 	uint32_t old_nr = p->nr;
+	uint64_t old_sig = p->sig;
 	int err;
 
 	memcpy(old, p->objs, sizeof(old[0]) * old_nr);
 	p->last_scan_ns = now_ns(u);
 	err = proc_scan(u, p);
+	if (!err && rescan && p->set_ns && p->sig == old_sig) {
+		u->st.rescans_same++;
+		if (p->backoff < RESCAN_BACKOFF_MAX)
+			p->backoff++;
+		proc_release_objects(u, old, old_nr);
+		return 0;
+	}
+	p->backoff = 0;
 	if (!err)
 		err = u->opts.ops->set_process(u->opts.ops_ctx, p->pid, &u->scratch);
 	if (!err)
@@ -576,10 +605,10 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns)
 	p->next = *pp;
 	*pp = p;
 	u->st.processes++;
-	return proc_update(u, pp);
+	return proc_update(u, pp, false);
 }
 
-int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns)
+int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns, bool sure)
 {
 	struct uw_proc **pp = proc_slot(u, pid), *p = *pp;
 	int err;
@@ -591,11 +620,12 @@ int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns)
 	/* The first at once: the maps read at the process's first block may be those of its
 	 * dynamic loader (a syscall there blocked) without the libraries it was mapping, and its
 	 * blocks keep their leaf alone until they are read again. */
-	if (p->rescans && now_ns(u) - p->last_scan_ns < u->opts.rescan_min_ns)
+	if (p->rescans && now_ns(u) - p->last_scan_ns < u->opts.rescan_min_ns
+							    << (sure ? 0 : p->backoff))
 		return 0;
 	p->rescans++;
 	u->st.rescans++;
-	err = proc_update(u, pp);
+	err = proc_update(u, pp, true);
 	return err ? err : 1;
 }
 

@@ -14,6 +14,7 @@
 #ifndef TAILPROF_UNWINDER_H
 #define TAILPROF_UNWINDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,7 @@ struct unwinder_stats {
 	uint64_t no_cfi;	   /* objects without unwind information (total) */
 	uint64_t failed;	   /* objects that could not be opened or read (total) */
 	uint64_t rescans;	   /* maps re-read because BPF met a PC in no known mapping */
+	uint64_t rescans_same;	   /* of those, finding the same mappings (the next backs off) */
 	uint64_t procs_dropped;	   /* processes left to frame pointers: no room in BPF (total) */
 	uint64_t mappings_dropped; /* executable mappings beyond TP_MAX_PROC_MAPPINGS (total) */
 	uint64_t build_ns;	   /* time spent building tables (total) */
@@ -75,9 +77,13 @@ void unwinder__free(struct unwinder *u);
 int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
 /* BPF met a PC of (pid, start_ns) in no known mapping (dlopen, a new JIT region, libraries
  * mapped after the maps were read): read the maps again, the process's first time at once,
- * then at most once per rescan_min_ns. Returns 1 when the maps were read, 0 when rate-limited,
- * or a negative errno. An unknown process is added. */
-int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns);
+ * then at most once per rescan_min_ns. A rescan that finds the same mappings hands BPF nothing
+ * and doubles that wait for the process's next, up to 16 times (a broken frame chain's garbage
+ * PC, which comes back); one that finds a change resets it. sure: no garbage (the walk's first
+ * PC, the registers', was in no mapping; the recheck after an exec): rescan_min_ns only. Returns
+ * 1 when the maps were read, 0 when rate-limited, or a negative errno. An unknown process is
+ * added. */
+int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns, bool sure);
 /* The process exec'd or exited: drop it from BPF and release its objects (idle when it was the
  * last process mapping them). bpf_dropped_ns (CLOCK_MONOTONIC; 0: none) is the time of the
  * exec or exit event at which BPF dropped the process itself (bpf/profile.bpf.c notify()):

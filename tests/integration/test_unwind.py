@@ -7,8 +7,10 @@ Usage: test_unwind.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BP
 with CI=true that is a failure. TAILPROF_TEST=name runs the tests whose name contains it."""
 import glob
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -18,6 +20,7 @@ from runner import require_bpf, run_tests, skip, start_daemons  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1])
 DAEMON = os.path.join(BUILD, "daemon", "tailprofd")
 WL = os.path.join(BUILD, "tests", "workloads")
+GO_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "gc")
 FREQ = 997
 PYTHON = "/usr/bin/python3.11"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -246,6 +249,45 @@ def test_dlopen_picked_up_off_cpu():
     assert chained >= 2e9, (chained, total, [names(user_frames(s)) for s in naps[:3]])
 
 
+def test_go_system_stacks_no_rescans(d):
+    """A Go program that collects every 20 ms blocks in its runtime on system stacks, whose
+    bottom frame's CFI gives runtime.g0's address (in the binary's .bss) as a return address:
+    a walk ending in an object's data is no new code, so its maps are not read again; rescans for
+    other garbage (a runtime function's CFI leading into the Go heap) that find nothing new back
+    off. Before, a rescan every 250 ms and a symbolizer reread every 100 ms while it ran."""
+    tmp = tempfile.mkdtemp(prefix="tailprof_unwind_")
+    exe = os.path.join(tmp, "gcloop")
+    try:
+        r = subprocess.run(["go", "build", "-o", exe, os.path.join(GO_SRC, "gcloop.go")],
+                           env=dict(os.environ, GOCACHE=os.path.join(BUILD, "tests", "gocache"),
+                                    GO111MODULE="off", CGO_ENABLED="0"),
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        m0 = d.metrics()
+        p, pid = start([exe, "250"])
+        p.wait()
+        time.sleep(1.5)
+        m1 = d.metrics()
+        prof = d.profile("type=offcpu&pid=%d&last=2m" % pid)[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def delta(k):
+        return m1.get(k, 0) - m0.get(k, 0)
+    rescans = delta("tailprof_unwind_rescans_total")
+    unchanged = delta("tailprof_unwind_rescans_unchanged_total")
+    saved = {k: delta('tailprof_maps_rereads_saved_total{module="%s"}' % k)
+             for k in ("unwinder", "symbolizer")}
+    blocked = sum(s["values"][1] for s in prof.samples)
+    print("  %.2f s off-CPU in %d stacks; %d rescans (%d found nothing new), rereads saved %s"
+          % (blocked / 1e9, len(prof.samples), rescans, unchanged, saved))
+    assert blocked >= 1e9, ("too little off-CPU time seen", blocked)
+    assert saved["unwinder"] > 0, saved
+    # before: one every 250 ms while it ran (some 6 s: 24); now the first at once, then the
+    # garbage that is not in the binary's data backs them off (0.25, 0.5, 1, 2, 4 s)
+    assert rescans <= 12, rescans
+
+
 def test_fp_flag_and_metrics(d):
     """--unwind=fp walks by frame pointers only (the qsort chain breaks in libc); the default
     daemon reports its tables and walks on /metrics."""
@@ -282,7 +324,7 @@ def main():
     time.sleep(2)  # tables of the processes already running are built at the first drains
     tests = [test_qsort_comparator_chain_through_libc, test_python_native_stack,
              test_deep_stacks_truncated_explicitly, test_signal_frame, test_dlopen_picked_up,
-             test_dlopen_picked_up_off_cpu,
+             test_dlopen_picked_up_off_cpu, test_go_system_stacks_no_rescans,
              test_fp_flag_and_metrics]
     run_tests(tests, [d])
 

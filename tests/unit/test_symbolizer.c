@@ -1075,6 +1075,79 @@ static void test_rescan(void **state)
 	symbolizer__free(s);
 }
 
+/* An address in a mapped object's data (its non-executable segments, its bss up to the last
+ * segment's end) is no new code: symbolizer__in_object_data says so, and a stack ending there
+ * does not make the symbolizer read the maps again, while one ending past the object does, at
+ * most every 100 ms, twice that after a reread that found the same mappings. */
+static void test_object_data(void **state)
+{
+	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
+	const uint64_t bias = 0x7f0000100000ull;
+	struct symbolizer *s = fake_symbolizer();
+	uint64_t in_lib = alpha_addr(lib, bias), data = 0, end = 0;
+	struct symbolizer_stats st;
+	char maps[8192] = "";
+	struct test_elf te;
+	struct frame fr[2];
+
+	(void)state;
+	test_elf_read(lib, &te);
+	for (size_t i = 0; i < te.nr_loads; i++) {
+		if (!(te.loads[i].p_flags & PF_X) && te.loads[i].p_vaddr > data)
+			data = te.loads[i].p_vaddr;
+		if (te.loads[i].p_vaddr + te.loads[i].p_memsz > end)
+			end = te.loads[i].p_vaddr + te.loads[i].p_memsz;
+	}
+	assert_true(data && data < end);
+	append_elf_maps(maps, sizeof(maps), lib, bias);
+	fake_process(511, 5, maps);
+	/* unknown before a read */
+	assert_false(symbolizer__in_object_data(s, 511, 5 * ns_per_tick, bias + data));
+	assert_non_null(resolve_one(s, 511, 5, in_lib, 0).obj);
+	assert_true(symbolizer__in_object_data(s, 511, 5 * ns_per_tick, bias + data));
+	assert_true(symbolizer__in_object_data(s, 511, 5 * ns_per_tick, bias + end - 1));
+	assert_false(symbolizer__in_object_data(s, 511, 5 * ns_per_tick, bias + end + 4096));
+	assert_false(symbolizer__in_object_data(s, 511, 5 * ns_per_tick, in_lib)); /* code */
+	assert_false(symbolizer__in_object_data(s, 511, 6 * ns_per_tick, bias + data));
+	assert_false(symbolizer__in_object_data(s, 512, 5 * ns_per_tick, bias + data));
+
+	usleep(120 * 1000); /* past the rescan interval */
+	{
+		uint64_t addrs[2] = {in_lib, bias + end - 8};
+
+		assert_int_equal(symbolizer__resolve_user(s, 511, 5 * ns_per_tick, 0, addrs, 2, fr),
+				 1);
+	}
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, 1);
+	assert_int_equal(st.rereads_saved, 1);
+	{
+		uint64_t addrs[2] = {in_lib, bias + end + (1 << 20)};
+
+		assert_int_equal(symbolizer__resolve_user(s, 511, 5 * ns_per_tick, 0, addrs, 2, fr),
+				 1);
+	}
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, 2);
+	assert_int_equal(st.rereads_saved, 1);
+	/* that reread found the same mappings: the next for such an address waits 200 ms */
+	usleep(120 * 1000);
+	{
+		uint64_t addrs[2] = {in_lib, bias + end + (2 << 20)};
+
+		assert_int_equal(symbolizer__resolve_user(s, 511, 5 * ns_per_tick, 0, addrs, 2, fr),
+				 1);
+		symbolizer__stats(s, &st);
+		assert_int_equal(st.maps_reads, 2);
+		usleep(100 * 1000);
+		assert_int_equal(symbolizer__resolve_user(s, 511, 5 * ns_per_tick, 0, addrs, 2, fr),
+				 1);
+	}
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, 3);
+	symbolizer__free(s);
+}
+
 /* A leaf (the code the thread ran) in no mapping read before the stack was taken: the maps are
  * read again at once (a process first seen in its dynamic loader); a caller there is no proof
  * (a broken frame chain) and waits for the rate limit. */
@@ -1993,6 +2066,7 @@ int main(void)
 	    cmocka_unit_test(test_malformed_elf),
 	    cmocka_unit_test(test_unresolved),
 	    cmocka_unit_test(test_rescan),
+	    cmocka_unit_test(test_object_data),
 	    cmocka_unit_test(test_pid_reuse),
 	    cmocka_unit_test(test_identity_from_bpf),
 	    cmocka_unit_test(test_vanished),

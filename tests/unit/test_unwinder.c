@@ -427,23 +427,47 @@ static void test_rescan_rate_limited(void **state)
 	struct unwinder *u = new_unwinder(8 << 20, 4);
 	struct unwinder_stats st;
 
-	fake_process(1001);
+	(void)state;
+	fake_process_only(1001, "libc");
 	/* unknown process: added */
-	assert_int_equal(unwinder__rescan(u, 1001, 1), 1);
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 1);
 	assert_int_equal(fake.proc_sets, 1);
 	/* its first rescan at once (the maps read at the add may lack libraries mapped since) */
+	fake_process(1001);
 	fake_now_ns += 1000000;
-	assert_int_equal(unwinder__rescan(u, 1001, 1), 1);
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 1);
 	assert_int_equal(fake.proc_sets, 2);
 	/* then, 100 ms after that scan: not again */
 	fake_now_ns += 100000000;
-	assert_int_equal(unwinder__rescan(u, 1001, 1), 0);
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 0);
 	assert_int_equal(fake.proc_sets, 2);
+	/* 300 ms after: read, the same mappings: BPF is not told again, and the next waits 500 ms
+	 */
 	fake_now_ns += 200000000;
-	assert_int_equal(unwinder__rescan(u, 1001, 1), 1);
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 1);
+	assert_int_equal(fake.proc_sets, 2);
+	fake_now_ns += 400000000;
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 0);
+	fake_now_ns += 100000000;
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 1);
+	assert_int_equal(fake.proc_sets, 2);
+	/* unchanged twice: 1 s now, but 250 ms for a leaf's PC (new code for sure); a change then
+	 * is handed over and resets the wait to 250 ms */
+	fake_now_ns += 249000000;
+	assert_int_equal(unwinder__rescan(u, 1001, 1, true), 0);
+	fake_now_ns += 750000000;
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 0);
+	fake_process_only(1001, "libc");
+	fake_now_ns += 1000000;
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 1);
 	assert_int_equal(fake.proc_sets, 3);
+	fake_now_ns += 250000000;
+	fake_process(1001);
+	assert_int_equal(unwinder__rescan(u, 1001, 1, false), 1);
+	assert_int_equal(fake.proc_sets, 4);
 	unwinder__stats(u, &st);
-	assert_int_equal(st.rescans, 2);
+	assert_int_equal(st.rescans, 5);
+	assert_int_equal(st.rescans_same, 2);
 	unwinder__free(u);
 }
 
