@@ -531,7 +531,7 @@ static int proc_scan(struct unwinder *u, struct uw_proc *p)
 
 		p->sig =
 		    hashmap__mix64(p->sig ^ out->m[i].start ^ (out->m[i].end << 1) ^
-				   ((uint64_t)(uintptr_t)o << 2) ^
+				   (out->m[i].bias << 3) ^ ((uint64_t)(uintptr_t)o << 2) ^
 				   (o ? (uint64_t)o->row_start << 32 ^ (uint64_t)o->status : 0));
 	}
 	proc_maps__clear(&maps);

@@ -6,8 +6,10 @@ starts a second of /bin/true, a 2 ms tp_short, python3.11 -c pass and a Go progr
 busy; each run's daemon CPU (schedstat of its threads) over the processes started. Prints the
 medians and the ratio. Asserts nothing. FREQ: the sampling rate in Hz (default 99, the default's:
 at 999 the processes' samples, symbolized and spliced with their Python frames, weigh more).
+KINDS: a comma-separated subset of true,short,python,go (default all), to see what one kind of
+process costs (A and B may then be the same binary).
 
-Usage (root): tests/bench/per_process.py DAEMON_A DAEMON_B [SECONDS] [RUNS] [FREQ]"""
+Usage (root): tests/bench/per_process.py DAEMON_A DAEMON_B [SECONDS] [RUNS] [FREQ] [KINDS]"""
 import os
 import sys
 import tempfile
@@ -45,12 +47,20 @@ def main():
     seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 15
     runs = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     freq = int(sys.argv[5]) if len(sys.argv) > 5 else 99
+    kinds = sys.argv[6].split(",") if len(sys.argv) > 6 else ["true", "short", "python", "go"]
     tmp = tempfile.mkdtemp()
-    programs = [["/bin/true"], [os.path.join(build_dir(), "tests", "workloads", "tp_short"),
-                                "0.002"], ["/usr/bin/python3.11", "-c", "pass"]]
-    gobin = go_program(tmp)
-    if gobin:
-        programs.append([gobin, "1"])
+    known = {"true": ["/bin/true"],
+             "short": [os.path.join(build_dir(), "tests", "workloads", "tp_short"), "0.002"],
+             "python": ["/usr/bin/python3.11", "-c", "pass"]}
+    if "go" in kinds:
+        gobin = go_program(tmp)
+        if gobin:
+            known["go"] = [gobin, "1"]
+        elif len(kinds) == 1:
+            sys.exit("per_process.py: the go kind needs a Go toolchain")
+    if any(k not in known and k != "go" for k in kinds):
+        sys.exit("per_process.py: KINDS is a comma-separated subset of true,short,python,go")
+    programs = [known[k] for k in kinds if k in known]
     spinners = [workload("tp_hotcold", 100000) for _ in range(os.cpu_count())]
     res = {a: [], b: []}
     try:
