@@ -8,13 +8,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "array.h"
 #include "demangle.h"
 #include "elf_object.h"
 #include "hashmap.h"
+#include "sysinfo.h"
 
 /* DWARF files one reader keeps open at once (each holds a file descriptor): past it they go back
  * to the pool, to be taken again if needed. */
@@ -243,14 +243,6 @@ static void enforce_budget(struct line_cache *c)
 
 /* ---- the pool of open readers (under lock) ---- */
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Moves pool entry i into closing[*n] (closed by the caller, after the lock). */
 static void pool_drop(size_t i, struct dwarf_lines **closing, size_t *n)
 {
@@ -294,7 +286,7 @@ static struct dwarf_lines *pool_take(struct object *obj)
 	size_t n = 0;
 
 	pthread_mutex_lock(&lock);
-	pool_trim(monotonic_ns(), 0, 0, closing, &n);
+	pool_trim(sysinfo__mono_ns(), 0, 0, closing, &n);
 	for (size_t i = 0; i < pool_n; i++) {
 		if (pool[i].obj == obj) {
 			dl = pool[i].dl;
@@ -319,8 +311,8 @@ static void pool_give(struct object *obj, struct dwarf_lines *dl)
 		if (pool[i].obj == obj)
 			closing[n++] = dl, dl = NULL;
 	if (dl && bytes <= POOL_BYTES) {
-		pool_trim(monotonic_ns(), 1, bytes, closing, &n);
-		pool[pool_n++] = (struct pooled){obj, dl, monotonic_ns()};
+		pool_trim(sysinfo__mono_ns(), 1, bytes, closing, &n);
+		pool[pool_n++] = (struct pooled){obj, dl, sysinfo__mono_ns()};
 	} else if (dl) {
 		closing[n++] = dl;
 	}
@@ -566,9 +558,9 @@ size_t line_reader__lookup(struct line_reader *r, struct object *obj, uint64_t a
 	}
 	pthread_mutex_unlock(&lock);
 
-	t0 = monotonic_ns();
+	t0 = sysinfo__mono_ns();
 	n = read_lines(r, obj, addr, full, &permanent);
-	r->spent_ns += monotonic_ns() - t0;
+	r->spent_ns += sysinfo__mono_ns() - t0;
 	pthread_mutex_lock(&lock);
 	if (n < 0) {
 		if (permanent && (c = cache_of(obj)) && !c->unavailable) {

@@ -16,6 +16,7 @@
 #include "elf_object.h"
 #include "log.h"
 #include "proc_maps.h"
+#include "sysinfo.h"
 
 /* A file whose stat matched its object this recently is taken for it by (dev, inode) alone */
 #define OBJECT_RECHECK_NS (1000ull * 1000 * 1000)
@@ -238,7 +239,7 @@ struct object *symbolizer_open_object(struct symbolizer *s, uint32_t pid,
 	/* A file whose identity was checked a moment ago for another process is not opened again:
 	 * per process started, only its own mappings cost anything (processes started in a burst
 	 * share their libraries). */
-	now = monotonic_ns();
+	now = sysinfo__mono_ns();
 	obj = object_cache__find_checked(&s->objects, dev, m->inode,
 					 now > OBJECT_RECHECK_NS ? now - OBJECT_RECHECK_NS : 0);
 	if (obj && !m->deleted)

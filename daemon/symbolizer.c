@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cgroups.h"
@@ -16,6 +15,7 @@
 #include "log.h"
 #include "perf_map.h"
 #include "proc_maps.h"
+#include "sysinfo.h"
 
 #define MAPS_MAX_BYTES (256u << 20)
 #define STAT_MAX_BYTES (64u << 10)
@@ -529,7 +529,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 	struct mapping_obj *mobjs;
 	int err;
 
-	p->last_read_ns = monotonic_ns();
+	p->last_read_ns = sysinfo__mono_ns();
 	s->stats.maps_reads++;
 	err = proc_maps__load(s->proc_root, p->pid, MAPS_MAX_BYTES, &maps);
 	if (err == -ENOENT)
@@ -597,7 +597,7 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 	/* the most recent: trim_processes never takes the process a call used */
 	lru_touch(s, p);
 	if (!p->readable) {
-		if (monotonic_ns() - p->last_read_ns < RESCAN_INTERVAL_NS) {
+		if (sysinfo__mono_ns() - p->last_read_ns < RESCAN_INTERVAL_NS) {
 			*err = p->err;
 			return NULL;
 		}
@@ -615,7 +615,7 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
  * replaced object is released at the next call (frames of this call may use it). */
 static struct object *jit_object(struct symbolizer *s, struct process *p)
 {
-	uint64_t now = monotonic_ns();
+	uint64_t now = sysinfo__mono_ns();
 	char root[PATH_MAX], name[64], *buf;
 	struct object *obj;
 	struct stat st;
@@ -879,8 +879,8 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		if (!found && !rescanned) {
 			if (i == 0 && ts_ns > p->last_read_ns)
 				reread = true;
-			else if (monotonic_ns() - p->last_read_ns < RESCAN_INTERVAL_NS
-									<< p->backoff)
+			else if (sysinfo__mono_ns() - p->last_read_ns < RESCAN_INTERVAL_NS
+									    << p->backoff)
 				reread = false;
 			else if (in_object_extent(p, addrs[i]))
 				s->stats.rereads_saved++;

@@ -7,7 +7,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "elf_object.h"
 #include "proc_maps.h"
@@ -114,14 +113,6 @@ struct symbolizer {
 	struct exec_note execs[EXEC_NOTES];
 	struct cgroup_id_path cgroup_paths[CGROUP_ID_PATHS];
 };
-
-static inline uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* ---- sym_objects.c ---- */
 
