@@ -291,6 +291,22 @@ static struct stack *sample_stack(struct collector *c, const struct tp_sample *s
 	return stack;
 }
 
+/* The table walker of sample s ended at its last user address, in no mapping BPF had: the
+ * process mapped something new, and the unwinder reads its maps again; unless that address lies
+ * in a mapped object's data (a rescan would find nothing new). A walk that ended at its leaf
+ * (the registers' PC) found new code for sure: no backoff delays its rescan. */
+static void ask_rescan(struct collector *c, const struct tp_sample *s)
+{
+	if (!(s->flags & TP_SAMPLE_REPEAT) && s->nr_user &&
+	    symbolizer__in_object_data(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
+				       s->addrs[s->nr_kernel + s->nr_user - 1])) {
+		c->st.rescans_saved++;
+		return;
+	}
+	queue_unwind(c, s->nr_user == 1 ? UNWIND_RESCAN_SURE : UNWIND_RESCAN, s->hdr.pid,
+		     s->hdr.start_ns);
+}
+
 /* Adds a CPU sample (blocked_ns 0) or an off-CPU sample (a block of blocked_ns) to its window. */
 static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t blocked_ns)
 {
@@ -344,16 +360,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	task__sanitize_name(tk.comm);
 	task__sanitize_name(tk.thread);
 	task__sanitize_name(tk.process);
-	/* the table walker ended at its last user address, in no mapping BPF had: the process
-	 * mapped something new, unless that address lies in a mapped object's data (a rescan would
-	 * find nothing new) */
-	if ((s->flags & TP_SAMPLE_UNWIND_RESCAN) && !(s->flags & TP_SAMPLE_REPEAT) && s->nr_user &&
-	    symbolizer__in_object_data(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns,
-				       s->addrs[s->nr_kernel + s->nr_user - 1]))
-		c->st.rescans_saved++;
-	else if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
-		queue_unwind(c, s->nr_user == 1 ? UNWIND_RESCAN_SURE : UNWIND_RESCAN, s->hdr.pid,
-			     s->hdr.start_ns);
+	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
+		ask_rescan(c, s);
 	know_process(c, s->hdr.pid, s->hdr.start_ns);
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);

@@ -874,18 +874,12 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		 * chain: they reread at most every RESCAN_INTERVAL_NS (longer after rereads that
 		 * found nothing new), and never for an address in a mapped object's data (garbage
 		 * for sure). */
-		bool reread = false;
+		bool reread = !found && !rescanned && i == 0 && ts_ns > p->last_read_ns;
 
-		if (!found && !rescanned) {
-			if (i == 0 && ts_ns > p->last_read_ns)
-				reread = true;
-			else if (sysinfo__mono_ns() - p->last_read_ns < RESCAN_INTERVAL_NS
-									    << p->backoff)
-				reread = false;
-			else if (in_object_extent(p, addrs[i]))
-				s->stats.rereads_saved++;
-			else
-				reread = true;
+		if (!found && !rescanned && !reread &&
+		    sysinfo__mono_ns() - p->last_read_ns >= (RESCAN_INTERVAL_NS << p->backoff)) {
+			reread = !in_object_extent(p, addrs[i]);
+			s->stats.rereads_saved += !reread;
 		}
 		if (reread) {
 			/* A library loaded since the last read, most likely. Old mappings stay
