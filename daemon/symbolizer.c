@@ -438,9 +438,9 @@ static bool names_exec_cgroups(struct symbolizer *s, const struct exec_identity 
 
 /* p's cgroup (cgroups.h id) from the path read for the cgroups it exec'd in (v2, and v1
  * name=systemd on hybrid layouts: the two lines of the cgroup file that the path is taken from),
- * else from its cgroup file, remembered for them when the path names them. */
+ * else, while it lives, from its cgroup file, remembered for them when the path names them. */
 static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
-			    const struct exec_identity *x)
+			    const struct exec_identity *x, bool live)
 {
 	struct cgroup_id_path *c = NULL;
 	char path[PATH_MAX];
@@ -456,7 +456,7 @@ static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
 			return c->cgroup;
 		}
 	}
-	if (cgroups__read_pid(s->proc_root, p->pid, path, sizeof(path), &v2))
+	if (!live || cgroups__read_pid(s->proc_root, p->pid, path, sizeof(path), &v2))
 		return 0;
 	id = cgroups__intern(path);
 	if (c && names_exec_cgroups(s, x, path, v2))
@@ -467,8 +467,9 @@ static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
 
 /* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for
  * a perf map (jit_object). What its exec told (symbolizer__note_exec) is not read again. What
- * cannot be read stays empty: these are labels, never a reason to drop a sample. */
-static void read_info(struct symbolizer *s, struct process *p)
+ * cannot be read stays empty: these are labels, never a reason to drop a sample. Unless live
+ * (its identity checked), only what its exec told: the pid may be another process's now. */
+static void read_info(struct symbolizer *s, struct process *p, bool live)
 {
 	const struct exec_identity *x = exec_identity_of(s, p);
 	char path[PATH_MAX], target[PATH_MAX], *buf;
@@ -479,13 +480,15 @@ static void read_info(struct symbolizer *s, struct process *p)
 	p->info_read = true;
 	if (x && x->name[0])
 		s->stats.identities_from_exec++;
-	if (!pid_ns_from_exec(s, p, x) && !same_pid_ns(s, p))
+	if (!pid_ns_from_exec(s, p, x) && live && !same_pid_ns(s, p))
 		read_status(s, p);
-	p->info.cgroup = read_cgroup(s, p, x);
+	p->info.cgroup = read_cgroup(s, p, x, live);
 	if (x && x->name[0]) {
 		snprintf(p->info.name, sizeof(p->info.name), "%s", x->name);
 		return;
 	}
+	if (!live)
+		return;
 	snprintf(path, sizeof(path), "%s/%u/exe", s->proc_root, p->pid);
 	n = readlink(path, target, sizeof(target) - 1);
 	if (n > 0) {
@@ -562,7 +565,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 	p->readable = true;
 	p->err = 0;
 	if (!p->info_read)
-		read_info(s, p);
+		read_info(s, p, true);
 	return 0;
 fail:
 	proc_maps__clear(&maps);
@@ -955,9 +958,14 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 			     struct process_info *info)
 {
 	struct process *p = proc_find(s, pid);
-	const struct exited *x = &s->exited[pid % EXITED];
+	struct exited *x = &s->exited[pid % EXITED];
+	struct process gone = {.pid = pid, .start_ns = start_ns};
 
-	if (p && p->start_ns == start_ns && p->info_read) {
+	if (p && p->start_ns == start_ns) {
+		/* its maps could not be read (a kernel thread, or gone before the read) or none
+		 * was needed yet (its samples so far were all in the kernel) */
+		if (!p->info_read)
+			read_info(s, p, !check_identity(s, pid, start_ns));
 		*info = p->info;
 		return 0;
 	}
@@ -965,7 +973,24 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 		*info = x->info;
 		return 0;
 	}
-	return -ESRCH;
+	/* A process first seen here, with no user frame to resolve yet (in execve, a page
+	 * fault, exit_mmap): its identity does not wait for its maps. A pid held by another
+	 * process (a late sample of an earlier one) tells nothing of this one. */
+	if (p)
+		return -ESRCH;
+	if (!check_identity(s, pid, start_ns)) {
+		p = proc_new(s, pid, start_ns);
+		read_info(s, p, true);
+		*info = p->info;
+		return 0;
+	}
+	/* gone: what its exec told, remembered as an exited process's */
+	if (!exec_identity_of(s, &gone))
+		return -ESRCH;
+	read_info(s, &gone, false);
+	*x = (struct exited){pid, start_ns, gone.info};
+	*info = gone.info;
+	return 0;
 }
 
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)

@@ -205,8 +205,10 @@ int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_
  * had mapped its libraries, say); on failure the cached ones stay. Returns 0 or a negative
  * errno (-ESRCH: gone, or another process has the pid). */
 int symbolizer__reread_process(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
-/* Fills *info for process (pid, start_ns) when its maps are cached (after a resolve). Returns 0
- * or -ESRCH. */
+/* Fills *info for process (pid, start_ns): what was read with its maps, else read now (what its
+ * exec record told, else its /proc files while it lives), so that a sample with no user frame
+ * is labelled too. Returns 0, or -ESRCH when the process is gone and its exec was not seen, or
+ * another process has the pid. */
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			     struct process_info *info);
 /* True when the maps of (pid, start_ns) are cached. */

@@ -407,7 +407,9 @@ def check_cgroup(keys, files):
     bpf/profile.bpf.c found it on this kernel)."""
     prof = Profile(files["cpu.pb.gz"])
     paths = collections.Counter(s["labels"].get("cgroup") for s in prof.samples)
-    assert set(paths) == {"/km.scope"}, "tp_hotcold's cgroup labels: %s" % dict(paths)
+    odd = [s for s in prof.samples if s["labels"].get("cgroup") != "/km.scope"][:3]
+    assert set(paths) == {"/km.scope"}, "tp_hotcold's cgroup labels: %s; for example %s" % (
+        dict(paths), "; ".join("%s at %s" % (s["labels"], names(s)[:6]) for s in odd))
     metrics = files.get("metrics.txt", b"").decode()
     m = re.search(r"^tailprof_cgroup_reads_saved_total (\d+)", metrics, re.M)
     saved = int(m.group(1)) if m else 0

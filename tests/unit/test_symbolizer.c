@@ -1736,6 +1736,8 @@ static void test_process_info(void **state)
 	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
 	char maps[8192] = "", path[PATH_MAX + 64];
 	struct symbolizer *s = fake_symbolizer();
+	struct exec_identity id = {};
+	struct symbolizer_stats st;
 	struct process_info info;
 
 	(void)state;
@@ -1746,12 +1748,36 @@ static void test_process_info(void **state)
 	snprintf(path, sizeof(path), "%s/1301/exe", fake_root);
 	assert_int_equal(symlink("/srv/bin/an-executable-name-longer-than-fifteen (deleted)", path),
 			 0);
-	assert_int_equal(symbolizer__process_info(s, 1301, 13 * ns_per_tick, &info), -ESRCH);
-	resolve_one(s, 1301, 13, alpha_addr(lib, 0x7f0000100000ull), 0);
+	/* before any user frame was resolved (its samples so far in execve, a page fault): read
+	 * without its maps */
 	assert_int_equal(symbolizer__process_info(s, 1301, 13 * ns_per_tick, &info), 0);
 	assert_string_equal(info.name, "an-executable-name-longer-than-fifteen");
 	assert_int_equal(info.ns_pid, 7);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, 0);
+	resolve_one(s, 1301, 13, alpha_addr(lib, 0x7f0000100000ull), 0);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(symbolizer__process_info(s, 1301, 13 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "an-executable-name-longer-than-fifteen");
+	assert_int_equal(info.ns_pid, 7);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, 1);
 	assert_int_equal(symbolizer__process_info(s, 1301, 14 * ns_per_tick, &info), -ESRCH);
+	/* gone before anything was read: what its exec told, not the /proc files of the pid's
+	 * next process */
+	assert_int_equal(symbolizer__process_info(s, 1302, 12 * ns_per_tick, &info), -ESRCH);
+	fake_process(1302, 13, maps);
+	snprintf(path, sizeof(path), "%s/1302/exe", fake_root);
+	assert_int_equal(symlink("/srv/bin/the-next-one", path), 0);
+	snprintf(id.name, sizeof(id.name), "from-its-exec");
+	symbolizer__note_exec(s, 1302, 12 * ns_per_tick, &id);
+	memset(&info, 0, sizeof(info));
+	assert_int_equal(symbolizer__process_info(s, 1302, 12 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "from-its-exec");
+	assert_int_equal(info.ns_pid, 0);
+	assert_int_equal(info.cgroup, 0);
+	assert_int_equal(symbolizer__process_info(s, 1302, 13 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "the-next-one");
 	/* after its exit the name stays, for the samples of its teardown */
 	symbolizer__forget_exited(s, 1301);
 	assert_false(symbolizer__knows(s, 1301, 13 * ns_per_tick));
