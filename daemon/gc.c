@@ -351,14 +351,60 @@ static void read_comm(uint32_t pid, char *out, size_t len)
 	free(buf);
 }
 
-/* Reads pid's maps and records the runtime objects it maps (attaching them). With at_exec, a
- * process whose executable is known not to be a runtime is left for the look after the dynamic
- * loader mapped its libraries: right after an exec its maps hold nothing else. x (NULL: none)
- * is what the process's last exec said of its executable and comm: then /proc tells neither. */
+/* Makes rec (a pid and the runtime objects it maps now) its record, attaching the objects and
+ * releasing those of its old record after; no record when rec maps none. x as for scan_pid. */
+static void record_proc(struct gc *g, const struct gc_proc *rec, const struct gc_exec *x)
+{
+	struct gc_proc np = *rec, *p;
+
+	/* the old record's objects are released after the new ones are held: no detach churn */
+	for (uint32_t k = 0; k < np.nr; k++) {
+		struct gc_object *o = &g->objs[np.objs[k]];
+
+		o->users++;
+		attach(g, o, np.pid);
+	}
+	p = proc_find(g, np.pid);
+	if (p) {
+		for (uint32_t k = 0; k < p->nr; k++) {
+			struct gc_object *o = &g->objs[p->objs[k]];
+
+			if (o->users && !--o->users)
+				o->unused_since_ns = sysinfo__mono_ns();
+		}
+	}
+	if (!np.nr) {
+		if (p)
+			*p = g->procs[--g->nr_procs];
+		return;
+	}
+	/* the look 250 ms after an exec finds the record of the one at the exec */
+	if (p && p->comm[0])
+		memcpy(np.comm, p->comm, sizeof(np.comm));
+	else if (x && x->comm[0])
+		memcpy(np.comm, x->comm, sizeof(np.comm));
+	else
+		read_comm(np.pid, np.comm, sizeof(np.comm));
+	if (!p) {
+		if (g->nr_procs == g->cap_procs) {
+			g->cap_procs = g->cap_procs ? g->cap_procs * 2 : 32;
+			g->procs = xrealloc(g->procs, g->cap_procs * sizeof(*g->procs));
+		}
+		p = &g->procs[g->nr_procs++];
+	}
+	*p = np;
+}
+
+/* Reads pid's maps and records the runtime objects it maps (attaching them). With at_exec, the
+ * maps are not read where the executable was classified before: right after an exec they hold
+ * nothing else (the dynamic loader maps the libraries after; the look 250 ms later finds them),
+ * so a runtime executable is recorded by its identity alone, and another one left for that
+ * look. x (NULL: none) is what the process's last exec said of its executable and comm: then
+ * /proc tells neither. */
 static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_exec *x)
 {
 	struct proc_maps maps = {0};
-	struct gc_proc np = {.pid = pid}, *p;
+	struct gc_proc np = {.pid = pid};
 	char path[64];
 	struct stat exe = {0};
 	uint32_t known;
@@ -374,12 +420,13 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_e
 		if (stat(path, &exe))
 			return; /* gone, or a kernel thread */
 	}
-	if (at_exec) {
-		if (object_known(g, exe.st_dev, exe.st_ino, &known) &&
-		    !g->objs[known].info.runtime) {
-			g->st.exec_scans_skipped++;
-			return;
+	if (at_exec && object_known(g, exe.st_dev, exe.st_ino, &known)) {
+		g->st.exec_scans_skipped++;
+		if (g->objs[known].info.runtime) {
+			np.objs[np.nr++] = known;
+			record_proc(g, &np, x);
 		}
+		return;
 	}
 	if (proc_maps__load("/proc", pid, GC_MAPS_MAX_BYTES, &maps) < 0)
 		return;
@@ -405,43 +452,7 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_e
 			np.objs[np.nr++] = idx;
 	}
 	proc_maps__clear(&maps);
-
-	/* the old record's objects are released after the new ones are held: no detach churn */
-	for (uint32_t k = 0; k < np.nr; k++) {
-		struct gc_object *o = &g->objs[np.objs[k]];
-
-		o->users++;
-		attach(g, o, pid);
-	}
-	p = proc_find(g, pid);
-	if (p) {
-		for (uint32_t k = 0; k < p->nr; k++) {
-			struct gc_object *o = &g->objs[p->objs[k]];
-
-			if (o->users && !--o->users)
-				o->unused_since_ns = sysinfo__mono_ns();
-		}
-	}
-	if (!np.nr) {
-		if (p)
-			*p = g->procs[--g->nr_procs];
-		return;
-	}
-	/* the look 250 ms after an exec finds the record of the one at the exec */
-	if (p && p->comm[0])
-		memcpy(np.comm, p->comm, sizeof(np.comm));
-	else if (x && x->comm[0])
-		memcpy(np.comm, x->comm, sizeof(np.comm));
-	else
-		read_comm(pid, np.comm, sizeof(np.comm));
-	if (!p) {
-		if (g->nr_procs == g->cap_procs) {
-			g->cap_procs = g->cap_procs ? g->cap_procs * 2 : 32;
-			g->procs = xrealloc(g->procs, g->cap_procs * sizeof(*g->procs));
-		}
-		p = &g->procs[g->nr_procs++];
-	}
-	*p = np;
+	record_proc(g, &np, x);
 }
 
 void gc__scan_all(struct gc *g)

@@ -80,7 +80,7 @@ struct gc_object_status {
 
 struct gc_stats {
 	uint64_t scans;		     /* processes' maps read */
-	uint64_t exec_scans_skipped; /* execs of an executable known not to be a runtime */
+	uint64_t exec_scans_skipped; /* execs of an executable classified before: no maps read */
 	uint64_t attaches, detaches; /* objects */
 	int probes_attached;	     /* now, dlopen uretprobe included */
 	uint64_t late;		     /* events older than every window held */

@@ -86,8 +86,9 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	text_metric(t, "tailprof_gc_scans_total", "counter", "Process maps read for GC discovery.");
 	text_put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
 	text_metric(t, "tailprof_gc_exec_scans_skipped_total", "counter",
-		    "Execs whose maps were not read at once: the executable is known not to be a "
-		    "runtime (its libraries are looked at 250 ms later).");
+		    "Execs whose maps were not read at once: the executable was classified before "
+		    "(a runtime is recorded by its identity; the libraries are looked at 250 ms "
+		    "later).");
 	text_put(t, "tailprof_gc_exec_scans_skipped_total %" PRIu64 "\n", gs.exec_scans_skipped);
 	text_metric(t, "tailprof_gc_bpf_total", "counter",
 		    "GC program counters: probe hits, events lost (ring buffer full), ends without "

@@ -221,6 +221,7 @@ static void test_exec_identity(void **state)
 	struct gc_event ev;
 	struct gc_stats st;
 	pid_t plain, py;
+	uint64_t scans;
 	struct gc *g;
 
 	(void)state;
@@ -248,6 +249,23 @@ static void test_exec_identity(void **state)
 	rec.pid = py;
 	gc__event(g, &rec, &ev);
 	assert_string_equal(ev.comm, "exec-comm"); /* /proc/PID/comm says gc_fixture_pyth */
+	reap(py);
+	gc__process_exit(g, py);
+	gc__tick(g, sysinfo__mono_ns());
+	/* a runtime executable seen before: recorded by its identity alone, no
+	 * maps read at the exec */
+	gc__stats(g, &st);
+	scans = st.scans;
+	py = spawn(py_path);
+	py_exec = exec_of(py, py_path, "second-py");
+	gc__process_exec(g, py, &py_exec);
+	gc__tick(g, sysinfo__mono_ns());
+	gc__stats(g, &st);
+	assert_int_equal(st.scans, scans);
+	assert_int_equal(st.exec_scans_skipped, 2);
+	rec.pid = py;
+	gc__event(g, &rec, &ev);
+	assert_string_equal(ev.comm, "second-py");
 	reap(py);
 	gc__free(g);
 }
