@@ -61,6 +61,14 @@ static void print_status_stages(const json_t *stages)
 	}
 }
 
+/* "probe" or "probes", as o's probes_attached counts them. */
+static const char *probes(const json_t *o)
+{
+	long long n;
+
+	return j_int(o, "probes_attached", &n) && n == 1 ? "probe" : "probes";
+}
+
 /* The GC lines of the status: on or off, runtimes seen, each object's state and how it is
  * probed (usdt, uprobe; "-" when not, or from a daemon that does not say), and each unsupported
  * object's reason. */
@@ -76,7 +84,8 @@ static void print_gc_status(const json_t *gc)
 		printf("  %-11s off\n", "gc:");
 		return;
 	}
-	printf("  %-11s %s probes attached\n", "gc:", f_int(gc, "probes_attached", b, sizeof(b)));
+	printf("  %-11s %s %s attached\n", "gc:", f_int(gc, "probes_attached", b, sizeof(b)),
+	       probes(gc));
 	json_array_foreach(objs, i, o)
 	{
 		const char *reason = json_string_value(json_object_get(o, "reason")),
@@ -143,9 +152,9 @@ static int cmd_status(int argc, char **argv)
 	       f_dur(st, "uptime_ns", b[1], 32));
 	printf("  %-11s %s\n", "listen:", j_str(st, "listen"));
 	printf("  %-11s %s\n", "started:", j_str(st, "started"));
-	printf("  %-11s %s Hz on %s CPUs, %s probes attached\n",
+	printf("  %-11s %s Hz on %s CPUs, %s %s attached\n",
 	       "sampling:", f_int(st, "frequency_hz", b[0], 32), f_int(st, "cpus_online", b[1], 32),
-	       f_int(st, "probes_attached", b[2], 32));
+	       f_int(st, "probes_attached", b[2], 32), probes(st));
 	printf("  %-11s %s of %s (%s each, %s retention)\n",
 	       "windows:", f_int(st, "windows", b[0], 32), f_int(st, "max_windows", b[1], 32),
 	       f_dur(st, "window_ns", b[2], 32), f_dur(st, "retention_ns", b[3], 32));
@@ -601,9 +610,19 @@ static void usage_windows(FILE *f)
 		"Usage: tailprof windows [--last DUR | --from TIME [--to TIME]] [--json]\n"
 		"\n"
 		"Lists the time windows the daemon holds (all of them without a range);\n"
-		"the current one, still filling, is marked with '*'. OFFCPU is the blocked\n"
-		"time captured with stacks, RUNQ_P99 the run-queue latency's p99 ('-': the\n"
-		"daemon has no scheduler programs).\n"
+		"the current one, still filling, is marked with '*'.\n"
+		"\n"
+		"Columns:\n"
+		"  SAMPLES    CPU samples of running threads\n"
+		"  IDLE       samples that found a CPU idle\n"
+		"  EXPECTED   what the frequency gives over the CPUs' sampled time: SAMPLES +\n"
+		"             IDLE well below it means samples were lost\n"
+		"  DROPS      losses and failures counted (a full ring buffer, a failed stack\n"
+		"             read: the sample kept); --json names each\n"
+		"  STACKS     distinct stacks\n"
+		"  PROCS      distinct processes\n"
+		"  OFFCPU     blocked time captured with stacks\n"
+		"  RUNQ_P99   the run-queue latency's p99 ('-': no scheduler programs)\n"
 		"\n"
 		"Options:\n"
 		"  --last DUR     the windows of the last DUR: 500ms, 2s, 10m, 1h\n"

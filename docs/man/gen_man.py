@@ -276,7 +276,9 @@ def tailprof_page(binary, version):
         out += [".SS tailprof " + esc(name), ".nf"] + [esc(u) for u in h["usage"]] + [".fi"]
         out += paragraphs(h["intro"])
         for title, items in h["sections"]:
-            out += [".TP", "\\fI%s\\fR" % esc(title)] if title != "Options" else []
+            # "Options:" only where another section (Arguments, Columns) comes before it
+            out += [".PP", "%s:" % esc(title)] if title != "Options" or len(
+                h["sections"]) > 1 else []
             out += items_roff(items)
         out += paragraphs(h["outro"])
     return "\n".join(out) + TAILPROF_EXTRA
