@@ -637,6 +637,23 @@ void gc__free(struct gc *g)
 	free(g);
 }
 
+/* The comm of pid's exec not handled yet (its notice waits for the next tick, or its look 250 ms
+ * after) into comm; left as it is when there is none. Its first pauses come before its record
+ * when the runtime's probes are attached already (another process of it runs). */
+static void exec_comm(const struct gc *g, uint32_t pid, char comm[16])
+{
+	const struct notice *found = NULL;
+
+	for (size_t i = 0; i < g->nr_notices; i++)
+		if (g->notices[i].pid == pid && g->notices[i].kind == N_EXEC)
+			found = &g->notices[i]; /* the last exec */
+	for (size_t i = 0; !found && i < g->nr_later; i++)
+		if (g->later[i].pid == pid)
+			found = &g->later[i];
+	if (found && found->exe.comm[0])
+		memcpy(comm, found->exe.comm, 16);
+}
+
 void gc__event(struct gc *g, const struct tp_gc_event *rec, struct gc_event *out)
 {
 	struct gc_proc *p;
@@ -659,6 +676,8 @@ void gc__event(struct gc *g, const struct tp_gc_event *rec, struct gc_event *out
 	p = proc_find(g, rec->pid);
 	if (p)
 		memcpy(out->comm, p->comm, sizeof(out->comm));
+	else
+		exec_comm(g, rec->pid, out->comm);
 	pthread_mutex_unlock(&g->mu);
 }
 

@@ -259,6 +259,10 @@ static void test_exec_identity(void **state)
 	py = spawn(py_path);
 	py_exec = exec_of(py, py_path, "second-py");
 	gc__process_exec(g, py, &py_exec);
+	/* its first pauses, before the tick handles the exec: the exec's comm all the same */
+	rec.pid = py;
+	gc__event(g, &rec, &ev);
+	assert_string_equal(ev.comm, "second-py");
 	gc__tick(g, sysinfo__mono_ns());
 	gc__stats(g, &st);
 	assert_int_equal(st.scans, scans);
