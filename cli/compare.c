@@ -204,7 +204,8 @@ static void cell_change(const struct metric *m, char *cell, size_t size)
 }
 
 /* The verdict and what backs it: "regressed (p=0.003 n=30+30)", "inconclusive (needs 40
- * windows a side; p=0.210 n=12+12)", "inconclusive (fewer than 6 windows on a side; ...)". */
+ * windows a side; p=0.210 n=12+12)", "inconclusive (fewer than 6 windows on a side; p=... n=...)"
+ * (a reason, when there is one, stands for the windows needed). */
 static void cell_verdict(const struct metric *m, char *cell, size_t size)
 {
 	const char *reason = json_string_value(json_object_get(m->j, "reason"));
@@ -219,7 +220,8 @@ static void cell_verdict(const struct metric *m, char *cell, size_t size)
 	n = snprintf(cell, size, "%s (", m->verdict);
 	if (reason && *reason && n < size)
 		n += snprintf(cell + n, size - n, "%s; ", reason);
-	if (j_int(m->j, "windows_needed", &needed) && n < size)
+	/* a reason says what is missing already ("fewer than 6 windows with values on a side") */
+	if (!(reason && *reason) && j_int(m->j, "windows_needed", &needed) && n < size)
 		n += snprintf(cell + n, size - n, "needs %lld windows a side; ", needed);
 	if (json_is_number(p) && n < size)
 		n += snprintf(cell + n, size - n,

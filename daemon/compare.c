@@ -708,6 +708,32 @@ static json_t *side_conditions(const struct report *rp, const struct cmp_side *s
 	return o;
 }
 
+/* A note in notes when the two sides' windows (of one host) share time: what they share counts
+ * on both sides, so a change shows smaller than it is and its test is not of two samples. */
+static void overlap_note(const struct cmp_side *b, const struct cmp_side *a, json_t *notes)
+{
+	uint64_t from, to;
+	char note[256], d[32];
+
+	if (!b->nr_windows || !a->nr_windows || strcmp(b->cond.host, a->cond.host))
+		return;
+	from = b->windows[0].start_unix_ns > a->windows[0].start_unix_ns
+		   ? b->windows[0].start_unix_ns
+		   : a->windows[0].start_unix_ns;
+	to = b->windows[b->nr_windows - 1].end_unix_ns < a->windows[a->nr_windows - 1].end_unix_ns
+		 ? b->windows[b->nr_windows - 1].end_unix_ns
+		 : a->windows[a->nr_windows - 1].end_unix_ns;
+	if (to <= from)
+		return;
+	tp_format_duration(to - from, d, sizeof(d));
+	snprintf(
+	    note, sizeof(note),
+	    "the sides' windows overlap by %s: what they share counts on both sides, so a change "
+	    "shows smaller than it is (give ranges that do not overlap)",
+	    d);
+	json_array_append_new(notes, json_string(note));
+}
+
 static json_t *conditions_json(const struct report *rp)
 {
 	const struct cmp_conditions *b = &rp->side[0].s->cond, *a = &rp->side[1].s->cond;
@@ -767,6 +793,7 @@ static json_t *conditions_json(const struct report *rp)
 			 (unsigned long long)b->window_ns, (unsigned long long)a->window_ns);
 		json_array_append_new(notes, json_string(note));
 	}
+	overlap_note(rp->side[0].orig, rp->side[1].orig, notes);
 	json_object_set_new(o, "notes", notes);
 	json_object_set_new(m, "resamples", json_integer(CMP_RESAMPLES));
 	json_object_set_new(m, "seed", json_integer((json_int_t)rp->o->seed));

@@ -326,12 +326,40 @@ static void test_long_side_coarsened(void **state)
 	cmp_side__free(b);
 }
 
+/* Sides that share windows (a snapshot against a range that reaches back into it) are noted
+ * with the time they share; sides apart are not. */
+static void test_overlap_noted(void **state)
+{
+	struct cmp_side *a = make_side(1, 20, 1000 * SEC, 3e6, 0.3);
+	struct cmp_side *b = make_side(2, 20, 1005 * SEC, 3e6, 0.3);
+	struct cmp_side *c = make_side(3, 20, 1020 * SEC, 3e6, 0.3);
+	const json_t *notes;
+	char err[256];
+	json_t *r = compare__report(a, b, &opts, err, sizeof(err));
+
+	(void)state;
+	assert_non_null(r);
+	notes = json_object_get(json_object_get(r, "conditions"), "notes");
+	assert_int_equal(json_array_size(notes), 1);
+	assert_non_null(strstr(json_string_value(json_array_get(notes, 0)), "overlap by 15s"));
+	json_decref(r);
+	/* end to end, sharing nothing */
+	r = compare__report(a, c, &opts, err, sizeof(err));
+	assert_non_null(r);
+	notes = json_object_get(json_object_get(r, "conditions"), "notes");
+	assert_int_equal(json_array_size(notes), 0);
+	json_decref(r);
+	cmp_side__free(a);
+	cmp_side__free(b);
+	cmp_side__free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_self_no_alarm),	   cmocka_unit_test(test_regression_found),
 	    cmocka_unit_test(test_reproducible_and_stage), cmocka_unit_test(test_few_and_empty),
-	    cmocka_unit_test(test_long_side_coarsened),
+	    cmocka_unit_test(test_long_side_coarsened),	   cmocka_unit_test(test_overlap_noted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
