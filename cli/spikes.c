@@ -459,6 +459,10 @@ static int print_explain(const json_t *s)
 	if (json_is_object(evidence) && json_object_size(evidence)) {
 		printf("evidence:\n");
 		figures_print(evidence, 2);
+		if (json_object_get(evidence, "spike_requests"))
+			printf(
+			    "  (the *_requests figures count the slow requests kept, each window's "
+			    "10 slowest\n   over the previous window's p95, not every request)\n");
 	}
 	if (print_requests(reqs,
 			   (size_t)json_integer_value(json_object_get(evidence, "spike_requests"))))

@@ -164,10 +164,10 @@ static int cmd_status(int argc, char **argv)
 	printf("  %-11s %s\n", "objects:", f_int(st, "objects", b[0], 32));
 	printf("  %-11s %s\n", "processes:", f_int(st, "processes", b[0], 32));
 	if (json_is_true(json_object_get(st, "sched")))
-		printf("  %-11s %s samples of blocks of %s or more, %s run-queue waits (clock %s, "
-		       "return %s)\n",
+		printf("  %-11s %s blocks of %s or more with their stacks, %s run-queue waits\n"
+		       "  %-11s (blocks timed by the %s clock, user stacks taken via %s)\n",
 		       "off-CPU:", f_int(st, "offcpu_samples", b[0], 32),
-		       f_dur(st, "offcpu_min_ns", b[1], 32), f_int(st, "runq_count", b[2], 32),
+		       f_dur(st, "offcpu_min_ns", b[1], 32), f_int(st, "runq_count", b[2], 32), "",
 		       j_str(st, "offcpu_clock"), j_str(st, "offcpu_return"));
 	else
 		printf("  %-11s off (%s)\n",
