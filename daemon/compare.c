@@ -712,7 +712,7 @@ static json_t *side_conditions(const struct report *rp, const struct cmp_side *s
  * on both sides, so a change shows smaller than it is and its test is not of two samples. */
 static void overlap_note(const struct cmp_side *b, const struct cmp_side *a, json_t *notes)
 {
-	uint64_t from, to;
+	int64_t from, to; /* Unix ns: a crafted snapshot may hold times before 1970 */
 	char note[256], d[32];
 
 	if (!b->nr_windows || !a->nr_windows || strcmp(b->cond.host, a->cond.host))
@@ -725,7 +725,7 @@ static void overlap_note(const struct cmp_side *b, const struct cmp_side *a, jso
 		 : a->windows[a->nr_windows - 1].end_unix_ns;
 	if (to <= from)
 		return;
-	tp_format_duration(to - from, d, sizeof(d));
+	tp_format_duration((uint64_t)to - (uint64_t)from, d, sizeof(d));
 	snprintf(
 	    note, sizeof(note),
 	    "the sides' windows overlap by %s: what they share counts on both sides, so a change "

@@ -352,6 +352,15 @@ static void test_overlap_noted(void **state)
 	cmp_side__free(a);
 	cmp_side__free(b);
 	cmp_side__free(c);
+	/* a crafted snapshot's windows from before 1970 (times are signed): against itself */
+	a = make_side(1, 9, -3 * (int64_t)SEC, 3e6, 0.3);
+	r = compare__report(a, a, &opts, err, sizeof(err));
+	assert_non_null(r);
+	notes = json_object_get(json_object_get(r, "conditions"), "notes");
+	assert_int_equal(json_array_size(notes), 1);
+	assert_non_null(strstr(json_string_value(json_array_get(notes, 0)), "overlap by 9s"));
+	json_decref(r);
+	cmp_side__free(a);
 }
 
 int main(void)
