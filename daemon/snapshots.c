@@ -254,6 +254,27 @@ out:
 	return err;
 }
 
+/* The message for snapshot name found corrupt: its file and what is wrong with it, as the store
+ * reported it (a directory or a link put in its place: by hand, as the store never deletes
+ * those). Returns -EBADMSG. */
+static int corrupt(struct snapshots *s, const char *name, char *err, size_t errlen)
+{
+	char why[128];
+
+	if (spike_store__entry(s->store, name, NULL) == -ELOOP) {
+		snprintf(err, errlen,
+			 "snapshot %s is corrupt: %s/%s.snap is a symlink or not a regular file, "
+			 "never followed; delete it by hand",
+			 name, s->path, name);
+		return -EBADMSG;
+	}
+	spike_store__why(s->store, name, why, sizeof(why));
+	snprintf(err, errlen, "snapshot %s is corrupt: %s/%s.snap: %s; " RM_HINT " %s", name,
+		 s->path, name, why[0] ? why : "cut short or damaged (the daemon's log says how)",
+		 name);
+	return -EBADMSG;
+}
+
 /* Reads and checks the side of snapshot name; on failure err says what, naming it and the fix. */
 static int load_side(struct snapshots *s, const char *name, struct cmp_side **out, char *err,
 		     size_t errlen)
@@ -273,13 +294,8 @@ static int load_side(struct snapshots *s, const char *name, struct cmp_side **ou
 		snprintf(err, errlen, "no snapshot %s (gone meanwhile)", name);
 		return ret;
 	}
-	if (ret == -EBADMSG) {
-		snprintf(err, errlen,
-			 "snapshot %s is corrupt or cut short (the daemon's log says how); " RM_HINT
-			 " %s",
-			 name, name);
-		return ret;
-	}
+	if (ret == -EBADMSG)
+		return corrupt(s, name, err, errlen);
 	if (ret == -ENOMEM)
 		goto nomem;
 	if (ret) {
@@ -331,25 +347,14 @@ int snapshots__load(struct snapshots *s, const char *name, struct cmp_side **out
 			 name);
 		return ret;
 	}
-	if (ret == -EBADMSG) {
-		snprintf(err, errlen,
-			 "snapshot %s is corrupt (the daemon's log says how); " RM_HINT " %s", name,
-			 name);
-		return ret;
-	}
+	if (ret == -EBADMSG || ret == -ELOOP)
+		return corrupt(s, name, err, errlen);
 	if (ret == -EPROTONOSUPPORT) {
 		snprintf(err, errlen,
 			 "snapshot %s was written by a newer tailprofd (its file format); read it "
 			 "with that version, or delete %s/%s.snap by hand",
 			 name, s->path, name);
 		return ret;
-	}
-	if (ret == -ELOOP) {
-		snprintf(err, errlen,
-			 "snapshot %s is corrupt: %s/%s.snap is a symlink or not a regular file, "
-			 "never followed; delete it by hand",
-			 name, s->path, name);
-		return -EBADMSG;
 	}
 	ret = load_side(s, name, out, err, errlen);
 	if (ret)

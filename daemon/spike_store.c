@@ -348,10 +348,16 @@ static void warn_bad(struct spike_store *s, struct entry *e, const char *why)
  * -ENOMSG, says which), a listed entry becomes a corrupt file. Takes the lock. */
 static void report_bad(struct spike_store *s, const char *id, const char *why, bool unlist, int err)
 {
+	char name[FILE_NAME_LEN];
 	struct entry *e, c;
+	struct stat lsb;
 
 	pthread_mutex_lock(&s->lock);
 	e = find(s, id);
+	/* replaced by a directory or a link since it was indexed: the fix is by hand */
+	file_name(s, name, id);
+	if (e && !fstatat(s->dirfd, name, &lsb, AT_SYMLINK_NOFOLLOW) && !S_ISREG(lsb.st_mode))
+		e->not_reg = e->foreign = true;
 	if (e && unlist && e->state == ENTRY_SPIKE) {
 		c = *e;
 		drop(s, e);
@@ -946,6 +952,19 @@ int spike_store__entry(struct spike_store *s, const char *id, uint64_t *bytes)
 		*bytes = e->bytes;
 	pthread_mutex_unlock(&s->lock);
 	return err;
+}
+
+int spike_store__why(struct spike_store *s, const char *id, char *why, size_t len)
+{
+	const struct entry *e;
+
+	why[0] = 0;
+	pthread_mutex_lock(&s->lock);
+	e = find(s, id);
+	if (e)
+		snprintf(why, len, "%s", e->why);
+	pthread_mutex_unlock(&s->lock);
+	return e ? 0 : -ENOENT;
 }
 
 int spike_store__read_blob(struct spike_store *s, const char *id, const char *name, uint8_t **out,

@@ -134,6 +134,11 @@ int spike_store__each(struct spike_store *s,
  * its file's size when it is stored. */
 int spike_store__entry(struct spike_store *s, const char *id, uint64_t *bytes);
 
+/* What is wrong with the file of entry id, as its report said ("cut short in section 1: 5499
+ * of 5506 bytes"), into why (len bytes; "" when nothing was found wrong). Returns 0, or -ENOENT
+ * when id is not stored. */
+int spike_store__why(struct spike_store *s, const char *id, char *why, size_t len);
+
 /* Reads the blob name of the entry id into *out (malloc'd, the caller frees; NULL when len is 0)
  * and *len, checked against its CRC-32. Returns 0, -EINVAL (a bad id or name), -ENOENT (no such
  * entry or no such blob in it; also a file of a newer format), -EBADMSG (the file or the blob is

@@ -420,6 +420,7 @@ static void test_damaged_files(void **state)
 	test_spew(snap_file(f, "bad"), orig, len - 100);
 	log_set_level(LOG_ERROR);
 	assert_load_fails(s, "bad", -EBADMSG, "tailprof snapshot rm bad");
+	assert_load_fails(s, "bad", -EBADMSG, "cut short");
 	assert_load_fails(s, "bad", -EBADMSG, "tailprof snapshot rm bad");
 	log_set_level(LOG_INFO);
 	assert_int_equal(snapshots__remove(s, "bad"), 0);
@@ -572,10 +573,14 @@ static void test_corrupt_kept(void **state)
 			fail_msg("%s: no fix given: %s", bad[i], log);
 		assert_true(access(snap_file(f, bad[i]), F_OK) == 0);
 		assert_load_fails(s, bad[i], -EBADMSG, line + strlen("remove it with "));
+		/* and the file, with what is wrong with it, not only "the log says how" */
+		snprintf(line, sizeof(line), "/snapshots/%s.snap: ", bad[i]);
+		assert_load_fails(s, bad[i], -EBADMSG, line);
 	}
 	assert_int_equal(test_count_of(log, "/snapshots/ln.snap"), 1);
 	assert_null(strstr(log, "removed"));
 	assert_load_fails(s, "ln", -EBADMSG, "symlink");
+	assert_load_fails(s, "big", -EBADMSG, "big.snap: bad magic");
 	check_load(s, "a", 0);
 	check_load(s, "b", 1);
 
@@ -621,6 +626,14 @@ static void test_corrupt_kept(void **state)
 	}
 	json_decref(l);
 	assert_int_equal(snapshots__remove(s, "f14"), 0);
+	/* a directory put where a snapshot was: named, and the fix is by hand (never removed) */
+	assert_int_equal(unlink(snap_file(f, "c")), 0);
+	assert_int_equal(mkdir(snap_file(f, "c"), 0700), 0);
+	log_set_level(LOG_ERROR);
+	assert_load_fails(s, "c", -EBADMSG, "delete it by hand");
+	log_set_level(LOG_INFO);
+	assert_int_equal(snapshots__remove(s, "c"), -ELOOP);
+	assert_int_equal(rmdir(snap_file(f, "c")), 0);
 	snapshots__free(s);
 }
 
