@@ -209,14 +209,21 @@ def test_cpu_hogs_top_cause_runq():
         p.wait(timeout=60)
         time.sleep(2.5)
         # the first burst's spike: its baseline is the quiet time before the hogs (a later
-        # one's may hold windows of the burst before it, as slow in the run queue)
-        got = [s for s in spikes(d, "stage=compute") if s["request_count"] >= 20 and
-               s["end_unix_ns"] > first_hogs]
+        # one's may hold windows of the burst before it, as slow in the run queue). Which stage
+        # the hogs slow past k (2) times its p95 depends on the scheduler: with long time slices
+        # (CFS) compute's 3 ms spin waits behind a hog's slice; with EEVDF's short ones compute
+        # reaches about 2.0 times only (6.1 ms against 3.0), while fetch's wake-up after its
+        # 2 ms sleep waits in the run queue (5.3 ms against 2.1). Compute first when both.
+        got = sorted((s for st in ("compute", "fetch") for s in spikes(d, "stage=" + st)
+                      if s["request_count"] >= 20 and s["end_unix_ns"] > first_hogs),
+                     key=lambda s: (s["start_unix_ns"], s["stage"] != "compute"))
         assert got, spikes(d)
         s = d.json("/api/v1/spikes/" + got[0]["id"])
         top = s["causes"][0]
         assert top["kind"] == "runq", s["causes"]
-        assert top["neighbour_cpus"] >= 1, top
+        # the CPUs that the requests ran on, from their samples: a spinning compute has them; a
+        # sleeping fetch is hardly ever sampled (0: the neighbours come from every CPU)
+        assert top["neighbour_cpus"] >= 1 or s["stage"] == "fetch", (s["stage"], top)
         names = [n["process"] for n in top["neighbours"]]
         hogs = sum(n["share"] for n in top["neighbours"] if n["process"] == "yes")
         assert names and names[0] == "yes" and hogs > 0.3, top
