@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Refcounted interning table: chained hash of immutable byte strings. */
+/* Refcounted interning table: an open-addressing hash of immutable byte strings. */
 #include "intern.h"
 
 #include "hashmap.h"
@@ -9,16 +9,25 @@
 #include <string.h>
 
 struct intern_entry {
-	struct intern_entry *next;
 	uint64_t hash;
 	uint32_t refcnt;
 	uint32_t len;
 	uint64_t data[]; /* 8-byte aligned payload */
 };
 
+/* A slot of the index: the entry's hash beside its pointer, so that a probe past other values
+ * reads only the slot array (four slots a cache line) and touches no entry but the one that
+ * matches. */
+struct intern_slot {
+	uint64_t hash;
+	struct intern_entry *e; /* NULL: empty */
+};
+
+/* Open addressing with linear probing over a power-of-two slot array, at most half full; removal
+ * shifts the rest of a run back (no tombstones), so probes stay as short as at insertion. */
 struct intern_table {
-	struct intern_entry **buckets;
-	size_t nr_buckets; /* power of two */
+	struct intern_slot *slots;
+	size_t cap; /* power of two */
 	size_t count;
 	size_t bytes;
 	size_t max;	  /* 0: no cap */
@@ -34,9 +43,9 @@ struct intern_table *intern_table__new(const struct intern_ops *ops)
 
 	if (!t)
 		return NULL;
-	t->nr_buckets = 1024;
-	t->buckets = calloc(t->nr_buckets, sizeof(*t->buckets));
-	if (!t->buckets) {
+	t->cap = 1024;
+	t->slots = calloc(t->cap, sizeof(*t->slots));
+	if (!t->slots) {
 		free(t);
 		return NULL;
 	}
@@ -58,37 +67,38 @@ void intern_table__free(struct intern_table *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->nr_buckets; i++) {
-		struct intern_entry *e = t->buckets[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			release_entry(t, e);
-		}
-	}
-	free(t->buckets);
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i].e)
+			release_entry(t, t->slots[i].e);
+	free(t->slots);
 	free(t);
 }
 
-static void grow(struct intern_table *t)
+/* The first empty slot of hash h's run. */
+static size_t free_slot(const struct intern_slot *slots, size_t cap, uint64_t h)
 {
-	size_t n = t->nr_buckets * 2;
-	struct intern_entry **b = calloc(n, sizeof(*b));
+	size_t i = h & (cap - 1);
+
+	while (slots[i].e)
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+/* Doubles the slot array. Returns false (nothing changed) without the memory. */
+static bool grow(struct intern_table *t)
+{
+	size_t n = t->cap * 2;
+	struct intern_slot *b = calloc(n, sizeof(*b));
 
 	if (!b)
-		return; /* keep the longer chains: still correct */
-	for (size_t i = 0; i < t->nr_buckets; i++) {
-		struct intern_entry *e = t->buckets[i], *next;
-
-		for (; e; e = next) {
-			next = e->next;
-			e->next = b[e->hash & (n - 1)];
-			b[e->hash & (n - 1)] = e;
-		}
-	}
-	free(t->buckets);
-	t->buckets = b;
-	t->nr_buckets = n;
+		return false;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->slots[i].e)
+			b[free_slot(b, n, t->slots[i].hash)] = t->slots[i];
+	free(t->slots);
+	t->slots = b;
+	t->cap = n;
+	return true;
 }
 
 void intern_table__set_max(struct intern_table *t, size_t max)
@@ -101,10 +111,11 @@ static void *get(struct intern_table *t, const void *key, size_t len, bool *inse
 		 bool count)
 {
 	uint64_t h = hashmap__hash_bytes(key, len);
+	size_t mask = t->cap - 1, i;
 	struct intern_entry *e;
 
-	for (e = t->buckets[h & (t->nr_buckets - 1)]; e; e = e->next) {
-		if (e->hash == h && e->len == len && !memcmp(e->data, key, len)) {
+	for (i = h & mask; (e = t->slots[i].e); i = (i + 1) & mask) {
+		if (t->slots[i].hash == h && e->len == len && !memcmp(e->data, key, len)) {
 			e->refcnt++;
 			if (inserted)
 				*inserted = false;
@@ -116,6 +127,16 @@ static void *get(struct intern_table *t, const void *key, size_t len, bool *inse
 		errno = ENOSPC;
 		return NULL;
 	}
+	/* at most half full after this one; without the memory to grow, fuller (longer probes,
+	 * still right) while one slot stays empty to end them */
+	if ((t->count + 1) * 2 > t->cap) {
+		if (grow(t)) {
+			i = free_slot(t->slots, t->cap, h);
+		} else if (t->count + 2 > t->cap) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	e = malloc(sizeof(*e) + len);
 	if (!e) {
 		errno = ENOMEM;
@@ -125,10 +146,7 @@ static void *get(struct intern_table *t, const void *key, size_t len, bool *inse
 	e->refcnt = 1;
 	e->len = len;
 	memcpy(e->data, key, len);
-	if (t->count >= t->nr_buckets)
-		grow(t);
-	e->next = t->buckets[h & (t->nr_buckets - 1)];
-	t->buckets[h & (t->nr_buckets - 1)] = e;
+	t->slots[i] = (struct intern_slot){.hash = h, .e = e};
 	t->count++;
 	t->bytes += sizeof(*e) + len;
 	if (t->ops.acquire)
@@ -154,18 +172,39 @@ void *intern_table__ref(void *data)
 	return data;
 }
 
+/* Empties slot i, moving back each later slot of the run that may then stand there: a slot may
+ * fill the hole unless its hash's home lies cyclically after the hole, up to the slot itself. */
+static void remove_slot(struct intern_table *t, size_t i)
+{
+	size_t mask = t->cap - 1, j = i, home;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!t->slots[j].e)
+			break;
+		home = t->slots[j].hash & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
+	}
+	t->slots[i] = (struct intern_slot){0};
+}
+
 void intern_table__put(struct intern_table *t, void *data)
 {
-	struct intern_entry *e, **pp;
+	struct intern_entry *e;
+	size_t mask, i;
 
 	if (!data)
 		return;
 	e = entry_of(data);
 	if (--e->refcnt)
 		return;
-	for (pp = &t->buckets[e->hash & (t->nr_buckets - 1)]; *pp; pp = &(*pp)->next) {
-		if (*pp == e) {
-			*pp = e->next;
+	mask = t->cap - 1;
+	for (i = e->hash & mask; t->slots[i].e; i = (i + 1) & mask) {
+		if (t->slots[i].e == e) {
+			remove_slot(t, i);
 			break;
 		}
 	}
@@ -184,7 +223,7 @@ size_t intern_table__count(const struct intern_table *t)
 
 size_t intern_table__bytes(const struct intern_table *t)
 {
-	return t->bytes + t->nr_buckets * sizeof(*t->buckets);
+	return t->bytes + t->cap * sizeof(*t->slots);
 }
 
 size_t intern_table__max(const struct intern_table *t)
