@@ -447,6 +447,71 @@ static void read_segments(Elf *elf, struct unwind_table *out)
 	}
 }
 
+/* Go's functions where a stack ends, or where it continues on another stack: the runtime's own
+ * traceback stops at them (runtime/traceback.go: TOPFRAME goexit, mstart and rt0_go; the SPWRITE
+ * functions that move to the g0 stack). Their CFI gives no caller's return address (at the bottom
+ * of a system stack, mcall's slot holds runtime.g0's address), so the walk ends in them. */
+static const char *const go_stack_tops[] = {
+    "runtime.goexit",	   "runtime.mstart",	"runtime.rt0_go",     "runtime.mcall",
+    "runtime.systemstack", "runtime.morestack", "runtime.asmcgocall",
+};
+
+#define GO_STACK_TOPS (sizeof(go_stack_tops) / sizeof(go_stack_tops[0]))
+/* room for both ABIs of each (asmcgocall has two) */
+#define GO_STACK_TOP_EXTENTS (2 * GO_STACK_TOPS)
+
+/* The extents of elf's go_stack_tops functions (name or name.abi0), from its symbol table, into
+ * top[] (at most GO_STACK_TOP_EXTENTS). Returns how many: 0 for an object that is not a Go program
+ * (no .gopclntab) or has no symbol table (built with -ldflags=-s). */
+static size_t go_stack_top_extents(Elf *elf, struct unwind_fde *top)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	size_t n = 0;
+
+	if (!find_section(elf, ".gopclntab", &shdr))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB || !shdr.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size)
+				continue;
+			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			for (size_t k = 0; name && k < GO_STACK_TOPS && n < GO_STACK_TOP_EXTENTS;
+			     k++) {
+				size_t len = strlen(go_stack_tops[k]);
+
+				/* assembly functions carry their ABI since Go 1.17 */
+				if (!strncmp(name, go_stack_tops[k], len) &&
+				    (!name[len] || !strcmp(name + len, ".abi0"))) {
+					top[n++] = (struct unwind_fde){sym.st_value,
+								       sym.st_value + sym.st_size};
+					break;
+				}
+			}
+		}
+		break;
+	}
+	return n;
+}
+
+/* Whether [lo, hi) overlaps one of top[0..n). */
+static bool overlaps_top(const struct unwind_fde *top, size_t n, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < n; i++)
+		if (lo < top[i].end && top[i].start < hi)
+			return true;
+	return false;
+}
+
 /* The CFI of elf: .eh_frame, else .debug_frame (decompressed). On success *data is the
  * section's data, *sh_addr its link-time address, *eh whether it is .eh_frame, and *cfi (may be
  * NULL when not wanted) libdw's reader of it, to free with end_cfi(). Returns 0, -ENOENT when
@@ -496,8 +561,8 @@ static void end_cfi(Dwarf *dw, Dwarf_CFI *cfi)
 static int build(Elf *elf, struct unwind_table *out)
 {
 	struct builder b = {0};
-	struct unwind_fde *fdes = NULL;
-	size_t nr_fdes = 0;
+	struct unwind_fde *fdes = NULL, tops[GO_STACK_TOP_EXTENTS];
+	size_t nr_fdes = 0, nr_tops = 0;
 	Dwarf *dw = NULL;
 	Dwarf_CFI *cfi = NULL;
 	Elf_Data *data;
@@ -519,6 +584,21 @@ static int build(Elf *elf, struct unwind_table *out)
 		err = -ENOENT;
 		goto out;
 	}
+	/* Go's stack tops end the walk, whether an FDE covers them or not: as extents of their own
+	 * among the FDEs (not counted as FDEs read) */
+	nr_tops = go_stack_top_extents(elf, tops);
+	if (nr_tops) {
+		struct unwind_fde *all = realloc(fdes, (nr_fdes + nr_tops) * sizeof(*all));
+
+		if (!all) {
+			err = -ENOMEM;
+			goto out;
+		}
+		fdes = all;
+		memcpy(fdes + nr_fdes, tops, nr_tops * sizeof(*tops));
+		nr_fdes += nr_tops;
+		qsort(fdes, nr_fdes, sizeof(*fdes), cmp_fde);
+	}
 	for (size_t i = 0; i < nr_fdes; i++) {
 		uint64_t hi = fdes[i].end;
 
@@ -527,7 +607,11 @@ static int build(Elf *elf, struct unwind_table *out)
 			hi = fdes[i + 1].start;
 		if (hi <= fdes[i].start)
 			continue;
-		err = fde_rows(cfi, &b, fdes[i].start, hi);
+		if (overlaps_top(tops, nr_tops, fdes[i].start, hi))
+			err =
+			    emit(&b, fdes[i].start, (struct tp_unwind_row){.cfa_type = TP_CFA_END});
+		else
+			err = fde_rows(cfi, &b, fdes[i].start, hi);
 		if (err)
 			goto out;
 		if (i + 1 == nr_fdes || fdes[i + 1].start > hi) {
@@ -538,7 +622,7 @@ static int build(Elf *elf, struct unwind_table *out)
 	}
 	out->rows = b.rows;
 	out->nr_rows = b.nr;
-	out->nr_fdes = nr_fdes;
+	out->nr_fdes = nr_fdes - nr_tops;
 	out->from_debug_frame = !eh;
 	for (size_t i = 0; i < b.nr; i++)
 		out->nr_unsupported += b.rows[i].cfa_type == TP_CFA_UNSUPPORTED;

@@ -8,7 +8,9 @@
  * (libdw has no row iterator). A row says where the CFA is (RSP or RBP plus an offset; the PLT
  * pattern; a signal trampoline), that the return address is at CFA - 8, and where the caller's
  * RBP was saved. Rules that rows cannot express become TP_CFA_UNSUPPORTED rows, where the walk
- * stops; addresses that no FDE covers become TP_CFA_NONE rows, walked by frame pointer. */
+ * stops; addresses that no FDE covers become TP_CFA_NONE rows, walked by frame pointer. In a Go
+ * program with a symbol table, the runtime's stack tops (goexit, mstart, mcall, systemstack...)
+ * are TP_CFA_END rows: the walk ends where Go's own traceback does. */
 #ifndef TAILPROF_UNWIND_TABLE_H
 #define TAILPROF_UNWIND_TABLE_H
 

@@ -249,12 +249,18 @@ def test_dlopen_picked_up_off_cpu():
     assert chained >= 2e9, (chained, total, [names(user_frames(s)) for s in naps[:3]])
 
 
+GO_STACK_TOPS = ("runtime.goexit", "runtime.mstart", "runtime.rt0_go", "runtime.mcall",
+                 "runtime.systemstack", "runtime.morestack", "runtime.asmcgocall")
+
+
 def test_go_system_stacks_no_rescans(d):
-    """A Go program that collects every 20 ms blocks in its runtime on system stacks, whose
-    bottom frame's CFI gives runtime.g0's address (in the binary's .bss) as a return address:
-    a walk ending in an object's data is no new code, so its maps are not read again; rescans for
+    """A Go program that collects every 20 ms blocks in its runtime on system stacks. Their
+    walks end at the functions where Go's own traceback stops (runtime.mcall, mstart...), whose
+    CFI gives no caller (mcall's gives runtime.g0's address, in the binary's .bss): no
+    "[unknown]" root frame, and no walk cut in no mapping that would wake tailprofd to read the
+    maps again (before: some 500 in 6 s, each found in the binary's data and saved). Rescans for
     other garbage (a runtime function's CFI leading into the Go heap) that find nothing new back
-    off. Before, a rescan every 250 ms and a symbolizer reread every 100 ms while it ran."""
+    off."""
     tmp = tempfile.mkdtemp(prefix="tailprof_unwind_")
     exe = os.path.join(tmp, "gcloop")
     try:
@@ -279,10 +285,18 @@ def test_go_system_stacks_no_rescans(d):
     saved = {k: delta('tailprof_maps_rereads_saved_total{module="%s"}' % k)
              for k in ("unwinder", "symbolizer")}
     blocked = sum(s["values"][1] for s in prof.samples)
+    roots = {}
+    for s in prof.samples:
+        u = names(user_frames(s))
+        roots[u[-1] if u else ""] = roots.get(u[-1] if u else "", 0) + s["values"][1]
     print("  %.2f s off-CPU in %d stacks; %d rescans (%d found nothing new), rereads saved %s"
           % (blocked / 1e9, len(prof.samples), rescans, unchanged, saved))
+    print("  outermost user frames: %s" % sorted(roots.items(), key=lambda x: -x[1])[:6])
     assert blocked >= 1e9, ("too little off-CPU time seen", blocked)
-    assert saved["unwinder"] > 0, saved
+    # the walks end at the runtime's stack tops, as its own traceback does
+    tops = sum(v for k, v in roots.items() if k.split(".abi0")[0] in GO_STACK_TOPS)
+    assert tops >= 0.9 * blocked, roots
+    assert saved["unwinder"] <= 5, saved
     # before: one every 250 ms while it ran (some 6 s: 24); now the first at once, then the
     # garbage that is not in the binary's data backs them off (0.25, 0.5, 1, 2, 4 s)
     assert rescans <= 12, rescans
