@@ -569,6 +569,25 @@ static int r_side(struct reader *r, const json_t *root, struct cmp_side *side)
 	return cmp_side__valid(side, r->why, r->whylen) ? 0 : -EBADMSG;
 }
 
+/* What jansson's error code says, in words that quote nothing of the input. */
+static const char *json_problem(enum json_error_code code)
+{
+	switch (code) {
+	case json_error_premature_end_of_input:
+		return "cut short";
+	case json_error_numeric_overflow:
+		return "a number too large";
+	case json_error_duplicate_key:
+		return "a key given twice";
+	case json_error_invalid_utf8:
+		return "text that is not UTF-8";
+	case json_error_null_character:
+		return "a NUL character";
+	default:
+		return "a syntax error";
+	}
+}
+
 int cmp_side__from_json(const char *text, size_t len, struct cmp_side **out, char *why,
 			size_t whylen)
 {
@@ -583,11 +602,8 @@ int cmp_side__from_json(const char *text, size_t len, struct cmp_side **out, cha
 	if (!root) {
 		if (json_error_code(&jerr) == json_error_out_of_memory)
 			return -ENOMEM;
-		/* jerr.text may quote the input: give the place, not the bytes */
-		return R_BAD(&r, "not JSON: %s at byte %d",
-			     json_error_code(&jerr) == json_error_premature_end_of_input
-				 ? "cut short"
-				 : "a syntax error",
+		/* jerr.text may quote the input: give the place and the kind, not the bytes */
+		return R_BAD(&r, "not JSON: %s at byte %d", json_problem(json_error_code(&jerr)),
 			     jerr.position);
 	}
 	side = calloc(1, sizeof(*side));

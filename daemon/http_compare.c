@@ -313,7 +313,7 @@ static enum MHD_Result save_snapshot(struct MHD_Connection *conn, const struct q
 		return http_send_error(
 		    conn, 409,
 		    "snapshot %s exists; remove it first (tailprof snapshot rm %s) "
-		    "or replace it (tailprof snapshot save --replace, replace=1)",
+		    "or replace it (tailprof snapshot save --replace; over HTTP, replace=1)",
 		    name, name);
 	}
 	json_decref(old);

@@ -435,10 +435,18 @@ static void test_damaged_blobs(void **state)
 	static const struct {
 		const char *json, *said;
 	} texts[] = {
-	    {"not json", "not JSON"},	       {"{\"format\": 1, \"conditions\": ", "cut short"},
-	    {"[1, 2]", "not a JSON object"},   {"{\"conditions\": {}}", "format"},
-	    {"{\"format\": \"1\"}", "format"}, {"{\"format\": 0}", "format"},
+	    {"not json", "not JSON"},
+	    {"{\"format\": 1, \"conditions\": ", "cut short"},
+	    {"[1, 2]", "not a JSON object"},
+	    {"{\"conditions\": {}}", "format"},
+	    {"{\"format\": \"1\"}", "format"},
+	    {"{\"format\": 0}", "format"},
 	    {"{\"format\": 1}", "conditions"},
+	    /* jansson's kinds of error, said in words (a re-packed file's edits) */
+	    {"{\"format\": 99999999999999999999}", "a number too large at byte"},
+	    {"{\"format\": 1, \"format\": 1}", "a key given twice at byte"},
+	    {"{\"format\": \"\xff\"}", "not UTF-8"},
+	    {"{\"format\" 1}", "a syntax error at byte"},
 	};
 	struct fx *f = *state;
 	struct snapshots *s = open_snaps(f, 0, 0);
