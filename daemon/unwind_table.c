@@ -476,8 +476,9 @@ static size_t go_stack_top_extents(Elf *elf, struct unwind_fde *top)
 
 		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB || !shdr.sh_entsize)
 			continue;
+		/* bounded by the bytes there, not by what a header claims */
 		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; i++) {
+		for (size_t i = 0; data && i < data->d_size / shdr.sh_entsize; i++) {
 			GElf_Sym sym;
 			const char *name;
 

@@ -236,6 +236,36 @@ static void test_outermost_frame(void **state)
 	unwind_table__clear(&t);
 }
 
+/* Go's stack tops end the walk (TP_CFA_END over the whole function, name or name.abi0), as
+ * the runtime's traceback does; a name that only begins like one, another runtime function, and
+ * the same object without a symbol table keep their CFI rows. */
+static void test_go_stack_tops(void **state)
+{
+	const char *path = fixture("TAILPROF_FIXTURE_UNWIND_GO");
+	static const char *const tops[] = {"runtime.mcall", "runtime.mstart.abi0"};
+	static const char *const others[] = {"runtime.mcallx", "runtime.park_m"};
+	struct unwind_table t, stripped;
+	uint64_t start, end;
+
+	(void)state;
+	build("TAILPROF_FIXTURE_UNWIND_GO", &t);
+	build("TAILPROF_FIXTURE_UNWIND_GO_STRIPPED", &stripped);
+	for (size_t i = 0; i < 2; i++) {
+		find_elf(path, tops[i], false, &start, &end);
+		for (uint64_t pc = start; pc < end; pc++) {
+			assert_int_equal(unwind_table__find(&t, pc)->cfa_type, TP_CFA_END);
+			/* the same code without the names: its CFI */
+			assert_int_equal(unwind_table__find(&stripped, pc)->cfa_type, TP_CFA_RSP);
+		}
+		find_elf(path, others[i], false, &start, &end);
+		assert_walkable(&t, start, end);
+	}
+	/* the synthetic extents are not counted as FDEs read */
+	assert_int_equal(t.nr_fdes, stripped.nr_fdes);
+	unwind_table__clear(&t);
+	unwind_table__clear(&stripped);
+}
+
 static void test_not_elf(void **state)
 {
 	char path[] = "/tmp/tailprof_unwind_XXXXXX";
@@ -304,6 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_debug_frame_only),
 	    cmocka_unit_test(test_no_unwind_info),
 	    cmocka_unit_test(test_outermost_frame),
+	    cmocka_unit_test(test_go_stack_tops),
 	    cmocka_unit_test(test_not_elf),
 	    cmocka_unit_test(test_fdes),
 	};
