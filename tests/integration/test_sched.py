@@ -43,17 +43,23 @@ def map_entries(mid):
     return len(json.loads(out)) if out.strip() else 0
 
 
+def map_tids(mid):
+    out = run(["bpftool", "-j", "map", "dump", "id", str(mid)]).stdout
+    return {e["formatted"]["key"] if "formatted" in e else
+            int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
+            for e in (json.loads(out) if out.strip() else [])}
+
+
 def entries_of_gone_threads(mid):
     """The entries of map mid (keyed by tid) whose thread has exited: leaks. Other threads' may
-    be captures in flight (any process's block of 10 us or more is captured here)."""
-    out = run(["bpftool", "-j", "map", "dump", "id", str(mid)]).stdout
-    gone = 0
-    for e in json.loads(out) if out.strip() else []:
-        key = e["formatted"]["key"] if "formatted" in e else \
-            int.from_bytes(bytes(int(b, 16) for b in e["key"]), "little")
-        if not os.path.exists("/proc/%d" % key):
-            gone += 1
-    return gone
+    be captures in flight (any process's block of 10 us or more is captured here), and such a
+    thread may exit between a dump and the look at /proc (its exit frees the entry): a leak is
+    still there in a second dump, half a second after its thread was found gone."""
+    gone = {t for t in map_tids(mid) if not os.path.exists("/proc/%d" % t)}
+    if gone:
+        time.sleep(0.5)
+        gone &= map_tids(mid)
+    return len(gone)
 
 
 def share_ns(samples, pred):
