@@ -4,6 +4,8 @@
  * address-sized words, then provider, name and argument strings). */
 #include "gc_discovery.h"
 
+#include "elf_symbols.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -158,30 +160,6 @@ static void read_go_version(Elf_Scn *scn, char *out, size_t len)
 	snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), (const char *)p + i);
 }
 
-/* Calls fn for each defined function of the symbol table scn, until it returns true. Returns
- * whether one did. */
-static bool each_function(Elf *elf, Elf_Scn *scn,
-			  bool (*fn)(const char *name, const GElf_Sym *sym, void *ctx), void *ctx)
-{
-	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
-	GElf_Shdr sh;
-
-	if (!data || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
-		return false;
-	for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-		GElf_Sym sym;
-		const char *name;
-
-		if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-		    !sym.st_value)
-			continue;
-		name = elf_strptr(elf, sh.sh_link, sym.st_name);
-		if (name && fn(name, &sym, ctx))
-			return true;
-	}
-	return false;
-}
-
 static const char *const go_names[] = {GC_GO_RESET, GC_GO_STOP_WORLD, GC_GO_MARK_TERM,
 				       GC_GO_START_WORLD};
 
@@ -202,7 +180,7 @@ static unsigned go_functions(Elf *elf, Elf_Scn *symtab)
 {
 	unsigned found = 0;
 
-	each_function(elf, symtab, go_function, &found);
+	elf_each_function(elf, symtab, go_function, &found);
 	return found;
 }
 
@@ -313,8 +291,8 @@ static void python_by_uprobe(Elf *elf, Elf_Scn *symtab, Elf_Scn *dynsym, const c
 	struct py_collect pc = {0};
 	bool known = false;
 
-	each_function(elf, dynsym, py_collect_symbol, &pc);
-	each_function(elf, symtab, py_collect_symbol, &pc);
+	elf_each_function(elf, dynsym, py_collect_symbol, &pc);
+	elf_each_function(elf, symtab, py_collect_symbol, &pc);
 	for (size_t i = 0; i < sizeof(py_collect_versions) / sizeof(py_collect_versions[0]); i++)
 		known |= !strcmp(out->version, py_collect_versions[i]);
 	if (pc.clone[0])
@@ -490,7 +468,7 @@ int gc_discovery__func_offset(const char *path, const char *name, uint64_t *offs
 			GElf_Shdr sh;
 
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == want)
-				each_function(elf, scn, func_named, &fl);
+				elf_each_function(elf, scn, func_named, &fl);
 		}
 	}
 	if (fl.addr)

@@ -2,6 +2,8 @@
 /* Unwind tables from .eh_frame/.debug_frame through libdw's CFI reader. */
 #include "unwind_table.h"
 
+#include "elf_symbols.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -460,48 +462,50 @@ static const char *const go_stack_tops[] = {
 /* room for both ABIs of each (asmcgocall has two) */
 #define GO_STACK_TOP_EXTENTS (2 * GO_STACK_TOPS)
 
-/* The extents of elf's go_stack_tops functions (name or name.abi0), from its symbol table, into
- * top[] (at most GO_STACK_TOP_EXTENTS). Returns how many: 0 for an object that is not a Go program
- * (no .gopclntab) or has no symbol table (built with -ldflags=-s). */
+struct go_tops {
+	struct unwind_fde *top; /* GO_STACK_TOP_EXTENTS of them */
+	size_t n;
+};
+
+/* elf_each_function's callback: keeps the extent of a go_stack_tops function (name or
+ * name.abi0: assembly functions carry their ABI since Go 1.17). */
+static bool go_stack_top(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	struct go_tops *g = ctx;
+
+	if (!sym->st_size || strncmp(name, "runtime.", 8))
+		return false;
+	for (size_t k = 0; k < GO_STACK_TOPS; k++) {
+		size_t len = strlen(go_stack_tops[k]);
+
+		if (!strncmp(name, go_stack_tops[k], len) &&
+		    (!name[len] || !strcmp(name + len, ".abi0"))) {
+			g->top[g->n++] =
+			    (struct unwind_fde){sym->st_value, sym->st_value + sym->st_size};
+			break;
+		}
+	}
+	return g->n == GO_STACK_TOP_EXTENTS;
+}
+
+/* The extents of elf's go_stack_tops functions, from its symbol table, into top[] (at most
+ * GO_STACK_TOP_EXTENTS). Returns how many: 0 for an object that is not a Go program (no
+ * .gopclntab) or has no symbol table (built with -ldflags=-s). */
 static size_t go_stack_top_extents(Elf *elf, struct unwind_fde *top)
 {
+	struct go_tops g = {.top = top};
 	Elf_Scn *scn = NULL;
 	GElf_Shdr shdr;
-	size_t n = 0;
 
 	if (!find_section(elf, ".gopclntab", &shdr))
 		return 0;
 	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_SYMTAB || !shdr.sh_entsize)
-			continue;
-		/* bounded by the bytes there, not by what a header claims */
-		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < data->d_size / shdr.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *name;
-
-			if (!gelf_getsym(data, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size)
-				continue;
-			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-			for (size_t k = 0; name && k < GO_STACK_TOPS && n < GO_STACK_TOP_EXTENTS;
-			     k++) {
-				size_t len = strlen(go_stack_tops[k]);
-
-				/* assembly functions carry their ABI since Go 1.17 */
-				if (!strncmp(name, go_stack_tops[k], len) &&
-				    (!name[len] || !strcmp(name + len, ".abi0"))) {
-					top[n++] = (struct unwind_fde){sym.st_value,
-								       sym.st_value + sym.st_size};
-					break;
-				}
-			}
+		if (gelf_getshdr(scn, &shdr) && shdr.sh_type == SHT_SYMTAB) {
+			elf_each_function(elf, scn, go_stack_top, &g);
+			break;
 		}
-		break;
 	}
-	return n;
+	return g.n;
 }
 
 /* Whether [lo, hi) overlaps one of top[0..n). */
