@@ -2,7 +2,7 @@
 // The JSON API as the page uses it: GET with errors as exceptions carrying the server's
 // {"error": ...} sentence, and the query strings of the flame graph and pprof links. Every call
 // carries the tab's API token when it has one (auth.js).
-import { rangeQuery } from "./range.js";
+import { rangeQuery, windowSpan } from "./range.js";
 import { apiFetch } from "./auth.js";
 
 /** GET path -> parsed JSON; throws Error(message) with the server's error sentence on 4xx/5xx
@@ -62,5 +62,20 @@ export function profileQuery(q) {
   push(parts, "comm", q.comm);
   push(parts, "stage", q.stage);
   push(parts, "container", q.container);
+  return parts.join("&");
+}
+
+/** The query of /api/v1/heatmap for type ("cpu" | "offcpu") over the windows the timeline shows
+ * (/api/v1/windows, oldest first): to= just after the newest one's start (Unix seconds, to the
+ * microsecond), so a window opened since then is left out and the heat map's columns are the
+ * timeline's windows. No windows: the whole ring. */
+export function heatmapQuery(type, windows) {
+  const parts = [];
+  push(parts, "type", type || "cpu");
+  if (windows && windows.length) {
+    // 1 ms after the start: a JSON integer of Unix ns reads back within 128 ns
+    const toNs = windowSpan(windows[windows.length - 1]).startNs + 1e6;
+    push(parts, "to", (toNs / 1e9).toFixed(6));
+  }
   return parts.join("&");
 }

@@ -4,7 +4,7 @@
 // reloaded after each drain). window.tailprofUI exposes the state for the browser test.
 import "uplot/dist/uPlot.min.css";
 import "./app.css";
-import { getJSON, flamegraphQuery, profileQuery } from "./api.js";
+import { getJSON, flamegraphQuery, profileQuery, heatmapQuery } from "./api.js";
 import { cleanToken, getToken, setToken, whenUnauthorized, downloadWithToken } from "./auth.js";
 import { h, fill } from "./dom.js";
 import { rfc3339, fmtNs } from "./range.js";
@@ -248,19 +248,20 @@ document.addEventListener("click", (ev) => {
 });
 
 // ---- data and refresh
+// the heat map's columns are the timeline's windows (S.windows): it is read after them
 async function loadHeat() {
-  S.heat = await getJSON("/api/v1/heatmap?type=" + $("heat-type").value);
+  S.heat = await getJSON("/api/v1/heatmap?" + heatmapQuery($("heat-type").value, S.windows));
   heat.update(S.heat);
 }
 
 async function loadAll() {
-  const heatDone = loadHeat().catch((e) => error("heat map", e));
   const [w, st, sp] = await Promise.all([
     getJSON("/api/v1/windows"),
     getJSON("/api/v1/stages").catch(() => null),
     getJSON("/api/v1/spikes"),
   ]);
   S.windows = w.windows;
+  const heatDone = loadHeat().catch((e) => error("heat map", e));
   S.stages = st;
   S.spikes = sp.spikes;
   timeline.update(S.windows, S.stages, S.spikes, S.range, S.thresholds);

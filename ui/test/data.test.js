@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { buildTimeline, logMs } from "../src/timelinedata.js";
 import { metrics, figures } from "../src/comparedata.js";
-import { flamegraphQuery, profileQuery } from "../src/api.js";
+import { flamegraphQuery, profileQuery, heatmapQuery } from "../src/api.js";
 import { fmtNs } from "../src/range.js";
 
 const fixture = (n) => JSON.parse(readFileSync(new URL("fixtures/" + n, import.meta.url)));
@@ -107,4 +107,18 @@ test("compare figures: a rate of time reads as a duration a second", () => {
     diff: "72.9 s/s",
     ci: "[54.0 s/s, 92.0 s/s]",
   });
+});
+
+test("the heat map's query ends just after the newest window's start", () => {
+  assert.equal(heatmapQuery("offcpu", []), "type=offcpu");
+  const ws = [
+    { start_unix_ns: 1764000000000000000, end_unix_ns: 1764000001000000000 },
+    { start_unix_ns: 1764000001000000000, end_unix_ns: 1764000001500000000 },
+  ];
+  // 1764000001.001: after the newest window's start, before the next window's (a second later)
+  assert.equal(heatmapQuery("cpu", ws), "type=cpu&to=1764000001.001000");
+  assert.equal(
+    heatmapQuery(undefined, [{ start: "2026-11-29T21:04:05.250Z" }]),
+    "type=cpu&to=1795986245.251000",
+  );
 });
