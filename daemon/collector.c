@@ -540,9 +540,11 @@ struct collector *collector__new(const struct collector_opts *opts)
 	 */
 	for (size_t i = 0; i < (size_t)c->nr_cpus * TP_COUNTER_SLOTS * TP_M_NR; i++)
 		__atomic_store_n(&loader__counters(opts->loader)[i], 0, __ATOMIC_RELAXED);
-	c->st.started_unix_ns = sysinfo__real_ns();
+	/* the offset measured as at each drain (bracketed reads): the drains keep it unless it
+	 * moved by a millisecond, so an error made here would last */
+	c->wall_offset_ns = sysinfo__wall_offset_ns();
 	c->st.started_mono_ns = c->last_tick_ns = sysinfo__mono_ns();
-	c->wall_offset_ns = c->st.started_unix_ns - (int64_t)c->st.started_mono_ns;
+	c->st.started_unix_ns = (int64_t)c->st.started_mono_ns + c->wall_offset_ns;
 	c->next_period = c->last_tick_ns / opts->drain_ns;
 	sync_cpus(c, c->last_tick_ns);
 	window_ring__advance(c->ring, c->last_tick_ns);
