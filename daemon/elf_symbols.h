@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* A walk over the defined functions of an ELF symbol table (libelf), for the modules that look
- * functions up by name: GC discovery (gc_discovery.c) and the unwind tables (unwind_table.c). */
+ * functions up by name: GC discovery (gc_discovery.c), the unwind tables (unwind_table.c) and
+ * the stage probes' Go test (probes.c). */
 #ifndef TAILPROF_ELF_SYMBOLS_H
 #define TAILPROF_ELF_SYMBOLS_H
 

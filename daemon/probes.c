@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "elf_symbols.h"
 #include "feature_table.h"
 #include "kernel_probe.h"
 #include "libbpf_log.h"
@@ -190,6 +191,13 @@ void probes__free(struct probes *p)
 	free(p);
 }
 
+static bool is_runtime_main(const char *name, const GElf_Sym *sym, void *ctx)
+{
+	(void)sym;
+	(void)ctx;
+	return !strcmp(name, "runtime.main");
+}
+
 int probes__is_go_binary(const char *path)
 {
 	Elf_Scn *scn = NULL;
@@ -220,23 +228,8 @@ int probes__is_go_binary(const char *path)
 			go = true;
 			break;
 		}
-		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
-			Elf_Data *d = elf_getdata(scn, NULL);
-			size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-
-			for (size_t i = 0; d && i < n; i++) {
-				GElf_Sym sym;
-				const char *s;
-
-				if (!gelf_getsym(d, (int)i, &sym))
-					break;
-				s = elf_strptr(e, sh.sh_link, sym.st_name);
-				if (s && !strcmp(s, "runtime.main")) {
-					go = true;
-					break;
-				}
-			}
-		}
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+			go = elf_each_function(e, scn, is_runtime_main, NULL);
 	}
 	elf_end(e);
 	close(fd);

@@ -274,10 +274,11 @@ def test_errors_per_stage_not_fatal(d):
     assert not st["missing_symbol"]["attached"], st["missing_symbol"]
     assert "no_such_function" in st["missing_symbol"]["error"], st["missing_symbol"]
     assert "No such file" in st["missing_binary"]["error"], st["missing_binary"]
-    err = st["go_program"]["error"]
-    assert "Go program" in err and "USDT" in err, err
+    for name in ("go_program", "go_symbol"):
+        err = st[name]["error"]
+        assert "Go program" in err and "USDT" in err, (name, err)
     m = d.metrics()
-    assert m["tailprof_stage_attach_failures_total"] == 3, m
+    assert m["tailprof_stage_attach_failures_total"] == 4, m
     r = run([CLI, "--server", d.url, "status"], timeout=30)
     assert r.returncode == 0 and "NOT ATTACHED" in r.stdout and "ns per hit" in r.stdout, r
 
@@ -584,6 +585,10 @@ def main():
         f.write(b"\xff Go buildinf:")
     r = run(["objcopy", "--add-section", ".go.buildinfo=" + os.path.join(TMP, "buildinfo"), go])
     assert r.returncode == 0, r
+    # a Go program known by its runtime.main symbol alone (no .go.buildinfo)
+    go_sym = os.path.join(TMP, "fake_go_symbol")
+    r = run(["objcopy", "--add-symbol", "runtime.main=.text:0x10,function,global", binary, go_sym])
+    assert r.returncode == 0, r
     cfg = write_config("main.conf", stage_sections(binary) + stage_sections(
         os.path.join(WL, "tp_pipeline_nopie"), ("fetch", "compute", "io", "serialize"), "np_") +
         "[stage lib_stage]\nbinary = %s\nfunction = lib_stage\n\n" %
@@ -594,7 +599,8 @@ def main():
         "[stage recurse]\nbinary = %s\nfunction = recurse\n\n" % os.path.join(WL, "tp_recurse") +
         "[stage missing_symbol]\nbinary = %s\nfunction = no_such_function\n\n" % binary +
         "[stage missing_binary]\nbinary = /nonexistent/app\nfunction = main\n\n" +
-        "[stage go_program]\nbinary = %s\nfunction = compute\n" % go)
+        "[stage go_program]\nbinary = %s\nfunction = compute\n\n" % go +
+        "[stage go_symbol]\nbinary = %s\nfunction = compute\n" % go_sym)
     d = start_daemons(lambda: Daemon(cfg))
     tests = [test_function_uprobes_pie, test_function_uprobes_non_pie,
              test_function_uprobes_static_and_lld,
