@@ -611,6 +611,7 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns)
 int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns, bool sure)
 {
 	struct uw_proc **pp = proc_slot(u, pid), *p = *pp;
+	uint32_t n;
 	int err;
 
 	if (!p || p->start_ns != start_ns) {
@@ -625,7 +626,10 @@ int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns, bool s
 		return 0;
 	p->rescans++;
 	u->st.rescans++;
-	err = proc_update(u, pp, true);
+	n = p->rescans;
+	err = proc_update(u, pp, true); /* frees p on error */
+	pr_debug("unwind tables: process %u's maps read again (rescan %u)%s%s", pid, n,
+		 err ? ": " : "", err ? strerror(-err) : "");
 	return err ? err : 1;
 }
 
