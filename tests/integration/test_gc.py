@@ -520,8 +520,10 @@ def test_api_cli_and_metrics(d):
                          stdout=subprocess.PIPE, text=True)
     p.wait()
     wait_drained()
-    g = d.json("/api/v1/gc?last=5m&runtime=python")
-    w = d.json("/api/v1/windows?last=5m")["windows"]
+    # one fixed range for both (a sliding last= could drop a window between the two reads)
+    rng = "from=%.3f&to=%.3f" % (time.time() - 300, time.time() + 1)
+    g = d.json("/api/v1/gc?%s&runtime=python" % rng)
+    w = d.json("/api/v1/windows?%s" % rng)["windows"]
     assert g["totals"]["pauses"] == sum(x["pauses"] for x in g["windows"])
     assert sum(x["gc"]["pauses"] for x in w) >= g["totals"]["pauses"] > 0
     per_proc = sum(pp["pauses"] for x in g["windows"] for pp in x["processes"])

@@ -121,6 +121,10 @@ def test_periodic_bursts_detected_and_pulled():
         assert status == 200, base
         assert int(hb["X-Tailprof-Windows"]) == s["windows"], hb
         assert int(hb["X-Tailprof-End-Unix-Ns"]) <= s["start_unix_ns"], (hb, s)
+        # shares within the stage's samples: other processes on the machine dilute the whole
+        # profile's
+        _, _, body = d.get("/api/v1/profile?spike=%s&type=cpu&stage=compute" % s["id"])
+        _, _, base = d.get("/api/v1/profile?spike=%s&type=cpu&stage=compute&baseline=1" % s["id"])
         spike_share = leaf_share(Profile(body), "compute_burst_path")
         base_share = leaf_share(Profile(base), "compute_burst_path")
         assert spike_share >= 3 * base_share and spike_share > 0.1, (spike_share, base_share)
@@ -224,9 +228,13 @@ def test_cpu_hogs_top_cause_runq():
         # the CPUs that the requests ran on, from their samples: a spinning compute has them; a
         # sleeping fetch is hardly ever sampled (0: the neighbours come from every CPU)
         assert top["neighbour_cpus"] >= 1 or s["stage"] == "fetch", (s["stage"], top)
-        names = [n["process"] for n in top["neighbours"]]
-        hogs = sum(n["share"] for n in top["neighbours"] if n["process"] == "yes")
-        assert names and names[0] == "yes" and hogs > 0.3, top
+        # by program (neighbours are processes): the hogs together weigh most, beside
+        # whatever else the machine runs
+        by_name = {}
+        for n in top["neighbours"]:
+            by_name[n["process"]] = by_name.get(n["process"], 0) + n["share"]
+        hogs = by_name.get("yes", 0)
+        assert hogs > 0.3 and hogs == max(by_name.values()), top
         assert top["neighbours"][0]["policy"] in ("SCHED_OTHER", "unknown (exited)"), top
     finally:
         d.stop()
