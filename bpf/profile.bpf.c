@@ -63,6 +63,15 @@ struct {
 	__type(value, __u64);
 } live_procs SEC(".maps");
 
+/* walk_scratch: the values of a user-stack walk (struct tp_unwind_walk), per CPU: perf_sample
+ * does not nest in itself. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_unwind_walk);
+} walk_scratch SEC(".maps");
+
 /* scratch: one tp_sample per CPU, too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -89,9 +98,14 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 {
 	struct tp_unwind_result res = {};
 	struct tp_proc_mappings *procs;
+	struct tp_unwind_walk *w;
 	struct pt_regs *regs;
+	__u32 zero = 0;
 
 	if (!unwind_tables_on)
+		return -1;
+	w = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!w)
 		return -1;
 	procs = bpf_map_lookup_elem(&unwind_procs, &s->hdr.pid);
 	if (!procs || procs->start_ns != s->hdr.start_ns)
@@ -103,7 +117,7 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 	if (nk < 0 || nk > TP_MAX_STACK_DEPTH)
 		return -1;
 	tp_unwind_user(procs, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
-		       BPF_CORE_READ(regs, bp), &s->addrs[nk], &res, NULL, 1);
+		       BPF_CORE_READ(regs, bp), &s->addrs[nk], &res, NULL, 1, w);
 	s->flags |= TP_SAMPLE_UNWIND_TABLES;
 	count(ts, TP_M_UNWIND_STACKS);
 	if (res.used_fp)

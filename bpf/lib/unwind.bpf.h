@@ -132,130 +132,160 @@ static __always_inline void tp_unwind_logged(struct tp_unwind_log *log, __u64 ad
 	log->unaligned |= addr & 7;
 }
 
-/* State of one walk, on the caller's stack, shared with the bpf_loop callback. */
-struct tp_unwind_state {
+/* The values of one walk that change from frame to frame, and the search of the frame's mapping
+ * and row: in the caller's map memory (a per-CPU scratch), where the verifier tracks no values.
+ * So every frame looks the same to it, and bpf_loop's callbacks, which verifiers since Linux 6.8
+ * follow until their state repeats, are verified in a pass or two. Kept on the BPF stack, each
+ * combination of flags, each range of the search's bounds and each mapping pointer made a state
+ * of its own: 6.18.44-fc-v1272's verifier gave up on perf_sample after 1M instructions (35
+ * states per instruction), where others had accepted it. */
+struct tp_unwind_walk {
 	__u64 pc, sp, bp;
-	__u64 *out;		   /* TP_MAX_STACK_DEPTH slots */
-	struct tp_unwind_log *log; /* NULL: not logged */
-	struct tp_proc_mappings *procs;
-	struct tp_exec_mapping *last_m; /* the mapping of the previous frame, or NULL */
 	__u64 uret_tramp; /* the uretprobe trampoline's address, 0: none (tp_unwind_uretprobe) */
+	__u64 key;	  /* the search's: the PC (mappings) or the offset (rows) looked up */
+	__u32 base;	  /* the search's: rows: the first row of the table in unwind_rows */
+	__u32 lo, hi;	  /* the search's bounds */
+	__u32 failed;	  /* the search's: it met a bad index */
 	__u32 n;
 	__u32 reason;
-	/* a flag, not a count: a count would be a new verifier state in every iteration */
 	__u32 used_fp;
 	__u32 exact_pc; /* pc is not a return address: frame 0, or interrupted by a signal */
 	__u32 after_fp; /* pc came from a frame-pointer step */
 	__u32 done;
+	__u32 last_m; /* 1 + the index in procs of the previous frame's mapping, 0: none */
+};
+
+/* The bpf_loop context of a walk, on the caller's stack: pointers only, the same in every
+ * iteration. */
+struct tp_unwind_state {
+	struct tp_unwind_walk *w;
+	__u64 *out;		   /* TP_MAX_STACK_DEPTH slots */
+	struct tp_unwind_log *log; /* NULL: not logged */
+	struct tp_proc_mappings *procs;
 };
 
 /* Binary searches run in bpf_loop callbacks: unrolled, the verifier would follow every path
- * through them for every frame. */
-struct tp_unwind_search {
-	struct tp_proc_mappings *procs; /* the mappings searched, or NULL: rows */
-	__u64 key;
-	__u32 base; /* rows: the first row of the table in unwind_rows */
-	__u32 lo, hi;
-	__u32 failed;
-};
-
-/* Halvings per bpf_loop iteration: fewer callbacks, and still few paths for the verifier. */
+ * through them for every frame. Halvings per bpf_loop iteration: fewer callbacks, and still few
+ * paths for the verifier. */
 #define TP_UNWIND_HALVINGS 2
 
-/* Up to TP_UNWIND_HALVINGS halvings over the mappings of a process: lo ends one past the last
- * start <= key. */
+/* Up to TP_UNWIND_HALVINGS halvings over the mappings of a process: w->lo ends one past the
+ * last start <= w->key. */
 static long tp_unwind_mapping_step(__u32 index, void *ctx)
 {
-	struct tp_unwind_search *s = ctx;
-	struct tp_proc_mappings *p = s->procs;
-	__u32 mid;
+	struct tp_unwind_state *st = ctx;
+	struct tp_unwind_walk *w = st->w;
+	struct tp_proc_mappings *p = st->procs;
+	__u32 lo = w->lo, hi = w->hi, mid;
+	long ret = 0;
 
 	for (int k = 0; k < TP_UNWIND_HALVINGS; k++) {
-		if (s->lo >= s->hi)
-			return 1;
-		mid = (s->lo + s->hi) / 2;
+		if (lo >= hi) {
+			ret = 1;
+			break;
+		}
+		mid = (lo + hi) / 2;
 		if (mid >= TP_MAX_PROC_MAPPINGS) {
-			s->failed = 1;
+			w->failed = 1;
 			return 1;
 		}
-		if (p->m[mid].start <= s->key)
-			s->lo = mid + 1;
+		if (p->m[mid].start <= w->key)
+			lo = mid + 1;
 		else
-			s->hi = mid;
+			hi = mid;
 	}
-	return 0;
+	w->lo = lo;
+	w->hi = hi;
+	return ret;
 }
 
-/* Up to TP_UNWIND_HALVINGS halvings over the rows of a table: lo ends one past the last row
- * whose pc <= key. */
+/* Up to TP_UNWIND_HALVINGS halvings over the rows of a table: w->lo ends one past the last row
+ * whose pc <= w->key. */
 static long tp_unwind_row_step(__u32 index, void *ctx)
 {
-	struct tp_unwind_search *s = ctx;
+	struct tp_unwind_state *st = ctx;
+	struct tp_unwind_walk *w = st->w;
 	struct tp_unwind_row *r;
-	__u32 mid, idx;
+	__u32 lo = w->lo, hi = w->hi, mid, idx;
+	long ret = 0;
 
 	for (int k = 0; k < TP_UNWIND_HALVINGS; k++) {
-		if (s->lo >= s->hi)
-			return 1;
-		mid = (s->lo + s->hi) / 2;
-		idx = s->base + mid;
+		if (lo >= hi) {
+			ret = 1;
+			break;
+		}
+		mid = (lo + hi) / 2;
+		idx = w->base + mid;
 		r = bpf_map_lookup_elem(&unwind_rows, &idx);
 		if (!r) {
-			s->failed = 1;
+			w->failed = 1;
 			return 1;
 		}
-		if (r->pc <= s->key)
-			s->lo = mid + 1;
+		if (r->pc <= w->key)
+			lo = mid + 1;
 		else
-			s->hi = mid;
+			hi = mid;
 	}
-	return 0;
+	w->lo = lo;
+	w->hi = hi;
+	return ret;
 }
 
-/* The mapping holding pc, or NULL. 8 halvings cover TP_MAX_PROC_MAPPINGS. */
-static __always_inline struct tp_exec_mapping *tp_unwind_find_mapping(struct tp_proc_mappings *p,
-								      __u64 pc)
+/* The index in st->procs of the mapping holding pc, or -1. 8 halvings cover
+ * TP_MAX_PROC_MAPPINGS. */
+static __always_inline long tp_unwind_find_mapping(struct tp_unwind_state *st, __u64 pc)
 {
-	struct tp_unwind_search s = {.procs = p, .key = pc, .hi = p->nr};
-	__u32 i;
+	struct tp_unwind_walk *w = st->w;
+	struct tp_proc_mappings *p = st->procs;
+	__u32 i, hi = p->nr;
 
-	if (s.hi > TP_MAX_PROC_MAPPINGS)
-		s.hi = TP_MAX_PROC_MAPPINGS;
-	bpf_loop((8 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_mapping_step, &s, 0);
-	if (s.failed || s.lo == 0)
-		return NULL;
-	i = s.lo - 1;
+	w->key = pc;
+	w->lo = 0;
+	w->hi = hi > TP_MAX_PROC_MAPPINGS ? TP_MAX_PROC_MAPPINGS : hi;
+	w->failed = 0;
+	bpf_loop((8 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_mapping_step, st, 0);
+	i = w->lo;
+	if (w->failed || i == 0)
+		return -1;
+	i--;
 	if (i >= TP_MAX_PROC_MAPPINGS || pc >= p->m[i].end)
-		return NULL;
-	return &p->m[i];
+		return -1;
+	return i;
 }
 
 /* The row in effect at rel (the last row whose pc <= rel) of mapping m's table, or NULL. The
  * page index narrows the search to one page's rows; 24 halvings cover 16M rows. */
-static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_exec_mapping *m,
+static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_unwind_state *st,
+								struct tp_exec_mapping *m,
 								__u32 rel)
 {
-	struct tp_unwind_search s = {.key = rel, .base = m->row_start, .hi = m->nr_rows};
+	struct tp_unwind_walk *w = st->w;
 	struct tp_unwind_row *first;
 	struct tp_unwind_page *pg;
-	__u32 i = m->row_start, page;
+	__u32 i = m->row_start, page, hi = m->nr_rows;
 
 	first = bpf_map_lookup_elem(&unwind_rows, &i);
 	if (!first || rel < first->pc)
 		return NULL;
+	w->key = rel;
+	w->base = i;
+	w->lo = 0;
+	w->hi = hi;
+	w->failed = 0;
 	page = (rel - first->pc) / TP_UNWIND_PAGE_BYTES;
 	if (page < m->nr_pages) {
 		i = m->pages_start + page;
 		pg = bpf_map_lookup_elem(&unwind_pages, &i);
-		if (pg && pg->first < pg->end && pg->end <= s.hi) {
-			s.lo = pg->first;
-			s.hi = pg->end;
+		if (pg && pg->first < pg->end && pg->end <= hi) {
+			w->lo = pg->first;
+			w->hi = pg->end;
 		}
 	}
-	bpf_loop((24 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_row_step, &s, 0);
-	if (s.failed || s.lo == 0)
+	bpf_loop((24 + TP_UNWIND_HALVINGS - 1) / TP_UNWIND_HALVINGS, tp_unwind_row_step, st, 0);
+	i = w->lo;
+	if (w->failed || i == 0)
 		return NULL;
-	i = m->row_start + s.lo - 1;
+	i = m->row_start + i - 1;
 	return bpf_map_lookup_elem(&unwind_rows, &i);
 }
 
@@ -320,7 +350,7 @@ static __always_inline __u64 tp_unwind_uret_tramp(void)
 }
 
 /* The return address that the trampoline read at slot stands for, 0: not found. */
-static __always_inline __u64 tp_unwind_uretprobe(struct tp_unwind_state *st, __u64 slot)
+static __always_inline __u64 tp_unwind_uretprobe(struct tp_unwind_log *log, __u64 slot)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct tp_unwind_uret_scan u = {.slot = slot};
@@ -331,15 +361,15 @@ static __always_inline __u64 tp_unwind_uretprobe(struct tp_unwind_state *st, __u
 	if (!u.orig)
 		return 0;
 	/* the frames depend on kernel memory too now: not a walk to verify by its words */
-	if (st->log)
-		st->log->full = 1;
+	if (log)
+		log->full = 1;
 	return u.orig;
 }
 
-static __always_inline int tp_unwind_stop(struct tp_unwind_state *st, __u32 reason)
+static __always_inline int tp_unwind_stop(struct tp_unwind_walk *w, __u32 reason)
 {
-	st->reason = reason;
-	st->done = 1;
+	w->reason = reason;
+	w->done = 1;
 	return 1;
 }
 
@@ -347,49 +377,60 @@ static __always_inline int tp_unwind_stop(struct tp_unwind_state *st, __u32 reas
 static long tp_unwind_step(__u32 index, void *ctx)
 {
 	struct tp_unwind_state *st = ctx;
-	struct tp_exec_mapping *m;
+	struct tp_unwind_walk *w = st->w;
+	struct tp_exec_mapping *m = NULL;
 	struct tp_unwind_row *rp, row, *r = &row;
-	__u64 lookup, cfa, ra = 0, bp = st->bp;
+	__u64 lookup, cfa, ra = 0, bp = w->bp, pc = w->pc, sp = w->sp;
+	__u32 mi;
+	long found;
 
 	/* the frame number is bpf_loop's index, not a count kept in st: the verifier then sees
 	 * one state for every iteration instead of one per value of the count */
 	if (index >= TP_MAX_STACK_DEPTH)
-		return tp_unwind_stop(st, TP_UNWIND_TRUNCATED);
-	st->out[index] = st->pc;
-	st->n = index + 1;
+		return tp_unwind_stop(w, TP_UNWIND_TRUNCATED);
+	st->out[index] = pc;
+	w->n = index + 1;
 
 	/* a return address points after the call, which may be the next function */
-	lookup = st->exact_pc ? st->pc : st->pc - 1;
+	lookup = w->exact_pc ? pc : pc - 1;
 	/* consecutive frames are mostly in one object: try the last mapping first */
-	m = st->last_m;
-	if (!m || lookup < m->start || lookup >= m->end) {
-		m = tp_unwind_find_mapping(st->procs, lookup);
-		st->last_m = m;
+	mi = w->last_m - 1;
+	if (mi < TP_MAX_PROC_MAPPINGS) {
+		m = &st->procs->m[mi];
+		if (lookup < m->start || lookup >= m->end)
+			m = NULL;
 	}
-	/* a PC that a table step (or the registers) gave is real: the process mapped something
-	 * new; one that a frame-pointer step gave is as likely a stack word of code without frame
-	 * pointers */
-	if (!m)
-		return tp_unwind_stop(st,
-				      st->after_fp ? TP_UNWIND_BAD_FRAME : TP_UNWIND_NO_MAPPING);
+	if (!m) {
+		found = tp_unwind_find_mapping(st, lookup);
+		if (found < 0 || found >= TP_MAX_PROC_MAPPINGS) {
+			w->last_m = 0;
+			/* a PC that a table step (or the registers) gave is real: the process
+			 * mapped something new; one that a frame-pointer step gave is as likely a
+			 * stack word of code without frame pointers */
+			return tp_unwind_stop(w, w->after_fp ? TP_UNWIND_BAD_FRAME
+							     : TP_UNWIND_NO_MAPPING);
+		}
+		w->last_m = found + 1;
+		m = &st->procs->m[found];
+	}
 	if (!m->nr_rows)
 		goto frame_pointer;
-	rp = tp_unwind_find_row(m, (__u32)(lookup - m->bias));
+	rp = tp_unwind_find_row(st, m, (__u32)(lookup - m->bias));
 	if (!rp)
 		goto frame_pointer;
 	row = *rp;
 
 	switch (r->cfa_type) {
 	case TP_CFA_RSP:
-		cfa = st->sp + ((__u64)r->cfa_off8 << 3);
+		cfa = sp + ((__u64)r->cfa_off8 << 3);
 		break;
 	case TP_CFA_RBP:
-		if (!st->bp)
-			return tp_unwind_stop(st, TP_UNWIND_END);
-		cfa = st->bp + ((__u64)r->cfa_off8 << 3);
+		if (!bp)
+			return tp_unwind_stop(w, TP_UNWIND_END);
+		cfa = bp + ((__u64)r->cfa_off8 << 3);
 		break;
 	case TP_CFA_PLT:
-		cfa = st->sp + 8 + ((st->pc & 15) >= r->cfa_off8 ? 8 : 0);
+		cfa = sp + 8 + ((pc & 15) >= r->cfa_off8 ? 8 : 0);
 		break;
 	case TP_CFA_SIGNAL: {
 		/* the kernel's rt_sigframe: RSP points at the ucontext; its mcontext holds the
@@ -398,40 +439,40 @@ static long tp_unwind_step(__u32 index, void *ctx)
 		 * callers' (the scheduler's chain must stay under 512 bytes on Linux 6.1). */
 		__u64 regs[2];
 
-		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(st->sp + 120)) ||
-		    bpf_probe_read_user(regs, sizeof(regs), (void *)(st->sp + 160)))
-			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(sp + 120)) ||
+		    bpf_probe_read_user(regs, sizeof(regs), (void *)(sp + 160)))
+			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		if (st->log)
 			st->log->full = 1;
-		st->bp = bp;
-		st->sp = regs[0];
-		st->pc = regs[1];
-		st->exact_pc = 1;
-		st->after_fp = 0;
-		if (!st->pc)
-			return tp_unwind_stop(st, TP_UNWIND_END);
+		w->bp = bp;
+		w->sp = regs[0];
+		w->pc = regs[1];
+		w->exact_pc = 1;
+		w->after_fp = 0;
+		if (!regs[1])
+			return tp_unwind_stop(w, TP_UNWIND_END);
 		return 0;
 	}
 	case TP_CFA_END:
-		return tp_unwind_stop(st, TP_UNWIND_END);
+		return tp_unwind_stop(w, TP_UNWIND_END);
 	case TP_CFA_NONE:
 		goto frame_pointer;
 	default:
-		return tp_unwind_stop(st, TP_UNWIND_UNSUPPORTED);
+		return tp_unwind_stop(w, TP_UNWIND_UNSUPPORTED);
 	}
 	if (r->rbp_off8 == -2) {
 		/* RBP pushed right after the call (frame-pointer code): one read for both */
 		__u64 fr[2];
 
 		if (bpf_probe_read_user(fr, sizeof(fr), (void *)(cfa - 16)))
-			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		bp = fr[0];
 		ra = fr[1];
 		tp_unwind_logged(st->log, cfa - 16, bp);
 		tp_unwind_logged(st->log, cfa - 8, ra);
 	} else {
 		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
-			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		tp_unwind_logged(st->log, cfa - 8, ra);
 		if (r->rbp_off8 == TP_RBP_LOST) {
 			bp = 0;
@@ -439,78 +480,82 @@ static long tp_unwind_step(__u32 index, void *ctx)
 			__u64 at = cfa + ((__s64)r->rbp_off8 << 3);
 
 			if (bpf_probe_read_user(&bp, sizeof(bp), (void *)at))
-				return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+				return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 			tp_unwind_logged(st->log, at, bp);
 		}
 	}
-	st->after_fp = 0;
+	w->after_fp = 0;
 	goto next;
 
 frame_pointer:
 	/* [RBP] = the caller's RBP, [RBP + 8] = the return address */
-	st->used_fp = 1;
-	if (!st->bp)
-		return tp_unwind_stop(st, TP_UNWIND_END);
+	w->used_fp = 1;
+	if (!bp)
+		return tp_unwind_stop(w, TP_UNWIND_END);
 	{
-		__u64 fr[2];
+		__u64 fr[2], fp = bp;
 
-		if (bpf_probe_read_user(fr, sizeof(fr), (void *)st->bp))
-			return tp_unwind_stop(st, TP_UNWIND_READ_FAILED);
+		if (bpf_probe_read_user(fr, sizeof(fr), (void *)fp))
+			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		bp = fr[0];
 		ra = fr[1];
-		tp_unwind_logged(st->log, st->bp, bp);
-		tp_unwind_logged(st->log, st->bp + 8, ra);
-		cfa = st->bp + 16;
+		tp_unwind_logged(st->log, fp, bp);
+		tp_unwind_logged(st->log, fp + 8, ra);
+		cfa = fp + 16;
 	}
-	st->after_fp = 1;
+	w->after_fp = 1;
 next:
-	if (cfa <= st->sp)
-		return tp_unwind_stop(st, TP_UNWIND_BAD_FRAME);
+	if (cfa <= sp)
+		return tp_unwind_stop(w, TP_UNWIND_BAD_FRAME);
 	/* the uretprobe trampoline: the return address it stands for (both steps read it at
 	 * cfa - 8); not found, the next frame stops in no mapping */
-	if (ra && ra == st->uret_tramp) {
-		__u64 orig = tp_unwind_uretprobe(st, cfa - 8);
+	if (ra && ra == w->uret_tramp) {
+		__u64 orig = tp_unwind_uretprobe(st->log, cfa - 8);
 
 		if (orig)
 			ra = orig;
 	}
-	st->sp = cfa;
-	st->bp = bp;
-	st->pc = ra;
-	st->exact_pc = 0;
+	w->sp = cfa;
+	w->bp = bp;
+	w->pc = ra;
+	w->exact_pc = 0;
 	if (!ra)
-		return tp_unwind_stop(st, TP_UNWIND_END);
+		return tp_unwind_stop(w, TP_UNWIND_END);
 	return 0;
 }
 
 /* Walks the user stack whose innermost frame has registers (pc, sp, bp) through the tables of
  * procs (the process's unwind_procs entry) into out[0 .. TP_MAX_STACK_DEPTH), leaf first.
  * Returns what it did in *res: frames written, why it ended, whether frame pointers were used.
- * log: NULL, or where the words it read are recorded (emptied by the caller: tp_unwind_log_reset).
- * is_current: the stack is the current task's: uretprobe trampolines met are replaced by the
- * return addresses the kernel keeps for it (tp_unwind_uretprobe); 0 for another task's.
- * Needs bpf_loop (Linux 5.17). */
+ * w: the walk's values, in the caller's per-CPU scratch (see struct tp_unwind_walk); one walk at
+ * a time on it. log: NULL, or where the words it read are recorded (emptied by the caller:
+ * tp_unwind_log_reset). is_current: the stack is the current task's: uretprobe trampolines met
+ * are replaced by the return addresses the kernel keeps for it (tp_unwind_uretprobe); 0 for
+ * another task's. Needs bpf_loop (Linux 5.17). */
 static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64 pc, __u64 sp,
 					   __u64 bp, __u64 *out, struct tp_unwind_result *res,
-					   struct tp_unwind_log *log, int is_current)
+					   struct tp_unwind_log *log, int is_current,
+					   struct tp_unwind_walk *w)
 {
 	struct tp_unwind_state st = {
-	    .pc = pc,
-	    .sp = sp,
-	    .bp = bp,
+	    .w = w,
 	    .out = out,
 	    .log = log,
 	    .procs = procs,
-	    .exact_pc = 1,
 	};
 
+	__builtin_memset(w, 0, sizeof(*w));
+	w->pc = pc;
+	w->sp = sp;
+	w->bp = bp;
+	w->exact_pc = 1;
 	if (is_current)
-		st.uret_tramp = tp_unwind_uret_tramp();
+		w->uret_tramp = tp_unwind_uret_tramp();
 
 	bpf_loop(TP_MAX_STACK_DEPTH + 1, tp_unwind_step, &st, 0);
-	res->nr = st.n;
-	res->reason = st.done ? st.reason : TP_UNWIND_TRUNCATED;
-	res->used_fp = st.used_fp;
+	res->nr = w->n;
+	res->reason = w->done ? w->reason : TP_UNWIND_TRUNCATED;
+	res->used_fp = w->used_fp;
 }
 
 #endif
