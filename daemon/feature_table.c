@@ -168,7 +168,7 @@ const struct feature *features__get(const struct features *f, enum feature_id id
 bool features__any_load_failed(const struct features *f)
 {
 	for (int i = 0; i < FEATURE_NR; i++)
-		if (f->v[i].load_failed)
+		if (f->v[i].load_failed && !f->v[i].enabled)
 			return true;
 	return false;
 }

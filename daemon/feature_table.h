@@ -81,7 +81,8 @@ void features__set_load_failure(struct features *f, enum feature_id id, const ch
 				const char *program, bool verifier, const char *log);
 /* Capability id. */
 const struct feature *features__get(const struct features *f, enum feature_id id);
-/* Whether any capability records a load failure (--check exits 1). */
+/* Whether any capability that is off records a load failure (--check exits 1). One that runs by
+ * a fallback doing the same job after a load failure (task_work on sys_exit) does not count. */
 bool features__any_load_failed(const struct features *f);
 
 /* The status object: {"NAME": {"enabled": bool, "variant": "...", "reason": "..."}, ...}, every

@@ -102,11 +102,13 @@ void libbpf_log__reset(void)
 	pthread_mutex_unlock(&load_log.lock);
 }
 
-/* Lines of a verifier log that say how much it did, not what went wrong. */
+/* Lines of a verifier log that say how much it did, not what went wrong, or that wrap the line
+ * before ("kfunc X failed callback verification" after the callback's own reason). */
 static bool log_stat_line(const char *line)
 {
 	return !*line || !strncmp(line, "processed ", 10) ||
-	       !strncmp(line, "verification time", 17) || !strncmp(line, "stack depth", 11);
+	       !strncmp(line, "verification time", 17) || !strncmp(line, "stack depth", 11) ||
+	       strstr(line, " failed callback verification");
 }
 
 /* libbpf's own closing lines of a failed load, which name no cause. */
@@ -145,10 +147,13 @@ void libbpf_log__load_failed(struct features *f, enum feature_id id, const char 
 	FILE *m;
 
 	pthread_mutex_lock(&load_log.lock);
-	/* The verifier said no (EACCES, EINVAL, E2BIG): its log says why. A log with another
-	 * error is of a program that verified and then could not be made (no file descriptor
-	 * left, no memory): libbpf's own warnings say why. */
-	t = load_log.verifier.nr && (err == -EACCES || err == -EINVAL || err == -E2BIG)
+	/* The verifier said no (EACCES, EINVAL, E2BIG, or EPERM: 6.18.44-fc-v1272's "sleepable
+	 * callback in a program that is not sleepable"): its log says why. Without privilege the
+	 * kernel refuses before verifying, with no log. A log with another error is of a program
+	 * that verified and then could not be made (no file descriptor left, no memory): libbpf's
+	 * own warnings say why. */
+	t = load_log.verifier.nr &&
+		    (err == -EACCES || err == -EINVAL || err == -E2BIG || err == -EPERM)
 		? &load_log.verifier
 		: &load_log.warnings;
 	n = t->nr < LIBBPF_LOG_LINES ? t->nr : LIBBPF_LOG_LINES;

@@ -168,48 +168,28 @@ static void sched_off(struct features *f, bool quiet, const char *reason)
 	}
 }
 
-/* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
- * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
- * go into the profile program's `events` ring buffer. */
-static void load_sched(struct loader *l, const struct loader_opts *opts)
+/* Opens, sizes and loads the scheduler object into l->sched with the task work's switch program
+ * (task_work) or the sys_exit one. Returns 0 or a negative errno; l->sched stays for free_sched()
+ * either way (NULL when it could not be opened). */
+static int sched_open_load(struct loader *l, const struct loader_opts *opts, bool task_work)
 {
-	struct features *f = opts->features;
-	char why[200];
 	int err;
 
-	if (features__forced_off(f, FEATURE_OFFCPU)) {
-		sched_off(f, true, features__forced_reason(f, FEATURE_OFFCPU));
-		return;
-	}
-	if (kernel_probe__sched(why, sizeof(why))) {
-		sched_off(f, false, why);
-		return;
-	}
-	libbpf_log__reset();
 	l->sched = sched_bpf__open();
-	if (!l->sched) {
-		err = -errno;
-		goto fail_load;
-	}
+	if (!l->sched)
+		return -errno;
 	l->sched->rodata->slot_ns = opts->slot_ns;
 	l->sched->rodata->offcpu_min_ns = opts->offcpu_min_ns;
 	l->sched->rodata->wakeup_bytes = opts->ringbuf_bytes / 4;
-	l->block_clock_rq = sched_clock_is_global();
-	/* for tests: the CLOCK_MONOTONIC path that machines without a TSC clocksource take */
-	if (getenv("TAILPROF_SCHED_CLOCK") && !strcmp(getenv("TAILPROF_SCHED_CLOCK"), "monotonic"))
-		l->block_clock_rq = false;
 	l->sched->rodata->block_clock_rq = l->block_clock_rq;
-	l->task_work = !features__forced_off(f, FEATURE_TASK_WORK) && kernel_probe__task_work();
-	l->sched->rodata->use_task_work = l->task_work;
+	l->task_work = task_work;
+	l->sched->rodata->use_task_work = task_work;
 	/* two variants of the switch program: the task work's is verified only by kernels that
 	 * have it (see capture_tw() in sched.bpf.c) */
-	bpf_program__set_autoload(l->sched->progs.sched_switch, !l->task_work);
-	bpf_program__set_autoload(l->sched->progs.sched_switch_tw, l->task_work);
-	bpf_program__set_autoload(l->sched->progs.sys_exit, !l->task_work);
+	bpf_program__set_autoload(l->sched->progs.sched_switch, !task_work);
+	bpf_program__set_autoload(l->sched->progs.sched_switch_tw, task_work);
+	bpf_program__set_autoload(l->sched->progs.sys_exit, !task_work);
 
-	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
-	l->ptab_bytes =
-	    (size_t)l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB * sizeof(struct tp_sched_pentry);
 	/* the sampler's maps, one set for both objects: its ring buffer, the stage and GC labels,
 	 * the processes it knows, and its unwind tables (off-CPU user stacks are walked with them)
 	 */
@@ -242,6 +222,64 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 					       l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB);
 	if (!err)
 		err = sched_bpf__load(l->sched);
+	return err;
+}
+
+/* The reason of the task_work capability on sys_exit: why (the failed load's reason, ending in
+ * "; tailprofd --check prints more", or the missing kfunc) with what runs instead. */
+static void task_work_fallback(struct features *f, const char *why)
+{
+	static const char more[] = "; tailprofd --check prints more";
+	size_t n = strlen(why);
+
+	if (n >= sizeof(more) - 1 && !strcmp(why + n - (sizeof(more) - 1), more))
+		n -= sizeof(more) - 1;
+	features__set(f, FEATURE_TASK_WORK, true, "sys_exit",
+		      "%.*s; instead a program on every syscall's return (raw_tp/sys_exit) takes "
+		      "those stacks%s",
+		      (int)n, why, why[n] ? more : "");
+}
+
+/* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
+ * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
+ * go into the profile program's `events` ring buffer. The task work's variant falls back to
+ * sys_exit's where the kernel lacks its kfunc or refuses the program (6.18.44-fc-v1272 refuses
+ * bpf_task_work in any program that cannot sleep). */
+static void load_sched(struct loader *l, const struct loader_opts *opts)
+{
+	struct features *f = opts->features;
+	char why[200], tw_why[sizeof(features__get(f, FEATURE_TASK_WORK)->reason)] = "";
+	bool task_work;
+	int err;
+
+	if (features__forced_off(f, FEATURE_OFFCPU)) {
+		sched_off(f, true, features__forced_reason(f, FEATURE_OFFCPU));
+		return;
+	}
+	if (kernel_probe__sched(why, sizeof(why))) {
+		sched_off(f, false, why);
+		return;
+	}
+	l->block_clock_rq = sched_clock_is_global();
+	/* for tests: the CLOCK_MONOTONIC path that machines without a TSC clocksource take */
+	if (getenv("TAILPROF_SCHED_CLOCK") && !strcmp(getenv("TAILPROF_SCHED_CLOCK"), "monotonic"))
+		l->block_clock_rq = false;
+	l->runq_bytes = (size_t)l->nr_cpus * TP_SCHED_SLOTS * sizeof(struct tp_runq_hist);
+	l->ptab_bytes =
+	    (size_t)l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB * sizeof(struct tp_sched_pentry);
+
+	task_work = !features__forced_off(f, FEATURE_TASK_WORK) && kernel_probe__task_work();
+	libbpf_log__reset();
+	err = sched_open_load(l, opts, task_work);
+	if (err && task_work) {
+		/* the task work's variant refused: what the verifier said, then sys_exit's */
+		libbpf_log__load_failed(f, FEATURE_TASK_WORK, "sys_exit", "sched_bpf", err);
+		snprintf(tw_why, sizeof(tw_why), "%s",
+			 f ? features__get(f, FEATURE_TASK_WORK)->reason : strerror(-err));
+		free_sched(l);
+		libbpf_log__reset();
+		err = sched_open_load(l, opts, false);
+	}
 	if (err)
 		goto fail_load;
 	l->runq = map_shared(l->sched->maps.runq_hist, l->runq_bytes, &err);
@@ -260,16 +298,15 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	features__set(f, FEATURE_RUNQ, true, "tp_btf/sched_switch", NULL);
 	if (l->task_work) {
 		features__set(f, FEATURE_TASK_WORK, true, "task_work", NULL);
+	} else if (*tw_why) {
+		task_work_fallback(f, tw_why);
 	} else if (features__forced_off(f, FEATURE_TASK_WORK)) {
 		features__set(f, FEATURE_TASK_WORK, true, "sys_exit", "%s",
 			      features__forced_reason(f, FEATURE_TASK_WORK));
 		features__set_quiet(f, FEATURE_TASK_WORK);
 	} else {
-		features__set(
-		    f, FEATURE_TASK_WORK, true, "sys_exit",
-		    "the kernel lacks the kfunc bpf_task_work_schedule_resume (Linux 6.18): "
-		    "a program on every syscall's return (raw_tp/sys_exit) takes those "
-		    "stacks");
+		task_work_fallback(f, "the kernel lacks the kfunc bpf_task_work_schedule_resume "
+				      "(Linux 6.18)");
 	}
 	return;
 fail_load:

@@ -255,7 +255,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 static int report_check(struct features *ft, int loaded)
 {
 	bool cpu = features__get(ft, FEATURE_CPU_SAMPLING)->enabled;
-	bool failed = features__any_load_failed(ft);
+	bool failed = features__any_load_failed(ft), fell_back = false;
 
 	/* what loading never reached says so, not "not probed" */
 	for (int i = 0; loaded && i < FEATURE_NR; i++)
@@ -263,6 +263,8 @@ static int report_check(struct features *ft, int loaded)
 			features__set(ft, i, false, "",
 				      "not reached: loading stopped at the error "
 				      "above");
+	for (int i = 0; i < FEATURE_NR; i++)
+		fell_back |= features__get(ft, i)->load_failed;
 	printf("tailprofd %s --check on Linux %s\n", TAILPROF_VERSION, sysinfo__kernel_release());
 	features__print(ft, stdout);
 	if (loaded)
@@ -272,6 +274,9 @@ static int report_check(struct features *ft, int loaded)
 	else if (failed)
 		printf("\na BPF object failed to load (above): tailprofd would run here without "
 		       "the features it serves\n");
+	else if (fell_back)
+		printf("\nevery feature runs: where a variant failed to load (above), its fallback "
+		       "does the same job\n");
 	else
 		printf("\nevery object loaded\n");
 	if (fflush(stdout) || ferror(stdout)) {

@@ -38,10 +38,10 @@ static int tw_returned(struct bpf_map *map, void *key, void *value)
 	return 0;
 }
 
-/* Holds sample o (kernel stack filled) of thread tid (task t) in tw_pending (o is the
- * tw_scratch entry's sample) with a task work that takes the user stack on t's way back to
- * user space. Returns 0, or -1 when it could not (no room, no task work). */
-static __always_inline int hold_task_work(struct tp_tw_pending *w, __u32 tid, struct task_struct *t)
+/* Holds the sample of tw_scratch entry w (kernel stack filled) of thread tid (task t) in
+ * tw_pending with a task work that takes the user stack on t's way back to user space. Returns 0,
+ * or -1 when it could not (no room, no task work). */
+static __always_inline int hold_task_work(struct tp_tw_build *w, __u32 tid, struct task_struct *t)
 {
 	struct tp_tw_pending *e;
 
@@ -150,6 +150,7 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 	struct tp_pending *again_pd = NULL;
 	struct tp_sample *again = NULL;
 	struct tp_tw_pending *w = NULL;
+	struct tp_tw_build *b = NULL;
 	__u32 twice = 0, from_e = 0;
 	struct tp_early_stacks *e;
 	struct tp_sample *o;
@@ -199,8 +200,8 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 		user = false;
 		o = bpf_map_lookup_elem(&off_scratch, &key);
 	} else if (task_work) {
-		w = bpf_map_lookup_elem(&tw_scratch, &zero);
-		o = w ? &w->s : NULL;
+		b = bpf_map_lookup_elem(&tw_scratch, &zero);
+		o = b ? &b->s : NULL;
 	} else {
 		if (user && !early)
 			sl = free_slot();
@@ -292,7 +293,7 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 	st->long_ip = st->block_ip;
 	st->long_sp = st->block_sp;
 	if (task_work) {
-		if (!w || hold_task_work(w, tid, next)) {
+		if (!b || hold_task_work(b, tid, next)) {
 			send_no_user(o, next, st);
 			return;
 		}

@@ -189,12 +189,23 @@ struct {
 } tw_pending SEC(".maps");
 
 /* tw_scratch: a tw_pending entry being built (and the sample of a capture sent from switch-in
- * where use_task_work). */
+ * where use_task_work). Its task work is opaque words of the same size, not a struct
+ * bpf_task_work: that field is refused in per-CPU maps (map creation fails with EOPNOTSUPP on
+ * 6.18.44-fc-v1272), and this copy's is never scheduled (bpf_map_update_elem skips it). */
+struct tp_tw_build {
+	__u64 tw[sizeof(struct bpf_task_work) / 8];
+	struct tp_sample s;
+};
+_Static_assert(sizeof(struct tp_tw_build) == sizeof(struct tp_tw_pending) &&
+		   __builtin_offsetof(struct tp_tw_build, s) ==
+		       __builtin_offsetof(struct tp_tw_pending, s),
+	       "tw_scratch holds a tw_pending value");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct tp_tw_pending);
+	__type(value, struct tp_tw_build);
 } tw_scratch SEC(".maps");
 
 /* runq_hist: nr_cpus * TP_SCHED_SLOTS histograms (tailprof.h), sized by the loader. mmap'able so

@@ -16,7 +16,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from runner import require_bpf, run_tests, start_daemons  # noqa: E402
-from test_daemon import (DAEMON, Daemon, bpf_prog_ids, names, run,  # noqa: E402
+from task_work_probe import task_work_verdict  # noqa: E402
+from test_daemon import (BUILD, DAEMON, Daemon, bpf_prog_ids, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
 FREQ = 199
@@ -34,6 +35,19 @@ def kernel_has_task_work():
     """The kfunc tailprofd probes for, read from the kernel's BTF as bpftool prints it."""
     out = run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"]).stdout
     return "'bpf_task_work_schedule_resume_impl'" in out
+
+
+def check_task_work_fallback(reason):
+    """The task_work capability's reason on sys_exit: the missing kfunc, or, where the kernel
+    has it and refuses it in a switch program (task_work_probe says so apart from tailprofd),
+    the verifier's own words."""
+    accepted, why = task_work_verdict(BUILD)
+    assert not accepted, reason
+    if kernel_has_task_work():
+        assert reason.startswith("the verifier rejected sched_switch_tw: " + why), (reason, why)
+    else:
+        assert "bpf_task_work_schedule_resume" in reason and "6.18" in reason, reason
+    assert "raw_tp/sys_exit" in reason, reason
 
 
 def has_ref_ctr():
@@ -89,10 +103,19 @@ def test_check_loads_everything_and_does_not_listen():
     for name, variant in ALWAYS_ON.items():
         assert rows[name][:2] == ("on", variant), (name, rows[name])
         assert rows[name][2] == "-", (name, rows[name])
-    assert rows["task_work"][:2] == ("on", "task_work" if kernel_has_task_work() else "sys_exit")
+    tw_ok = task_work_verdict(BUILD)[0]
+    assert rows["task_work"][:2] == ("on", "task_work" if tw_ok else "sys_exit"), rows
+    if not tw_ok:
+        check_task_work_fallback(rows["task_work"][2])
     assert rows["usdt_semaphores"][0] == ("on" if has_ref_ctr() else "off"), rows
     assert rows["gc"] == ("on", "usdt+uprobe", "-"), rows
-    assert r.stdout.rstrip().endswith("every object loaded"), r.stdout
+    if tw_ok or not kernel_has_task_work():
+        assert r.stdout.rstrip().endswith("every object loaded"), r.stdout
+    else:
+        # the refused variant's log is printed, and the fallback does not fail the check
+        assert "sched_bpf, program sched_switch_tw (task_work): the verifier rejected it" \
+            in r.stdout, r.stdout
+        assert r.stdout.rstrip().endswith("its fallback does the same job"), r.stdout
 
 
 def test_check_follows_flags_and_the_test_switch():
@@ -133,11 +156,11 @@ def test_status_features(d):
     for name, variant in ALWAYS_ON.items():
         assert f[name] == {"enabled": True, "variant": variant, "reason": ""}, (name, f[name])
     tw = f["task_work"]
-    if kernel_has_task_work():
+    if task_work_verdict(BUILD)[0]:
         assert tw == {"enabled": True, "variant": "task_work", "reason": ""}, tw
     else:
         assert tw["enabled"] and tw["variant"] == "sys_exit", tw
-        assert "bpf_task_work_schedule_resume" in tw["reason"] and "6.18" in tw["reason"], tw
+        check_task_work_fallback(tw["reason"])
     assert f["usdt_semaphores"]["enabled"] == has_ref_ctr(), f["usdt_semaphores"]
     assert f["gc"] == {"enabled": True, "variant": "usdt+uprobe", "reason": ""}, f["gc"]
     # the keys from before the report agree with it

@@ -15,7 +15,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from runner import IN_CI, require_bpf, run_tests, start_daemons  # noqa: E402
-from test_daemon import (DAEMON, WL, Daemon, names, run,  # noqa: E402
+from task_work_probe import task_work_verdict  # noqa: E402
+from test_daemon import (BUILD, DAEMON, WL, Daemon, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
 FREQ = 199
@@ -77,8 +78,9 @@ def by_tid(prof):
 # ---- tests ----
 
 def kernel_has_task_work():
-    with open("/proc/kallsyms") as f:
-        return any(line.rstrip().endswith(" bpf_task_work_schedule_resume_impl") for line in f)
+    """Whether this kernel lets tailprofd's switch program schedule a task work (the kfunc, and a
+    verifier that accepts it there: task_work_probe)."""
+    return task_work_verdict(BUILD)[0]
 
 
 def test_offcpu_time_equals_blocked_time(d):

@@ -249,6 +249,35 @@ static void test_print(void **state)
 	features__free(f);
 }
 
+/* A load failure whose fallback runs (task_work on sys_exit) is printed but fails no check. */
+static void test_fallback_failure_is_not_fatal(void **state)
+{
+	struct features *f = features__new();
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	(void)state;
+	for (int i = 0; i < FEATURE_NR; i++)
+		features__set(f, i, true, "v", NULL);
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_switch_tw", true,
+				   "sleepable callback in a program that is not sleepable");
+	features__set(f, FEATURE_TASK_WORK, true, "sys_exit", "the verifier rejected it");
+	assert_false(features__any_load_failed(f));
+	m = open_memstream(&out, &len);
+	features__print(f, m);
+	fclose(m);
+	assert_non_null(strstr(out,
+			       "\nsched_bpf, program sched_switch_tw (task_work): the verifier "
+			       "rejected it; the last lines of its log:\n"
+			       "  sleepable callback in a program that is not sleepable\n"));
+	free(out);
+	/* the same failure with the capability off counts */
+	features__set(f, FEATURE_TASK_WORK, false, "", "off");
+	assert_true(features__any_load_failed(f));
+	features__free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +288,7 @@ int main(void)
 	    cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_metrics_text),
 	    cmocka_unit_test(test_print),
+	    cmocka_unit_test(test_fallback_failure_is_not_fatal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
