@@ -442,6 +442,10 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		text_metric(&t, "tailprof_python_code_reads_total", "counter",
 			    "Code objects read from processes' memory.");
 		text_put(&t, "tailprof_python_code_reads_total %" PRIu64 "\n", st.py.code_reads);
+		text_metric(&t, "tailprof_python_code_checks_total", "counter",
+			    "Cached code objects read again to check they are the same: once per "
+			    "drain tick, and for the frames of a stack new to BPF.");
+		text_put(&t, "tailprof_python_code_checks_total %" PRIu64 "\n", st.py.code_checks);
 		text_metric(&t, "tailprof_python_code_image_hits_total", "counter",
 			    "Frames whose code object, built into the interpreter file (3.11 and "
 			    "3.12's frozen modules), was known from an earlier read in any process "

@@ -894,10 +894,14 @@ static bool code_eq(const void *ctx, uint32_t val)
 	return c->pid == k->pid && c->start_ns == k->start_ns && c->addr == k->addr;
 }
 
-/* The cached code object at addr of the process, read now if new or no longer the same. One in
- * the interpreter file's image is kept by file and offset, for every process of that file, and
- * not checked again: such objects were built into the file and are never freed. */
-static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint64_t addr)
+/* The cached code object at addr of the process, read now if new or no longer the same. A cached
+ * one is checked once per drain tick, and at once where recheck (a stack BPF had not seen: a
+ * freed object's address may hold a new one, as a script's functions take the addresses of the
+ * `<module>` code objects its start-up imports freed). One in the interpreter file's image is
+ * kept by file and offset, for every process of that file, and not checked again: such objects
+ * were built into the file and are never freed. */
+static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint64_t addr,
+			       bool recheck)
 {
 	bool in_image = addr >= pp->image_lo && addr < pp->image_hi;
 	struct code_key k = {in_image ? 0 : pp->pid, in_image ? pp->file_key : pp->start_ns,
@@ -910,12 +914,14 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		struct code_fields cf;
 
 		c = &p->codes[i];
-		if (c->checked_gen == p->gen || (in_image && !c->failed && !c->not_code)) {
+		if ((c->checked_gen == p->gen && !recheck) ||
+		    (in_image && !c->failed && !c->not_code)) {
 			if (in_image)
 				p->st.code_image_hits++;
 			return c;
 		}
 		c->checked_gen = p->gen;
+		p->st.code_checks++;
 		/* the address may hold another code object now: check what names it (unreadable:
 		 * the process is gone, what was read stands) */
 		if (read_code_fields(pp->pid, &pp->v->user, addr, &cf))
@@ -971,7 +977,8 @@ static uint32_t code_line(struct py_code *c, int32_t units)
 }
 
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
-			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out)
+			 const struct tp_py_frame *in, uint32_t n, bool new_stack,
+			 struct python_frame *out)
 {
 	struct py_proc *pp = find_proc(p, pid);
 	uint32_t nr = 0, seg = 0, real = 0;
@@ -1004,7 +1011,7 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			p->st.not_code++;
 			continue;
 		}
-		c = code_of(p, pp, in[i].code);
+		c = code_of(p, pp, in[i].code, new_stack);
 		if (c && c->not_code) {
 			p->st.not_code++;
 			continue;

@@ -38,6 +38,7 @@ struct python_stats {
 	uint64_t frames;		   /* Python frames resolved */
 	uint64_t code_reads;		   /* code objects read from processes */
 	uint64_t code_read_failed;	   /* ... that could not be read (process gone) */
+	uint64_t code_checks;	  /* cached code objects checked again (drain ticks, new stacks) */
 	uint64_t code_image_hits; /* frames whose code object, built into the interpreter file,
 				   * was known from this or another process of that file */
 	uint64_t incomplete;	  /* frames dropped: still in their prologue */
@@ -85,10 +86,13 @@ struct python_frame {
  * not a code object (PyCode_Type checked: a frame read mid-update) and, from 3.12, the eval
  * loop's own entry frames (the frame inside one is marked entry; when there is none, an empty
  * entry frame is written, obj NULL). Code objects that cannot be read become
- * "[python code 0x...]" frames. Returns the number of frames written (<= n), 0 when the process
- * is not one python__note_process() accepted. */
+ * "[python code 0x...]" frames. Cached code objects are checked once per drain tick (a changed
+ * object at a reused address is read again); new_stack (the sample's TP_SAMPLE_PY_NEW: BPF had
+ * not seen this stack) checks those of these frames at once. Returns the number of frames
+ * written (<= n), 0 when the process is not one python__note_process() accepted. */
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
-			 const struct tp_py_frame *in, uint32_t n, struct python_frame *out);
+			 const struct tp_py_frame *in, uint32_t n, bool new_stack,
+			 struct python_frame *out);
 
 /* True when obj is an interpreter's synthetic object (its frames' addr are line ids). */
 bool python__is_object(const struct object *obj);

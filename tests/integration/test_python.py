@@ -10,6 +10,7 @@ it exits.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
+import collections
 import glob
 import os
 import subprocess
@@ -159,18 +160,23 @@ def test_short_lived_named(d):
     time.sleep(2.5)
     named = unnamed = 0
     own = {"compute_features": 0, "serialize": 0}
+    # where every sample went, printed when the split is off: the innermost frame of the
+    # workload's file, or the innermost Python frame, or "native" (no Python frames)
+    where = collections.Counter()
     for pid in pids:
         prof, _ = d.profile("last=30s&pid=%d" % pid)
         for s in prof.samples:
             py = python_frames(s)
-            if not py:
-                continue
             v = s["values"][0]
+            if not py:
+                where["native"] += v
+                continue
             if any((f["function"] or "").startswith("[python code") for f in py):
                 unnamed += v
                 continue
             named += v
             mine = [f for f in py if f["file"] == WORKLOAD]
+            where[mine[0]["function"] if mine else "other:" + py[0]["function"]] += v
             if mine and mine[0]["function"] in own:
                 own[mine[0]["function"]] += v
     total = own["compute_features"] + own["serialize"]
@@ -179,7 +185,13 @@ def test_short_lived_named(d):
               named, unnamed, 100.0 * own["compute_features"] / max(total, 1), total))
     assert total >= 400, own
     assert unnamed <= 0.02 * (named + unnamed), (named, unnamed)
-    assert 65 <= 100.0 * own["compute_features"] / total <= 85, own
+    assert 65 <= 100.0 * own["compute_features"] / total <= 85, where.most_common(12)
+    # the script's functions take addresses its start-up imports freed (their `<module>` code
+    # objects): a cached name must not outlive its object, or serialize's samples show up as
+    # handle's (its frame dropped as not code) or with a `<module>` under handle (38 and 56 of
+    # some 900 samples in one run in five before new stacks rechecked their code objects).
+    # handle's own samples (random.uniform's) are a few.
+    assert where["handle"] <= 0.02 * total, where.most_common(12)
     m = d.metrics()
     assert m["tailprof_python_frames_total"] >= named, m["tailprof_python_frames_total"]
     for name in ("tailprof_python_processes", 'tailprof_python_unsupported_total{reason="version"}',

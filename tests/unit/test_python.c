@@ -281,7 +281,7 @@ static void check_discovery(const char *python, bool cstack)
 		/* offset 100 code units: past the prologue, no line there */
 		const struct tp_py_frame frames[3] = {{list, 100}, {code, 100}, {0x68, 100}};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 3, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 3, false, out), 1);
 		assert_true(python__is_object(out[0].f.obj));
 		assert_false(out[0].entry);
 		assert_true(python__line(out[0].f.addr, &pl));
@@ -297,7 +297,7 @@ static void check_discovery(const char *python, bool cstack)
 		 * in its place */
 		const struct tp_py_frame frames[1] = {{bad, 100}};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "w");
 		assert_string_equal(pl.file, "/x/b\xef\xbf\xbd.py");
@@ -314,7 +314,7 @@ static void check_discovery(const char *python, bool cstack)
 		struct python_stats before;
 
 		python__stats(p, &before);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 7, out), 5);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 7, false, out), 5);
 		assert_null(out[0].f.obj);
 		assert_true(out[0].entry);
 		assert_true(python__is_object(out[1].f.obj) && !out[1].entry);
@@ -330,7 +330,7 @@ static void check_discovery(const char *python, bool cstack)
 		/* 3.11: is_entry comes with the frame */
 		const struct tp_py_frame frames[2] = {{code, 100 | TP_PY_INFO_ENTRY}, {code, 100}};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 2, out), 2);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 2, false, out), 2);
 		assert_true(out[0].entry);
 		assert_false(out[1].entry);
 	}
@@ -379,7 +379,7 @@ static void check_reused_code_address(const char *python)
 		const struct tp_py_frame frames[1] = {{first, 0}};
 
 		python__drain_begin(p, true);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "<module>");
 		assert_string_equal(pl.file, "first.py");
@@ -392,11 +392,15 @@ static void check_reused_code_address(const char *python)
 
 		/* a drain between ticks keeps the last check */
 		python__drain_begin(p, false);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.file, "first.py");
+		/* unless the sample's stack is new to BPF: then at once */
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, out), 1);
+		assert_true(python__line(out[0].f.addr, &pl));
+		assert_string_equal(pl.file, "second.py");
 		python__drain_begin(p, true);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.file, "second.py");
 	}
@@ -471,8 +475,8 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 
 			python__drain_begin(p, true);
 			python__stats(p, &before);
-			assert_int_equal(python__resolve(p, (uint32_t)pid[i], 1, frames, 1, out),
-					 1);
+			assert_int_equal(
+			    python__resolve(p, (uint32_t)pid[i], 1, frames, 1, false, out), 1);
 			assert_true(python__line(out[0].f.addr, &pl));
 			assert_string_equal(pl.function, "_find_and_load");
 			assert_string_equal(pl.file, "<frozen importlib._bootstrap>");
@@ -487,7 +491,7 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 				assert_int_equal(st.code_image_hits, 0);
 			}
 			assert_int_equal(
-			    python__resolve(p, (uint32_t)pid[i], 1, frames + 1, 1, out), 1);
+			    python__resolve(p, (uint32_t)pid[i], 1, frames + 1, 1, false, out), 1);
 			assert_true(python__line(out[0].f.addr, &pl));
 			assert_string_equal(pl.function, "work");
 			python__stats(p, &before);
@@ -560,7 +564,7 @@ static void test_line_memo(void **state)
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		const struct tp_py_frame f = {code, (uint64_t)order[i]};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, &f, 1, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, &f, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "work");
 		assert_int_equal(pl.start_line, first);
