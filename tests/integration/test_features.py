@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from runner import require_bpf, run_tests, start_daemons  # noqa: E402
-from task_work_probe import task_work_verdict  # noqa: E402
+from task_work_probe import NO_KFUNC, task_work_verdict  # noqa: E402
 from test_daemon import (BUILD, DAEMON, Daemon, bpf_prog_ids, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
@@ -31,22 +31,16 @@ ALWAYS_ON = {"cpu_sampling": "perf_event/cpu-clock", "eh_frame_unwinding": "bpf_
              "request_accounting": "sum_exec_runtime", "python_frames": "bpf_loop"}
 
 
-def kernel_has_task_work():
-    """The kfunc tailprofd probes for, read from the kernel's BTF as bpftool prints it."""
-    out = run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"]).stdout
-    return "'bpf_task_work_schedule_resume_impl'" in out
-
-
 def check_task_work_fallback(reason):
     """The task_work capability's reason on sys_exit: the missing kfunc, or, where the kernel
     has it and refuses it in a switch program (task_work_probe says so apart from tailprofd),
     the verifier's own words."""
     accepted, why = task_work_verdict(BUILD)
     assert not accepted, reason
-    if kernel_has_task_work():
-        assert reason.startswith("the verifier rejected sched_switch_tw: " + why), (reason, why)
-    else:
+    if why == NO_KFUNC:
         assert "bpf_task_work_schedule_resume" in reason and "6.18" in reason, reason
+    else:
+        assert reason.startswith("the verifier rejected sched_switch_tw: " + why), (reason, why)
     assert "raw_tp/sys_exit" in reason, reason
 
 
@@ -103,13 +97,13 @@ def test_check_loads_everything_and_does_not_listen():
     for name, variant in ALWAYS_ON.items():
         assert rows[name][:2] == ("on", variant), (name, rows[name])
         assert rows[name][2] == "-", (name, rows[name])
-    tw_ok = task_work_verdict(BUILD)[0]
+    tw_ok, tw_why = task_work_verdict(BUILD)
     assert rows["task_work"][:2] == ("on", "task_work" if tw_ok else "sys_exit"), rows
     if not tw_ok:
         check_task_work_fallback(rows["task_work"][2])
     assert rows["usdt_semaphores"][0] == ("on" if has_ref_ctr() else "off"), rows
     assert rows["gc"] == ("on", "usdt+uprobe", "-"), rows
-    if tw_ok or not kernel_has_task_work():
+    if tw_ok or tw_why == NO_KFUNC:
         assert r.stdout.rstrip().endswith("every object loaded"), r.stdout
     else:
         # the refused variant's log is printed, and the fallback does not fail the check

@@ -159,9 +159,8 @@ def test_short_lived_named(d):
         pids.append(w.pid)
     time.sleep(2.5)
     named = unnamed = 0
-    own = {"compute_features": 0, "serialize": 0}
-    # where every sample went, printed when the split is off: the innermost frame of the
-    # workload's file, or the innermost Python frame, or "native" (no Python frames)
+    # where every sample went: the innermost frame of the workload's file, or the innermost
+    # Python frame, or "native" (no Python frames)
     where = collections.Counter()
     for pid in pids:
         prof, _ = d.profile("last=30s&pid=%d" % pid)
@@ -177,8 +176,7 @@ def test_short_lived_named(d):
             named += v
             mine = [f for f in py if f["file"] == WORKLOAD]
             where[mine[0]["function"] if mine else "other:" + py[0]["function"]] += v
-            if mine and mine[0]["function"] in own:
-                own[mine[0]["function"]] += v
+    own = {f: where[f] for f in ("compute_features", "serialize")}
     total = own["compute_features"] + own["serialize"]
     print("  3 runs of 0.3 s: %d samples with Python frames named, %d with a code object "
           "unread; compute_features %.1f%% of %d" % (

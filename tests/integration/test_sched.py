@@ -77,18 +77,13 @@ def by_tid(prof):
 
 # ---- tests ----
 
-def kernel_has_task_work():
-    """Whether this kernel lets tailprofd's switch program schedule a task work (the kfunc, and a
-    verifier that accepts it there: task_work_probe)."""
-    return task_work_verdict(BUILD)[0]
-
-
 def test_offcpu_time_equals_blocked_time(d):
     with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
         tsc = f.read().strip() == "tsc"
     st = d.json("/api/v1/status")
     assert st["offcpu_clock"] == ("rq" if tsc else "monotonic")
-    ret = "task_work" if kernel_has_task_work() else "sys_exit"
+    # the kfunc, and a verifier that accepts it in a switch program (task_work_probe)
+    ret = "task_work" if task_work_verdict(BUILD)[0] else "sys_exit"
     assert st["offcpu_return"] == ret, st
     offcpu_checks(d, ret)
 

@@ -49,6 +49,9 @@ int BPF_PROG(probe_tw, bool preempt, struct task_struct *prev, struct task_struc
 }
 """
 
+# why, where the kernel lacks the kfunc (nothing was loaded)
+NO_KFUNC = "no kfunc"
+
 _cached = None
 
 
@@ -59,14 +62,14 @@ def kernel_has_task_work_kfunc():
 
 def task_work_verdict(build):
     """(accepted, why): accepted True when the kernel loads the probe; False with the verifier's
-    last line that is not a statistic or a wrapper, or with 'no kfunc' where the kernel lacks
+    last line that is not a statistic or a wrapper, or with NO_KFUNC where the kernel lacks
     bpf_task_work_schedule_resume_impl. build: the meson build directory (its bpf/vmlinux.h).
     Raises when the probe cannot be built: the toolchain is the build's own."""
     global _cached
     if _cached is not None:
         return _cached
     if not kernel_has_task_work_kfunc():
-        _cached = (False, "no kfunc")
+        _cached = (False, NO_KFUNC)
         return _cached
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "probe_tw.bpf.c")
