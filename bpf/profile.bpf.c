@@ -165,6 +165,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	__u64 t0 = 0;
 	__u32 zero = 0;
 	__u64 *known;
+	bool unknown;
 	long n, nk = 0, nu = 0;
 
 	count(ts, TP_M_SAMPLES);
@@ -251,16 +252,21 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 			s->flags |= TP_SAMPLE_PY_TRUNCATED;
 	}
 
+	/* A new process is read at once (and marked known), but not one whose thread exits now:
+	 * its maps are going (exit_mm), and its exit event may have deleted its entry already. */
 	known = bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
+	unknown =
+	    (!known || *known != s->hdr.start_ns) && !(BPF_CORE_READ(task, flags) & TP_PF_EXITING);
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu + 2 * (s->nr_python & 127)) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
-	/* new processes, new mappings the unwinder needs and new Python code are read at once */
+	/* so are new mappings the unwinder needs and new Python code */
 	if (bpf_ringbuf_output(
 		&events, s, n,
-		wakeup_flags(!known || *known != s->hdr.start_ns ||
-			     (s->flags & (TP_SAMPLE_UNWIND_RESCAN | TP_SAMPLE_PY_NEW)))))
+		wakeup_flags(unknown || (s->flags & (TP_SAMPLE_UNWIND_RESCAN | TP_SAMPLE_PY_NEW)))))
 		count(ts, TP_M_RINGBUF_FULL);
+	else if (unknown)
+		tp_mark_known(s->hdr.pid, s->hdr.start_ns);
 	if (bench_pid && s->hdr.pid == bench_pid) {
 		__sync_fetch_and_add(&bench_cost[0], bpf_ktime_get_ns() - ts);
 		__sync_fetch_and_add(&bench_cost[1], 1);
@@ -269,7 +275,8 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 }
 
 /* Sends ev (size bytes, kind set), an exec or exit record of task's process, after forgetting
- * the process's unwind tables, then forgets that user space knows the process. */
+ * the process's unwind tables, then forgets that user space knows the process, and its Python
+ * interpreter. */
 static __always_inline void notify(struct task_struct *task, struct tp_event_hdr *ev, __u32 size)
 {
 	ev->pid = BPF_CORE_READ(task, tgid);
@@ -302,10 +309,12 @@ static __always_inline void notify(struct task_struct *task, struct tp_event_hdr
 		bpf_map_delete_elem(&gc_pausing, &ev->pid);
 	}
 	/* After exec the maps must be read again: the next sample of the new image wakes user
-	 * space because the process is no longer known. The event is written first: user space
-	 * that marks the process known from a sample taken before the exec, after this delete,
-	 * finds the event when its consume looks for more records, and forgets it again. */
+	 * space because the process is no longer known (the samples mark it, in this order, so a
+	 * sample of the old image cannot mark the new one). Its interpreter, if it had one, is
+	 * the old image's: deleted here rather than by a bpf() call of tailprofd per process. */
 	bpf_map_delete_elem(&known_procs, &ev->pid);
+	if (python_on)
+		bpf_map_delete_elem(&py_procs, &ev->pid);
 }
 
 /* The kernfs id of task's cgroup in hierarchy cgroup_v1_hierarchy, 0 when not found: a walk of

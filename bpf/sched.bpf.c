@@ -352,6 +352,7 @@ int BPF_PROG(sched_thread_exit, struct task_struct *p)
 	st = bpf_task_storage_get(&sched_tasks, p, 0, 0);
 	if (!st || !st->pending)
 		return 0;
+	st->exiting = 1;
 	if (use_task_work) {
 		__u32 tid = st->key_tid;
 		struct tp_tw_pending *w = bpf_map_lookup_elem(&tw_pending, &tid);

@@ -54,22 +54,17 @@ void collector_py_run_queue(struct collector *c)
 /* Process pid exec'd or exited (the event's ts_ns: CLOCK_MONOTONIC, as bpf_ktime_get_ns()). */
 static void forget_process(struct collector *c, uint32_t pid, bool exited, uint64_t ts_ns)
 {
-	uint64_t marked_ns;
-
 	/* the maps read this round were the old image's */
 	proc_maps__forget(pid);
 	if (exited)
 		symbolizer__forget_exited(c->opts.symbolizer, pid);
 	else
 		symbolizer__forget_process(c->opts.symbolizer, pid);
-	/* BPF deleted it at the event, but a sample from before the event, drained after it, may
-	 * have marked the process known again: the new image's samples must wake us. Only a
-	 * process marked known here has an entry to delete, and only one marked after BPF read
-	 * the event's time (before its delete): an earlier mark is what BPF deleted. */
-	if (pid_set__del(&c->known, pid, &marked_ns) && marked_ns >= ts_ns)
-		loader__forget(c->opts.loader, pid);
+	/* BPF forgot it (known_procs, py_procs) at the event, and marks the new image known at
+	 * the sample that wakes us for it: nothing to delete here */
+	pid_set__del(&c->known, pid);
 	if (c->opts.python)
-		python__forget_process(c->opts.python, pid);
+		python__forget_process(c->opts.python, pid, ts_ns);
 	queue_unwind(c, UNWIND_FORGET, pid, ts_ns);
 }
 
@@ -134,8 +129,8 @@ void collector_recheck_due(struct collector *c, uint64_t now)
 }
 
 /* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
- * read while it lives: from now on its samples may wait for the next drain, and they are walked
- * with its unwind tables. */
+ * read while it lives (BPF marked it known then: its samples now wait for the next drain), and
+ * its unwind tables are loaded for its next samples. */
 static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 {
 	if (pid_set__has(&c->known, pid, start_ns))
@@ -150,9 +145,7 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 		loader__forget(c->opts.loader, old);
 		c->known_evicted++;
 	}
-	loader__mark_known(c->opts.loader, pid, start_ns);
-	/* stamped once the entry is in the map (forget_process) */
-	pid_set__add(&c->known, pid, start_ns, sysinfo__mono_ns());
+	pid_set__add(&c->known, pid, start_ns);
 	py_queue(c, pid, start_ns);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
 }

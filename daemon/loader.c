@@ -686,13 +686,6 @@ int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns)
 	return 0;
 }
 
-int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns)
-{
-	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.known_procs), &pid, &start_ns, BPF_ANY))
-		return -errno;
-	return 0;
-}
-
 void loader__forget(struct loader *l, uint32_t pid)
 {
 	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.known_procs), &pid);

@@ -82,9 +82,9 @@ uint64_t *loader__counters(const struct loader *l);
  * the processes forked since the load (live_procs): 0, or -ENOENT when the table does not have
  * pid (gone, from before the load, or the table was full: /proc tells then). */
 int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns);
-/* Tells the BPF side that the maps of (pid, start_ns) have been read. 0 or -errno. */
-int loader__mark_known(struct loader *l, uint32_t pid, uint64_t start_ns);
-/* Forgets a process on the BPF side (it is no longer known). */
+/* Forgets a process on the BPF side (it is no longer known: its next sample wakes user space
+ * and marks it known again). BPF marks processes known itself, at the sample that wakes user
+ * space for them, and forgets them at exec and exit; this is for the cap on known processes. */
 void loader__forget(struct loader *l, uint32_t pid);
 /* With time_stage_label: ns spent in the sampler's stage lookup, ns of the clock reads that
  * measured it (to subtract), and samples measured, since load. All 0 otherwise. */

@@ -13,14 +13,12 @@ void pid_set__init(struct pid_set *s)
 	s->count = 0;
 	s->pids = xcalloc(s->mask + 1, sizeof(uint32_t));
 	s->starts = xcalloc(s->mask + 1, sizeof(uint64_t));
-	s->stamps = xcalloc(s->mask + 1, sizeof(uint64_t));
 }
 
 void pid_set__free(struct pid_set *s)
 {
 	free(s->pids);
 	free(s->starts);
-	free(s->stamps);
 }
 
 static size_t pid_slot(const struct pid_set *s, uint32_t pid)
@@ -39,7 +37,7 @@ bool pid_set__has(const struct pid_set *s, uint32_t pid, uint64_t start)
 	return s->pids[h] == pid && s->starts[h] == start;
 }
 
-void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start, uint64_t stamp)
+void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start)
 {
 	size_t h;
 
@@ -48,10 +46,9 @@ void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start, uint64_t stam
 
 		n.pids = xcalloc(n.mask + 1, sizeof(*n.pids));
 		n.starts = xcalloc(n.mask + 1, sizeof(*n.starts));
-		n.stamps = xcalloc(n.mask + 1, sizeof(*n.stamps));
 		for (size_t i = 0; i <= s->mask; i++)
 			if (s->pids[i])
-				pid_set__add(&n, s->pids[i], s->starts[i], s->stamps[i]);
+				pid_set__add(&n, s->pids[i], s->starts[i]);
 		pid_set__free(s);
 		*s = n;
 	}
@@ -59,27 +56,24 @@ void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start, uint64_t stam
 	s->count += s->pids[h] != pid;
 	s->pids[h] = pid;
 	s->starts[h] = start;
-	s->stamps[h] = stamp;
 }
 
-bool pid_set__del(struct pid_set *s, uint32_t pid, uint64_t *stamp)
+bool pid_set__del(struct pid_set *s, uint32_t pid)
 {
 	size_t h = pid_slot(s, pid), j;
 
 	if (s->pids[h] != pid)
 		return false;
-	if (stamp)
-		*stamp = s->stamps[h];
 	s->pids[h] = 0;
 	s->count--;
 	/* backward-shift deletion keeps probe chains intact */
 	for (j = (h + 1) & s->mask; s->pids[j]; j = (j + 1) & s->mask) {
 		uint32_t p = s->pids[j];
-		uint64_t st = s->starts[j], sp = s->stamps[j];
+		uint64_t st = s->starts[j];
 
 		s->pids[j] = 0;
 		s->count--;
-		pid_set__add(s, p, st, sp);
+		pid_set__add(s, p, st);
 	}
 	return true;
 }
@@ -96,6 +90,6 @@ uint32_t pid_set__evict_oldest(struct pid_set *s)
 		}
 	}
 	if (pid)
-		pid_set__del(s, pid, NULL);
+		pid_set__del(s, pid);
 	return pid;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* A set of processes, pid -> start_ns and a stamp (when the caller marked it: CLOCK_MONOTONIC
- * ns): the collector's processes marked known in the BPF map.
+/* A set of processes, pid -> start_ns: the processes the collector knows (BPF's known_procs marks
+ * them too, and forgets them at exec and exit).
  * Open addressing, pid 0 = empty; it grows by doubling and aborts when it cannot (STYLE.md). One
  * thread; no locking. */
 #ifndef TAILPROF_PID_SET_H
@@ -13,7 +13,6 @@
 struct pid_set {
 	uint32_t *pids;
 	uint64_t *starts;
-	uint64_t *stamps;
 	size_t mask, count;
 };
 
@@ -22,11 +21,10 @@ void pid_set__init(struct pid_set *s);
 void pid_set__free(struct pid_set *s);
 /* Whether process (pid, start) is in the set (pid with another start is not). */
 bool pid_set__has(const struct pid_set *s, uint32_t pid, uint64_t start);
-/* Adds pid with start and stamp, replacing pid's earlier ones. */
-void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start, uint64_t stamp);
-/* Removes pid, whatever its start; returns whether it was there, and its stamp in *stamp (NULL
- * allowed). */
-bool pid_set__del(struct pid_set *s, uint32_t pid, uint64_t *stamp);
+/* Adds pid with start, replacing pid's earlier one. */
+void pid_set__add(struct pid_set *s, uint32_t pid, uint64_t start);
+/* Removes pid, whatever its start; returns whether it was there. */
+bool pid_set__del(struct pid_set *s, uint32_t pid);
 /* Removes the process that started first (smallest start; among equal starts, any) and returns
  * its pid, or 0 when the set is empty. A scan of the whole table: for when a cap is reached. */
 uint32_t pid_set__evict_oldest(struct pid_set *s);

@@ -189,6 +189,7 @@ struct py_proc {
 	 * build froze into its data (3.11 and 3.12's deep-frozen modules: importlib, site, os...)
 	 * lie there, the same in every process of the file */
 	uint64_t image_lo, image_hi, bias, file_key;
+	uint64_t set_ns; /* CLOCK_MONOTONIC when its py_procs entry was written */
 };
 
 struct py_code {
@@ -539,7 +540,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	bool named = false;
 	int err;
 
-	python__forget_process(p, pid);
+	python__forget_process(p, pid, 0);
 	err = proc_maps__load(p->proc_root, pid, 64 << 20, &maps);
 	if (err < 0)
 		return err;
@@ -592,6 +593,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		    .runtime = bias + sym.runtime,
 		    .version = (uint32_t)(v - versions),
 		};
+		uint64_t set_ns = sysinfo__mono_ns();
 		struct py_proc *pp;
 
 		if (p->opts.loader && loader__python_set_process(p->opts.loader, pid, &bp)) {
@@ -620,6 +622,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		    .image_lo = bias + sym.image_lo,
 		    .image_hi = bias + sym.image_hi,
 		    .bias = bias,
+		    .set_ns = set_ns,
 		    .file_key =
 			hashmap__combine(hashmap__combine(sym.dev, sym.ino),
 					 hashmap__combine(sym.size, (uint64_t)sym.mtime_ns)),
@@ -631,13 +634,13 @@ out:
 	return err;
 }
 
-void python__forget_process(struct python *p, uint32_t pid)
+void python__forget_process(struct python *p, uint32_t pid, uint64_t event_ns)
 {
 	struct py_proc *pp = find_proc(p, pid);
 
 	if (!pp)
 		return;
-	if (p->opts.loader)
+	if (p->opts.loader && pp->set_ns >= event_ns)
 		loader__python_drop_process(p->opts.loader, pid);
 	*pp = p->procs[--p->nr_procs];
 	/* its code objects are keyed by start_ns too: stale entries are never hit again */

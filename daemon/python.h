@@ -64,8 +64,11 @@ void python__free(struct python *p);
  * frames will be walked, 0 when it has no (supported) CPython, or a negative errno when its maps
  * cannot be read (-ESRCH: gone). Unsupported interpreters are counted by reason. */
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns);
-/* The process exec'd or exited: it leaves py_procs and its cached code objects are dropped. */
-void python__forget_process(struct python *p, uint32_t pid);
+/* The process exec'd or exited at event_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns()): its cached
+ * code objects are dropped. BPF deleted its py_procs entry at the event; the entry is deleted
+ * here only when tailprofd wrote it at or after event_ns (a process found after it had gone), or
+ * always with event_ns 0. */
+void python__forget_process(struct python *p, uint32_t pid, uint64_t event_ns);
 /* A drain begins. At a tick (the drain period's drain) cached code objects are checked again
  * (once each) before their next use, as code objects are freed and their addresses reused;
  * drains between ticks (woken early by a new process or stack) keep the last tick's checks, so a

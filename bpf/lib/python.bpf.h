@@ -19,9 +19,10 @@ struct {
 } py_offsets SEC(".maps");
 
 /* py_procs: tgid -> the process's Python runtime (tp_py_proc). Written by tailprofd when it finds
- * a supported interpreter in a process's maps, deleted by tailprofd at its exec or exit (and
- * checked against start_ns here, for a pid reused before that). Sized like known_procs' share of
- * interpreters on a busy host; when full, the processes beyond it keep native stacks only. */
+ * a supported interpreter in a process's maps, deleted at its exec or exit by the sampler's
+ * programs (and by tailprofd when it wrote the entry after that), and checked against start_ns
+ * here, for a pid reused before that. Sized like known_procs' share of interpreters on a busy
+ * host; when full, the processes beyond it keep native stacks only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);

@@ -37,15 +37,16 @@ static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
 	t[1] = *(__u64 *)&task->comm[8];
 }
 
-/* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, for
- * new Python code, for a user stack walk cut at a PC in no mapping it gave BPF (once per process
- * and tables), or when the ring buffer fills). st: the thread's state, where whether user space
- * knows its process is kept (a hash lookup less a sample), or NULL. Returns 0 or -1 (ring buffer
- * full). */
+/* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, which
+ * is then marked known unless the thread exits, for new Python code, for a user stack walk cut at
+ * a PC in no mapping it gave BPF (once per process and tables), or when the ring buffer fills).
+ * st: the thread's state, where whether user space knows its process is kept (a hash lookup less
+ * a sample), or NULL. Returns 0 or -1 (ring buffer full). */
 static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 {
 	__u32 nk = o->nr_kernel, nu = o->nr_user, n;
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	bool mark = false;
 
 	/* each clamped in its own register, which the verifier then sees bounded */
 	nk = nk < TP_MAX_STACK_DEPTH ? nk : TP_MAX_STACK_DEPTH;
@@ -68,6 +69,7 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 				st->known_start = o->hdr.start_ns;
 		} else {
 			flags = BPF_RB_FORCE_WAKEUP;
+			mark = st && !st->exiting;
 		}
 	}
 	if ((o->flags & TP_SAMPLE_PY_NEW) ||
@@ -92,6 +94,8 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 		bump(TP_SCH_RINGBUF_FULL);
 		return -1;
 	}
+	if (mark)
+		tp_mark_known(o->hdr.pid, o->hdr.start_ns);
 	return 0;
 }
 

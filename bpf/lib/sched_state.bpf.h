@@ -24,7 +24,7 @@ struct tp_sched_task {
 	__u64 known_start;	  /* its process's start_ns, once seen in known_procs */
 	__u32 key_tid;		  /* pending: the tid its capture is kept under (a thread that
 				   * execs takes its leader's pid in de_thread) */
-	__u32 pad2;
+	__u32 exiting;		  /* it exits: its samples must not mark its process known */
 	__u64 early_ksp; /* TP_EARLY_KERNEL: the stack pointer its switch will have saved */
 	__u64 out_ctx;	 /* the address of the tracepoint's arguments at its last blocking
 			  * switch-out (on its kernel stack: see early_kernel_stack) */

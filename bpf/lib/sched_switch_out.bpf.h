@@ -154,7 +154,10 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	}
 	/* Only a block in a syscall other than an exec: a new process blocks in page faults
 	 * while the kernel and the dynamic loader map it, and maps read then would lack its
-	 * libraries (its later blocks in them would keep only their leaf). */
+	 * libraries (its later blocks in them would keep only their leaf). Nor a thread that exits
+	 * (its last switch, after its process's exit event): its maps are going. */
+	if (prev->flags & TP_PF_EXITING)
+		return;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return;
@@ -170,6 +173,8 @@ static __always_inline void note_process(struct task_struct *prev, struct tp_sch
 	ev.start_ns = start;
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
 		bump(TP_SCH_RINGBUF_FULL);
+	else
+		tp_mark_known(pid, start);
 }
 
 /* Whether the user stack of the current thread (of process pid, with user registers ip, sp and bp)

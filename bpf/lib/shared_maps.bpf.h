@@ -8,17 +8,31 @@
 
 #include "label_sources.bpf.h"
 
-/* known_procs: tgid -> start_ns of processes whose memory maps user space has read. A sample of a
- * process not in it wakes user space at once, so the maps are read while the process lives (and,
- * for the scheduler, its unwind tables are in place for its next blocks). Written by tailprofd
- * (insert) and by the sampler's exec/exit programs (delete). Sized for a host with many
- * processes; when full, samples just wake user space more often. */
+/* known_procs: tgid -> start_ns of processes user space has been woken for. A sample of a process
+ * not in it wakes user space at once, so the maps are read while the process lives (and, for the
+ * scheduler, its unwind tables are in place for its next blocks). The sample or block (TP_EV_SEEN)
+ * that wakes user space inserts the process (tp_mark_known), so each image wakes it once and
+ * tailprofd spends no bpf() call on it; the sampler's exec/exit programs delete it, and tailprofd
+ * deletes what its cap on known processes evicts. Sized for a host with many processes; when full,
+ * samples just wake user space more often. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, __u64);
 } known_procs SEC(".maps");
+
+#define TP_PF_EXITING 0x00000004 /* include/linux/sched.h: set at do_exit's start */
+
+/* Marks the process (pid, start_ns) known: its samples stop waking user space, which this one
+ * wakes. Never for a thread that exits (the caller checks, TP_PF_EXITING): its process's exit
+ * event may have deleted the entry already (the thread's last samples and switch come after it),
+ * and nothing would delete it again. A failed insert (full, or the bucket busy on this CPU) only
+ * means the next sample wakes user space again. */
+static __always_inline void tp_mark_known(__u32 pid, __u64 start_ns)
+{
+	bpf_map_update_elem(&known_procs, &pid, &start_ns, BPF_ANY);
+}
 
 /* stage_stacks: the stages each thread is in, written by stage.bpf.c; read for the stage label. */
 struct {

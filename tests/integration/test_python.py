@@ -6,13 +6,15 @@
 compute_features 75% +- 5 points of the two, the Python chain to <module> with the files, first
 lines and lines of the source (found in its text), and math.sin's native frames leafward of
 compute_features. Off-CPU: a thread's sleeps under fetch_from_store. A 300 ms process named after
-it exits.
+it exits. BPF marks a process known and forgets it and its interpreter at its exit.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
 import collections
 import glob
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -198,6 +200,52 @@ def test_short_lived_named(d):
         assert name in m, name
 
 
+def bpf_map_values(name):
+    """{pid: value} of the BPF map called name (keyed by pid), from bpftool's BTF-formatted dump."""
+    r = subprocess.run(["bpftool", "-j", "map", "dump", "name", name], capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    return {e["formatted"]["key"]: e["formatted"]["value"] for e in json.loads(r.stdout or "[]")}
+
+
+def test_bpf_marks_and_forgets_the_process(d):
+    """BPF keeps which processes woke tailprofd (known_procs, pid -> start time) and which run a
+    CPython (py_procs): a Python process started while tailprofd is stopped is in known_procs all
+    the same (the sample that wakes the daemon marks it: no bpf() call of tailprofd per
+    process), then in py_procs once tailprofd runs and finds its interpreter; and in neither
+    once its parent's wait returns, with tailprofd stopped again (the sampler's exit program
+    deletes both)."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    w = subprocess.Popen([python, WORKLOAD, "20"])
+    try:
+        known = daemon.wait_for("pid %d in known_procs" % w.pid,
+                                lambda: bpf_map_values("known_procs").get(w.pid), timeout=15)
+        with open("/proc/%d/stat" % w.pid) as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        # start_boottime in ns; /proc shows it in clock ticks (proc(5), field 22)
+        assert known // (10**9 // os.sysconf("SC_CLK_TCK")) == ticks, (known, ticks)
+        os.kill(d.proc.pid, signal.SIGCONT)
+        daemon.wait_for("pid %d in py_procs" % w.pid, lambda: w.pid in bpf_map_values("py_procs"),
+                        timeout=15)
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        w.kill()
+        w.wait()
+        known_procs, py_procs = bpf_map_values("known_procs"), bpf_map_values("py_procs")
+        print("  pid %d: known (start %d ns) while tailprofd was stopped; gone from known_procs "
+              "(%d entries) and py_procs (%d) at its exit" % (w.pid, known, len(known_procs),
+                                                               len(py_procs)))
+        assert w.pid not in known_procs, known_procs
+        assert w.pid not in py_procs, py_procs
+    finally:
+        os.kill(d.proc.pid, signal.SIGCONT)
+        if w.poll() is None:
+            w.kill()
+            w.wait()
+
+
 def main_thread_frames(d, query, tid=None):
     """(samples of the process's main thread naming main_spin, naming idle_wait, with no Python
     frames) in the CPU profile of query."""
@@ -285,5 +333,6 @@ def test_pyenv313_python(d):
 if __name__ == "__main__":
     run_tests([test_debian_python, test_pyenv_python, test_pyenv312_python, test_pyenv313_python,
                test_offcpu_sleep_under_fetch_from_store, test_short_lived_named,
+               test_bpf_marks_and_forgets_the_process,
                test_many_threads_never_another_threads_frames, test_pid_namespace],
               start_daemons(make))

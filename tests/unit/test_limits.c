@@ -101,12 +101,12 @@ static void test_pid_set_evict_oldest(void **state)
 	(void)state;
 	pid_set__init(&s);
 	assert_int_equal(pid_set__evict_oldest(&s), 0);
-	pid_set__add(&s, 300, 30, 0);
-	pid_set__add(&s, 100, 50, 0);
-	pid_set__add(&s, 200, 10, 0);
-	pid_set__add(&s, 400, 40, 0);
+	pid_set__add(&s, 300, 30);
+	pid_set__add(&s, 100, 50);
+	pid_set__add(&s, 200, 10);
+	pid_set__add(&s, 400, 40);
 	/* a reused pid takes its new start */
-	pid_set__add(&s, 300, 60, 0);
+	pid_set__add(&s, 300, 60);
 	assert_int_equal(s.count, 4);
 	assert_int_equal(pid_set__evict_oldest(&s), 200);
 	assert_false(pid_set__has(&s, 200, 10));
@@ -119,19 +119,19 @@ static void test_pid_set_evict_oldest(void **state)
 
 	/* many, past a growth, with probe chains: the order is by start and the rest stay found */
 	for (uint32_t i = 1; i <= 5000; i++)
-		pid_set__add(&s, i * 7919 % 65521 + 1, 100000 - i, i);
+		pid_set__add(&s, i * 7919 % 65521 + 1, 100000 - i);
 	for (uint32_t i = 5000; i > 4990; i--)
 		assert_int_equal(pid_set__evict_oldest(&s), i * 7919 % 65521 + 1);
 	for (uint32_t i = 1; i <= 4990; i++)
 		assert_true(pid_set__has(&s, i * 7919 % 65521 + 1, 100000 - i));
 	assert_int_equal(s.count, 4990);
-	/* stamps move with their pids through growth and backward-shift deletion */
-	for (uint32_t i = 1; i <= 4990; i += 7) {
-		uint64_t stamp = 0;
-
-		assert_true(pid_set__del(&s, i * 7919 % 65521 + 1, &stamp));
-		assert_int_equal(stamp, i);
-	}
+	/* starts move with their pids through growth and backward-shift deletion */
+	for (uint32_t i = 1; i <= 4990; i += 7)
+		assert_true(pid_set__del(&s, i * 7919 % 65521 + 1));
+	for (uint32_t i = 1; i <= 4990; i++)
+		assert_true(pid_set__has(&s, i * 7919 % 65521 + 1, 100000 - i) ==
+			    ((i - 1) % 7 != 0));
+	assert_false(pid_set__del(&s, 1 * 7919 % 65521 + 1));
 	pid_set__free(&s);
 }
 

@@ -334,7 +334,7 @@ static void check_discovery(const char *python, bool cstack)
 		assert_true(out[0].entry);
 		assert_false(out[1].entry);
 	}
-	python__forget_process(p, (uint32_t)pid);
+	python__forget_process(p, (uint32_t)pid, 0);
 	python__stats(p, &st);
 	assert_int_equal(st.processes, 0);
 	kill(pid, SIGKILL);
