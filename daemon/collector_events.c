@@ -133,7 +133,9 @@ void collector_recheck_due(struct collector *c, uint64_t now)
  * its unwind tables are loaded for its next samples. */
 static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 {
-	if (pid_set__has(&c->known, pid, start_ns))
+	const struct exited_process *x = &c->exited[pid % COLLECTOR_EXITED];
+
+	if (pid_set__has(&c->known, pid, start_ns) || (x->pid == pid && x->start_ns == start_ns))
 		return;
 	/* past the cap the process that started first is forgotten: its next sample wakes us and
 	 * makes it known again (a lost exit notification must not grow the set forever) */
@@ -464,6 +466,8 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	}
 	case TP_EV_EXIT:
 		forget_process(c, hdr->pid, true, hdr->ts_ns);
+		c->exited[hdr->pid % COLLECTOR_EXITED].pid = hdr->pid;
+		c->exited[hdr->pid % COLLECTOR_EXITED].start_ns = hdr->start_ns;
 		if (c->opts.gc)
 			gc__process_exit(c->opts.gc, hdr->pid);
 		break;

@@ -31,6 +31,9 @@ struct capture {
 #define RECHECK_NS     (300 * NSEC_PER_MSEC)
 #define RECHECK_MAX    1024
 #define PY_PENDING_MAX 1024
+/* exited processes remembered (direct-mapped by pid): their samples drained after the exit event
+ * come within a drain or two, a few per process */
+#define COLLECTOR_EXITED 1024
 
 struct collector {
 	struct collector_opts opts;
@@ -53,6 +56,12 @@ struct collector {
 
 	struct pid_set known;
 	uint64_t known_evicted; /* processes forgotten for opts.max_known */
+	/* processes whose exit event was read, by pid modulo: their last samples come after it and
+	 * must not make them known again (each would stay in `known` until evicted) */
+	struct exited_process {
+		uint32_t pid;
+		uint64_t start_ns;
+	} exited[COLLECTOR_EXITED];
 	struct collector_status st;
 	struct window *stage_window; /* the current window at the last tick (stages) */
 

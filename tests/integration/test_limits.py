@@ -90,17 +90,25 @@ def full(d):
 def churn(d):
     """Processes 4 at a time, each spinning 30 ms at the bottom of a depth of its own (new tasks,
     processes and stacks: each of its samples a new stack), in batches of 40 until every capped
-    table has refused or evicted, or 45 s: however busy the host, the churn fills them."""
+    table has refused or evicted, or 45 s: however busy the host, the churn fills them. Beside
+    them, more sleeping processes than known_processes' cap: known from their first block on
+    (an exited process is forgotten, so only live ones fill that table)."""
     deep = os.path.join(WL, "tp_deep_fp")
     depth, deadline = 3, time.time() + 45
-    while time.time() < deadline and not full(d):
-        for _ in range(10):
-            running = [subprocess.Popen([deep, "0.03", str(depth + i)],
-                                        stdout=subprocess.DEVNULL) for i in range(4)]
-            depth += 4
-            for p in running:
-                p.wait()
-    print("  churn: %d processes" % (depth - 3))
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(CAPS["known_processes"] + 5)]
+    try:
+        while time.time() < deadline and not full(d):
+            for _ in range(10):
+                running = [subprocess.Popen([deep, "0.03", str(depth + i)],
+                                            stdout=subprocess.DEVNULL) for i in range(4)]
+                depth += 4
+                for p in running:
+                    p.wait()
+    finally:
+        for p in sleepers:
+            p.kill()
+            p.wait()
+    print("  churn: %d processes, %d sleeping" % (depth - 3, len(sleepers)))
 
 
 def limits(d):
