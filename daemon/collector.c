@@ -293,6 +293,7 @@ static void drain(struct collector *c, bool tick)
 	pthread_rwlock_wrlock(&c->lock);
 	/* the clocks after the lock: waiting for readers must not age the counters' time */
 	now = sysinfo__mono_ns();
+	c->drain_ns = now;
 	sysinfo__test_clock_refresh();
 	offset = sysinfo__wall_offset_ns();
 	/* Keep the labels steady: the offset measured at each drain jitters by a few hundred ns,

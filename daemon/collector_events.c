@@ -96,12 +96,13 @@ static const struct gc_exec *gc_exec_of(const struct tp_exec *x, struct gc_exec 
 	return out;
 }
 
-/* Process (pid, start_ns) exec'd at now: its maps are read again at the first drain from
- * now + RECHECK_NS on (recheck_due). */
-static void recheck_later(struct collector *c, uint32_t pid, uint64_t start_ns, uint64_t now)
+/* Process (pid, start_ns) exec'd, read in the drain that began at drain_ns: its maps are read
+ * again at the first drain from drain_ns + PROC_MAPS_EXEC_RECHECK_NS on (recheck_due), the one
+ * where GC discovery looks again (gc.c, from the same drain's time). */
+static void recheck_later(struct collector *c, uint32_t pid, uint64_t start_ns, uint64_t drain_ns)
 {
-	c->rechecks[(c->recheck_head + c->nr_rechecks) % RECHECK_MAX] =
-	    (struct recheck){.pid = pid, .start_ns = start_ns, .due_ns = now + RECHECK_NS};
+	c->rechecks[(c->recheck_head + c->nr_rechecks) % RECHECK_MAX] = (struct recheck){
+	    .pid = pid, .start_ns = start_ns, .due_ns = drain_ns + PROC_MAPS_EXEC_RECHECK_NS};
 	if (c->nr_rechecks < RECHECK_MAX)
 		c->nr_rechecks++;
 	else
@@ -459,7 +460,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		forget_process(c, hdr->pid, false, hdr->ts_ns);
 		if (x)
 			note_exec(c, x);
-		recheck_later(c, hdr->pid, hdr->start_ns, sysinfo__mono_ns());
+		recheck_later(c, hdr->pid, hdr->start_ns, c->drain_ns);
 		if (c->opts.gc)
 			gc__process_exec(c->opts.gc, hdr->pid, x ? gc_exec_of(x, &gx) : NULL);
 		break;

@@ -27,8 +27,8 @@ struct capture {
 /* A new image's maps read within its first milliseconds (a CPU sample in its dynamic loader
  * made it known) lack its libraries, and nothing reads them again before its first long block's
  * stacks are taken on its way back, nor before it exits: so every process that exec'd is read
- * once more this long after the exec, when it is known by then. */
-#define RECHECK_NS     (300 * NSEC_PER_MSEC)
+ * once more PROC_MAPS_EXEC_RECHECK_NS after the drain that read its exec, when it is known by
+ * then (GC discovery looks again in that same drain: one maps read for both). */
 #define RECHECK_MAX    1024
 #define PY_PENDING_MAX 1024
 /* exited processes remembered (direct-mapped by pid): their samples drained after the exit event
@@ -52,6 +52,7 @@ struct collector {
 	uint64_t *cpu_received_total;
 	uint64_t *cpu_sampled_ns_total;
 	uint64_t last_tick_ns;
+	uint64_t drain_ns; /* when the current (or last) drain began: CLOCK_MONOTONIC */
 	int64_t wall_offset_ns;
 
 	struct pid_set known;

@@ -25,7 +25,6 @@
 #define GC_MAX_OBJECTS	  8192		     /* classified objects cached */
 #define GC_MAX_NOTICES	  16384		     /* exec/exit/dlopen notices between ticks */
 #define GC_LINGER_NS	  (1 * NSEC_PER_SEC) /* unused objects keep their probes this long */
-#define GC_RESCAN_NS	  (250 * NSEC_PER_MSEC)
 #define GC_FULL_SCAN_NS	  (30 * NSEC_PER_SEC)
 #define GC_MAPS_MAX_BYTES (64u << 20)
 
@@ -539,7 +538,7 @@ void gc__tick(struct gc *g, uint64_t now)
 			/* the dynamic loader maps the libraries after exec: look once more */
 			if (g->nr_later < GC_MAX_NOTICES) {
 				g->later[g->nr_later] = *n;
-				g->later[g->nr_later++].due_ns = now + GC_RESCAN_NS;
+				g->later[g->nr_later++].due_ns = now + PROC_MAPS_EXEC_RECHECK_NS;
 			}
 			break;
 		case N_DLOPEN:

@@ -68,6 +68,10 @@ int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len
 int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struct proc_maps *out);
 /* A round begins (the drain loop: when a drain begins) and ends (when its work is done): maps
  * read in one round are not handed out in another. */
+/* How long after an exec (from the drain that read it) the modules look at the new image's maps
+ * again (its libraries are mapped by then): the same delay for all, so that one drain's round
+ * reads the maps once for every module (ns). */
+#define PROC_MAPS_EXEC_RECHECK_NS (300 * 1000 * 1000ULL)
 void proc_maps__begin_round(void);
 void proc_maps__end_round(void);
 /* The process exec'd or exited: its maps are read again. */

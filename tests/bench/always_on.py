@@ -13,8 +13,8 @@ record -g + perf script:
 
 Also busy without churn at 99 Hz, so that the daemon's CPU per process started is the
 difference over the processes started. Prints per scenario (medians of RUNS runs): daemon CPU,
-BPF time per program, ns per sample, daemon us per process, all-in % of one CPU, the spinners'
-CPU time lost against the run without tailprofd, and perf's CPU. Targets (not asserted):
+BPF time per program, ns per sample, daemon us and /proc/PID/maps reads per process, all-in % of
+one CPU, the spinners' CPU time lost against the run without tailprofd, and perf's CPU. Targets (not asserted):
 churn all-in <= 0.2% at 99 Hz and <= 1% at 999 Hz; <= 100 us of daemon CPU per process.
 
 Usage (root): tests/bench/always_on.py [SECONDS_PER_RUN] [RUNS] [SCENARIOS]
@@ -37,6 +37,7 @@ SCENARIOS = ["idle", "busy", "churn", "churn999"]  # argv[3]
 RATE = 50  # process starts a second
 SETTLE = 3  # seconds after tailprofd is healthy before measuring
 CLK = os.sysconf("SC_CLK_TCK")
+MAPS_READS = 'tailprof_maps_reads_total{source="file"}'  # /proc/PID/maps opened and read
 
 
 def go_program(tmp):
@@ -146,6 +147,7 @@ def measure(spinners, churn_programs, run, freq):
     started0 = churn.started if churn else 0
     if d:
         c0, b0 = proc_cpu(d.proc.pid), bpf_progs(d.proc.pid)
+        m0 = d.metrics()
     t0 = time.time()
     time.sleep(SECONDS)
     elapsed = time.time() - t0
@@ -153,6 +155,8 @@ def measure(spinners, churn_programs, run, freq):
            "starts": (churn.started - started0) if churn else 0}
     if d:
         c1, b1 = proc_cpu(d.proc.pid), bpf_progs(d.proc.pid)
+        m1 = d.metrics()
+        res["maps_reads"] = m1.get(MAPS_READS, 0) - m0.get(MAPS_READS, 0)
         res["daemon_pct"] = 100 * (c1 - c0) / elapsed
         names = prog_names()
         res["progs"] = {}
@@ -244,8 +248,9 @@ def report(sc, freq, runs, results):
     if sc.startswith("churn") and "busy" in results:
         busy = median([r["daemon_s"] / r["elapsed"] for r in results["busy"]["tailprofd"]])
         churn = median([r["daemon_s"] / r["elapsed"] for r in ours])
-        line += "; daemon %.0f us per process started" % (
-            1e6 * (churn - busy) / max(starts / SECONDS, 1))
+        line += "; daemon %.0f us and %.2f maps reads per process started" % (
+            1e6 * (churn - busy) / max(starts / SECONDS, 1),
+            median([r["maps_reads"] for r in ours]) / max(starts, 1))
     print(line)
     names = sorted({k for r in ours for k in r["progs"]})
     for n in names:
