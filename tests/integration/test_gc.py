@@ -348,14 +348,9 @@ while True:
 
 def bpf_map_pids(name):
     """The pids in the keys of every BPF map called name (gc_pausing: the key; gc_open: its
-    pid field), from bpftool's BTF-formatted dump."""
-    r = run(["bpftool", "-j", "map", "dump", "name", name], timeout=20)
-    assert r.returncode == 0, r.stderr
-    pids = set()
-    for e in json.loads(r.stdout or "[]"):
-        k = e["formatted"]["key"]
-        pids.add(k["pid"] if isinstance(k, dict) else k)
-    return pids
+    pid field)."""
+    return {e["key"]["pid"] if isinstance(e["key"], dict) else e["key"]
+            for e in daemon.bpf_map_dump(name)}
 
 
 def test_killed_inside_a_collection_leaves_no_state(d):

@@ -12,7 +12,6 @@ Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF 
 no interpreter is there; with CI=true that is a failure."""
 import collections
 import glob
-import json
 import os
 import signal
 import subprocess
@@ -201,11 +200,8 @@ def test_short_lived_named(d):
 
 
 def bpf_map_values(name):
-    """{pid: value} of the BPF map called name (keyed by pid), from bpftool's BTF-formatted dump."""
-    r = subprocess.run(["bpftool", "-j", "map", "dump", "name", name], capture_output=True,
-                       text=True, timeout=20)
-    assert r.returncode == 0, r.stderr
-    return {e["formatted"]["key"]: e["formatted"]["value"] for e in json.loads(r.stdout or "[]")}
+    """{pid: value} of the BPF map called name (keyed by pid)."""
+    return {e["key"]: e["value"] for e in daemon.bpf_map_dump(name)}
 
 
 def test_bpf_marks_and_forgets_the_process(d):

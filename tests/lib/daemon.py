@@ -14,6 +14,15 @@ import urllib.request
 from pprof_decode import Profile
 
 
+def bpf_map_dump(name):
+    """The entries of every BPF map called name, as bpftool's BTF-formatted dump gives them:
+    a list of {"key": ..., "value": ...} (ints, or dicts for structs)."""
+    r = subprocess.run(["bpftool", "-j", "map", "dump", "name", name], capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    return [e["formatted"] for e in json.loads(r.stdout or "[]")]
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
