@@ -68,8 +68,29 @@ struct tp_py_proc {
 	__u32 version;	/* index into py_offsets */
 	__u32 pad;
 	__u64 woke_ns; /* BPF's: when a new Python stack of the process last woke user space */
+	/* the interpreter file's image in the process [image_lo, image_hi) (0, 0: unknown) and the
+	 * file's identity: a stack of code objects all in there is the same stack in every process
+	 * of that file (tp_py_stack_end) */
+	__u64 image_lo, image_hi, image_key;
 };
-_Static_assert(sizeof(struct tp_py_proc) == 32, "tp_py_proc layout");
+_Static_assert(sizeof(struct tp_py_proc) == 56, "tp_py_proc layout");
+
+/* The py_seen key of a Python stack, built a frame at a time, innermost first, by BPF's walker
+ * and by tailprofd (daemon/python.c) alike: FNV-1a's prime over 64-bit words. Each frame adds its
+ * code object's address, as its offset from image_lo when it lies in the interpreter file's
+ * image (struct tp_py_proc). A stack wholly in the image ends with the file's image_key (the
+ * same in every process of the file), any other with the process (pid and start_ns). */
+#define TP_PY_STACK_SEED  0xcbf29ce484222325ULL
+#define TP_PY_STACK_PRIME 0x100000001b3ULL
+static inline __u64 tp_py_stack_step(__u64 h, __u64 word)
+{
+	return (h ^ word) * TP_PY_STACK_PRIME;
+}
+static inline __u64 tp_py_stack_end(__u64 h, int in_image, __u64 image_key, __u32 pid,
+				    __u64 start_ns)
+{
+	return tp_py_stack_step(h, in_image ? image_key : ((__u64)pid << 32 | (__u32)start_ns));
+}
 
 /* Kinds of record in the `events` ring buffer; every record starts with struct tp_event_hdr. */
 enum tp_event_kind {

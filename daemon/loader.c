@@ -769,6 +769,17 @@ void loader__python_drop_process(struct loader *l, uint32_t pid)
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.py_procs), &pid);
 }
 
+int loader__python_mark_seen(struct loader *l, uint64_t key)
+{
+	uint8_t one = 1;
+
+	if (!l->python_frames)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.py_seen), &key, &one, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 size_t loader__object_prog_stats(struct bpf_object *obj, struct loader_prog_stats *out, size_t max)
 {
 	struct bpf_program *prog;

@@ -142,6 +142,10 @@ int loader__python_set_offsets(struct loader *l, uint32_t version, const struct 
 int loader__python_set_process(struct loader *l, uint32_t pid, const struct tp_py_proc *p);
 /* Removes process pid from py_procs (absent: nothing). */
 void loader__python_drop_process(struct loader *l, uint32_t pid);
+/* Adds key (tp_py_stack_end() of a stack wholly in an interpreter file's image) to py_seen: the
+ * walker's samples of that stack stop waking user space. Returns 0 or a negative errno (-EINVAL:
+ * Python frames off). */
+int loader__python_mark_seen(struct loader *l, uint64_t key);
 /* Benchmark (loader_opts.bench_pid): out[0] ns perf_sample spent on that process's samples,
  * out[1] their number, out[2] ns of their Python walks, out[3] Python frames they took. */
 void loader__bench_cost(const struct loader *l, uint64_t out[4]);

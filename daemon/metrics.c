@@ -453,6 +453,17 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		text_put(&t, "tailprof_python_code_image_hits_total %" PRIu64 "\n",
 			 st.py.code_image_hits);
 		text_metric(
+		    &t, "tailprof_python_new_stacks_total", "counter",
+		    "Samples whose Python stack was new to BPF and woke tailprofd to read its "
+		    "code objects while the process lives.");
+		text_put(&t, "tailprof_python_new_stacks_total %" PRIu64 "\n", st.py.new_stacks);
+		text_metric(
+		    &t, "tailprof_python_image_stacks_total", "counter",
+		    "New stacks wholly in an interpreter file's image (3.11 and 3.12's frozen "
+		    "modules), named and marked seen for every process of that file.");
+		text_put(&t, "tailprof_python_image_stacks_total %" PRIu64 "\n",
+			 st.py.image_stacks);
+		text_metric(
 		    &t, "tailprof_python_code_read_failures_total", "counter",
 		    "Code objects that could not be read (process gone): named by address.");
 		text_put(&t, "tailprof_python_code_read_failures_total %" PRIu64 "\n",

@@ -588,10 +588,16 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	{
 		/* the bias of the object in the process: a file offset pgoff sits at start */
 		uint64_t bias = pick->start - pick->pgoff + sym.exec_delta;
+		uint64_t file_key =
+		    hashmap__combine(hashmap__combine(sym.dev, sym.ino),
+				     hashmap__combine(sym.size, (uint64_t)sym.mtime_ns));
 		struct tp_py_proc bp = {
 		    .start_ns = start_ns,
 		    .runtime = bias + sym.runtime,
 		    .version = (uint32_t)(v - versions),
+		    .image_lo = bias + sym.image_lo,
+		    .image_hi = bias + sym.image_hi,
+		    .image_key = file_key,
 		};
 		uint64_t set_ns = sysinfo__mono_ns();
 		struct py_proc *pp;
@@ -623,9 +629,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		    .image_hi = bias + sym.image_hi,
 		    .bias = bias,
 		    .set_ns = set_ns,
-		    .file_key =
-			hashmap__combine(hashmap__combine(sym.dev, sym.ino),
-					 hashmap__combine(sym.size, (uint64_t)sym.mtime_ns)),
+		    .file_key = file_key,
 		};
 		err = 1;
 	}
@@ -985,14 +989,26 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 {
 	struct py_proc *pp = find_proc(p, pid);
 	uint32_t nr = 0, seg = 0, real = 0;
+	/* a new stack wholly in the image, every code object of it read: BPF's py_seen key */
+	bool image_stack = new_stack && pp && pp->image_hi > pp->image_lo;
+	uint64_t key = TP_PY_STACK_SEED;
 
 	if (!pp || pp->start_ns != start_ns)
 		return 0;
+	if (new_stack)
+		p->st.new_stacks++;
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t units = (int32_t)(uint32_t)in[i].info;
 		uint8_t owner = (uint8_t)(in[i].info >> TP_PY_INFO_OWNER_SHIFT);
 		struct py_code *c;
 		uint32_t id;
+
+		if (image_stack) {
+			if (in[i].code >= pp->image_lo && in[i].code < pp->image_hi)
+				key = tp_py_stack_step(key, in[i].code - pp->image_lo);
+			else
+				image_stack = false;
+		}
 
 		/* 3.12 on: the eval loop's own frame (its code the interpreter's trampoline, or
 		 * None) is not shown; the frame inside it is the one the C frame was entered with.
@@ -1012,9 +1028,12 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 		 * misaligned */
 		if (in[i].code < 4096 || (in[i].code & 7)) {
 			p->st.not_code++;
+			image_stack = false;
 			continue;
 		}
 		c = code_of(p, pp, in[i].code, new_stack);
+		if (!c || c->failed || c->not_code)
+			image_stack = false;
 		if (c && c->not_code) {
 			p->st.not_code++;
 			continue;
@@ -1043,6 +1062,12 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 		real++;
 	}
 	p->st.frames += real;
+	/* later processes of the file need no wake-up for this stack: its names are cached by file
+	 * and offset (code_of) */
+	if (image_stack && n && p->opts.loader &&
+	    !loader__python_mark_seen(p->opts.loader,
+				      tp_py_stack_end(key, 1, pp->file_key, pid, start_ns)))
+		p->st.image_stacks++;
 	return nr;
 }
 

@@ -42,8 +42,11 @@ struct python_stats {
 	uint64_t code_image_hits; /* frames whose code object, built into the interpreter file,
 				   * was known from this or another process of that file */
 	uint64_t incomplete;	  /* frames dropped: still in their prologue */
-	uint64_t not_code; /* frames dropped: their code pointer is no code object (torn read) */
-	uint64_t lines;	   /* interned (function, line) entries */
+	uint64_t not_code;   /* frames dropped: their code pointer is no code object (torn read) */
+	uint64_t new_stacks; /* samples whose stack was new to BPF (TP_SAMPLE_PY_NEW: woke us) */
+	uint64_t image_stacks; /* of those, stacks wholly in an interpreter file's image, named and
+				* given to py_seen for every process of that file */
+	uint64_t lines;	       /* interned (function, line) entries */
 	uint64_t symbol_reads; /* interpreter files whose symbols were read (once per file) */
 	uint64_t symbol_stats; /* stat()s of an interpreter file that check the symbols cached */
 };

@@ -30,11 +30,14 @@ struct {
 	__type(value, struct tp_py_proc);
 } py_procs SEC(".maps");
 
-/* py_seen: the Python stacks (a hash of the process and its frames' code objects) whose code
- * objects user space has been woken to read. A stack not in it makes its sample wake user space
- * (TP_SAMPLE_PY_NEW), at most once per TP_PY_WAKE_GAP_NS per process; a busy process's stacks
- * are all in it after its first seconds, so steady sampling wakes nobody. LRU: forgetting an old
- * stack costs one early drain. */
+/* py_seen: the Python stacks (tp_py_stack_end(): their frames' code objects, and the process or,
+ * for a stack wholly in the interpreter file's image, that file) whose code objects user space
+ * reads in time. A stack not in it makes its sample wake user space (TP_SAMPLE_PY_NEW), at most
+ * once per TP_PY_WAKE_GAP_NS per process. A process's own stacks go in at that wake-up; an image
+ * stack goes in when tailprofd has named its frames (they never change and need no live
+ * process), so the start-ups of later processes of the file (importlib, site: 3.11 and 3.12's
+ * deep-frozen modules) wake nobody. A busy process's stacks are all in it after its first
+ * seconds, so steady sampling wakes nobody. LRU: forgetting an old stack costs one early drain. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -69,14 +72,15 @@ struct tp_py_state {
 	const struct tp_py_offsets *o;
 	__u64 *out; /* 2 * TP_PY_MAX_FRAMES words */
 	__u64 interp;
-	__u64 ts;     /* the thread state looked at, then the one found (0: none) */
-	__u64 frame;  /* the next frame to copy (0: none) */
-	__u64 hash;   /* of the code objects copied (FNV-1a style, a word at a time) */
-	__u32 tid;    /* as the process sees it (its PID namespace's), like native_thread_id */
-	__u32 found;  /* the thread state of tid was found */
-	__u32 nr;     /* frames copied */
-	__u32 failed; /* a frame without code: stop, the sample says so */
-	__u32 pad;
+	__u64 ts;		   /* the thread state looked at, then the one found (0: none) */
+	__u64 frame;		   /* the next frame to copy (0: none) */
+	__u64 hash;		   /* of the code objects copied (tp_py_stack_step) */
+	__u64 image_lo, image_len; /* the interpreter file's image (tp_py_proc) */
+	__u32 tid;     /* as the process sees it (its PID namespace's), like native_thread_id */
+	__u32 found;   /* the thread state of tid was found */
+	__u32 nr;      /* frames copied */
+	__u32 failed;  /* a frame without code: stop, the sample says so */
+	__u32 outside; /* a frame's code object is not in the image */
 };
 
 /* One step of the search for the thread state of st->tid: a thread of the current interpreter,
@@ -116,7 +120,9 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 		return 1;
 	code = tp_py_read_ptr(frame + o->frame_code);
 	if (!code) {
+		/* a process's own stack: BPF adds it to py_seen, as any stack left incomplete */
 		st->failed = 1;
+		st->outside = 1;
 		return 1;
 	}
 	instr = tp_py_read_ptr(frame + o->frame_prev_instr);
@@ -132,7 +138,12 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 	st->out[2 * index + 1] = (__u32)units | (entry ? TP_PY_INFO_ENTRY : 0) |
 				 ((__u64)owner << TP_PY_INFO_OWNER_SHIFT);
 	st->nr = index + 1;
-	st->hash = (st->hash ^ code) * 0x100000001b3ULL;
+	if (code - st->image_lo < st->image_len) {
+		st->hash = tp_py_stack_step(st->hash, code - st->image_lo);
+	} else {
+		st->hash = tp_py_stack_step(st->hash, code);
+		st->outside = 1;
+	}
 	st->frame = tp_py_read_ptr(frame + o->frame_previous);
 	return 0;
 }
@@ -164,7 +175,7 @@ static __always_inline __u32 tp_py_current_tid(void)
 static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, __u32 tid,
 						    __u64 *out, __u16 *nr, __u32 *flags)
 {
-	struct tp_py_state st = {.out = out, .tid = tid, .hash = 0xcbf29ce484222325ULL};
+	struct tp_py_state st = {.out = out, .tid = tid, .hash = TP_PY_STACK_SEED};
 	struct tp_py_proc *py;
 	__u64 cur;
 	__u32 v;
@@ -177,6 +188,10 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	st.o = bpf_map_lookup_elem(&py_offsets, &v);
 	if (!st.o)
 		return TP_PY_FAILED;
+	if (py->image_hi > py->image_lo) {
+		st.image_lo = py->image_lo;
+		st.image_len = py->image_hi - py->image_lo;
+	}
 	st.interp = tp_py_read_ptr(py->runtime + st.o->runtime_interp_head);
 	if (st.interp)
 		st.ts = tp_py_read_ptr(st.interp + st.o->interp_threads_head);
@@ -194,14 +209,16 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	bpf_loop(TP_PY_MAX_FRAMES + 1, tp_py_frame_step, &st, 0);
 	*nr = st.nr;
 	if (st.nr) {
-		__u64 key = (st.hash ^ ((__u64)pid << 32 | (__u32)start_ns)) * 0x100000001b3ULL;
+		__u64 key = tp_py_stack_end(st.hash, !st.outside, py->image_key, pid, start_ns);
 		__u64 now = bpf_ktime_get_ns();
 		__u8 one = 1;
 
 		if (!bpf_map_lookup_elem(&py_seen, &key) &&
 		    now - py->woke_ns >= TP_PY_WAKE_GAP_NS) {
 			py->woke_ns = now;
-			bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+			/* an image stack: tailprofd adds it once it has named the frames */
+			if (st.outside)
+				bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
 			*flags |= TP_SAMPLE_PY_NEW;
 		}
 	}

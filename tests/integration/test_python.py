@@ -6,7 +6,8 @@
 compute_features 75% +- 5 points of the two, the Python chain to <module> with the files, first
 lines and lines of the source (found in its text), and math.sin's native frames leafward of
 compute_features. Off-CPU: a thread's sleeps under fetch_from_store. A 300 ms process named after
-it exits. BPF marks a process known and forgets it and its interpreter at its exit, for good.
+it exits. BPF marks a process known and forgets it and its interpreter at its exit, for good. A
+stack wholly in the interpreter's image wakes tailprofd in the first process of that file only.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
@@ -264,6 +265,75 @@ def test_exited_processes_stay_forgotten(d):
     assert not stale, stale
 
 
+# A thread that runs genericpath.commonprefix straight from C for some seconds (a Python loop
+# over 100 million characters): its only Python frame is in 3.11's deep-frozen genericpath, built
+# into the interpreter file's image. The main thread sleeps.
+IMAGE_ONLY = ("import _thread, posixpath, time\n"
+              "x = 'a' * 100000000\n"
+              "_thread.start_new_thread(posixpath.commonprefix, ([x, x],))\n"
+              "time.sleep(60)\n")
+
+
+def prefix_samples(d, pid):
+    """Samples of process pid whose innermost Python frame is <frozen genericpath>'s
+    commonprefix."""
+    prof, _ = d.profile("last=30s&pid=%d" % pid)
+    n = 0
+    for s in prof.samples:
+        py = python_frames(s)
+        if py and py[0]["function"] == "commonprefix" and py[0]["file"] == "<frozen genericpath>":
+            n += s["values"][0]
+    return n
+
+
+def test_image_stacks_wake_once(d):
+    """A Python stack wholly in the interpreter file's image wakes tailprofd in the first process
+    that runs it, which names its frames and adds it to py_seen by the file; in later processes
+    of that file (their start-ups run while tailprofd is stopped, so only that stack is walked)
+    it wakes nobody, and is named all the same. A key that BPF and tailprofd computed
+    differently would wake (and mark) it once per process."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    new, image = "tailprof_python_new_stacks_total", "tailprof_python_image_stacks_total"
+    procs = []
+    try:
+        m0 = d.metrics()
+        first = subprocess.Popen([python, "-c", IMAGE_ONLY])
+        procs.append(first)
+        time.sleep(2)
+        m1 = d.metrics()
+        first.kill()
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        try:
+            later = [subprocess.Popen([python, "-c", IMAGE_ONLY]) for _ in range(3)]
+            procs += later
+            time.sleep(1)
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+        time.sleep(1.5)
+        m2 = d.metrics()
+        for w in later:
+            w.kill()
+        time.sleep(1)
+        prefix = [prefix_samples(d, w.pid) for w in procs]
+    finally:
+        for w in procs:
+            if w.poll() is None:
+                w.kill()
+            w.wait()
+    print("  first process: %d new Python stacks, %d of them image stacks marked seen; 3 later "
+          "processes: %d new, %d marked; samples in commonprefix: %s" % (
+              m1[new] - m0[new], m1[image] - m0[image], m2[new] - m1[new],
+              m2[image] - m1[image], prefix))
+    assert m1[image] - m0[image] >= 1, (m0, m1)
+    assert all(n >= 300 for n in prefix), prefix
+    # The later processes' commonprefix stack is in py_seen already: none of their samples is
+    # new (tailprofd would mark the stack again at each). New stacks are printed only: the test
+    # runner, a Python itself, has new stacks of its own as it starts them.
+    assert m2[image] - m1[image] == 0, (m1[image], m2[image])
+
+
 def main_thread_frames(d, query, tid=None):
     """(samples of the process's main thread naming main_spin, naming idle_wait, with no Python
     frames) in the CPU profile of query."""
@@ -352,5 +422,6 @@ if __name__ == "__main__":
     run_tests([test_debian_python, test_pyenv_python, test_pyenv312_python, test_pyenv313_python,
                test_offcpu_sleep_under_fetch_from_store, test_short_lived_named,
                test_bpf_marks_and_forgets_the_process, test_exited_processes_stay_forgotten,
+               test_image_stacks_wake_once,
                test_many_threads_never_another_threads_frames, test_pid_namespace],
               start_daemons(make))
