@@ -173,8 +173,9 @@ static uint32_t splice_python(struct collector *c, const struct tp_sample *s, ui
 	const struct frame *user = c->key->frames + nk;
 	uint32_t np, ip = 0, no = 0, nreal = 0;
 
+	/* after all the user frames BPF sent, not after those kept (a cut stack keeps fewer) */
 	np = python__resolve(c->opts.python, s->hdr.pid, s->hdr.start_ns,
-			     (const struct tp_py_frame *)&s->addrs[nk + nu], s->nr_python,
+			     (const struct tp_py_frame *)&s->addrs[nk + s->nr_user], s->nr_python,
 			     (s->flags & TP_SAMPLE_PY_NEW) != 0, py);
 	for (uint32_t i = 0; i < np; i++)
 		nreal += py[i].f.obj != NULL;

@@ -8,6 +8,7 @@ lines and lines of the source (found in its text), and math.sin's native frames 
 compute_features. Off-CPU: a thread's sleeps under fetch_from_store. A 300 ms process named after
 it exits. BPF marks a process known and forgets it and its interpreter at its exit, for good. A
 stack wholly in the interpreter's image wakes tailprofd in the first process of that file only.
+With --unwind=fp (stacks cut where frame pointers end) the Python frames are all there.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
@@ -265,6 +266,46 @@ def test_exited_processes_stay_forgotten(d):
     assert not stale, stale
 
 
+def test_frame_pointer_walk_keeps_python_frames():
+    """With --unwind=fp, Debian's python3.11 (built without frame pointers) gives user stacks cut
+    at their first address in no mapping; the Python frames sent after all the user frames must
+    still be found there. compute_features keeps its 75% of the two functions, and nearly every
+    sample of the process has its Python frames (a quarter lost them, as "not code", when they
+    were looked for after the kept frames only)."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    dfp = daemon.Daemon(DAEMON, "-F", "999", "--window", "1s", "--unwind=fp")
+    try:
+        w = subprocess.Popen([python, WORKLOAD, "3"])
+        assert w.wait(timeout=60) == 0
+        time.sleep(2.5)
+        prof, _ = dfp.profile("last=30s&pid=%d" % w.pid)
+        m = dfp.metrics()
+    finally:
+        dfp.stop()
+    own = {"compute_features": 0, "serialize": 0}
+    with_py = total = 0
+    for s in prof.samples:
+        v = s["values"][0]
+        total += v
+        py = python_frames(s)
+        with_py += v if py else 0
+        mine = [f for f in py if f["file"] == WORKLOAD]
+        if mine and mine[0]["function"] in own:
+            own[mine[0]["function"]] += v
+    part = own["compute_features"] + own["serialize"]
+    dropped = m['tailprof_python_dropped_frames_total{reason="not_code"}']
+    print("  --unwind=fp: %d of %d samples with Python frames, compute_features %.1f%% of %d, "
+          "%d frames dropped as not code, %d stacks cut" % (
+              with_py, total, 100.0 * own["compute_features"] / max(part, 1), part, dropped,
+              m["tailprof_cut_stacks_total"]))
+    assert total >= 1500, total
+    assert with_py >= 0.93 * total, (with_py, total)
+    assert 70 <= 100.0 * own["compute_features"] / part <= 80, own
+    assert dropped <= 0.02 * m["tailprof_python_frames_total"], dropped
+
+
 # A thread that runs genericpath.commonprefix straight from C for some seconds (a Python loop
 # over 100 million characters): its only Python frame is in 3.11's deep-frozen genericpath, built
 # into the interpreter file's image. The main thread sleeps.
@@ -422,6 +463,6 @@ if __name__ == "__main__":
     run_tests([test_debian_python, test_pyenv_python, test_pyenv312_python, test_pyenv313_python,
                test_offcpu_sleep_under_fetch_from_store, test_short_lived_named,
                test_bpf_marks_and_forgets_the_process, test_exited_processes_stay_forgotten,
-               test_image_stacks_wake_once,
+               test_image_stacks_wake_once, test_frame_pointer_walk_keeps_python_frames,
                test_many_threads_never_another_threads_frames, test_pid_namespace],
               start_daemons(make))
