@@ -75,6 +75,7 @@ struct collector_status {
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
 	uint64_t cut_stacks;	    /* user stacks ended at an address in no executable mapping */
+	uint64_t forks_deferred;    /* forked children named from their parent's maps, read later */
 	uint64_t unwind_queue_full; /* unwinder requests lost: no memory */
 	uint64_t rescans_saved;	    /* unwinder rescans not asked for: the walk ended at an
 				     * address in a mapped object's data */

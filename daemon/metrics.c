@@ -491,6 +491,16 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    "Samples of a child gone before its maps were read, resolved with its parent's.");
 	text_put(&t, "tailprof_fork_fallbacks_total %" PRIu64 "\n", st.sym.fork_fallbacks);
 	text_metric(
+	    &t, "tailprof_fork_borrowed_total", "counter",
+	    "Samples of a forked child that had not exec'd, resolved with its parent's maps "
+	    "before (or instead of) a read of its own.");
+	text_put(&t, "tailprof_fork_borrowed_total %" PRIu64 "\n", st.sym.fork_borrowed);
+	text_metric(
+	    &t, "tailprof_forks_deferred_total", "counter",
+	    "Forked children (not exec'd) first seen: their maps, unwind tables and CPython "
+	    "waited 300 ms, read only if they still ran their parent's image then.");
+	text_put(&t, "tailprof_forks_deferred_total %" PRIu64 "\n", st.forks_deferred);
+	text_metric(
 	    &t, "tailprof_maps_rereads_saved_total", "counter",
 	    "Maps reads not made again for an address at the end of a user stack that lay in "
 	    "a mapped object's data, not in new code: a broken frame chain's last word "

@@ -183,6 +183,7 @@ struct py_proc {
 	uint64_t start_ns;
 	const struct py_version *v;
 	struct object *obj; /* the interpreter's synthetic object (python->objs holds it) */
+	uint64_t runtime;   /* &_PyRuntime in the process */
 	uint64_t code_type; /* &PyCode_Type in the process; 0: unknown (no type check) */
 	/* the interpreter file's image in the process [image_lo, image_hi), placed at bias
 	 * (process address - link-time address), and the file's identity: the code objects the
@@ -530,6 +531,40 @@ static void count_unsupported(struct python *p, uint32_t pid, uint64_t start_ns,
 	p->st.unsupported[reason]++;
 }
 
+/* Gives process pp->pid to the walker (py_procs) and keeps pp, stamped now (set_ns). Returns 0
+ * (also when py_procs is full: the process is counted as refused), or -ENOMEM. */
+static int add_proc(struct python *p, struct py_proc *pp)
+{
+	struct tp_py_proc bp = {
+	    .start_ns = pp->start_ns,
+	    .runtime = pp->runtime,
+	    .version = (uint32_t)(pp->v - versions),
+	    .image_lo = pp->image_lo,
+	    .image_hi = pp->image_hi,
+	    .image_key = pp->file_key,
+	};
+
+	pp->set_ns = sysinfo__mono_ns();
+	if (p->opts.loader && loader__python_set_process(p->opts.loader, pp->pid, &bp)) {
+		count_unsupported(p, pp->pid, pp->start_ns, PY_UNSUP_MAP_FULL);
+		return 0;
+	}
+	if (p->nr_procs == p->cap_procs) {
+		size_t cap = p->cap_procs ? 2 * p->cap_procs : 64;
+		struct py_proc *np = realloc(p->procs, cap * sizeof(*np));
+
+		if (!np) {
+			if (p->opts.loader)
+				loader__python_drop_process(p->opts.loader, pp->pid);
+			return -ENOMEM;
+		}
+		p->procs = np;
+		p->cap_procs = cap;
+	}
+	p->procs[p->nr_procs++] = *pp;
+	return 0;
+}
+
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 {
 	const struct proc_mapping *pick = NULL;
@@ -588,54 +623,44 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 	{
 		/* the bias of the object in the process: a file offset pgoff sits at start */
 		uint64_t bias = pick->start - pick->pgoff + sym.exec_delta;
-		uint64_t file_key =
-		    hashmap__combine(hashmap__combine(sym.dev, sym.ino),
-				     hashmap__combine(sym.size, (uint64_t)sym.mtime_ns));
-		struct tp_py_proc bp = {
-		    .start_ns = start_ns,
-		    .runtime = bias + sym.runtime,
-		    .version = (uint32_t)(v - versions),
-		    .image_lo = bias + sym.image_lo,
-		    .image_hi = bias + sym.image_hi,
-		    .image_key = file_key,
-		};
-		uint64_t set_ns = sysinfo__mono_ns();
-		struct py_proc *pp;
-
-		if (p->opts.loader && loader__python_set_process(p->opts.loader, pid, &bp)) {
-			count_unsupported(p, pid, start_ns, PY_UNSUP_MAP_FULL);
-			err = 0;
-			goto out;
-		}
-		if (p->nr_procs == p->cap_procs) {
-			size_t cap = p->cap_procs ? 2 * p->cap_procs : 64;
-			struct py_proc *np = realloc(p->procs, cap * sizeof(*np));
-
-			if (!np) {
-				err = -ENOMEM;
-				goto out;
-			}
-			p->procs = np;
-			p->cap_procs = cap;
-		}
-		pp = &p->procs[p->nr_procs++];
-		*pp = (struct py_proc){
+		struct py_proc pp = {
 		    .pid = pid,
 		    .start_ns = start_ns,
 		    .v = v,
 		    .obj = interp_object(p, pick->path),
+		    .runtime = bias + sym.runtime,
 		    .code_type = sym.code_type ? bias + sym.code_type : 0,
 		    .image_lo = bias + sym.image_lo,
 		    .image_hi = bias + sym.image_hi,
 		    .bias = bias,
-		    .set_ns = set_ns,
-		    .file_key = file_key,
+		    .file_key =
+			hashmap__combine(hashmap__combine(sym.dev, sym.ino),
+					 hashmap__combine(sym.size, (uint64_t)sym.mtime_ns)),
 		};
-		err = 1;
+
+		err = add_proc(p, &pp);
+		if (!err)
+			err = 1;
 	}
 out:
 	proc_maps__clear(&maps);
 	return err;
+}
+
+int python__note_fork(struct python *p, uint32_t pid, uint64_t start_ns, uint32_t parent_pid,
+		      uint64_t parent_start_ns)
+{
+	struct py_proc *parent = find_proc(p, parent_pid), child;
+	int err;
+
+	if (!parent || parent->start_ns != parent_start_ns)
+		return 0;
+	child = *parent;
+	child.pid = pid;
+	child.start_ns = start_ns;
+	python__forget_process(p, pid, 0);
+	err = add_proc(p, &child);
+	return err ? err : 1;
 }
 
 void python__forget_process(struct python *p, uint32_t pid, uint64_t event_ns)

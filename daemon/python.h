@@ -67,6 +67,12 @@ void python__free(struct python *p);
  * frames will be walked, 0 when it has no (supported) CPython, or a negative errno when its maps
  * cannot be read (-ESRCH: gone). Unsupported interpreters are counted by reason. */
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns);
+/* Process (pid, start_ns), forked from (parent_pid, parent_start_ns) and not exec'd since, runs
+ * its parent's interpreter at the same addresses: given to the walker as its parent was, with no
+ * maps read. Returns 1 when its frames will be walked, 0 when its parent's are not (or py_procs
+ * is full), or -ENOMEM. */
+int python__note_fork(struct python *p, uint32_t pid, uint64_t start_ns, uint32_t parent_pid,
+		      uint64_t parent_start_ns);
 /* The process exec'd or exited at event_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns()): its cached
  * code objects are dropped. BPF deleted its py_procs entry at the event; the entry is deleted
  * here only when tailprofd wrote it at or after event_ns (a process found after it had gone), or

@@ -691,22 +691,34 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	return obj;
 }
 
+/* The parent of process (pid, start_ns), a forked child that has not exec'd since (its fork link
+ * is intact), when its maps are cached and read: the child's own until it execs, its vDSO
+ * included. NULL otherwise; the parent's maps are never read here (a call's frames may borrow
+ * what a read frees). */
+static struct process *fork_parent(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+{
+	const struct fork_link *l = &s->forks[pid % FORK_LINKS];
+	struct process *parent;
+
+	if (l->child != pid || l->child_start != start_ns)
+		return NULL;
+	parent = proc_find(s, l->parent);
+	if (!parent || parent->start_ns != l->parent_start || !parent->readable)
+		return NULL;
+	return parent;
+}
+
 /* The vDSO at mapping m of p, a forked child whose own memory cannot be read any more (it exited
  * before an address fell into its vDSO): its parent's, the child's until it execs, from the
  * parent's cached maps (the same mapping). NULL when there is no such parent. */
 static struct object *fork_parent_vdso(struct symbolizer *s, const struct process *p,
 				       const struct proc_mapping *m)
 {
-	const struct fork_link *l = &s->forks[p->pid % FORK_LINKS];
+	struct process *parent = fork_parent(s, p->pid, p->start_ns);
 	const struct proc_mapping *pm;
 	struct mapping_obj *pmo;
-	struct process *parent;
 
-	if (l->child != p->pid || l->child_start != p->start_ns)
-		return NULL;
-	/* no read of the parent's maps here: this call's frames may borrow what a read frees */
-	parent = proc_find(s, l->parent);
-	if (!parent || parent->start_ns != l->parent_start || !parent->readable)
+	if (!parent)
 		return NULL;
 	pm = proc_maps__find(&parent->maps, m->start);
 	if (!pm || pm->start != m->start || pm->end != m->end || strcmp(pm->path, "[vdso]"))
@@ -854,6 +866,24 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		out[i] = (struct frame){.obj = NULL, .addr = addrs[i]};
 	if (!n)
 		return 0;
+	/* A forked child whose maps were never read runs its parent's image until it execs: its
+	 * parent's cached maps name it while its leaf lies in them (a child that mapped new code
+	 * and runs there is read). Forks followed by an exec cost no read of the old image. */
+	p = proc_find(s, pid);
+	if (!p || (p->start_ns == start_ns && !p->last_read_ns)) {
+		struct process *parent = fork_parent(s, pid, start_ns);
+
+		if (parent && resolve_in(s, parent, addrs[0], &out[0])) {
+			for (uint32_t i = 1; i < n; i++) {
+				if (!resolve_in(s, parent, addrs[i], &out[i]) && valid == n)
+					valid = i;
+			}
+			for (uint32_t i = 0; i < n; i++)
+				s->stats.unresolved += !out[i].obj;
+			s->stats.fork_borrowed++;
+			return valid;
+		}
+	}
 	p = get_process(s, pid, start_ns, &err);
 	if (!p) {
 		const struct fork_link *l = &s->forks[pid % FORK_LINKS];
@@ -978,6 +1008,16 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 	 * process (a late sample of an earlier one) tells nothing of this one. */
 	if (p)
 		return -ESRCH;
+	/* a forked child that has not exec'd: its parent's name and cgroup, and its own pid where
+	 * its parent's is the same in its namespace (elsewhere /proc tells the child's) */
+	{
+		struct process *parent = fork_parent(s, pid, start_ns);
+
+		if (parent && parent->info_read && !parent->info.ns_pid) {
+			*info = parent->info;
+			return 0;
+		}
+	}
 	if (!check_identity(s, pid, start_ns)) {
 		p = proc_new(s, pid, start_ns);
 		read_info(s, p, true);
@@ -991,6 +1031,18 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 	*x = (struct exited){pid, start_ns, gone.info};
 	*info = gone.info;
 	return 0;
+}
+
+bool symbolizer__fork_parent(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			     uint32_t *parent_pid, uint64_t *parent_start_ns)
+{
+	const struct fork_link *l = &s->forks[pid % FORK_LINKS];
+
+	if (l->child != pid || l->child_start != start_ns)
+		return false;
+	*parent_pid = l->parent;
+	*parent_start_ns = l->parent_start;
+	return true;
 }
 
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)

@@ -126,6 +126,8 @@ struct symbolizer_stats {
 				  * another build ID or CRC, or unreadable when loaded */
 	uint64_t unresolved;	 /* user frames in no known mapping */
 	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
+	uint64_t fork_borrowed;	 /* samples of a forked child (not exec'd, maps never read)
+				  * resolved with its parent's maps, no read of its own */
 	uint64_t rereads_saved;	 /* maps rereads not made: the address in no executable mapping
 				  * lay in a mapped object's data (symbolizer__in_object_data) */
 	uint64_t debug_files;	 /* objects whose symbols came from a separate debug file */
@@ -211,6 +213,11 @@ int symbolizer__reread_process(struct symbolizer *s, uint32_t pid, uint64_t star
  * another process has the pid. */
 int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			     struct process_info *info);
+/* True when (pid, start_ns) is a forked child that has not exec'd since (symbolizer__note_fork, its
+ * link still there: the last FORK_LINKS forks are remembered); sets its parent's pid and start
+ * time then. */
+bool symbolizer__fork_parent(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			     uint32_t *parent_pid, uint64_t *parent_start_ns);
 /* True when the maps of (pid, start_ns) are cached. */
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* The process exec'd: drop its cached maps (objects live on through references) and its fork

@@ -8,7 +8,8 @@ lines and lines of the source (found in its text), and math.sin's native frames 
 compute_features. Off-CPU: a thread's sleeps under fetch_from_store. A 300 ms process named after
 it exits. BPF marks a process known and forgets it and its interpreter at its exit, for good. A
 stack wholly in the interpreter's image wakes tailprofd in the first process of that file only.
-With --unwind=fp (stacks cut where frame pointers end) the Python frames are all there.
+With --unwind=fp (stacks cut where frame pointers end) the Python frames are all there, and so are
+a forked worker's from its first samples.
 
 Usage: test_python.py BUILD_DIR. Outside CI, exits 77 (skip) when not root, BPF cannot load, or
 no interpreter is there; with CI=true that is a failure."""
@@ -306,6 +307,51 @@ def test_frame_pointer_walk_keeps_python_frames():
     assert dropped <= 0.02 * m["tailprof_python_frames_total"], dropped
 
 
+# A parent that forks a child which runs Python for a second and never execs (a worker).
+FORKED_WORKER = ("import os, sys, time\n"
+                 "def child_spin(until):\n"
+                 "    x = 0\n"
+                 "    while time.time() < until:\n"
+                 "        x += 1\n"
+                 "pid = os.fork()\n"
+                 "if pid == 0:\n"
+                 "    child_spin(time.time() + 1.0)\n"
+                 "    os._exit(0)\n"
+                 "print(pid, flush=True)\n"
+                 "os.waitpid(pid, 0)\n")
+
+
+def test_forked_worker_has_python_frames_at_once(d):
+    """A forked child that never execs is named from its parent's maps for its first 300 ms
+    (its own are not read yet): its parent's interpreter is walked in it from its first
+    samples all the same, so nearly all of its second of child_spin has the Python frames."""
+    python = PYTHONS["debian"]
+    if not os.access(python, os.X_OK):
+        skip("no interpreter at %s" % python)
+    deferred = "tailprof_forks_deferred_total"
+    # the interpreter's unwind tables first (a new file's take some 40 ms to build, and the
+    # Python discovery of the drain waits for them)
+    subprocess.run([python, "-c", "pass"], check=True, timeout=60)
+    time.sleep(1)
+    m0 = d.metrics()
+    r = subprocess.run([python, "-c", FORKED_WORKER], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    child = int(r.stdout.split()[0])
+    time.sleep(2.5)
+    prof, _ = d.profile("last=30s&pid=%d" % child)
+    spin = total = 0
+    for s in prof.samples:
+        total += s["values"][0]
+        if any(f["function"] == "child_spin" for f in python_frames(s)):
+            spin += s["values"][0]
+    m1 = d.metrics()
+    print("  forked worker: %d of %d samples under child_spin; forked children named from "
+          "their parent's maps: %d" % (spin, total, m1[deferred] - m0[deferred]))
+    assert m1[deferred] - m0[deferred] >= 1, (m0[deferred], m1[deferred])
+    assert total >= 800, total
+    assert spin >= 0.95 * total, (spin, total)
+
+
 # A thread that runs genericpath.commonprefix straight from C for some seconds (a Python loop
 # over 100 million characters): its only Python frame is in 3.11's deep-frozen genericpath, built
 # into the interpreter file's image. The main thread sleeps.
@@ -464,5 +510,6 @@ if __name__ == "__main__":
                test_offcpu_sleep_under_fetch_from_store, test_short_lived_named,
                test_bpf_marks_and_forgets_the_process, test_exited_processes_stay_forgotten,
                test_image_stacks_wake_once, test_frame_pointer_walk_keeps_python_frames,
+               test_forked_worker_has_python_frames_at_once,
                test_many_threads_never_another_threads_frames, test_pid_namespace],
               start_daemons(make))
