@@ -1008,16 +1008,6 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 	 * process (a late sample of an earlier one) tells nothing of this one. */
 	if (p)
 		return -ESRCH;
-	/* a forked child that has not exec'd: its parent's name and cgroup, and its own pid where
-	 * its parent's is the same in its namespace (elsewhere /proc tells the child's) */
-	{
-		struct process *parent = fork_parent(s, pid, start_ns);
-
-		if (parent && parent->info_read && !parent->info.ns_pid) {
-			*info = parent->info;
-			return 0;
-		}
-	}
 	if (!check_identity(s, pid, start_ns)) {
 		p = proc_new(s, pid, start_ns);
 		read_info(s, p, true);
