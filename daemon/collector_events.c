@@ -32,27 +32,15 @@ static void queue_unwind(struct collector *c, enum unwind_op op, uint32_t pid, u
 }
 
 /* Queues process (pid, start_ns) for Python discovery after the drain: reading its maps must not
- * hold the lock, nor delay the unwinder's work. When the queue is full the process is looked at
- * again only at its next recheck. */
-static void py_queue(struct collector *c, uint32_t pid, uint64_t start_ns)
+ * hold the lock, nor delay the unwinder's work; forked: a child that has not exec'd, which walks
+ * its parent's CPython, if the parent has one (queued after the parent if that is here too: a
+ * parent seen in the same drain). When the queue is full the process is looked at again only at
+ * its next recheck. */
+static void py_queue(struct collector *c, uint32_t pid, uint64_t start_ns, bool forked)
 {
 	if (c->opts.python && c->nr_py_pending < PY_PENDING_MAX)
 		c->py_pending[c->nr_py_pending++] =
-		    (struct recheck){.pid = pid, .start_ns = start_ns};
-}
-
-/* Queues forked child (pid, start_ns) to walk its parent's CPython, if the parent has one: after
- * the parent in the queue, if it is there too (a parent seen in the same drain). */
-static void py_queue_fork(struct collector *c, uint32_t pid, uint64_t start_ns, uint32_t parent,
-			  uint64_t parent_start_ns)
-{
-	if (c->opts.python && c->nr_py_pending < PY_PENDING_MAX)
-		c->py_pending[c->nr_py_pending++] = (struct recheck){
-		    .pid = pid,
-		    .start_ns = start_ns,
-		    .parent = parent,
-		    .parent_start_ns = parent_start_ns,
-		};
+		    (struct recheck){.pid = pid, .start_ns = start_ns, .forked = forked};
 }
 
 void collector_py_run_queue(struct collector *c)
@@ -62,14 +50,12 @@ void collector_py_run_queue(struct collector *c)
 		uint64_t pstart;
 		uint32_t ppid;
 
-		if (!r->parent)
+		if (!r->forked)
 			python__note_process(c->opts.python, r->pid, r->start_ns);
 		/* not if it exec'd since (its fork link went with the old image) */
 		else if (symbolizer__fork_parent(c->opts.symbolizer, r->pid, r->start_ns, &ppid,
-						 &pstart) &&
-			 ppid == r->parent && pstart == r->parent_start_ns)
-			python__note_fork(c->opts.python, r->pid, r->start_ns, r->parent,
-					  r->parent_start_ns);
+						 &pstart))
+			python__note_fork(c->opts.python, r->pid, r->start_ns, ppid, pstart);
 	}
 	c->nr_py_pending = 0;
 }
@@ -125,11 +111,11 @@ static const struct gc_exec *gc_exec_of(const struct tp_exec *x, struct gc_exec 
  * again at the first drain from drain_ns + PROC_MAPS_EXEC_RECHECK_NS on (recheck_due), the one
  * where GC discovery looks again (gc.c, from the same drain's time). */
 static void recheck_later(struct collector *c, uint32_t pid, uint64_t start_ns, uint64_t drain_ns,
-			  bool adopt)
+			  bool forked)
 {
 	c->rechecks[(c->recheck_head + c->nr_rechecks) % RECHECK_MAX] =
 	    (struct recheck){.pid = pid,
-			     .adopt = adopt,
+			     .forked = forked,
 			     .start_ns = start_ns,
 			     .due_ns = drain_ns + PROC_MAPS_EXEC_RECHECK_NS};
 	if (c->nr_rechecks < RECHECK_MAX)
@@ -150,21 +136,21 @@ void collector_recheck_due(struct collector *c, uint64_t now)
 
 		if (r->due_ns > now)
 			break;
-		if (r->adopt) {
+		if (r->forked) {
 			/* a forked child that neither exec'd nor exited: a worker, with maps of
 			 * its own from now on */
 			if (pid_set__has(&c->known, r->pid, r->start_ns) &&
 			    symbolizer__fork_parent(c->opts.symbolizer, r->pid, r->start_ns, &ppid,
 						    &pstart)) {
 				symbolizer__note_process(c->opts.symbolizer, r->pid, r->start_ns);
-				py_queue(c, r->pid, r->start_ns);
+				py_queue(c, r->pid, r->start_ns, false);
 				queue_unwind(c, UNWIND_ADD, r->pid, r->start_ns);
 			}
 		} else if (pid_set__has(&c->known, r->pid, r->start_ns)) {
 			symbolizer__reread_process(c->opts.symbolizer, r->pid, r->start_ns);
 			queue_unwind(c, UNWIND_RESCAN_SURE, r->pid, r->start_ns);
 			/* a new image maps its libpython after its first samples */
-			py_queue(c, r->pid, r->start_ns);
+			py_queue(c, r->pid, r->start_ns, false);
 		}
 		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
 		c->nr_rechecks--;
@@ -173,26 +159,27 @@ void collector_recheck_due(struct collector *c, uint64_t now)
 
 /* Whether (pid, start_ns) is a forked child that has not exec'd and whose parent's maps are cached:
  * it runs its parent's image, which names its samples. */
-static bool forked_image(struct collector *c, uint32_t pid, uint64_t start_ns, uint32_t *ppid,
-			 uint64_t *pstart)
+static bool forked_image(struct collector *c, uint32_t pid, uint64_t start_ns)
 {
-	return symbolizer__fork_parent(c->opts.symbolizer, pid, start_ns, ppid, pstart) &&
-	       symbolizer__knows(c->opts.symbolizer, *ppid, *pstart) &&
+	uint64_t pstart;
+	uint32_t ppid;
+
+	return symbolizer__fork_parent(c->opts.symbolizer, pid, start_ns, &ppid, &pstart) &&
+	       symbolizer__knows(c->opts.symbolizer, ppid, pstart) &&
 	       !symbolizer__knows(c->opts.symbolizer, pid, start_ns);
 }
 
 /* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
  * read while it lives (BPF marked it known then: its samples now wait for the next drain), and
- * its unwind tables are loaded for its next samples. A forked child that has not exec'd runs its
- * parent's image (forked_image): its parent's maps name it and its parent's CPython is walked in
- * it after this drain, and its own maps, unwind tables and CPython wait PROC_MAPS_EXEC_RECHECK_NS
- * (recheck_later's adoption): most such children exec or exit before then (a shell's,
- * subprocess's), and are never read. */
-static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
+ * its unwind tables are loaded for its next samples; read_now: its maps are read here (a block,
+ * whose sample may come after the process is gone), not at its sample's symbolization. A forked
+ * child that has not exec'd runs its parent's image (forked_image): its parent's maps name it and
+ * its parent's CPython is walked in it after this drain, and its own maps, unwind tables and
+ * CPython wait PROC_MAPS_EXEC_RECHECK_NS (recheck_later's adoption): most such children exec or
+ * exit before then (a shell's, subprocess's), and are never read. */
+static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, bool read_now)
 {
 	const struct exited_process *x = &c->exited[pid % COLLECTOR_EXITED];
-	uint32_t ppid;
-	uint64_t pstart;
 
 	if (pid_set__has(&c->known, pid, start_ns) || (x->pid == pid && x->start_ns == start_ns))
 		return;
@@ -207,13 +194,15 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns)
 		c->known_evicted++;
 	}
 	pid_set__add(&c->known, pid, start_ns);
-	if (forked_image(c, pid, start_ns, &ppid, &pstart)) {
-		py_queue_fork(c, pid, start_ns, ppid, pstart);
+	if (forked_image(c, pid, start_ns)) {
+		py_queue(c, pid, start_ns, true);
 		recheck_later(c, pid, start_ns, c->drain_ns, true);
 		c->st.forks_deferred++;
 		return;
 	}
-	py_queue(c, pid, start_ns);
+	if (read_now)
+		symbolizer__note_process(c->opts.symbolizer, pid, start_ns);
+	py_queue(c, pid, start_ns, false);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
 }
 
@@ -424,7 +413,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	task__sanitize_name(tk.process);
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		ask_rescan(c, s);
-	know_process(c, s->hdr.pid, s->hdr.start_ns);
+	know_process(c, s->hdr.pid, s->hdr.start_ns, false);
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	task_full = !task && errno == ENOSPC;
@@ -483,8 +472,6 @@ int collector_on_event(void *ctx, void *data, size_t size)
 {
 	const struct tp_event_hdr *hdr = data;
 	struct collector *c = ctx;
-	uint64_t pstart;
-	uint32_t ppid;
 
 	if (size < sizeof(*hdr))
 		return 0;
@@ -506,10 +493,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case TP_EV_SEEN:
 		/* a process we did not know blocks: its maps now (it may be gone when its sample
 		 * comes), its unwind tables before it wakes */
-		if (!pid_set__has(&c->known, hdr->pid, hdr->start_ns) &&
-		    !forked_image(c, hdr->pid, hdr->start_ns, &ppid, &pstart))
-			symbolizer__note_process(c->opts.symbolizer, hdr->pid, hdr->start_ns);
-		know_process(c, hdr->pid, hdr->start_ns);
+		know_process(c, hdr->pid, hdr->start_ns, true);
 		break;
 	case TP_EV_FORK: {
 		const struct tp_fork *f = data;

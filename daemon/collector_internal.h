@@ -81,11 +81,11 @@ struct collector {
 	 * (recheck_due), a ring of RECHECK_MAX; the oldest is overwritten when it is full */
 	struct recheck {
 		uint32_t pid;
-		bool adopt; /* a forked child's own maps, tables and CPython (know_process) */
+		/* a forked child that has not exec'd (its fork link tells its parent): in rechecks,
+		 * its own maps, tables and CPython are due (know_process); in py_pending, its
+		 * parent's CPython is walked in it */
+		bool forked;
 		uint64_t start_ns, due_ns;
-		/* py_pending: a forked child, given its parent's CPython (0: none, read maps) */
-		uint32_t parent;
-		uint64_t parent_start_ns;
 	} rechecks[RECHECK_MAX];
 	size_t recheck_head, nr_rechecks;
 	/* processes to look at for a CPython after this drain (py_queue) */

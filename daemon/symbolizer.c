@@ -697,13 +697,14 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
  * what a read frees). */
 static struct process *fork_parent(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
-	const struct fork_link *l = &s->forks[pid % FORK_LINKS];
 	struct process *parent;
+	uint64_t pstart;
+	uint32_t ppid;
 
-	if (l->child != pid || l->child_start != start_ns)
+	if (!symbolizer__fork_parent(s, pid, start_ns, &ppid, &pstart))
 		return NULL;
-	parent = proc_find(s, l->parent);
-	if (!parent || parent->start_ns != l->parent_start || !parent->readable)
+	parent = proc_find(s, ppid);
+	if (!parent || parent->start_ns != pstart || !parent->readable)
 		return NULL;
 	return parent;
 }
@@ -855,7 +856,7 @@ static bool in_object_extent(const struct process *p, uint64_t addr)
 static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			const uint64_t *addrs, uint32_t n, struct frame *out)
 {
-	bool rescanned = false;
+	bool rescanned = false, borrowed = false;
 	uint32_t valid = n;
 	struct process *p;
 	int err;
@@ -868,30 +869,27 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		return 0;
 	/* A forked child whose maps were never read runs its parent's image until it execs: its
 	 * parent's cached maps name it while its leaf lies in them (a child that mapped new code
-	 * and runs there is read). Forks followed by an exec cost no read of the old image. */
+	 * and runs there is read), without rereading them for it. Forks followed by an exec cost no
+	 * read of the old image. */
 	p = proc_find(s, pid);
 	if (!p || (p->start_ns == start_ns && !p->last_read_ns)) {
 		struct process *parent = fork_parent(s, pid, start_ns);
 
-		if (parent && resolve_in(s, parent, addrs[0], &out[0])) {
-			for (uint32_t i = 1; i < n; i++) {
-				if (!resolve_in(s, parent, addrs[i], &out[i]) && valid == n)
-					valid = i;
-			}
-			for (uint32_t i = 0; i < n; i++)
-				s->stats.unresolved += !out[i].obj;
-			s->stats.fork_borrowed++;
-			return valid;
-		}
+		borrowed = parent && resolve_in(s, parent, addrs[0], &out[0]);
+		if (borrowed)
+			p = parent;
 	}
-	p = get_process(s, pid, start_ns, &err);
-	if (!p) {
-		const struct fork_link *l = &s->forks[pid % FORK_LINKS];
+	if (borrowed) {
+		rescanned = true;
+		s->stats.fork_borrowed++;
+	} else if (!(p = get_process(s, pid, start_ns, &err))) {
+		uint64_t pstart;
+		uint32_t ppid;
 		int perr;
 
 		/* a child that is gone already and never exec'd had its parent's maps */
-		if (l->child == pid && l->child_start == start_ns)
-			p = get_process(s, l->parent, l->parent_start, &perr);
+		if (symbolizer__fork_parent(s, pid, start_ns, &ppid, &pstart))
+			p = get_process(s, ppid, pstart, &perr);
 		if (!p) {
 			s->stats.unresolved += n;
 			return err;
