@@ -74,8 +74,11 @@ struct collector_status {
 	uint64_t records;      /* records held now */
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
-	uint64_t cut_stacks;	    /* user stacks ended at an address in no executable mapping */
-	uint64_t forks_deferred;    /* forked children named from their parent's maps, read later */
+	uint64_t cut_stacks;	 /* user stacks ended at an address in no executable mapping */
+	uint64_t forks_deferred; /* forked children named from their parent's maps, read later */
+	/* exec'd processes still running at their recheck (PROC_MAPS_EXEC_RECHECK_NS): maps read
+	 * again [0], or not, read after their dynamic loader's work (symbolizer__loaded) [1] */
+	uint64_t exec_rechecks[2];
 	uint64_t unwind_queue_full; /* unwinder requests lost: no memory */
 	uint64_t rescans_saved;	    /* unwinder rescans not asked for: the walk ended at an
 				     * address in a mapped object's data */

@@ -87,6 +87,9 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	    .cgroup_v1_id = x->cgroup_v1_id,
 	    .pid_ns = x->pid_ns,
 	    .ns_pid = x->ns_pid,
+	    /* the kernel's dev_t: major in the upper 12 bits, minor in the lower 20 (MINORBITS) */
+	    .exe_dev = makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff),
+	    .exe_ino = x->exe_ino,
 	};
 
 	_Static_assert(sizeof(id.name) >= sizeof(x->name), "exec name fits");
@@ -146,11 +149,18 @@ void collector_recheck_due(struct collector *c, uint64_t now)
 				py_queue(c, r->pid, r->start_ns, false);
 				queue_unwind(c, UNWIND_ADD, r->pid, r->start_ns);
 			}
+		} else if (pid_set__has(&c->known, r->pid, r->start_ns) &&
+			   symbolizer__loaded(c->opts.symbolizer, r->pid, r->start_ns)) {
+			/* read after its dynamic loader's work: nothing more is mapped at start
+			 * (a dlopen is read when a sample or a walk meets it) */
+			c->st.exec_rechecks[1]++;
 		} else if (pid_set__has(&c->known, r->pid, r->start_ns)) {
+			/* its first read may have come while its dynamic loader mapped its
+			 * libraries (a new image maps its libpython after its first samples) */
 			symbolizer__reread_process(c->opts.symbolizer, r->pid, r->start_ns);
 			queue_unwind(c, UNWIND_RESCAN_SURE, r->pid, r->start_ns);
-			/* a new image maps its libpython after its first samples */
 			py_queue(c, r->pid, r->start_ns, false);
+			c->st.exec_rechecks[0]++;
 		}
 		c->recheck_head = (c->recheck_head + 1) % RECHECK_MAX;
 		c->nr_rechecks--;
@@ -204,6 +214,21 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, b
 		symbolizer__note_process(c->opts.symbolizer, pid, start_ns);
 	py_queue(c, pid, start_ns, false);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
+}
+
+/* Process (pid, start_ns) became known to have maps read after its dynamic loader's work
+ * (symbolizer__loaded), by a read made in this drain mostly: GC discovery's look at the new
+ * image's libraries is due now, from that read, not from one of its own 300 ms after the exec;
+ * reread: the read was not its first, so the unwinder and Python discovery, which looked at the
+ * first, look again now (the recheck after its exec will not). */
+static void loaded(struct collector *c, uint32_t pid, uint64_t start_ns, bool reread)
+{
+	if (c->opts.gc)
+		gc__process_loaded(c->opts.gc, pid);
+	if (reread) {
+		queue_unwind(c, UNWIND_RESCAN_SURE, pid, start_ns);
+		py_queue(c, pid, start_ns, false);
+	}
 }
 
 /* Whether user frame f (the leaf when leaf, else a return address) is in CPython's eval loop. */
@@ -363,7 +388,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 {
 	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
 	struct process_info info;
-	bool stack_full = false, task_full;
+	bool stack_full = false, task_full, reread;
 	struct stack *stack;
 	struct task *task;
 	struct window *w;
@@ -414,6 +439,8 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		ask_rescan(c, s);
 	know_process(c, s->hdr.pid, s->hdr.start_ns, false);
+	if (symbolizer__newly_loaded(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &reread))
+		loaded(c, s->hdr.pid, s->hdr.start_ns, reread);
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	task_full = !task && errno == ENOSPC;
@@ -539,7 +566,15 @@ int collector_on_gc_event(void *ctx, void *data, size_t size)
 	if (size < sizeof(*rec))
 		return 0;
 	if (rec->record == TP_GC_REC_DLOPEN) {
+		uint64_t start_ns;
+
 		gc__note_dlopen(c->opts.gc, rec->pid);
+		/* it may have loaded a libpython (a plugin, an embedding program): the look at the
+		 * exec's recheck covered only the first 300 ms, and is skipped for a process read
+		 * after its dynamic loader's work */
+		if (!loader__live_start(c->opts.loader, rec->pid, &start_ns) &&
+		    pid_set__has(&c->known, rec->pid, start_ns))
+			py_queue(c, rec->pid, start_ns, false);
 		return 0;
 	}
 	if (rec->record != TP_GC_REC_EVENT)

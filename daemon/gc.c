@@ -45,7 +45,7 @@ struct gc_proc {
 	char comm[16];
 };
 
-enum notice_kind { N_EXEC, N_EXIT, N_DLOPEN };
+enum notice_kind { N_EXEC, N_EXIT, N_DLOPEN, N_LOADED };
 
 struct notice {
 	uint32_t pid;
@@ -509,6 +509,21 @@ void gc__note_dlopen(struct gc *g, uint32_t pid)
 	notice(g, pid, N_DLOPEN, NULL);
 }
 
+void gc__process_loaded(struct gc *g, uint32_t pid)
+{
+	notice(g, pid, N_LOADED, NULL);
+}
+
+/* Drops the look due after pid's exec, if any. */
+static void drop_later(struct gc *g, uint32_t pid)
+{
+	for (size_t k = 0; k < g->nr_later;)
+		if (g->later[k].pid == pid)
+			g->later[k] = g->later[--g->nr_later];
+		else
+			k++;
+}
+
 void gc__tick(struct gc *g, uint64_t now)
 {
 	size_t keep = 0;
@@ -526,14 +541,12 @@ void gc__tick(struct gc *g, uint64_t now)
 			 * record. */
 			proc_release(g, n->pid);
 			/* nor is its look after the exec due (most processes are this short) */
-			for (size_t k = 0; k < g->nr_later;)
-				if (g->later[k].pid == n->pid)
-					g->later[k] = g->later[--g->nr_later];
-				else
-					k++;
+			drop_later(g, n->pid);
 			break;
 		case N_EXEC:
 			proc_release(g, n->pid);
+			/* the look after an earlier exec would be of this image */
+			drop_later(g, n->pid);
 			scan_pid(g, n->pid, true, &n->exe);
 			/* the dynamic loader maps the libraries after exec: look once more */
 			if (g->nr_later < GC_MAX_NOTICES) {
@@ -543,6 +556,17 @@ void gc__tick(struct gc *g, uint64_t now)
 			break;
 		case N_DLOPEN:
 			scan_pid(g, n->pid, false, NULL);
+			break;
+		case N_LOADED:
+			/* the look after the exec (one a pid: drop_later), now */
+			for (size_t k = 0; k < g->nr_later; k++) {
+				if (g->later[k].pid != n->pid)
+					continue;
+				scan_pid(g, n->pid, false, &g->later[k].exe);
+				g->later[k] = g->later[--g->nr_later];
+				g->st.later_looks_early++;
+				break;
+			}
 			break;
 		}
 	}

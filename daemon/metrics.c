@@ -87,9 +87,14 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	text_put(t, "tailprof_gc_scans_total %" PRIu64 "\n", gs.scans);
 	text_metric(t, "tailprof_gc_exec_scans_skipped_total", "counter",
 		    "Execs whose maps were not read at once: the executable was classified before "
-		    "(a runtime is recorded by its identity; the libraries are looked at 250 ms "
-		    "later).");
+		    "(a runtime is recorded by its identity; the libraries are looked at 300 ms "
+		    "later, or once a drain read maps that held the dynamic loader's work).");
 	text_put(t, "tailprof_gc_exec_scans_skipped_total %" PRIu64 "\n", gs.exec_scans_skipped);
+	text_metric(t, "tailprof_gc_later_looks_early_total", "counter",
+		    "Looks at a new image's libraries taken from a drain's read of its maps made "
+		    "after its dynamic loader's work, instead of a read of their own 300 ms after "
+		    "the exec.");
+	text_put(t, "tailprof_gc_later_looks_early_total %" PRIu64 "\n", gs.later_looks_early);
 	text_metric(t, "tailprof_gc_bpf_total", "counter",
 		    "GC program counters: probe hits, events lost (ring buffer full), ends without "
 		    "a begin, phases not timed (map full), begins whose end was missed.");
@@ -495,11 +500,26 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    "Samples of a forked child that had not exec'd, resolved with its parent's maps "
 	    "before (or instead of) a read of its own.");
 	text_put(&t, "tailprof_fork_borrowed_total %" PRIu64 "\n", st.sym.fork_borrowed);
+	text_metric(&t, "tailprof_processes_loaded_total", "counter",
+		    "Exec'd processes known to have maps read after their dynamic loader's work: "
+		    "read after a sample in their executable (exe_leaf), or with no code mapped "
+		    "but their executable's (static).");
+	text_put(&t,
+		 "tailprof_processes_loaded_total{by=\"exe_leaf\"} %" PRIu64 "\n"
+		 "tailprof_processes_loaded_total{by=\"static\"} %" PRIu64 "\n",
+		 st.sym.loaded_by_exe_leaf, st.sym.loaded_static);
 	text_metric(
 	    &t, "tailprof_forks_deferred_total", "counter",
 	    "Forked children (not exec'd) first seen: their maps, unwind tables and CPython "
 	    "waited 300 ms, read only if they still ran their parent's image then.");
 	text_put(&t, "tailprof_forks_deferred_total %" PRIu64 "\n", st.forks_deferred);
+	text_metric(&t, "tailprof_exec_rechecks_total", "counter",
+		    "Exec'd processes still running 300 ms after their exec: maps read again "
+		    "(read), or not, read after their dynamic loader's work (skipped).");
+	text_put(&t,
+		 "tailprof_exec_rechecks_total{result=\"read\"} %" PRIu64 "\n"
+		 "tailprof_exec_rechecks_total{result=\"skipped\"} %" PRIu64 "\n",
+		 st.exec_rechecks[0], st.exec_rechecks[1]);
 	text_metric(
 	    &t, "tailprof_maps_rereads_saved_total", "counter",
 	    "Maps reads not made again for an address at the end of a user stack that lay in "

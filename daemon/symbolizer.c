@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cgroups.h"
@@ -478,6 +479,10 @@ static void read_info(struct symbolizer *s, struct process *p, bool live)
 	ssize_t n;
 
 	p->info_read = true;
+	if (x) {
+		p->exe_dev = x->exe_dev;
+		p->exe_ino = x->exe_ino;
+	}
 	if (x && x->name[0])
 		s->stats.identities_from_exec++;
 	if (!pid_ns_from_exec(s, p, x) && live && !same_pid_ns(s, p))
@@ -522,6 +527,29 @@ static bool same_mappings(const struct proc_maps *a, const struct proc_maps *b)
 	return true;
 }
 
+/* Whether mapping m is of p's executable file. */
+static bool is_exe_mapping(const struct process *p, const struct proc_mapping *m)
+{
+	return p->exe_ino && m->inode == p->exe_ino &&
+	       makedev(m->dev_major, m->dev_minor) == p->exe_dev;
+}
+
+/* Whether p's executable file is all the code of a file it has mapped (no dynamic loader: a
+ * static executable; anonymous and special mappings aside). */
+static bool exe_only(const struct process *p)
+{
+	bool exe = false;
+
+	for (size_t i = 0; i < p->maps.nr; i++) {
+		if (!proc_mapping__is_file(&p->maps.v[i]))
+			continue;
+		if (!is_exe_mapping(p, &p->maps.v[i]))
+			return false;
+		exe = true;
+	}
+	return exe;
+}
+
 /* (Re)reads the maps of p, verifying after the read that the pid still is that process, so a
  * process that exits or is replaced mid-read leaves nothing half-read. Once is enough: the read
  * came after p's sample, so a pid that still shows p's start time was p's all along. On failure
@@ -564,8 +592,13 @@ static int read_process(struct symbolizer *s, struct process *p)
 		s->nr_readable++;
 	p->readable = true;
 	p->err = 0;
+	p->maps_read_ns = p->last_read_ns;
 	if (!p->info_read)
 		read_info(s, p, true);
+	if (!p->loaded && exe_only(p)) {
+		p->loaded = true;
+		s->stats.loaded_static++;
+	}
 	return 0;
 fail:
 	proc_maps__clear(&maps);
@@ -853,10 +886,32 @@ static bool in_object_extent(const struct process *p, uint64_t addr)
 	return false;
 }
 
+/* Process p ran its executable's code at ts_ns (leaf: the sample's leaf, resolved in p's maps):
+ * its dynamic loader was done by then, so maps read after then hold what it mapped at start
+ * (symbolizer__loaded). Maps read before are read again now (loaded_reread when they changed), as
+ * the look 300 ms after the exec would have, unless this sample read them already (rescanned) or
+ * a read tried since it was taken failed (the process is gone). */
+static void note_exe_leaf(struct symbolizer *s, struct process *p, uint64_t leaf, uint64_t ts_ns,
+			  bool rescanned)
+{
+	const struct proc_mapping *m = proc_maps__find(&p->maps, leaf);
+
+	if (!m || !is_exe_mapping(p, m))
+		return;
+	if (p->maps_read_ns <= ts_ns) {
+		if (rescanned || p->last_read_ns > ts_ns || read_process(s, p))
+			return;
+		/* the mappings changed (read_process backs off after a read that found the same) */
+		p->loaded_reread = !p->backoff;
+	}
+	p->loaded = true;
+	s->stats.loaded_by_exe_leaf++;
+}
+
 static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			const uint64_t *addrs, uint32_t n, struct frame *out)
 {
-	bool rescanned = false, borrowed = false;
+	bool rescanned = false, borrowed = false; /* borrowed: p is the fork parent */
 	uint32_t valid = n;
 	struct process *p;
 	int err;
@@ -895,6 +950,7 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 			return err;
 		}
 		s->stats.fork_fallbacks++;
+		borrowed = true;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		bool found = resolve_in(s, p, addrs[i], &out[i]);
@@ -924,6 +980,8 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		if (!found || !out[i].obj)
 			s->stats.unresolved++;
 	}
+	if (!borrowed && !p->loaded && valid > 0 && p->readable)
+		note_exe_leaf(s, p, addrs[0], ts_ns, rescanned);
 	return valid;
 }
 
@@ -1038,6 +1096,24 @@ bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 	struct process *p = proc_find(s, pid);
 
 	return p && p->start_ns == start_ns && p->readable;
+}
+
+bool symbolizer__loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+{
+	struct process *p = proc_find(s, pid);
+
+	return p && p->start_ns == start_ns && p->readable && p->loaded;
+}
+
+bool symbolizer__newly_loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns, bool *reread)
+{
+	struct process *p = proc_find(s, pid);
+
+	if (!p || p->start_ns != start_ns || !p->readable || !p->loaded || p->loaded_told)
+		return false;
+	p->loaded_told = true;
+	*reread = p->loaded_reread;
+	return true;
 }
 
 void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,

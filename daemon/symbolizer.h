@@ -128,12 +128,15 @@ struct symbolizer_stats {
 	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
 	uint64_t fork_borrowed;	 /* samples of a forked child (not exec'd, maps never read)
 				  * resolved with its parent's maps, no read of its own */
-	uint64_t rereads_saved;	 /* maps rereads not made: the address in no executable mapping
-				  * lay in a mapped object's data (symbolizer__in_object_data) */
-	uint64_t debug_files;	 /* objects whose symbols came from a separate debug file */
-	uint64_t minidebuginfo;	 /* objects whose symbols came from MiniDebugInfo */
-	uint64_t perf_map_reads; /* JIT perf maps read (first read and each growth) */
-	uint64_t perf_map_rejected; /* perf maps refused: link, wrong owner, not a file, too big */
+	uint64_t loaded_by_exe_leaf; /* processes whose maps were read after a sample in their
+				      * executable (symbolizer__loaded) */
+	uint64_t loaded_static;	     /* processes with no code mapped but their executable's */
+	uint64_t rereads_saved;	     /* maps rereads not made: the address in no executable mapping
+				      * lay in a mapped object's data (symbolizer__in_object_data) */
+	uint64_t debug_files;	     /* objects whose symbols came from a separate debug file */
+	uint64_t minidebuginfo;	     /* objects whose symbols came from MiniDebugInfo */
+	uint64_t perf_map_reads;     /* JIT perf maps read (first read and each growth) */
+	uint64_t perf_map_rejected;  /* perf maps refused: link, wrong owner, not a file, too big */
 	uint64_t perf_map_lines_skipped; /* lines of perf maps read that were not START SIZE NAME
 					  * (or past the entries kept) */
 	uint64_t evicted_processes;	 /* cached processes dropped for the caps */
@@ -183,6 +186,9 @@ struct exec_identity {
 	uint32_t pid_ns;	     /* inode number of its PID namespace; 0: unknown */
 	uint32_t ns_pid;	     /* its pid there */
 	char name[PROCESS_NAME_LEN]; /* its executable's file name; "": unknown */
+	uint64_t exe_dev;	     /* its executable's device (makedev() of the maps' major:minor)
+				      * and inode number; 0: unknown */
+	uint64_t exe_ino;
 };
 /* Remembers the identity process (pid, start_ns) exec'd with, so that when its maps are first
  * read its process_info comes from it rather than from /proc: the name as is, the PID namespace
@@ -220,6 +226,18 @@ bool symbolizer__fork_parent(struct symbolizer *s, uint32_t pid, uint64_t start_
 			     uint32_t *parent_pid, uint64_t *parent_start_ns);
 /* True when the maps of (pid, start_ns) are cached. */
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+/* True when the cached maps of (pid, start_ns) were read after its dynamic loader had mapped the
+ * objects it loads at start (the executable's needed libraries, LD_PRELOAD's): a sample whose
+ * leaf lay in its executable came before the read (the loader hands over to the executable only
+ * when they are all mapped and relocated; a later such sample reads maps read before it again,
+ * once), or its executable file is all the code it had mapped (no loader: a static executable).
+ * Known only for a process whose exec was noted with its executable's identity
+ * (symbolizer__note_exec). What it maps later (dlopen) is read when a sample meets it. */
+bool symbolizer__loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+/* symbolizer__loaded, true once only: the first call after the process became loaded; *reread
+ * then says whether that took a read of its maps, after the first, that found them changed (the
+ * modules that looked at the first should look again: the recheck after its exec will not). */
+bool symbolizer__newly_loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns, bool *reread);
 /* The process exec'd: drop its cached maps (objects live on through references) and its fork
  * link (its image is its own now). */
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);

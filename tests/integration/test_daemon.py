@@ -144,6 +144,40 @@ def test_forked_children_without_exec(d):
     assert lost <= 0.05 * total, (lost, total)
 
 
+def test_exec_rechecks_skipped_after_loader(d):
+    """A process whose maps were read after it ran its own executable's code has every library
+    its dynamic loader maps at start in them: the look 300 ms after its exec (the symbolizer's,
+    the unwinder's, Python's and GC discovery's) reads nothing again, and GC discovery takes its
+    look from that read at once. Its profile is whole all the same: hot_function 75% of
+    tp_hotcold's samples, under run_rounds <- main."""
+    def delta(m0, m1, k):
+        return m1.get(k, 0) - m0.get(k, 0)
+
+    m0 = d.metrics()
+    procs = [start_workload("tp_hotcold", 1.5) for _ in range(4)]
+    for p, _ in procs:
+        p.wait()
+    wait_drained(d)
+    m1 = d.metrics()
+    loaded = delta(m0, m1, 'tailprof_processes_loaded_total{by="exe_leaf"}')
+    skipped = delta(m0, m1, 'tailprof_exec_rechecks_total{result="skipped"}')
+    reread = delta(m0, m1, 'tailprof_exec_rechecks_total{result="read"}')
+    early = delta(m0, m1, "tailprof_gc_later_looks_early_total")
+    print("  4 processes: %d loaded by a sample in their executable, rechecks %d skipped and %d "
+          "read, %d GC looks taken early" % (loaded, skipped, reread, early))
+    # other processes on the machine may add to each count, never take from it
+    assert loaded >= 4 and skipped >= 4 and early >= 4, (loaded, skipped, early)
+    for _, pid in procs:
+        prof, _ = d.profile("pid=%d&last=2m" % pid)
+        hot = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s))
+        cold = sum(s["values"][0] for s in prof.samples if "cold_function" in names(s))
+        chained = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s) and
+                      names(s)[names(s).index("hot_function") + 1:][:2] == ["run_rounds", "main"])
+        assert hot + cold > 0.5 * FREQ * 1.5 * 0.5, ("too few samples", pid, hot, cold)
+        assert 65 <= 100.0 * hot / (hot + cold) <= 85, (pid, hot, cold)
+        assert chained >= 0.95 * hot, (pid, chained, hot)
+
+
 def test_exec_keeps_pid_each_half_named(d):
     p, pid = start_workload("tp_exec_a", 1, os.path.join(WL, "tp_exec_b"), 1)
     p.wait()
@@ -500,7 +534,7 @@ def main():
     d = start_daemons(lambda: Daemon("--frequency", str(FREQ), "--window", "1s",
                                            "--retention", "10m"))
     tests = [test_hot_function_75_percent_with_call_chain, test_short_lived_processes,
-             test_forked_children_without_exec,
+             test_forked_children_without_exec, test_exec_rechecks_skipped_after_loader,
              test_exec_keeps_pid_each_half_named, test_syscall_heavy_kernel_names,
              test_go_tool_pprof_debug_endpoint, test_go_tool_pprof_accepts_stored_profile,
              test_totals_equal_window_counters, test_self_samples_labelled,

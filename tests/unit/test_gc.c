@@ -116,6 +116,14 @@ static const struct gc_object_status *find(struct gc *g, const char *name,
 	return NULL;
 }
 
+/* Process pid exits (reaped), and the tracker hears of it at a tick at now. */
+static void end_process(struct gc *g, pid_t pid, uint64_t now)
+{
+	reap(pid);
+	gc__process_exit(g, pid);
+	gc__tick(g, now);
+}
+
 static void test_discovery(void **state)
 {
 	struct gc_opts opts = GC_OPTS_DEFAULT;
@@ -154,9 +162,7 @@ static void test_discovery(void **state)
 	gc__tick(g, now + 300 * 1000000ULL);
 	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 2);
 
-	reap(py1);
-	gc__process_exit(g, py1);
-	gc__tick(g, now + 400 * 1000000ULL);
+	end_process(g, py1, now + 400 * 1000000ULL);
 	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 1);
 	reap(py2);
 	reap(go);
@@ -274,6 +280,58 @@ static void test_exec_identity(void **state)
 	gc__free(g);
 }
 
+/* The look at a new image's libraries 300 ms after its exec is taken at once from a drain's read
+ * that held its dynamic loader's work (gc__process_loaded), and then not again; a second exec
+ * before it was due leaves one look, of the new image. */
+static void test_loaded_look_early(void **state)
+{
+	const char *py_path = fixture("TAILPROF_FIXTURE_GC_PYTHON");
+	struct gc_opts opts = GC_OPTS_DEFAULT;
+	struct gc_object_status v[64];
+	struct gc_exec py_exec;
+	struct gc_stats st;
+	uint64_t now, scans;
+	struct gc *g;
+	pid_t py;
+
+	(void)state;
+	g = gc__new(&opts, NULL);
+	assert_non_null(g);
+	py = spawn(py_path);
+	py_exec = exec_of(py, py_path, "");
+	now = sysinfo__mono_ns();
+	gc__process_exec(g, py, &py_exec);
+	gc__tick(g, now);
+	gc__stats(g, &st);
+	scans = st.scans;
+	assert_int_equal(st.later_looks_early, 0);
+	gc__process_loaded(g, py);
+	gc__tick(g, now + 1000000ULL);
+	gc__stats(g, &st);
+	assert_int_equal(st.later_looks_early, 1);
+	assert_int_equal(st.scans, scans + 1);
+	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 1);
+	/* nothing due at 300 ms, nor for a second notice */
+	gc__process_loaded(g, py);
+	gc__tick(g, now + 400 * 1000000ULL);
+	gc__stats(g, &st);
+	assert_int_equal(st.later_looks_early, 1);
+	assert_int_equal(st.scans, scans + 1);
+	/* two execs of the pid in one drain: one look after them */
+	gc__process_exec(g, py, &py_exec);
+	gc__process_exec(g, py, &py_exec);
+	gc__tick(g, now + 500 * 1000000ULL);
+	gc__stats(g, &st);
+	scans = st.scans;
+	gc__tick(g, now + 900 * 1000000ULL);
+	gc__stats(g, &st);
+	assert_int_equal(st.scans, scans + 1);
+	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 1);
+	end_process(g, py, now + 1000 * 1000000ULL);
+	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 0);
+	gc__free(g);
+}
+
 /* Processes that were running before the tracker started are found by its /proc scan; one
  * whose exit notice was lost is dropped by the next full scan. */
 static void test_startup_scan(void **state)
@@ -296,9 +354,13 @@ static void test_startup_scan(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_opts),	  cmocka_unit_test(test_window),
-	    cmocka_unit_test(test_discovery),	  cmocka_unit_test(test_disabled_runtime),
-	    cmocka_unit_test(test_exec_identity), cmocka_unit_test(test_startup_scan),
+	    cmocka_unit_test(test_opts),
+	    cmocka_unit_test(test_window),
+	    cmocka_unit_test(test_discovery),
+	    cmocka_unit_test(test_disabled_runtime),
+	    cmocka_unit_test(test_loaded_look_early),
+	    cmocka_unit_test(test_exec_identity),
+	    cmocka_unit_test(test_startup_scan),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

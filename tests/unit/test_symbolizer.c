@@ -1198,6 +1198,88 @@ static void test_rescan_leaf(void **state)
 	symbolizer__free(s);
 }
 
+/* symbolizer__loaded: maps read after a sample whose leaf was in the executable (the identity its
+ * exec noted) hold the dynamic loader's work, and such a sample after the read reads them again,
+ * once; a leaf elsewhere or no exec identity tell nothing; a process whose only file code is its
+ * executable has no loader. */
+static void test_loaded(void **state)
+{
+	const char *exe = fixture("TAILPROF_FIXTURE_LIB");
+	const char *ldso = fixture("TAILPROF_FIXTURE_LLD_LIB");
+	uint64_t in_exe = alpha_addr(exe, 0x7f0000100000ull);
+	uint64_t in_ldso = alpha_addr(ldso, 0x7f0000200000ull);
+	struct symbolizer *s = fake_symbolizer();
+	struct exec_identity id = {0};
+	char both[8192] = "", alone[8192] = "", more[8192] = "";
+	struct symbolizer_stats st;
+	struct frame fr[1];
+	struct stat file;
+	uint64_t t, reads;
+	bool reread;
+
+	(void)state;
+	assert_int_equal(stat(exe, &file), 0);
+	id.exe_dev = file.st_dev;
+	id.exe_ino = file.st_ino;
+	append_elf_maps(both, sizeof(both), exe, 0x7f0000100000ull);
+	append_elf_maps(alone, sizeof(alone), exe, 0x7f0000100000ull);
+	append_elf_maps(both, sizeof(both), ldso, 0x7f0000200000ull);
+	snprintf(more, sizeof(more), "%s", both);
+	append_elf_maps(more, sizeof(more), fixture("TAILPROF_FIXTURE_NAMES_LIB"),
+			0x7f0000300000ull);
+	for (uint32_t pid = 521; pid <= 526; pid++) {
+		fake_process(pid, 6, pid == 524 ? alone : both);
+		if (pid != 525)
+			symbolizer__note_exec(s, pid, 6 * ns_per_tick, &id);
+	}
+	/* in the loader when sampled: its libraries may not all be mapped yet */
+	t = monotonic_ns();
+	assert_int_equal(symbolizer__resolve_user(s, 521, 6 * ns_per_tick, t, &in_ldso, 1, fr), 1);
+	assert_false(symbolizer__loaded(s, 521, 6 * ns_per_tick));
+	/* in the executable when sampled, the maps read after: loaded */
+	t = monotonic_ns();
+	assert_int_equal(symbolizer__resolve_user(s, 522, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+	assert_true(symbolizer__loaded(s, 522, 6 * ns_per_tick));
+	assert_false(symbolizer__loaded(s, 522, 7 * ns_per_tick));
+	assert_true(symbolizer__newly_loaded(s, 522, 6 * ns_per_tick, &reread));
+	assert_false(reread);
+	assert_false(symbolizer__newly_loaded(s, 522, 6 * ns_per_tick, &reread));
+	assert_true(symbolizer__loaded(s, 522, 6 * ns_per_tick));
+	/* in the executable, but sampled after the read, which may have come before the loader was
+	 * done: read again then, once (here it had mapped one more library since) */
+	assert_int_equal(symbolizer__note_process(s, 523, 6 * ns_per_tick), 0);
+	assert_false(symbolizer__loaded(s, 523, 6 * ns_per_tick));
+	fake_process(523, 6, more);
+	symbolizer__stats(s, &st);
+	reads = st.maps_reads;
+	t = monotonic_ns() + 1;
+	assert_int_equal(symbolizer__resolve_user(s, 523, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+	assert_true(symbolizer__loaded(s, 523, 6 * ns_per_tick));
+	t = monotonic_ns() + 1;
+	assert_int_equal(symbolizer__resolve_user(s, 523, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, reads + 1);
+	assert_int_equal(st.loaded_by_exe_leaf, 2);
+	assert_true(symbolizer__newly_loaded(s, 523, 6 * ns_per_tick, &reread));
+	assert_true(reread);
+	/* the same, the maps unchanged: nothing for the other modules to look at again */
+	assert_int_equal(symbolizer__note_process(s, 526, 6 * ns_per_tick), 0);
+	t = monotonic_ns() + 1;
+	assert_int_equal(symbolizer__resolve_user(s, 526, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+	assert_true(symbolizer__newly_loaded(s, 526, 6 * ns_per_tick, &reread));
+	assert_false(reread);
+	/* no code mapped from a file but the executable's: no loader (a static executable) */
+	assert_int_equal(symbolizer__note_process(s, 524, 6 * ns_per_tick), 0);
+	assert_true(symbolizer__loaded(s, 524, 6 * ns_per_tick));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.loaded_static, 1);
+	/* no exec identity: unknown */
+	t = monotonic_ns();
+	assert_int_equal(symbolizer__resolve_user(s, 525, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+	assert_false(symbolizer__loaded(s, 525, 6 * ns_per_tick));
+	symbolizer__free(s);
+}
+
 /* The pid now belongs to another process. */
 static void test_pid_reuse(void **state)
 {
@@ -2108,6 +2190,7 @@ int main(void)
 	    cmocka_unit_test(test_caps_evict_lru),
 	    cmocka_unit_test(test_demangle),
 	    cmocka_unit_test(test_rescan_leaf),
+	    cmocka_unit_test(test_loaded),
 	    cmocka_unit_test(test_fork_vdso),
 	};
 
