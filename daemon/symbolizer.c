@@ -466,6 +466,15 @@ static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
 	return id;
 }
 
+/* Whether an executable's file name is a dynamic loader's (ld-linux-x86-64.so.2, ld-2.31.so,
+ * ld-musl-x86_64.so.1, ld64.so.2, ld.so.1), which runs as the program when invoked by name. */
+static bool loader_name(const char *name)
+{
+	return (!strncmp(name, "ld-", 3) || !strncmp(name, "ld64.so", 7) ||
+		!strncmp(name, "ld.so", 5)) &&
+	       strstr(name, ".so");
+}
+
 /* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for
  * a perf map (jit_object). What its exec told (symbolizer__note_exec) is not read again. What
  * cannot be read stays empty: these are labels, never a reason to drop a sample. Unless live
@@ -479,7 +488,9 @@ static void read_info(struct symbolizer *s, struct process *p, bool live)
 	ssize_t n;
 
 	p->info_read = true;
-	if (x) {
+	/* a dynamic loader run as the program maps the real one and its libraries itself: its
+	 * own code says nothing of them */
+	if (x && !loader_name(x->name)) {
 		p->exe_dev = x->exe_dev;
 		p->exe_ino = x->exe_ino;
 	}

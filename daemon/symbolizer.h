@@ -232,7 +232,8 @@ bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
  * when they are all mapped and relocated; a later such sample reads maps read before it again,
  * once), or its executable file is all the code it had mapped (no loader: a static executable).
  * Known only for a process whose exec was noted with its executable's identity
- * (symbolizer__note_exec). What it maps later (dlopen) is read when a sample meets it. */
+ * (symbolizer__note_exec), never for a dynamic loader run as the program (by its file name).
+ * What it maps later (dlopen) is read when a sample meets it. */
 bool symbolizer__loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* symbolizer__loaded, true once only: the first call after the process became loaded; *reread
  * then says whether that took a read of its maps, after the first, that found them changed (the

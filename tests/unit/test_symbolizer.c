@@ -1227,8 +1227,10 @@ static void test_loaded(void **state)
 	snprintf(more, sizeof(more), "%s", both);
 	append_elf_maps(more, sizeof(more), fixture("TAILPROF_FIXTURE_NAMES_LIB"),
 			0x7f0000300000ull);
-	for (uint32_t pid = 521; pid <= 526; pid++) {
-		fake_process(pid, 6, pid == 524 ? alone : both);
+	for (uint32_t pid = 521; pid <= 527; pid++) {
+		fake_process(pid, 6, pid == 524 || pid == 527 ? alone : both);
+		if (pid == 527)
+			snprintf(id.name, sizeof(id.name), "ld-linux-x86-64.so.2");
 		if (pid != 525)
 			symbolizer__note_exec(s, pid, 6 * ns_per_tick, &id);
 	}
@@ -1273,6 +1275,11 @@ static void test_loaded(void **state)
 	assert_true(symbolizer__loaded(s, 524, 6 * ns_per_tick));
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.loaded_static, 1);
+	/* a dynamic loader run as the program (ld.so PROGRAM): neither its code nor its being the
+	 * only file mapped says that the program and its libraries are mapped */
+	t = monotonic_ns();
+	assert_int_equal(symbolizer__resolve_user(s, 527, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+	assert_false(symbolizer__loaded(s, 527, 6 * ns_per_tick));
 	/* no exec identity: unknown */
 	t = monotonic_ns();
 	assert_int_equal(symbolizer__resolve_user(s, 525, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
