@@ -152,7 +152,13 @@ void collector_recheck_due(struct collector *c, uint64_t now)
 		} else if (pid_set__has(&c->known, r->pid, r->start_ns) &&
 			   symbolizer__loaded(c->opts.symbolizer, r->pid, r->start_ns)) {
 			/* read after its dynamic loader's work: nothing more is mapped at start
-			 * (a dlopen is read when a sample or a walk meets it) */
+			 * (a dlopen is read when a sample or a walk meets it); GC discovery's look
+			 * at the libraries, due now too, is made in those maps */
+			struct proc_maps maps;
+
+			if (c->opts.gc &&
+			    !symbolizer__copy_maps(c->opts.symbolizer, r->pid, r->start_ns, &maps))
+				gc__process_loaded(c->opts.gc, r->pid, &maps);
 			c->st.exec_rechecks[1]++;
 		} else if (pid_set__has(&c->known, r->pid, r->start_ns)) {
 			/* its first read may have come while its dynamic loader mapped its
@@ -214,21 +220,6 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, b
 		symbolizer__note_process(c->opts.symbolizer, pid, start_ns);
 	py_queue(c, pid, start_ns, false);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
-}
-
-/* Process (pid, start_ns) became known to have maps read after its dynamic loader's work
- * (symbolizer__loaded), by a read made in this drain mostly: GC discovery's look at the new
- * image's libraries is due now, from that read, not from one of its own 300 ms after the exec;
- * reread: the read was not its first, so the unwinder and Python discovery, which looked at the
- * first, look again now (the recheck after its exec will not). */
-static void loaded(struct collector *c, uint32_t pid, uint64_t start_ns, bool reread)
-{
-	if (c->opts.gc)
-		gc__process_loaded(c->opts.gc, pid);
-	if (reread) {
-		queue_unwind(c, UNWIND_RESCAN_SURE, pid, start_ns);
-		py_queue(c, pid, start_ns, false);
-	}
 }
 
 /* Whether user frame f (the leaf when leaf, else a return address) is in CPython's eval loop. */
@@ -439,8 +430,14 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		ask_rescan(c, s);
 	know_process(c, s->hdr.pid, s->hdr.start_ns, false);
-	if (symbolizer__newly_loaded(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &reread))
-		loaded(c, s->hdr.pid, s->hdr.start_ns, reread);
+	/* its maps read again (after a sample in its executable) found more mapped than at its
+	 * first read, where the unwinder and Python discovery looked: they look again now (the
+	 * recheck after its exec will not) */
+	if (symbolizer__newly_loaded(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &reread) &&
+	    reread) {
+		queue_unwind(c, UNWIND_RESCAN_SURE, s->hdr.pid, s->hdr.start_ns);
+		py_queue(c, s->hdr.pid, s->hdr.start_ns, false);
+	}
 
 	task = intern_table__get(c->tasks, &tk, sizeof(tk), NULL);
 	task_full = !task && errno == ENOSPC;

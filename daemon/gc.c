@@ -50,8 +50,9 @@ enum notice_kind { N_EXEC, N_EXIT, N_DLOPEN, N_LOADED };
 struct notice {
 	uint32_t pid;
 	uint16_t kind;
-	uint64_t due_ns;    /* re-scans after exec: not before */
-	struct gc_exec exe; /* N_EXEC: what the exec said (zeros: nothing) */
+	uint64_t due_ns;       /* re-scans after exec: not before */
+	struct gc_exec exe;    /* N_EXEC: what the exec said (zeros: nothing) */
+	struct proc_maps maps; /* N_LOADED: the process's (owned) */
 };
 
 struct gc {
@@ -394,13 +395,14 @@ static void record_proc(struct gc *g, const struct gc_proc *rec, const struct gc
 	*p = np;
 }
 
-/* Reads pid's maps and records the runtime objects it maps (attaching them). With at_exec, the
- * maps are not read where the executable was classified before: right after an exec they hold
- * nothing else (the dynamic loader maps the libraries after; the look 250 ms later finds them),
- * so a runtime executable is recorded by its identity alone, and another one left for that
- * look. x (NULL: none) is what the process's last exec said of its executable and comm: then
- * /proc tells neither. */
-static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_exec *x)
+/* Reads pid's maps (given: looks in those, another module's read) and records the runtime
+ * objects it maps (attaching them). With at_exec, the maps are not read where the executable was
+ * classified before: right after an exec they hold nothing else (the dynamic loader maps the
+ * libraries after; the look 300 ms later finds them), so a runtime executable is recorded by its
+ * identity alone, and another one left for that look. x (NULL: none) is what the process's last
+ * exec said of its executable and comm: then /proc tells neither. */
+static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_exec *x,
+		     const struct proc_maps *given)
 {
 	struct proc_maps maps = {0};
 	struct gc_proc np = {.pid = pid};
@@ -427,11 +429,16 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_e
 		}
 		return;
 	}
-	if (proc_maps__load("/proc", pid, GC_MAPS_MAX_BYTES, &maps) < 0)
+	if (given) {
+		g->st.later_looks_shared++;
+	} else if (proc_maps__load("/proc", pid, GC_MAPS_MAX_BYTES, &maps) < 0) {
 		return;
-	g->st.scans++;
-	for (size_t i = 0; i < maps.nr; i++) {
-		const struct proc_mapping *m = &maps.v[i];
+	} else {
+		g->st.scans++;
+		given = &maps;
+	}
+	for (size_t i = 0; i < given->nr; i++) {
+		const struct proc_mapping *m = &given->v[i];
 		bool dup = false;
 		long idx;
 
@@ -467,7 +474,7 @@ void gc__scan_all(struct gc *g)
 
 		if (tp_parse_uint(de->d_name, 1, UINT32_MAX, &pid))
 			continue;
-		scan_pid(g, pid, false, NULL);
+		scan_pid(g, pid, false, NULL, NULL);
 	}
 	/* processes whose exit we missed (lost notices) */
 	for (size_t i = 0; i < g->nr_procs;) {
@@ -509,9 +516,16 @@ void gc__note_dlopen(struct gc *g, uint32_t pid)
 	notice(g, pid, N_DLOPEN, NULL);
 }
 
-void gc__process_loaded(struct gc *g, uint32_t pid)
+void gc__process_loaded(struct gc *g, uint32_t pid, struct proc_maps *maps)
 {
-	notice(g, pid, N_LOADED, NULL);
+	pthread_mutex_lock(&g->mu);
+	if (g->nr_notices < GC_MAX_NOTICES) {
+		g->notices[g->nr_notices++] =
+		    (struct notice){.pid = pid, .kind = N_LOADED, .maps = *maps};
+		*maps = (struct proc_maps){0};
+	}
+	pthread_mutex_unlock(&g->mu);
+	proc_maps__clear(maps);
 }
 
 /* Drops the look due after pid's exec, if any. */
@@ -547,7 +561,7 @@ void gc__tick(struct gc *g, uint64_t now)
 			proc_release(g, n->pid);
 			/* the look after an earlier exec would be of this image */
 			drop_later(g, n->pid);
-			scan_pid(g, n->pid, true, &n->exe);
+			scan_pid(g, n->pid, true, &n->exe, NULL);
 			/* the dynamic loader maps the libraries after exec: look once more */
 			if (g->nr_later < GC_MAX_NOTICES) {
 				g->later[g->nr_later] = *n;
@@ -555,18 +569,18 @@ void gc__tick(struct gc *g, uint64_t now)
 			}
 			break;
 		case N_DLOPEN:
-			scan_pid(g, n->pid, false, NULL);
+			scan_pid(g, n->pid, false, NULL, NULL);
 			break;
 		case N_LOADED:
-			/* the look after the exec (one a pid: drop_later), now */
+			/* the look after the exec (one a pid: drop_later), from these maps */
 			for (size_t k = 0; k < g->nr_later; k++) {
 				if (g->later[k].pid != n->pid)
 					continue;
-				scan_pid(g, n->pid, false, &g->later[k].exe);
+				scan_pid(g, n->pid, false, &g->later[k].exe, &n->maps);
 				g->later[k] = g->later[--g->nr_later];
-				g->st.later_looks_early++;
 				break;
 			}
+			proc_maps__clear(&n->maps);
 			break;
 		}
 	}
@@ -579,7 +593,7 @@ void gc__tick(struct gc *g, uint64_t now)
 		} else if (!(kill((pid_t)n->pid, 0) && errno == ESRCH)) {
 			/* alive, or its exit notice was lost: a signal 0 tells without a path
 			 * walk */
-			scan_pid(g, n->pid, false, &n->exe);
+			scan_pid(g, n->pid, false, &n->exe, NULL);
 		}
 	}
 	g->nr_later = keep;

@@ -81,8 +81,8 @@ struct gc_object_status {
 struct gc_stats {
 	uint64_t scans;		     /* processes' maps read */
 	uint64_t exec_scans_skipped; /* execs of an executable classified before: no maps read */
-	uint64_t later_looks_early;  /* looks after an exec taken from a drain's read of maps that
-				      * held the dynamic loader's work (gc__process_loaded) */
+	uint64_t later_looks_shared; /* looks after an exec made in maps another module had read
+				      * (gc__process_loaded): no read of their own */
 	uint64_t attaches, detaches; /* objects */
 	int probes_attached;	     /* now, dlopen uretprobe included */
 	uint64_t late;		     /* events older than every window held */
@@ -109,10 +109,11 @@ struct gc_exec {
 void gc__process_exec(struct gc *g, uint32_t pid, const struct gc_exec *exe);
 void gc__process_exit(struct gc *g, uint32_t pid);
 void gc__note_dlopen(struct gc *g, uint32_t pid);
-/* Process pid's maps, read in this drain, hold what its dynamic loader maps at start
- * (symbolizer__loaded): the look due PROC_MAPS_EXEC_RECHECK_NS after its exec is taken now, from
- * the maps that drain read (proc_maps.h's round), instead. Nothing when no such look is due. */
-void gc__process_loaded(struct gc *g, uint32_t pid);
+struct proc_maps;
+/* Process pid's maps, *maps (taken: left empty), were read after its dynamic loader's work
+ * (symbolizer__loaded): the look due PROC_MAPS_EXEC_RECHECK_NS after its exec is made in them at
+ * the next gc__tick, with no read of its own. Nothing when no such look is due. */
+void gc__process_loaded(struct gc *g, uint32_t pid, struct proc_maps *maps);
 /* Handles the notices, due re-scans, lingering detaches and the periodic scan. now_ns is
  * CLOCK_MONOTONIC. Reads /proc and attaches probes: call it outside the collector's lock. */
 void gc__tick(struct gc *g, uint64_t now_ns);

@@ -88,13 +88,13 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	text_metric(t, "tailprof_gc_exec_scans_skipped_total", "counter",
 		    "Execs whose maps were not read at once: the executable was classified before "
 		    "(a runtime is recorded by its identity; the libraries are looked at 300 ms "
-		    "later, or once a drain read maps that held the dynamic loader's work).");
+		    "later).");
 	text_put(t, "tailprof_gc_exec_scans_skipped_total %" PRIu64 "\n", gs.exec_scans_skipped);
-	text_metric(t, "tailprof_gc_later_looks_early_total", "counter",
-		    "Looks at a new image's libraries taken from a drain's read of its maps made "
-		    "after its dynamic loader's work, instead of a read of their own 300 ms after "
-		    "the exec.");
-	text_put(t, "tailprof_gc_later_looks_early_total %" PRIu64 "\n", gs.later_looks_early);
+	text_metric(t, "tailprof_gc_later_looks_shared_total", "counter",
+		    "Looks at a new image's libraries 300 ms after its exec made in the maps the "
+		    "symbolizer had read after its dynamic loader's work, with no read of their "
+		    "own.");
+	text_put(t, "tailprof_gc_later_looks_shared_total %" PRIu64 "\n", gs.later_looks_shared);
 	text_metric(t, "tailprof_gc_bpf_total", "counter",
 		    "GC program counters: probe hits, events lost (ring buffer full), ends without "
 		    "a begin, phases not timed (map full), begins whose end was missed.");

@@ -419,8 +419,7 @@ static int maps_load_file(const char *path, size_t max_bytes, struct proc_maps *
 	return err;
 }
 
-/* Copies src's mappings into *dst (empty). Returns 0 or -ENOMEM (*dst empty). */
-static int maps_copy(const struct proc_maps *src, struct proc_maps *dst)
+int proc_maps__copy(const struct proc_maps *src, struct proc_maps *dst)
 {
 	dst->nr = 0;
 	dst->v = src->nr ? calloc(src->nr, sizeof(*dst->v)) : NULL;
@@ -477,7 +476,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	    maps_cache.v[slot].pid == pid && !strcmp(maps_cache.v[slot].root, proc_root) &&
 	    maps_cache.v[slot].size <= max_bytes) {
 		err = maps_cache.v[slot].err ? maps_cache.v[slot].err
-					     : maps_copy(&maps_cache.v[slot].maps, out);
+					     : proc_maps__copy(&maps_cache.v[slot].maps, out);
 		if (!err)
 			maps_cache.shared++;
 		pthread_mutex_unlock(&maps_cache.lock);
@@ -488,7 +487,7 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	if (!cacheable || (err < 0 && err != -ENOENT && err != -ESRCH))
 		return err;
 	copy = (struct proc_maps){0};
-	if (err >= 0 && maps_copy(out, &copy))
+	if (err >= 0 && proc_maps__copy(out, &copy))
 		return err;
 	pthread_mutex_lock(&maps_cache.lock);
 	if (!maps_cache.open) {

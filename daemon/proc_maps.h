@@ -37,6 +37,9 @@ int proc_maps__parse(const char *text, size_t len, struct proc_maps *out);
 
 /* Frees what *m owns and leaves it empty. NULL allowed. */
 void proc_maps__clear(struct proc_maps *m);
+/* Copies src's mappings into *dst (empty; its paths its own). Returns 0 or -ENOMEM (*dst
+ * empty). */
+int proc_maps__copy(const struct proc_maps *src, struct proc_maps *dst);
 
 /* The mapping containing addr (start <= addr < end) or NULL. */
 const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t addr);

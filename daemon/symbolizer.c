@@ -1116,6 +1116,17 @@ bool symbolizer__loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 	return p && p->start_ns == start_ns && p->readable && p->loaded;
 }
 
+int symbolizer__copy_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			  struct proc_maps *out)
+{
+	struct process *p = proc_find(s, pid);
+
+	*out = (struct proc_maps){0};
+	if (!p || p->start_ns != start_ns || !p->readable)
+		return -ESRCH;
+	return proc_maps__copy(&p->maps, out);
+}
+
 bool symbolizer__newly_loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns, bool *reread)
 {
 	struct process *p = proc_find(s, pid);

@@ -235,6 +235,11 @@ bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
  * (symbolizer__note_exec), never for a dynamic loader run as the program (by its file name).
  * What it maps later (dlopen) is read when a sample meets it. */
 bool symbolizer__loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+struct proc_maps;
+/* A copy of the cached maps of (pid, start_ns) into *out (the caller's to clear): 0, -ESRCH when
+ * none are cached, -ENOMEM. */
+int symbolizer__copy_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			  struct proc_maps *out);
 /* symbolizer__loaded, true once only: the first call after the process became loaded; *reread
  * then says whether that took a read of its maps, after the first, that found them changed (the
  * modules that looked at the first should look again: the recheck after its exec will not). */

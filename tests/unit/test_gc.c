@@ -280,14 +280,15 @@ static void test_exec_identity(void **state)
 	gc__free(g);
 }
 
-/* The look at a new image's libraries 300 ms after its exec is taken at once from a drain's read
- * that held its dynamic loader's work (gc__process_loaded), and then not again; a second exec
- * before it was due leaves one look, of the new image. */
-static void test_loaded_look_early(void **state)
+/* The look at a new image's libraries 300 ms after its exec is made in maps another module
+ * read after the process's dynamic loader's work (gc__process_loaded), with no read of its own,
+ * and then not again; a second exec before it was due leaves one look, of the new image. */
+static void test_loaded_look_shared(void **state)
 {
 	const char *py_path = fixture("TAILPROF_FIXTURE_GC_PYTHON");
 	struct gc_opts opts = GC_OPTS_DEFAULT;
 	struct gc_object_status v[64];
+	struct proc_maps maps;
 	struct gc_exec py_exec;
 	struct gc_stats st;
 	uint64_t now, scans;
@@ -304,30 +305,33 @@ static void test_loaded_look_early(void **state)
 	gc__tick(g, now);
 	gc__stats(g, &st);
 	scans = st.scans;
-	assert_int_equal(st.later_looks_early, 0);
-	gc__process_loaded(g, py);
-	gc__tick(g, now + 1000000ULL);
+	assert_int_equal(st.later_looks_shared, 0);
+	assert_true(proc_maps__load("/proc", py, 1 << 20, &maps) > 0);
+	gc__process_loaded(g, py, &maps);
+	assert_null(maps.v); /* taken */
+	gc__tick(g, now + 300 * 1000000ULL);
 	gc__stats(g, &st);
-	assert_int_equal(st.later_looks_early, 1);
-	assert_int_equal(st.scans, scans + 1);
+	assert_int_equal(st.later_looks_shared, 1);
+	assert_int_equal(st.scans, scans);
 	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 1);
-	/* nothing due at 300 ms, nor for a second notice */
-	gc__process_loaded(g, py);
-	gc__tick(g, now + 400 * 1000000ULL);
+	/* nothing due after, nor for a second notice */
+	assert_true(proc_maps__load("/proc", py, 1 << 20, &maps) > 0);
+	gc__process_loaded(g, py, &maps);
+	gc__tick(g, now + 700 * 1000000ULL);
 	gc__stats(g, &st);
-	assert_int_equal(st.later_looks_early, 1);
-	assert_int_equal(st.scans, scans + 1);
+	assert_int_equal(st.later_looks_shared, 1);
+	assert_int_equal(st.scans, scans);
 	/* two execs of the pid in one drain: one look after them */
 	gc__process_exec(g, py, &py_exec);
 	gc__process_exec(g, py, &py_exec);
-	gc__tick(g, now + 500 * 1000000ULL);
+	gc__tick(g, now + 800 * 1000000ULL);
 	gc__stats(g, &st);
 	scans = st.scans;
-	gc__tick(g, now + 900 * 1000000ULL);
+	gc__tick(g, now + 1200 * 1000000ULL);
 	gc__stats(g, &st);
 	assert_int_equal(st.scans, scans + 1);
 	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 1);
-	end_process(g, py, now + 1000 * 1000000ULL);
+	end_process(g, py, now + 1300 * 1000000ULL);
 	assert_int_equal(find(g, "gc_fixture_python", v, 64)->processes, 0);
 	gc__free(g);
 }
@@ -358,7 +362,7 @@ int main(void)
 	    cmocka_unit_test(test_window),
 	    cmocka_unit_test(test_discovery),
 	    cmocka_unit_test(test_disabled_runtime),
-	    cmocka_unit_test(test_loaded_look_early),
+	    cmocka_unit_test(test_loaded_look_shared),
 	    cmocka_unit_test(test_exec_identity),
 	    cmocka_unit_test(test_startup_scan),
 	};
