@@ -352,6 +352,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	unsigned int level = BPF_CORE_READ(tp, level);
 	struct pid_namespace *ns = NULL;
 	const unsigned char *name;
+	struct pt_regs *regs;
 	struct file *exe;
 
 	/* what user space would otherwise read from /proc at the process's first sample */
@@ -368,6 +369,10 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	ev.exe_ino = BPF_CORE_READ(exe, f_inode, i_ino);
 	ev.exe_dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	/* the exec set the user registers to the entry point (start_thread) before this */
+	regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	if (regs)
+		ev.entry_ip = PT_REGS_IP_CORE(regs);
 	/* the new image is in none of the old one's stages (their exits will never run) */
 	bpf_task_storage_delete(&stage_stacks, p);
 	notify(p, &ev.hdr, sizeof(ev));

@@ -172,8 +172,11 @@ struct tp_exec {
 	char comm[TP_COMM_LEN];	     /* the new image's comm (the kernel set it at the exec) */
 	char name[TP_EXEC_NAME_LEN]; /* the file name of mm->exe_file (what /proc/PID/exe names),
 				      * cut to 63 bytes; "" when unreadable */
+	/* where the new image starts running in user space: its dynamic loader's entry point (the
+	 * executable's when it has none); 0 when unreadable */
+	__u64 entry_ip;
 };
-_Static_assert(sizeof(struct tp_exec) == 144, "tp_exec layout");
+_Static_assert(sizeof(struct tp_exec) == 152, "tp_exec layout");
 
 struct tp_sample {
 	struct tp_event_hdr hdr;

@@ -90,6 +90,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	    /* the kernel's dev_t: major in the upper 12 bits, minor in the lower 20 (MINORBITS) */
 	    .exe_dev = makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff),
 	    .exe_ino = x->exe_ino,
+	    .entry_ip = x->entry_ip,
 	};
 
 	_Static_assert(sizeof(id.name) >= sizeof(x->name), "exec name fits");

@@ -502,12 +502,13 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_put(&t, "tailprof_fork_borrowed_total %" PRIu64 "\n", st.sym.fork_borrowed);
 	text_metric(&t, "tailprof_processes_loaded_total", "counter",
 		    "Exec'd processes known to have maps read after their dynamic loader's work: "
-		    "read after a sample in their executable (exe_leaf), or with no code mapped "
-		    "but their executable's (static).");
+		    "read after a sample in code that runs only after it (sample: their "
+		    "executable's, or any file's but the loader's), or with no code mapped but "
+		    "their executable's (static).");
 	text_put(&t,
-		 "tailprof_processes_loaded_total{by=\"exe_leaf\"} %" PRIu64 "\n"
+		 "tailprof_processes_loaded_total{by=\"sample\"} %" PRIu64 "\n"
 		 "tailprof_processes_loaded_total{by=\"static\"} %" PRIu64 "\n",
-		 st.sym.loaded_by_exe_leaf, st.sym.loaded_static);
+		 st.sym.loaded_by_sample, st.sym.loaded_static);
 	text_metric(
 	    &t, "tailprof_forks_deferred_total", "counter",
 	    "Forked children (not exec'd) first seen: their maps, unwind tables and CPython "

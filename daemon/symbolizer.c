@@ -493,6 +493,7 @@ static void read_info(struct symbolizer *s, struct process *p, bool live)
 	if (x && !loader_name(x->name)) {
 		p->exe_dev = x->exe_dev;
 		p->exe_ino = x->exe_ino;
+		p->entry_ip = x->entry_ip;
 	}
 	if (x && x->name[0])
 		s->stats.identities_from_exec++;
@@ -543,6 +544,32 @@ static bool is_exe_mapping(const struct process *p, const struct proc_mapping *m
 {
 	return p->exe_ino && m->inode == p->exe_ino &&
 	       makedev(m->dev_major, m->dev_minor) == p->exe_dev;
+}
+
+/* Whether code at mapping m runs only after p's dynamic loader mapped the libraries it loads at
+ * start: its executable's, and, where the loader is known (the file its exec began in), any file
+ * but the loader's. The loader hands over to the executable once they are all mapped and
+ * relocated; a library's code runs before only during that relocation (IFUNC resolvers), after
+ * they are mapped. */
+static bool runs_after_loader(const struct process *p, const struct proc_mapping *m)
+{
+	bool loader = p->loader_ino && m->inode == p->loader_ino &&
+		      makedev(m->dev_major, m->dev_minor) == p->loader_dev;
+
+	if (!proc_mapping__is_file(m) || !m->inode || loader)
+		return false;
+	return is_exe_mapping(p, m) || p->loader_ino;
+}
+
+/* Finds p's dynamic loader in its maps: the file mapped at its entry point. */
+static void find_loader(struct process *p)
+{
+	const struct proc_mapping *m = p->entry_ip ? proc_maps__find(&p->maps, p->entry_ip) : NULL;
+
+	if (m && proc_mapping__is_file(m) && m->inode) {
+		p->loader_dev = makedev(m->dev_major, m->dev_minor);
+		p->loader_ino = m->inode;
+	}
 }
 
 /* Whether p's executable file is all the code of a file it has mapped (no dynamic loader: a
@@ -606,6 +633,8 @@ static int read_process(struct symbolizer *s, struct process *p)
 	p->maps_read_ns = p->last_read_ns;
 	if (!p->info_read)
 		read_info(s, p, true);
+	if (!p->loader_ino)
+		find_loader(p);
 	if (!p->loaded && exe_only(p)) {
 		p->loaded = true;
 		s->stats.loaded_static++;
@@ -897,17 +926,17 @@ static bool in_object_extent(const struct process *p, uint64_t addr)
 	return false;
 }
 
-/* Process p ran its executable's code at ts_ns (leaf: the sample's leaf, resolved in p's maps):
- * its dynamic loader was done by then, so maps read after then hold what it mapped at start
- * (symbolizer__loaded). Maps read before are read again now (loaded_reread when they changed), as
- * the look 300 ms after the exec would have, unless this sample read them already (rescanned) or
- * a read tried since it was taken failed (the process is gone). */
-static void note_exe_leaf(struct symbolizer *s, struct process *p, uint64_t leaf, uint64_t ts_ns,
-			  bool rescanned)
+/* Process p ran code at ts_ns (leaf: the sample's leaf, resolved in p's maps) that runs only
+ * after its dynamic loader's work (runs_after_loader), so maps read after then hold what it mapped
+ * at start (symbolizer__loaded). Maps read before are read again now (loaded_reread when they
+ * changed), as the look 300 ms after the exec would have, unless this sample read them already
+ * (rescanned) or a read tried since it was taken failed (the process is gone). */
+static void note_leaf(struct symbolizer *s, struct process *p, uint64_t leaf, uint64_t ts_ns,
+		      bool rescanned)
 {
 	const struct proc_mapping *m = proc_maps__find(&p->maps, leaf);
 
-	if (!m || !is_exe_mapping(p, m))
+	if (!m || !runs_after_loader(p, m))
 		return;
 	if (p->maps_read_ns <= ts_ns) {
 		if (rescanned || p->last_read_ns > ts_ns || read_process(s, p))
@@ -916,7 +945,7 @@ static void note_exe_leaf(struct symbolizer *s, struct process *p, uint64_t leaf
 		p->loaded_reread = !p->backoff;
 	}
 	p->loaded = true;
-	s->stats.loaded_by_exe_leaf++;
+	s->stats.loaded_by_sample++;
 }
 
 static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
@@ -992,7 +1021,7 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 			s->stats.unresolved++;
 	}
 	if (!borrowed && !p->loaded && valid > 0 && p->readable)
-		note_exe_leaf(s, p, addrs[0], ts_ns, rescanned);
+		note_leaf(s, p, addrs[0], ts_ns, rescanned);
 	return valid;
 }
 

@@ -114,29 +114,29 @@ struct process_info {
 };
 
 struct symbolizer_stats {
-	uint64_t objects;	 /* objects cached now */
-	uint64_t processes;	 /* processes whose maps are cached now */
-	uint64_t maps_reads;	 /* /proc/PID/maps reads, rescans included */
-	uint64_t maps_failed;	 /* reads that failed (process gone, pid reused) */
-	uint64_t elf_failed;	 /* objects whose ELF could not be read (named by path+offset): */
-	uint64_t elf_unopenable; /* of those, the file could not be opened (process gone, other
-				  * namespace, no longer the mapped file) */
-	uint64_t elf_malformed;	 /* of those, the file was not an ELF object we could read */
-	uint64_t debug_rejected; /* separate debug files found but refused: not ELF, no .symtab,
-				  * another build ID or CRC, or unreadable when loaded */
-	uint64_t unresolved;	 /* user frames in no known mapping */
-	uint64_t fork_fallbacks; /* samples of a vanished child resolved with its parent's maps */
-	uint64_t fork_borrowed;	 /* samples of a forked child (not exec'd, maps never read)
-				  * resolved with its parent's maps, no read of its own */
-	uint64_t loaded_by_exe_leaf; /* processes whose maps were read after a sample in their
-				      * executable (symbolizer__loaded) */
-	uint64_t loaded_static;	     /* processes with no code mapped but their executable's */
-	uint64_t rereads_saved;	     /* maps rereads not made: the address in no executable mapping
-				      * lay in a mapped object's data (symbolizer__in_object_data) */
-	uint64_t debug_files;	     /* objects whose symbols came from a separate debug file */
-	uint64_t minidebuginfo;	     /* objects whose symbols came from MiniDebugInfo */
-	uint64_t perf_map_reads;     /* JIT perf maps read (first read and each growth) */
-	uint64_t perf_map_rejected;  /* perf maps refused: link, wrong owner, not a file, too big */
+	uint64_t objects;	   /* objects cached now */
+	uint64_t processes;	   /* processes whose maps are cached now */
+	uint64_t maps_reads;	   /* /proc/PID/maps reads, rescans included */
+	uint64_t maps_failed;	   /* reads that failed (process gone, pid reused) */
+	uint64_t elf_failed;	   /* objects whose ELF could not be read (named by path+offset): */
+	uint64_t elf_unopenable;   /* of those, the file could not be opened (process gone, other
+				    * namespace, no longer the mapped file) */
+	uint64_t elf_malformed;	   /* of those, the file was not an ELF object we could read */
+	uint64_t debug_rejected;   /* separate debug files found but refused: not ELF, no .symtab,
+				    * another build ID or CRC, or unreadable when loaded */
+	uint64_t unresolved;	   /* user frames in no known mapping */
+	uint64_t fork_fallbacks;   /* samples of a vanished child resolved with its parent's maps */
+	uint64_t fork_borrowed;	   /* samples of a forked child (not exec'd, maps never read)
+				    * resolved with its parent's maps, no read of its own */
+	uint64_t loaded_by_sample; /* processes whose maps were read after a sample in code that
+				    * runs after their dynamic loader's work (symbolizer__loaded) */
+	uint64_t loaded_static;	   /* processes with no code mapped but their executable's */
+	uint64_t rereads_saved;	   /* maps rereads not made: the address in no executable mapping
+				    * lay in a mapped object's data (symbolizer__in_object_data) */
+	uint64_t debug_files;	   /* objects whose symbols came from a separate debug file */
+	uint64_t minidebuginfo;	   /* objects whose symbols came from MiniDebugInfo */
+	uint64_t perf_map_reads;   /* JIT perf maps read (first read and each growth) */
+	uint64_t perf_map_rejected; /* perf maps refused: link, wrong owner, not a file, too big */
 	uint64_t perf_map_lines_skipped; /* lines of perf maps read that were not START SIZE NAME
 					  * (or past the entries kept) */
 	uint64_t evicted_processes;	 /* cached processes dropped for the caps */
@@ -189,6 +189,8 @@ struct exec_identity {
 	uint64_t exe_dev;	     /* its executable's device (makedev() of the maps' major:minor)
 				      * and inode number; 0: unknown */
 	uint64_t exe_ino;
+	uint64_t entry_ip; /* where it began in user space: its dynamic loader's entry point, or
+			    * the executable's; 0: unknown */
 };
 /* Remembers the identity process (pid, start_ns) exec'd with, so that when its maps are first
  * read its process_info comes from it rather than from /proc: the name as is, the PID namespace
@@ -228,12 +230,13 @@ bool symbolizer__fork_parent(struct symbolizer *s, uint32_t pid, uint64_t start_
 bool symbolizer__knows(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* True when the cached maps of (pid, start_ns) were read after its dynamic loader had mapped the
  * objects it loads at start (the executable's needed libraries, LD_PRELOAD's): a sample whose
- * leaf lay in its executable came before the read (the loader hands over to the executable only
- * when they are all mapped and relocated; a later such sample reads maps read before it again,
- * once), or its executable file is all the code it had mapped (no loader: a static executable).
- * Known only for a process whose exec was noted with its executable's identity
- * (symbolizer__note_exec), never for a dynamic loader run as the program (by its file name).
- * What it maps later (dlopen) is read when a sample meets it. */
+ * leaf lay in its executable, or in any file but the loader's (the file mapped at the exec's
+ * entry point), came before the read (the loader maps them all before it relocates any, and
+ * hands over to the executable after; a later such sample reads maps read before it again, once),
+ * or its executable file is all the code it had mapped (no loader: a static executable). Known
+ * only for a process whose exec was noted with its executable's identity (symbolizer__note_exec),
+ * never for a dynamic loader run as the program (by its file name). What it maps later (dlopen)
+ * is read when a sample meets it. */
 bool symbolizer__loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 struct proc_maps;
 /* A copy of the cached maps of (pid, start_ns) into *out (the caller's to clear): 0, -ESRCH when

@@ -35,19 +35,22 @@ struct process {
 	bool jit_refused;  /* counted once in perf_map_rejected */
 	uint64_t jit_size; /* of that file */
 	int64_t jit_mtime_ns;
-	uint64_t jit_checked_ns;   /* CLOCK_MONOTONIC of the last look */
-	uint64_t jit_read_ns;	   /* of the last read */
-	bool readable;		   /* maps read and the process verified */
-	bool loaded;		   /* symbolizer__loaded */
-	bool loaded_told;	   /* symbolizer__newly_loaded said so */
-	bool loaded_reread;	   /* loaded by a read after the first (note_exe_leaf) */
-	uint64_t exe_dev, exe_ino; /* its executable's, from its exec record; 0: unknown */
-	int err;		   /* why not, when !readable */
-	uint64_t last_read_ns;	   /* CLOCK_MONOTONIC of the last maps read attempt */
-	uint64_t maps_read_ns;	   /* of the one that read maps */
-	uint32_t backoff;	   /* reads in a row that found the same mappings (up to
-				    * REREAD_BACKOFF_MAX): a reread for an address past the leaf
-				    * waits RESCAN_INTERVAL_NS << backoff */
+	uint64_t jit_checked_ns;	 /* CLOCK_MONOTONIC of the last look */
+	uint64_t jit_read_ns;		 /* of the last read */
+	bool readable;			 /* maps read and the process verified */
+	bool loaded;			 /* symbolizer__loaded */
+	bool loaded_told;		 /* symbolizer__newly_loaded said so */
+	bool loaded_reread;		 /* loaded by a read after the first (note_leaf) */
+	uint64_t exe_dev, exe_ino;	 /* its executable's, from its exec record; 0: unknown */
+	uint64_t entry_ip;		 /* and its entry point there (exec_identity) */
+	uint64_t loader_dev, loader_ino; /* the file mapped at entry_ip, its dynamic loader (the
+					  * executable when it has none); 0: unknown */
+	int err;			 /* why not, when !readable */
+	uint64_t last_read_ns;		 /* CLOCK_MONOTONIC of the last maps read attempt */
+	uint64_t maps_read_ns;		 /* of the one that read maps */
+	uint32_t backoff;		 /* reads in a row that found the same mappings (up to
+					  * REREAD_BACKOFF_MAX): a reread for an address past the leaf
+					  * waits RESCAN_INTERVAL_NS << backoff */
 	struct proc_maps maps;
 	struct mapping_obj *mobjs; /* parallel to maps.v */
 };

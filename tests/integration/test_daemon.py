@@ -145,8 +145,9 @@ def test_forked_children_without_exec(d):
 
 
 def test_exec_rechecks_skipped_after_loader(d):
-    """A process whose maps were read after it ran its own executable's code has every library
-    its dynamic loader maps at start in them: the look 300 ms after its exec (the symbolizer's,
+    """A process whose maps were read after it ran code that runs only after its dynamic
+    loader's work (its executable's, a library's) has every library the loader maps at start in
+    them: the look 300 ms after its exec (the symbolizer's,
     the unwinder's, Python's and GC discovery's) reads nothing again, GC discovery's look being
     made in the symbolizer's maps. Its profile is whole all the same: hot_function 75% of
     tp_hotcold's samples, under run_rounds <- main."""
@@ -159,11 +160,11 @@ def test_exec_rechecks_skipped_after_loader(d):
         p.wait()
     wait_drained(d)
     m1 = d.metrics()
-    loaded = delta(m0, m1, 'tailprof_processes_loaded_total{by="exe_leaf"}')
+    loaded = delta(m0, m1, 'tailprof_processes_loaded_total{by="sample"}')
     skipped = delta(m0, m1, 'tailprof_exec_rechecks_total{result="skipped"}')
     reread = delta(m0, m1, 'tailprof_exec_rechecks_total{result="read"}')
     shared = delta(m0, m1, "tailprof_gc_later_looks_shared_total")
-    print("  4 processes: %d loaded by a sample in their executable, rechecks %d skipped and %d "
+    print("  4 processes: %d loaded by a sample after their loader's work, rechecks %d skipped and %d "
           "read, %d GC looks in the symbolizer's maps" % (loaded, skipped, reread, shared))
     # other processes on the machine may add to each count, never take from it
     assert loaded >= 4 and skipped >= 4 and shared >= 4, (loaded, skipped, shared)

@@ -672,11 +672,31 @@ def check_python(keys, files):
         total, 100 * share)
 
 
+def check_loaded(keys, files):
+    """The exec'd workloads that ran past 300 ms (tp_hotcold and the rest) had their maps read after
+    a sample in code that runs only after their dynamic loader's work (the exec event's entry
+    point and executable identity work on this kernel): their look 300 ms after the exec read
+    nothing again."""
+    metrics = files.get("metrics.txt", b"").decode()
+
+    def value(name):
+        m = re.search(r"^%s (\d+)" % re.escape(name), metrics, re.M)
+        return int(m.group(1)) if m else 0
+    loaded = value('tailprof_processes_loaded_total{by="sample"}')
+    skipped = value('tailprof_exec_rechecks_total{result="skipped"}')
+    read = value('tailprof_exec_rechecks_total{result="read"}')
+    assert loaded >= 1 and skipped >= 1, "loaded %d, rechecks skipped %d, read %d" % (
+        loaded, skipped, read)
+    return "%d processes loaded by a sample, rechecks %d skipped, %d read" % (loaded, skipped,
+                                                                               read)
+
+
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
           ("gc_uprobe", check_gc_uprobe), ("python_frames", check_python),
-          ("cgroup_v1", check_cgroup), ("shutdown", check_shutdown)]
+          ("cgroup_v1", check_cgroup), ("exec_rechecks", check_loaded),
+          ("shutdown", check_shutdown)]
 
 
 def main():

@@ -1198,6 +1198,16 @@ static void test_rescan_leaf(void **state)
 	symbolizer__free(s);
 }
 
+/* Whether process pid (started at 6 ticks) is loaded after a sample at addr taken now. */
+static bool sampled_loaded(struct symbolizer *s, uint32_t pid, uint64_t addr)
+{
+	struct frame fr;
+
+	assert_int_equal(
+	    symbolizer__resolve_user(s, pid, 6 * ns_per_tick, monotonic_ns(), &addr, 1, &fr), 1);
+	return symbolizer__loaded(s, pid, 6 * ns_per_tick);
+}
+
 /* symbolizer__loaded: maps read after a sample whose leaf was in the executable (the identity its
  * exec noted) hold the dynamic loader's work, and such a sample after the read reads them again,
  * once; a leaf elsewhere or no exec identity tell nothing; a process whose only file code is its
@@ -1210,7 +1220,8 @@ static void test_loaded(void **state)
 	uint64_t in_ldso = alpha_addr(ldso, 0x7f0000200000ull);
 	struct symbolizer *s = fake_symbolizer();
 	struct exec_identity id = {0};
-	char both[8192] = "", alone[8192] = "", more[8192] = "";
+	char both[8192] = "", alone[8192] = "", more[8192] = "", third[8192] = "";
+	uint64_t in_pie = alpha_addr(fixture("TAILPROF_FIXTURE_PIE"), 0x7f0000400000ull);
 	struct symbolizer_stats st;
 	struct frame fr[1];
 	struct stat file;
@@ -1227,6 +1238,8 @@ static void test_loaded(void **state)
 	snprintf(more, sizeof(more), "%s", both);
 	append_elf_maps(more, sizeof(more), fixture("TAILPROF_FIXTURE_NAMES_LIB"),
 			0x7f0000300000ull);
+	snprintf(third, sizeof(third), "%s", both);
+	append_elf_maps(third, sizeof(third), fixture("TAILPROF_FIXTURE_PIE"), 0x7f0000400000ull);
 	for (uint32_t pid = 521; pid <= 527; pid++) {
 		fake_process(pid, 6, pid == 524 || pid == 527 ? alone : both);
 		if (pid == 527)
@@ -1261,7 +1274,7 @@ static void test_loaded(void **state)
 	assert_int_equal(symbolizer__resolve_user(s, 523, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.maps_reads, reads + 1);
-	assert_int_equal(st.loaded_by_exe_leaf, 2);
+	assert_int_equal(st.loaded_by_sample, 2);
 	assert_true(symbolizer__newly_loaded(s, 523, 6 * ns_per_tick, &reread));
 	assert_true(reread);
 	/* the same, the maps unchanged: nothing for the other modules to look at again */
@@ -1280,6 +1293,19 @@ static void test_loaded(void **state)
 	t = monotonic_ns();
 	assert_int_equal(symbolizer__resolve_user(s, 527, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
 	assert_false(symbolizer__loaded(s, 527, 6 * ns_per_tick));
+	/* with the entry point its exec began at, in the loader: code of any other file (a
+	 * library, here a PIE's) runs only after the loader's work; the loader's does not tell */
+	id.name[0] = 0;
+	id.entry_ip = in_ldso;
+	fake_process(528, 6, third);
+	symbolizer__note_exec(s, 528, 6 * ns_per_tick, &id);
+	assert_false(sampled_loaded(s, 528, in_ldso));
+	assert_true(sampled_loaded(s, 528, in_pie));
+	/* entered in the executable (no loader): its own code tells nothing either */
+	id.entry_ip = in_exe;
+	fake_process(529, 6, third);
+	symbolizer__note_exec(s, 529, 6 * ns_per_tick, &id);
+	assert_false(sampled_loaded(s, 529, in_exe));
 	/* no exec identity: unknown */
 	t = monotonic_ns();
 	assert_int_equal(symbolizer__resolve_user(s, 525, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
