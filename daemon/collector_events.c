@@ -431,9 +431,9 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		ask_rescan(c, s);
 	know_process(c, s->hdr.pid, s->hdr.start_ns, false);
-	/* its maps read again (after a sample in its executable) found more mapped than at its
-	 * first read, where the unwinder and Python discovery looked: they look again now (the
-	 * recheck after its exec will not) */
+	/* its maps read again (after a sample in code that runs only after its dynamic loader's
+	 * work) found more mapped than at its first read, where the unwinder and Python discovery
+	 * looked: they look again now (the recheck after its exec will not) */
 	if (symbolizer__newly_loaded(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &reread) &&
 	    reread) {
 		queue_unwind(c, UNWIND_RESCAN_SURE, s->hdr.pid, s->hdr.start_ns);

@@ -668,13 +668,15 @@ void gc__free(struct gc *g)
 	free(g->objs);
 	hashmap__clear(&g->index);
 	free(g->procs);
+	for (size_t i = 0; i < g->nr_notices; i++)
+		proc_maps__clear(&g->notices[i].maps);
 	free(g->notices);
 	free(g->later);
 	pthread_mutex_destroy(&g->mu);
 	free(g);
 }
 
-/* The comm of pid's exec not handled yet (its notice waits for the next tick, or its look 250 ms
+/* The comm of pid's exec not handled yet (its notice waits for the next tick, or its look 300 ms
  * after) into comm; left as it is when there is none. Its first pauses come before its record
  * when the runtime's probes are attached already (another process of it runs). */
 static void exec_comm(const struct gc *g, uint32_t pid, char comm[16])

@@ -1020,7 +1020,9 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 		if (!found || !out[i].obj)
 			s->stats.unresolved++;
 	}
-	if (!borrowed && !p->loaded && valid > 0 && p->readable)
+	/* (only a process whose exec named its executable can tell: none of those that ran before
+	 * tailprofd, which most samples of a steady host are of) */
+	if (!borrowed && !p->loaded && p->exe_ino && valid > 0 && p->readable)
 		note_leaf(s, p, addrs[0], ts_ns, rescanned);
 	return valid;
 }
