@@ -79,6 +79,14 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited, uint6
 	queue_unwind(c, UNWIND_FORGET, pid, ts_ns);
 }
 
+/* The device of exec record x's executable, as makedev() of /proc/PID/maps' major:minor gives it
+ * (the record has the kernel's dev_t: major in the upper 12 bits, minor in the lower 20,
+ * MINORBITS). */
+static uint64_t exe_dev_of(const struct tp_exec *x)
+{
+	return makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff);
+}
+
 /* The identity the exec record x gives its process, for when its maps are first read. */
 static void note_exec(struct collector *c, const struct tp_exec *x)
 {
@@ -87,8 +95,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	    .cgroup_v1_id = x->cgroup_v1_id,
 	    .pid_ns = x->pid_ns,
 	    .ns_pid = x->ns_pid,
-	    /* the kernel's dev_t: major in the upper 12 bits, minor in the lower 20 (MINORBITS) */
-	    .exe_dev = makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff),
+	    .exe_dev = exe_dev_of(x),
 	    .exe_ino = x->exe_ino,
 	    .entry_ip = x->entry_ip,
 	};
@@ -102,9 +109,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 /* What exec record x says of the new image for GC discovery, in *out. */
 static const struct gc_exec *gc_exec_of(const struct tp_exec *x, struct gc_exec *out)
 {
-	/* the kernel's dev_t: major in the upper 12 bits, minor in the lower 20 (MINORBITS) */
-	*out = (struct gc_exec){.exe_dev = makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff),
-				.exe_ino = x->exe_ino};
+	*out = (struct gc_exec){.exe_dev = exe_dev_of(x), .exe_ino = x->exe_ino};
 	_Static_assert(sizeof(out->comm) == sizeof(x->comm), "comm sizes");
 	memcpy(out->comm, x->comm, sizeof(out->comm));
 	out->comm[sizeof(out->comm) - 1] = 0;
@@ -380,7 +385,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 {
 	struct task tk = {.pid = s->hdr.pid, .tid = s->tid, .stage = s->stage};
 	struct process_info info;
-	bool stack_full = false, task_full, reread;
+	bool stack_full = false, task_full;
 	struct stack *stack;
 	struct task *task;
 	struct window *w;
@@ -434,8 +439,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	/* its maps read again (after a sample in code that runs only after its dynamic loader's
 	 * work) found more mapped than at its first read, where the unwinder and Python discovery
 	 * looked: they look again now (the recheck after its exec will not) */
-	if (symbolizer__newly_loaded(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, &reread) &&
-	    reread) {
+	if (symbolizer__take_loaded_reread(c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns)) {
 		queue_unwind(c, UNWIND_RESCAN_SURE, s->hdr.pid, s->hdr.start_ns);
 		py_queue(c, s->hdr.pid, s->hdr.start_ns, false);
 	}

@@ -445,9 +445,7 @@ static void scan_pid(struct gc *g, uint32_t pid, bool at_exec, const struct gc_e
 		if (!proc_mapping__is_file(m) && !m->deleted)
 			continue;
 		if (!m->inode ||
-		    !gc_discovery__candidate(m->path,
-					     m->inode == exe.st_ino &&
-						 makedev(m->dev_major, m->dev_minor) == exe.st_dev))
+		    !gc_discovery__candidate(m->path, proc_mapping__of(m, exe.st_dev, exe.st_ino)))
 			continue;
 		idx = object_for(g, pid, m);
 		if (idx < 0 || !g->objs[idx].info.runtime)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define DELETED_SUFFIX " (deleted)"
@@ -17,6 +18,11 @@
 bool proc_mapping__is_file(const struct proc_mapping *m)
 {
 	return m->inode != 0 && m->path[0] == '/';
+}
+
+bool proc_mapping__of(const struct proc_mapping *m, uint64_t dev, uint64_t ino)
+{
+	return ino && m->inode == ino && makedev(m->dev_major, m->dev_minor) == dev;
 }
 
 /* Cursor over one line: [p, end). */

@@ -27,6 +27,9 @@ struct proc_maps {
 
 /* True for a mapping backed by a file we can open (inode != 0 and an absolute path). */
 bool proc_mapping__is_file(const struct proc_mapping *m);
+/* True when m maps the file with device dev (makedev() of the maps' major:minor) and inode ino
+ * (0: no file: false). */
+bool proc_mapping__of(const struct proc_mapping *m, uint64_t dev, uint64_t ino);
 
 /* Parses len bytes of maps text (need not be NUL-terminated) into *out, keeping only the
  * executable mappings, sorted by start. Lines that do not parse are skipped. Paths may contain

@@ -539,13 +539,6 @@ static bool same_mappings(const struct proc_maps *a, const struct proc_maps *b)
 	return true;
 }
 
-/* Whether mapping m is of p's executable file. */
-static bool is_exe_mapping(const struct process *p, const struct proc_mapping *m)
-{
-	return p->exe_ino && m->inode == p->exe_ino &&
-	       makedev(m->dev_major, m->dev_minor) == p->exe_dev;
-}
-
 /* Whether code at mapping m runs only after p's dynamic loader mapped the libraries it loads at
  * start: its executable's, and, where the loader is known (the file its exec began in), any file
  * but the loader's. The loader hands over to the executable once they are all mapped and
@@ -553,12 +546,9 @@ static bool is_exe_mapping(const struct process *p, const struct proc_mapping *m
  * they are mapped. */
 static bool runs_after_loader(const struct process *p, const struct proc_mapping *m)
 {
-	bool loader = p->loader_ino && m->inode == p->loader_ino &&
-		      makedev(m->dev_major, m->dev_minor) == p->loader_dev;
-
-	if (!proc_mapping__is_file(m) || !m->inode || loader)
+	if (!proc_mapping__is_file(m) || proc_mapping__of(m, p->loader_dev, p->loader_ino))
 		return false;
-	return is_exe_mapping(p, m) || p->loader_ino;
+	return proc_mapping__of(m, p->exe_dev, p->exe_ino) || p->loader_ino;
 }
 
 /* Finds p's dynamic loader in its maps: the file mapped at its entry point. */
@@ -581,7 +571,7 @@ static bool exe_only(const struct process *p)
 	for (size_t i = 0; i < p->maps.nr; i++) {
 		if (!proc_mapping__is_file(&p->maps.v[i]))
 			continue;
-		if (!is_exe_mapping(p, &p->maps.v[i]))
+		if (!proc_mapping__of(&p->maps.v[i], p->exe_dev, p->exe_ino))
 			return false;
 		exe = true;
 	}
@@ -928,7 +918,7 @@ static bool in_object_extent(const struct process *p, uint64_t addr)
 
 /* Process p ran code at ts_ns (leaf: the sample's leaf, resolved in p's maps) that runs only
  * after its dynamic loader's work (runs_after_loader), so maps read after then hold what it mapped
- * at start (symbolizer__loaded). Maps read before are read again now (loaded_reread when they
+ * at start (symbolizer__loaded). Maps read before are read again now (reread_untold when they
  * changed), as the look 300 ms after the exec would have, unless this sample read them already
  * (rescanned) or a read tried since it was taken failed (the process is gone). */
 static void note_leaf(struct symbolizer *s, struct process *p, uint64_t leaf, uint64_t ts_ns,
@@ -942,7 +932,7 @@ static void note_leaf(struct symbolizer *s, struct process *p, uint64_t leaf, ui
 		if (rescanned || p->last_read_ns > ts_ns || read_process(s, p))
 			return;
 		/* the mappings changed (read_process backs off after a read that found the same) */
-		p->loaded_reread = !p->backoff;
+		p->reread_untold = !p->backoff;
 	}
 	p->loaded = true;
 	s->stats.loaded_by_sample++;
@@ -1158,14 +1148,13 @@ int symbolizer__copy_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 	return proc_maps__copy(&p->maps, out);
 }
 
-bool symbolizer__newly_loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns, bool *reread)
+bool symbolizer__take_loaded_reread(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
 	struct process *p = proc_find(s, pid);
 
-	if (!p || p->start_ns != start_ns || !p->readable || !p->loaded || p->loaded_told)
+	if (!p || p->start_ns != start_ns || !p->reread_untold)
 		return false;
-	p->loaded_told = true;
-	*reread = p->loaded_reread;
+	p->reread_untold = false;
 	return true;
 }
 

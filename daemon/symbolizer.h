@@ -243,10 +243,10 @@ struct proc_maps;
  * none are cached, -ENOMEM. */
 int symbolizer__copy_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			  struct proc_maps *out);
-/* symbolizer__loaded, true once only: the first call after the process became loaded; *reread
- * then says whether that took a read of its maps, after the first, that found them changed (the
- * modules that looked at the first should look again: the recheck after its exec will not). */
-bool symbolizer__newly_loaded(struct symbolizer *s, uint32_t pid, uint64_t start_ns, bool *reread);
+/* True once after (pid, start_ns) became loaded (symbolizer__loaded) by a read of its maps, after
+ * the first, that found them changed: the modules that looked at the first should look again (the
+ * recheck after its exec will not). */
+bool symbolizer__take_loaded_reread(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* The process exec'd: drop its cached maps (objects live on through references) and its fork
  * link (its image is its own now). */
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);

@@ -35,12 +35,12 @@ struct process {
 	bool jit_refused;  /* counted once in perf_map_rejected */
 	uint64_t jit_size; /* of that file */
 	int64_t jit_mtime_ns;
-	uint64_t jit_checked_ns;	 /* CLOCK_MONOTONIC of the last look */
-	uint64_t jit_read_ns;		 /* of the last read */
-	bool readable;			 /* maps read and the process verified */
-	bool loaded;			 /* symbolizer__loaded */
-	bool loaded_told;		 /* symbolizer__newly_loaded said so */
-	bool loaded_reread;		 /* loaded by a read after the first (note_leaf) */
+	uint64_t jit_checked_ns; /* CLOCK_MONOTONIC of the last look */
+	uint64_t jit_read_ns;	 /* of the last read */
+	bool readable;		 /* maps read and the process verified */
+	bool loaded;		 /* symbolizer__loaded */
+	bool reread_untold;	 /* loaded by a read after the first that found changes (note_leaf),
+				  * not yet told (symbolizer__take_loaded_reread) */
 	uint64_t exe_dev, exe_ino;	 /* its executable's, from its exec record; 0: unknown */
 	uint64_t entry_ip;		 /* and its entry point there (exec_identity) */
 	uint64_t loader_dev, loader_ino; /* the file mapped at entry_ip, its dynamic loader (the

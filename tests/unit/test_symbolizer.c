@@ -1226,7 +1226,6 @@ static void test_loaded(void **state)
 	struct frame fr[1];
 	struct stat file;
 	uint64_t t, reads;
-	bool reread;
 
 	(void)state;
 	assert_int_equal(stat(exe, &file), 0);
@@ -1256,9 +1255,8 @@ static void test_loaded(void **state)
 	assert_int_equal(symbolizer__resolve_user(s, 522, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
 	assert_true(symbolizer__loaded(s, 522, 6 * ns_per_tick));
 	assert_false(symbolizer__loaded(s, 522, 7 * ns_per_tick));
-	assert_true(symbolizer__newly_loaded(s, 522, 6 * ns_per_tick, &reread));
-	assert_false(reread);
-	assert_false(symbolizer__newly_loaded(s, 522, 6 * ns_per_tick, &reread));
+	/* loaded by its first read: nothing for the other modules to look at again */
+	assert_false(symbolizer__take_loaded_reread(s, 522, 6 * ns_per_tick));
 	assert_true(symbolizer__loaded(s, 522, 6 * ns_per_tick));
 	/* in the executable, but sampled after the read, which may have come before the loader was
 	 * done: read again then, once (here it had mapped one more library since) */
@@ -1275,14 +1273,14 @@ static void test_loaded(void **state)
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.maps_reads, reads + 1);
 	assert_int_equal(st.loaded_by_sample, 2);
-	assert_true(symbolizer__newly_loaded(s, 523, 6 * ns_per_tick, &reread));
-	assert_true(reread);
+	assert_true(symbolizer__take_loaded_reread(s, 523, 6 * ns_per_tick));
+	assert_false(symbolizer__take_loaded_reread(s, 523, 6 * ns_per_tick));
 	/* the same, the maps unchanged: nothing for the other modules to look at again */
 	assert_int_equal(symbolizer__note_process(s, 526, 6 * ns_per_tick), 0);
 	t = monotonic_ns() + 1;
 	assert_int_equal(symbolizer__resolve_user(s, 526, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
-	assert_true(symbolizer__newly_loaded(s, 526, 6 * ns_per_tick, &reread));
-	assert_false(reread);
+	assert_true(symbolizer__loaded(s, 526, 6 * ns_per_tick));
+	assert_false(symbolizer__take_loaded_reread(s, 526, 6 * ns_per_tick));
 	/* no code mapped from a file but the executable's: no loader (a static executable) */
 	assert_int_equal(symbolizer__note_process(s, 524, 6 * ns_per_tick), 0);
 	assert_true(symbolizer__loaded(s, 524, 6 * ns_per_tick));
