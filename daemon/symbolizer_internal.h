@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* What the symbolizer's files share (symbolizer.c: the process table, process identity and
- * maps, resolving; sym_objects.c: the objects of mappings, opened and their debug files found).
+/* What the symbolizer's files share (symbolizer.c: the process table, maps, resolving;
+ * sym_process.c: process identity and labels; sym_objects.c: the objects of mappings, opened
+ * and their debug files found).
  * Not a contract for other modules: symbolizer.h is. */
 #ifndef TAILPROF_SYMBOLIZER_INTERNAL_H
 #define TAILPROF_SYMBOLIZER_INTERNAL_H
@@ -121,6 +122,21 @@ struct symbolizer {
 	struct exec_note execs[EXEC_NOTES];
 	struct cgroup_id_path cgroup_paths[CGROUP_ID_PATHS];
 };
+
+/* ---- sym_process.c ---- */
+
+/* 0 when pid is the process that started at start_ns (boot-time ns), else -ESRCH (gone, or the
+ * pid reused) or another negative errno. */
+int symbolizer_check_identity(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+/* Reads p's uids and PID-namespace pid from its status file (once; p->status_read). */
+void symbolizer_read_status(struct symbolizer *s, struct process *p);
+/* The identity p exec'd with (symbolizer__note_exec), or NULL. */
+const struct exec_identity *symbolizer_exec_identity_of(struct symbolizer *s,
+							const struct process *p);
+/* Fills p's labels (p->info) and executable identity, from its exec record where it has one;
+ * reads /proc only when live (its identity checked). Never fails: what cannot be read stays
+ * empty. */
+void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live);
 
 /* ---- sym_objects.c ---- */
 
