@@ -63,6 +63,16 @@ struct {
 	__type(value, __u64);
 } live_procs SEC(".maps");
 
+/* static_layouts: static executables whose layout tailprofd recorded (symbolizer.h,
+ * symbolizer_opts.layout_known): a process exec'd from one is named from that layout, without a
+ * wake-up or a read of its maps. Written by tailprofd only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TP_STATIC_LAYOUTS);
+	__type(key, struct tp_file_key);
+	__type(value, __u8);
+} static_layouts SEC(".maps");
+
 /* walk_scratch: the values of a user-stack walk (struct tp_unwind_walk), per CPU: perf_sample
  * does not nest in itself. */
 struct {
@@ -352,6 +362,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	unsigned int level = BPF_CORE_READ(tp, level);
 	struct pid_namespace *ns = NULL;
 	const unsigned char *name;
+	struct mm_struct *mm;
 	struct pt_regs *regs;
 	struct file *exe;
 
@@ -373,9 +384,23 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	regs = (struct pt_regs *)bpf_task_pt_regs(p);
 	if (regs)
 		ev.entry_ip = PT_REGS_IP_CORE(regs);
+	mm = BPF_CORE_READ(p, mm);
+	ev.start_code = BPF_CORE_READ(mm, start_code);
+	ev.end_code = BPF_CORE_READ(mm, end_code);
+	ev.vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
+	/* a static image whose layout tailprofd knows: nothing to read while it lives */
+	if (ev.entry_ip && ev.entry_ip >= ev.start_code && ev.entry_ip < ev.end_code) {
+		struct tp_file_key k = {.ino = ev.exe_ino, .dev = ev.exe_dev};
+
+		if (bpf_map_lookup_elem(&static_layouts, &k))
+			ev.flags |= TP_EXEC_LAYOUT_KNOWN;
+	}
 	/* the new image is in none of the old one's stages (their exits will never run) */
 	bpf_task_storage_delete(&stage_stacks, p);
 	notify(p, &ev.hdr, sizeof(ev));
+	/* after notify, which forgot the old image: tailprofd knows this one from its record */
+	if (ev.flags & TP_EXEC_LAYOUT_KNOWN)
+		tp_mark_known(ev.hdr.pid, ev.hdr.start_ns);
 	return 0;
 }
 

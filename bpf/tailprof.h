@@ -12,6 +12,8 @@
 /* Frames per stack, kernel and user each; matches the kernel's default perf_event_max_stack. */
 #define TP_MAX_STACK_DEPTH 127
 #define TP_COMM_LEN	   16
+/* Static executables whose layout tailprofd keeps (static_layouts, the symbolizer's table). */
+#define TP_STATIC_LAYOUTS 256
 
 /* ---- Python frames (bpf/lib/python.bpf.h) ---- */
 
@@ -175,8 +177,26 @@ struct tp_exec {
 	/* where the new image starts running in user space: its dynamic loader's entry point (the
 	 * executable's when it has none); 0 when unreadable */
 	__u64 entry_ip;
+	/* the executable's code, [start_code, end_code) (mm_struct: its PF_X segments, load bias
+	 * added), and the vDSO's address (mm->context.vdso); 0 when unreadable */
+	__u64 start_code, end_code, vdso;
+	__u32 flags; /* TP_EXEC_* */
+	__u32 pad2;
 };
-_Static_assert(sizeof(struct tp_exec) == 152, "tp_exec layout");
+_Static_assert(sizeof(struct tp_exec) == 184, "tp_exec layout");
+
+/* Bits of tp_exec.flags. */
+/* the image is static (entry_ip in its executable's code) and its executable is in
+ * static_layouts: tailprofd names it from the layout it recorded, and the exec marked the process
+ * known (its samples do not wake tailprofd, and its maps are not read) */
+#define TP_EXEC_LAYOUT_KNOWN (1u << 0)
+
+/* Key of static_layouts: an executable file, as tp_exec gives it. */
+struct tp_file_key {
+	__u64 ino;
+	__u32 dev; /* the kernel's dev_t (major << 20 | minor) */
+	__u32 pad;
+};
 
 struct tp_sample {
 	struct tp_event_hdr hdr;

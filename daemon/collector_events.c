@@ -98,6 +98,9 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	    .exe_dev = exe_dev_of(x),
 	    .exe_ino = x->exe_ino,
 	    .entry_ip = x->entry_ip,
+	    .start_code = x->start_code,
+	    .vdso = x->vdso,
+	    .layout_known = (x->flags & TP_EXEC_LAYOUT_KNOWN) != 0,
 	};
 
 	_Static_assert(sizeof(id.name) >= sizeof(x->name), "exec name fits");
@@ -222,7 +225,9 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, b
 		c->st.forks_deferred++;
 		return;
 	}
-	if (read_now)
+	/* maps made from its static executable's layout: the unwinder and Python discovery look
+	 * at them, not at a read of their own */
+	if (!symbolizer__offer_layout_maps(c->opts.symbolizer, pid, start_ns) && read_now)
 		symbolizer__note_process(c->opts.symbolizer, pid, start_ns);
 	py_queue(c, pid, start_ns, false);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);

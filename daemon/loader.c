@@ -691,6 +691,17 @@ void loader__forget(struct loader *l, uint32_t pid)
 	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.known_procs), &pid);
 }
 
+int loader__static_layout(struct loader *l, uint32_t dev, uint64_t ino, bool known)
+{
+	struct tp_file_key k = {.ino = ino, .dev = dev};
+	int fd = bpf_map__fd(l->skel->maps.static_layouts);
+	uint8_t one = 1;
+
+	if (known ? bpf_map_update_elem(fd, &k, &one, BPF_ANY) : bpf_map_delete_elem(fd, &k))
+		return -errno;
+	return 0;
+}
+
 void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns, uint64_t *samples)
 {
 	*ns = __atomic_load_n(&l->skel->bss->label_cost[0], __ATOMIC_RELAXED);

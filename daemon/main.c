@@ -64,6 +64,12 @@ static int live_start(void *ctx, uint32_t pid, uint64_t *start_ns)
 	return loader__live_start(ctx, pid, start_ns);
 }
 
+/* The symbolizer's static layouts are told to BPF. */
+static int layout_known(void *ctx, uint32_t dev, uint64_t ino, bool known)
+{
+	return loader__static_layout(ctx, dev, ino, known);
+}
+
 /* Root, or the capabilities that loading BPF, opening perf events system-wide and reading
  * every process's maps need. */
 static bool has_privileges(void)
@@ -456,6 +462,8 @@ int main(int argc, char **argv)
 	    .live_start = live_start,
 	    .live_ctx = loader,
 	    .cgroup_id = cgroups__id_of,
+	    .layout_known = layout_known,
+	    .layout_ctx = loader,
 	});
 	if (!sym) {
 		pr_err("failed to start the symbolizer: %s", strerror(errno));

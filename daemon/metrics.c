@@ -509,6 +509,17 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		 "tailprof_processes_loaded_total{by=\"sample\"} %" PRIu64 "\n"
 		 "tailprof_processes_loaded_total{by=\"static\"} %" PRIu64 "\n",
 		 st.sym.loaded_by_sample, st.sym.loaded_static);
+	text_metric(&t, "tailprof_processes_from_layout_total", "counter",
+		    "Processes of a static executable whose layout was recorded: maps made from it "
+		    "at their exec, never read, and no wake-up for them (missing: the layout was "
+		    "gone by then, and they were read as any other).");
+	text_put(&t,
+		 "tailprof_processes_from_layout_total{result=\"made\"} %" PRIu64 "\n"
+		 "tailprof_processes_from_layout_total{result=\"missing\"} %" PRIu64 "\n",
+		 st.sym.from_layout, st.sym.layouts_missing);
+	text_metric(&t, "tailprof_static_layouts", "gauge",
+		    "Static executables whose layout is recorded (at most 256).");
+	text_put(&t, "tailprof_static_layouts %" PRIu64 "\n", st.sym.layouts);
 	text_metric(
 	    &t, "tailprof_forks_deferred_total", "counter",
 	    "Forked children (not exec'd) first seen: their maps, unwind tables and CPython "

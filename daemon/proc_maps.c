@@ -512,6 +512,29 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	return err;
 }
 
+void proc_maps__offer(const char *proc_root, uint32_t pid, const struct proc_maps *maps)
+{
+	size_t slot = pid % SHARED_MAPS;
+	struct proc_maps copy;
+
+	if (strlen(proc_root) >= sizeof(maps_cache.v[0].root) || proc_maps__copy(maps, &copy))
+		return;
+	pthread_mutex_lock(&maps_cache.lock);
+	if (!maps_cache.open) {
+		pthread_mutex_unlock(&maps_cache.lock);
+		proc_maps__clear(&copy);
+		return;
+	}
+	proc_maps__clear(&maps_cache.v[slot].maps);
+	maps_cache.v[slot].round = maps_cache.round;
+	maps_cache.v[slot].pid = pid;
+	maps_cache.v[slot].size = 0;
+	maps_cache.v[slot].err = 0;
+	snprintf(maps_cache.v[slot].root, sizeof(maps_cache.v[slot].root), "%s", proc_root);
+	maps_cache.v[slot].maps = copy;
+	pthread_mutex_unlock(&maps_cache.lock);
+}
+
 void proc_maps__begin_round(void)
 {
 	pthread_mutex_lock(&maps_cache.lock);

@@ -72,6 +72,10 @@ int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len
  * clear, or a negative errno with *out empty: -ENOENT (gone), -EACCES, -EFBIG, -ENOMEM, -EIO (a
  * query answer out of order). Thread-safe. */
 int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struct proc_maps *out);
+/* Hands maps (copied) out as process pid's under proc_root for the rest of the current round,
+ * as if proc_maps__load() had read them: maps known without a read (a static executable's
+ * layout). Nothing outside a round or when memory runs out. */
+void proc_maps__offer(const char *proc_root, uint32_t pid, const struct proc_maps *maps);
 /* A round begins (the drain loop: when a drain begins) and ends (when its work is done): maps
  * read in one round are not handed out in another. */
 /* How long after an exec (from the drain that read it) the modules look at the new image's maps

@@ -262,6 +262,8 @@ void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 		p->exe_dev = x->exe_dev;
 		p->exe_ino = x->exe_ino;
 		p->entry_ip = x->entry_ip;
+		p->start_code = x->start_code;
+		p->vdso = x->vdso;
 	}
 	if (x && x->name[0])
 		s->stats.identities_from_exec++;

@@ -10,11 +10,15 @@
 #include <unistd.h>
 
 #include "elf_object.h"
+#include "hashmap.h"
 #include "kallsyms.h"
 #include "log.h"
 #include "perf_map.h"
 #include "proc_maps.h"
 #include "sysinfo.h"
+#include "tailprof.h"
+
+_Static_assert(STATIC_LAYOUTS == TP_STATIC_LAYOUTS, "one table of static layouts each side");
 
 #define MAPS_MAX_BYTES (256u << 20)
 /* An address in no cached mapping rereads the maps at most this often per process. */
@@ -298,6 +302,177 @@ static bool exe_only(const struct process *p)
 	return exe;
 }
 
+/* ---- static executables' layouts ---- */
+
+/* dev (makedev()) as the kernel's dev_t, as BPF reads it: major << 20 | minor (MINORBITS). */
+static uint32_t kernel_dev(uint64_t dev)
+{
+	return (uint32_t)(major(dev) << 20 | minor(dev));
+}
+
+static struct static_layout *layout_slot(struct symbolizer *s, uint64_t dev, uint64_t ino)
+{
+	return &s->layouts[hashmap__mix64(hashmap__combine(dev, ino)) % STATIC_LAYOUTS];
+}
+
+/* The layout recorded for executable (dev, ino), or NULL. */
+static struct static_layout *layout_of(struct symbolizer *s, uint64_t dev, uint64_t ino)
+{
+	struct static_layout *l = layout_slot(s, dev, ino);
+
+	return ino && l->ino == ino && l->dev == dev ? l : NULL;
+}
+
+/* Empties layout slot l, telling BPF (tell) that its executable is no longer known. */
+static void drop_layout(struct symbolizer *s, struct static_layout *l, bool tell)
+{
+	if (!l->ino)
+		return;
+	if (tell)
+		s->layout_known(s->layout_ctx, kernel_dev(l->dev), l->ino, false);
+	free(l->path);
+	object__put(l->vdso);
+	*l = (struct static_layout){};
+	s->stats.layouts--;
+}
+
+/* Records the layout of p's executable from p's maps, read while all its code was its
+ * executable's (exe_only): what processes exec'd from that file later are given, with no read
+ * of their maps. Not for an executable of more mappings than LAYOUT_MAPPINGS, or one deleted or
+ * replaced since (its path names another file). */
+static void record_layout(struct symbolizer *s, const struct process *p)
+{
+	struct static_layout *l = layout_slot(s, p->exe_dev, p->exe_ino), n = {};
+	const char *path = NULL;
+
+	if (!s->layout_known || !p->start_code || !p->exe_ino ||
+	    layout_of(s, p->exe_dev, p->exe_ino))
+		return;
+	for (size_t i = 0; i < p->maps.nr; i++) {
+		const struct proc_mapping *m = &p->maps.v[i];
+
+		if (proc_mapping__of(m, p->exe_dev, p->exe_ino)) {
+			if (n.nr == LAYOUT_MAPPINGS || m->deleted)
+				return;
+			n.v[n.nr].start = m->start - p->start_code;
+			n.v[n.nr].end = m->end - p->start_code;
+			n.v[n.nr++].pgoff = m->pgoff;
+			path = m->path;
+		} else if (p->vdso && m->start == p->vdso && !strcmp(m->path, "[vdso]")) {
+			n.vdso_size = m->end - m->start;
+		}
+	}
+	if (!n.nr || !(n.path = strdup(path)))
+		return;
+	n.dev = p->exe_dev;
+	n.ino = p->exe_ino;
+	drop_layout(s, l, true);
+	if (s->layout_known(s->layout_ctx, kernel_dev(n.dev), n.ino, true)) {
+		free(n.path);
+		return;
+	}
+	*l = n;
+	s->stats.layouts++;
+}
+
+/* Keeps the vDSO object obj that a process of a recorded static executable opened at mapping m
+ * for the layout, so that its later processes have it without reading their memory. */
+static void layout_vdso(struct symbolizer *s, const struct process *p, const struct proc_mapping *m,
+			struct object *obj)
+{
+	struct static_layout *l = layout_of(s, p->exe_dev, p->exe_ino);
+
+	if (obj && l && !l->vdso && l->vdso_size == m->end - m->start)
+		l->vdso = object__get(obj);
+}
+
+static void sort_mappings(struct proc_maps *maps, struct mapping_obj *mobjs)
+{
+	for (size_t i = 1; i < maps->nr; i++)
+		for (size_t j = i; j > 0 && maps->v[j - 1].start > maps->v[j].start; j--) {
+			struct proc_mapping m = maps->v[j];
+			struct mapping_obj mo = mobjs[j];
+
+			maps->v[j] = maps->v[j - 1];
+			mobjs[j] = mobjs[j - 1];
+			maps->v[j - 1] = m;
+			mobjs[j - 1] = mo;
+		}
+}
+
+/* Process (pid, start_ns), just exec'd (identity id) from a static executable whose layout BPF
+ * found recorded: its maps made from the layout at its start_code and vDSO, as a read would
+ * give them, and its labels from its exec. A layout no longer here (replaced since BPF looked)
+ * leaves the process to be read as any other, and BPF is told again. */
+static void from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+			const struct exec_identity *id)
+{
+	struct static_layout *l = layout_of(s, id->exe_dev, id->exe_ino);
+	struct proc_maps maps = {};
+	struct mapping_obj *mobjs;
+	struct process *p;
+	bool ok = true;
+
+	if (!l || !id->start_code) {
+		s->stats.layouts_missing++;
+		if (s->layout_known && id->exe_ino)
+			s->layout_known(s->layout_ctx, kernel_dev(id->exe_dev), id->exe_ino, false);
+		return;
+	}
+	maps.v = calloc(l->nr + 1, sizeof(*maps.v));
+	mobjs = calloc(l->nr + 1, sizeof(*mobjs));
+	if (!maps.v || !mobjs) {
+		free(maps.v);
+		free(mobjs);
+		return;
+	}
+	for (uint32_t i = 0; i < l->nr; i++) {
+		maps.v[maps.nr++] = (struct proc_mapping){
+		    .start = id->start_code + l->v[i].start,
+		    .end = id->start_code + l->v[i].end,
+		    .pgoff = l->v[i].pgoff,
+		    .inode = l->ino,
+		    .dev_major = major(l->dev),
+		    .dev_minor = minor(l->dev),
+		    .path = strdup(l->path),
+		};
+		ok &= maps.v[maps.nr - 1].path != NULL;
+	}
+	if (l->vdso_size && id->vdso) {
+		maps.v[maps.nr] = (struct proc_mapping){
+		    .start = id->vdso, .end = id->vdso + l->vdso_size, .path = strdup("[vdso]")};
+		ok &= maps.v[maps.nr].path != NULL;
+		if (l->vdso)
+			mobjs[maps.nr] =
+			    (struct mapping_obj){.obj = object__get(l->vdso), .opened = true};
+		maps.nr++;
+	}
+	if (!ok) {
+		release_mappings(&maps, mobjs);
+		return;
+	}
+	sort_mappings(&maps, mobjs);
+	p = proc_find(s, pid);
+	if (p)
+		proc_drop(s, p);
+	p = proc_new(s, pid, start_ns);
+	p->maps = maps;
+	p->mobjs = mobjs;
+	p->readable = true;
+	s->nr_readable++;
+	p->err = 0;
+	p->last_read_ns = p->maps_read_ns = sysinfo__mono_ns();
+	/* the labels its exec told (the cgroup path read for an earlier process of its cgroup),
+	 * /proc only for what it did not tell, while the pid is still this process */
+	symbolizer_read_info(s, p, !symbolizer_check_identity(s, pid, start_ns));
+	p->loader_dev = p->exe_dev;
+	p->loader_ino = p->exe_ino;
+	p->loaded = true;
+	p->from_layout = true;
+	s->stats.loaded_static++;
+	s->stats.from_layout++;
+}
+
 /* (Re)reads the maps of p, verifying after the read that the pid still is that process, so a
  * process that exits or is replaced mid-read leaves nothing half-read. Once is enough: the read
  * came after p's sample, so a pid that still shows p's start time was p's all along. On failure
@@ -348,6 +523,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 	if (!p->loaded && exe_only(p)) {
 		p->loaded = true;
 		s->stats.loaded_static++;
+		record_layout(s, p);
 	}
 	return 0;
 fail:
@@ -537,6 +713,7 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 			if (!mo->obj)
 				mo->obj = fork_parent_vdso(s, p, m);
 			mo->opened = true;
+			layout_vdso(s, p, m, mo->obj);
 		}
 	} else if (!m->path[0] || !strncmp(m->path, "[anon:", 6)) {
 		/* anonymous executable memory: JIT code, named by the process's perf map */
@@ -582,6 +759,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->live_ctx = opts->live_ctx;
 	s->cgroup_id = opts->cgroup_id;
 	s->cgroup_ctx = opts->cgroup_ctx;
+	s->layout_known = opts->layout_known;
+	s->layout_ctx = opts->layout_ctx;
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
 	s->kernel = kallsyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms",
@@ -598,6 +777,8 @@ void symbolizer__free(struct symbolizer *s)
 	for (size_t i = 0; i < s->nr_buckets; i++)
 		while (s->procs[i])
 			proc_drop(s, s->procs[i]);
+	for (size_t i = 0; i < STATIC_LAYOUTS; i++)
+		drop_layout(s, &s->layouts[i], false);
 	object__put(s->kernel);
 	object_cache__detach_all(&s->objects);
 	free(s->procs);
@@ -887,6 +1068,18 @@ void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 	x->start_ns = start_ns;
 	x->id = *id;
 	x->id.name[sizeof(x->id.name) - 1] = 0;
+	if (id->layout_known)
+		from_layout(s, pid, start_ns, &x->id);
+}
+
+bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+{
+	const struct process *p = proc_find(s, pid);
+
+	if (!p || p->start_ns != start_ns || !p->from_layout)
+		return false;
+	proc_maps__offer(s->proc_root, pid, &p->maps);
+	return true;
 }
 
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,

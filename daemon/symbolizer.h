@@ -100,6 +100,12 @@ struct symbolizer_opts {
 	 * for the cgroups it exec'd in only when it names them. NULL: never remembered. */
 	int (*cgroup_id)(void *ctx, bool v1, const char *path, uint64_t *id);
 	void *cgroup_ctx;
+	/* Told when the layout of a static executable (dev: the kernel's dev_t, major << 20 |
+	 * minor; ino) is recorded (known) or dropped (loader__static_layout): processes exec'd from
+	 * it are then named from it (symbolizer__note_exec, exec_identity.layout_known). NULL: no
+	 * layout is recorded. */
+	int (*layout_known)(void *ctx, uint32_t dev, uint64_t ino, bool known);
+	void *layout_ctx;
 };
 
 /* What the symbolizer knows of a process beyond its pid, from /proc when its maps were first
@@ -131,6 +137,11 @@ struct symbolizer_stats {
 	uint64_t loaded_by_sample; /* processes whose maps were read after a sample in code that
 				    * runs after their dynamic loader's work (symbolizer__loaded) */
 	uint64_t loaded_static;	   /* processes with no code mapped but their executable's */
+	uint64_t from_layout;	   /* of those, processes whose maps were made from their static
+				    * executable's layout at their exec, never read */
+	uint64_t layouts_missing;  /* execs BPF took for known layouts that the symbolizer no
+				    * longer had (their processes are read as any other) */
+	uint64_t layouts;	   /* static executables' layouts recorded now */
 	uint64_t rereads_saved;	   /* maps rereads not made: the address in no executable mapping
 				    * lay in a mapped object's data (symbolizer__in_object_data) */
 	uint64_t debug_files;	   /* objects whose symbols came from a separate debug file */
@@ -189,8 +200,13 @@ struct exec_identity {
 	uint64_t exe_dev;	     /* its executable's device (makedev() of the maps' major:minor)
 				      * and inode number; 0: unknown */
 	uint64_t exe_ino;
-	uint64_t entry_ip; /* where it began in user space: its dynamic loader's entry point, or
-			    * the executable's; 0: unknown */
+	uint64_t entry_ip;   /* where it began in user space: its dynamic loader's entry point, or
+			      * the executable's; 0: unknown */
+	uint64_t start_code; /* where its executable's code begins (mm->start_code); 0: unknown */
+	uint64_t vdso;	     /* its vDSO's address; 0: none or unknown */
+	/* BPF found its executable static and among the layouts recorded (TP_EXEC_LAYOUT_KNOWN):
+	 * its maps are made from that layout, never read (its samples do not wake tailprofd) */
+	bool layout_known;
 };
 /* Remembers the identity process (pid, start_ns) exec'd with, so that when its maps are first
  * read its process_info comes from it rather than from /proc: the name as is, the PID namespace
@@ -198,6 +214,10 @@ struct exec_identity {
  * (only /proc/PID/cgroup of the first one is read). Bounded: recent execs only. */
 void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   const struct exec_identity *id);
+/* Whether the maps of process (pid, start_ns) were made from its static executable's layout at
+ * its exec (exec_identity.layout_known), not read; if so they are handed out to the other
+ * modules' proc_maps__load() for the rest of the current round (proc_maps__offer). */
+bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
 /* Whether addr, in no executable mapping of process (pid, start_ns) as its maps were last read,
  * lies in the memory of an object it maps: between the object's lowest segment start and highest
  * segment end (its data, its bss, a gap between its segments), by the bias of a mapping of it.

@@ -44,6 +44,9 @@ struct process {
 				  * not yet told (symbolizer__take_loaded_reread) */
 	uint64_t exe_dev, exe_ino;	 /* its executable's, from its exec record; 0: unknown */
 	uint64_t entry_ip;		 /* and its entry point there (exec_identity) */
+	uint64_t start_code, vdso;	 /* where its executable's code and its vDSO begin
+					  * (exec_identity); 0: unknown */
+	bool from_layout;		 /* maps made from its executable's static_layout */
 	uint64_t loader_dev, loader_ino; /* the file mapped at entry_ip, its dynamic loader (the
 					  * executable when it has none); 0: unknown */
 	int err;			 /* why not, when !readable */
@@ -90,6 +93,24 @@ struct cgroup_id_path {
 };
 #define CGROUP_ID_PATHS 1024
 
+/* The layout of a static executable, taken from the maps of a process that ran it (all its code
+ * its executable's): the executable's mappings relative to the process's start_code (the same in
+ * every process of the file: a static-PIE's bias moves both), and its vDSO's size. A process
+ * exec'd from it later is given these maps instead of reading its own (symbolizer__note_exec).
+ * Direct-mapped by (dev, ino): a colliding executable replaces the other. */
+#define STATIC_LAYOUTS	256 /* = TP_STATIC_LAYOUTS, BPF's table of them */
+#define LAYOUT_MAPPINGS 4
+struct static_layout {
+	uint64_t dev, ino; /* makedev() form; ino 0: empty */
+	uint32_t nr;
+	struct {
+		uint64_t start, end, pgoff; /* start and end relative to start_code (mod 2^64) */
+	} v[LAYOUT_MAPPINGS];
+	char *path;	     /* the executable's, as the maps named it */
+	uint64_t vdso_size;  /* 0: no vDSO */
+	struct object *vdso; /* a reference, once a process of the file opened its vDSO */
+};
+
 struct symbolizer {
 	char *proc_root;
 	char root_pid_ns[64];	   /* the ns/pid link of the proc mount's PID namespace, or empty */
@@ -121,6 +142,9 @@ struct symbolizer {
 	struct exited exited[EXITED];
 	struct exec_note execs[EXEC_NOTES];
 	struct cgroup_id_path cgroup_paths[CGROUP_ID_PATHS];
+	int (*layout_known)(void *ctx, uint32_t dev, uint64_t ino, bool known);
+	void *layout_ctx;
+	struct static_layout layouts[STATIC_LAYOUTS];
 };
 
 /* ---- sym_process.c ---- */

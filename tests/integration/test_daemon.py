@@ -144,6 +144,31 @@ def test_forked_children_without_exec(d):
     assert lost <= 0.05 * total, (lost, total)
 
 
+def run_counted(d, name, n, seconds, keys):
+    """Runs n workloads name for seconds each at once and waits until they are drained: their
+    pids, and how much each metric of keys grew meanwhile."""
+    m0 = d.metrics()
+    procs = [start_workload(name, seconds) for _ in range(n)]
+    for p, _ in procs:
+        p.wait()
+    wait_drained(d)
+    m1 = d.metrics()
+    return [pid for _, pid in procs], [m1.get(k, 0) - m0.get(k, 0) for k in keys]
+
+
+def assert_hotcold_whole(d, pid, seconds):
+    """The profile of a tp_hotcold that ran for seconds is whole: enough samples, hot_function
+    75% of them (65-85), under run_rounds <- main."""
+    prof, _ = d.profile("pid=%d&last=2m" % pid)
+    hot = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s))
+    cold = sum(s["values"][0] for s in prof.samples if "cold_function" in names(s))
+    chained = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s) and
+                  names(s)[names(s).index("hot_function") + 1:][:2] == ["run_rounds", "main"])
+    assert hot + cold > 0.5 * FREQ * seconds * 0.5, ("too few samples", pid, hot, cold)
+    assert 65 <= 100.0 * hot / (hot + cold) <= 85, (pid, hot, cold)
+    assert chained >= 0.95 * hot, (pid, chained, hot)
+
+
 def test_exec_rechecks_skipped_after_loader(d):
     """A process whose maps were read after it ran code that runs only after its dynamic
     loader's work (its executable's, a library's) has every library the loader maps at start in
@@ -151,32 +176,36 @@ def test_exec_rechecks_skipped_after_loader(d):
     the unwinder's, Python's and GC discovery's) reads nothing again, GC discovery's look being
     made in the symbolizer's maps. Its profile is whole all the same: hot_function 75% of
     tp_hotcold's samples, under run_rounds <- main."""
-    def delta(m0, m1, k):
-        return m1.get(k, 0) - m0.get(k, 0)
-
-    m0 = d.metrics()
-    procs = [start_workload("tp_hotcold", 1.5) for _ in range(4)]
-    for p, _ in procs:
-        p.wait()
-    wait_drained(d)
-    m1 = d.metrics()
-    loaded = delta(m0, m1, 'tailprof_processes_loaded_total{by="sample"}')
-    skipped = delta(m0, m1, 'tailprof_exec_rechecks_total{result="skipped"}')
-    reread = delta(m0, m1, 'tailprof_exec_rechecks_total{result="read"}')
-    shared = delta(m0, m1, "tailprof_gc_later_looks_shared_total")
+    pids, (loaded, skipped, reread, shared) = run_counted(
+        d, "tp_hotcold", 4, 1.5, ['tailprof_processes_loaded_total{by="sample"}',
+                                  'tailprof_exec_rechecks_total{result="skipped"}',
+                                  'tailprof_exec_rechecks_total{result="read"}',
+                                  "tailprof_gc_later_looks_shared_total"])
     print("  4 processes: %d loaded by a sample after their loader's work, rechecks %d skipped and %d "
           "read, %d GC looks in the symbolizer's maps" % (loaded, skipped, reread, shared))
     # other processes on the machine may add to each count, never take from it
     assert loaded >= 4 and skipped >= 4 and shared >= 4, (loaded, skipped, shared)
-    for _, pid in procs:
-        prof, _ = d.profile("pid=%d&last=2m" % pid)
-        hot = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s))
-        cold = sum(s["values"][0] for s in prof.samples if "cold_function" in names(s))
-        chained = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s) and
-                      names(s)[names(s).index("hot_function") + 1:][:2] == ["run_rounds", "main"])
-        assert hot + cold > 0.5 * FREQ * 1.5 * 0.5, ("too few samples", pid, hot, cold)
-        assert 65 <= 100.0 * hot / (hot + cold) <= 85, (pid, hot, cold)
-        assert chained >= 0.95 * hot, (pid, chained, hot)
+    for pid in pids:
+        assert_hotcold_whole(d, pid, 1.5)
+
+
+def test_static_layout_no_read(d):
+    """A static executable's layout is recorded from the maps of its first process (all its code
+    its executable's); the processes exec'd from it afterwards are given maps made from it at
+    their exec, with no read of their own, and their profiles are whole all the same:
+    hot_function 75% of tp_hotcold_static's samples, under run_rounds <- main."""
+    run_counted(d, "tp_hotcold_static", 1, 0.5, [])
+    assert d.metrics().get("tailprof_static_layouts", 0) >= 1
+    pids, (made, missing, reads) = run_counted(
+        d, "tp_hotcold_static", 3, 1.5,
+        ['tailprof_processes_from_layout_total{result="made"}',
+         'tailprof_processes_from_layout_total{result="missing"}',
+         'tailprof_maps_reads_total{source="file"}'])
+    print("  3 processes after the first: %d made from the layout, %d missing; %d maps files "
+          "read meanwhile (by any process)" % (made, missing, reads))
+    assert made >= 3 and missing == 0, (made, missing)
+    for pid in pids:
+        assert_hotcold_whole(d, pid, 1.5)
 
 
 def test_exec_keeps_pid_each_half_named(d):
@@ -536,6 +565,7 @@ def main():
                                            "--retention", "10m"))
     tests = [test_hot_function_75_percent_with_call_chain, test_short_lived_processes,
              test_forked_children_without_exec, test_exec_rechecks_skipped_after_loader,
+             test_static_layout_no_read,
              test_exec_keeps_pid_each_half_named, test_syscall_heavy_kernel_names,
              test_go_tool_pprof_debug_endpoint, test_go_tool_pprof_accepts_stored_profile,
              test_totals_equal_window_counters, test_self_samples_labelled,

@@ -110,6 +110,12 @@ if [ -x /usr/bin/python3.11 ]; then
 	echo $! >/tmp/py.pid
 	wait $!
 fi
+# Phase 6 (2 s): a static executable's layout, recorded at its first process, names the next
+# two at their exec (no maps read, no wake-up).
+/wl/tp_hotcold_static 0.5 >/dev/null
+sleep 1
+/wl/tp_hotcold_static 0.5 >/dev/null
+/wl/tp_hotcold_static 0.5 >/dev/null
 sleep 2 # two drains: everything that ended is in a window
 
 for f in hotcold.pid pipeline.pid pipeline.log gc.txt gcup.txt offcpu.txt hogs.pid request.pid \

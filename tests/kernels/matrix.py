@@ -245,6 +245,7 @@ def build_initramfs(build, workdir):
     binaries = {os.path.join(build, "daemon", "tailprofd"): "bin/tailprofd"}
     wl = os.path.join(build, "tests", "workloads")
     for name, as_name in (("tp_hotcold", "tp_hotcold"), ("tp_pipeline", "tp_pipeline"),
+                          ("tp_hotcold_static", "tp_hotcold_static"),
                           ("tp_offcpu", "tp_offcpu"), ("tp_request", "tp_request"),
                           # an executable with CPython's GC probes is taken for a CPython
                           ("tp_gc_standin", "python3-gc-standin"),
@@ -672,23 +673,37 @@ def check_python(keys, files):
         total, 100 * share)
 
 
+def metric_value(files, name):
+    """The value of counter or gauge name (with its labels) in the guest's /metrics, else 0."""
+    m = re.search(r"^%s (\d+)" % re.escape(name), files.get("metrics.txt", b"").decode(), re.M)
+    return int(m.group(1)) if m else 0
+
+
 def check_loaded(keys, files):
     """The exec'd workloads that ran past 300 ms (tp_hotcold and the rest) had their maps read after
     a sample in code that runs only after their dynamic loader's work (the exec event's entry
     point and executable identity work on this kernel): their look 300 ms after the exec read
     nothing again."""
-    metrics = files.get("metrics.txt", b"").decode()
-
-    def value(name):
-        m = re.search(r"^%s (\d+)" % re.escape(name), metrics, re.M)
-        return int(m.group(1)) if m else 0
-    loaded = value('tailprof_processes_loaded_total{by="sample"}')
-    skipped = value('tailprof_exec_rechecks_total{result="skipped"}')
-    read = value('tailprof_exec_rechecks_total{result="read"}')
+    loaded = metric_value(files, 'tailprof_processes_loaded_total{by="sample"}')
+    skipped = metric_value(files, 'tailprof_exec_rechecks_total{result="skipped"}')
+    read = metric_value(files, 'tailprof_exec_rechecks_total{result="read"}')
     assert loaded >= 1 and skipped >= 1, "loaded %d, rechecks skipped %d, read %d" % (
         loaded, skipped, read)
     return "%d processes loaded by a sample, rechecks %d skipped, %d read" % (loaded, skipped,
                                                                                read)
+
+
+def check_static_layouts(keys, files):
+    """tp_hotcold_static ran three times: its first process's maps recorded the executable's
+    layout, and BPF's exec program took the next two for it (their entry point in the
+    executable's code, start_code and end_code read on this kernel): their maps were made from
+    it at their exec."""
+    made = metric_value(files, 'tailprof_processes_from_layout_total{result="made"}')
+    missing = metric_value(files, 'tailprof_processes_from_layout_total{result="missing"}')
+    layouts = metric_value(files, "tailprof_static_layouts")
+    assert made >= 2 and missing == 0 and layouts >= 1, \
+        "from a layout: %d made, %d missing; %d layouts" % (made, missing, layouts)
+    return "%d processes made from %d static layout(s), %d missing" % (made, layouts, missing)
 
 
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
@@ -696,6 +711,7 @@ CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_f
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
           ("gc_uprobe", check_gc_uprobe), ("python_frames", check_python),
           ("cgroup_v1", check_cgroup), ("exec_rechecks", check_loaded),
+          ("static_layouts", check_static_layouts),
           ("shutdown", check_shutdown)]
 
 

@@ -1212,6 +1212,90 @@ static bool sampled_loaded(struct symbolizer *s, uint32_t pid, uint64_t addr)
  * exec noted) hold the dynamic loader's work, and such a sample after the read reads them again,
  * once; a leaf elsewhere or no exec identity tell nothing; a process whose only file code is its
  * executable has no loader. */
+/* What a symbolizer told of static layouts (symbolizer_opts.layout_known). */
+static struct {
+	int known, forgotten;
+	uint32_t dev;
+	uint64_t ino;
+} layout_calls;
+
+static int note_layout(void *ctx, uint32_t dev, uint64_t ino, bool known)
+{
+	(void)ctx;
+	layout_calls.dev = dev;
+	layout_calls.ino = ino;
+	if (known)
+		layout_calls.known++;
+	else
+		layout_calls.forgotten++;
+	return 0;
+}
+
+/* A static executable's layout is recorded from the maps of a process that ran only its code;
+ * a process exec'd from it later (gone by now: nothing of it under /proc) is given maps made
+ * from it at its exec, at its own start_code (a static PIE's bias moved), and its frames are
+ * named with no read. An exec BPF took for a layout the symbolizer no longer has tells BPF
+ * again and leaves the process to a read. */
+static void test_static_layout(void **state)
+{
+	const char *exe = fixture("TAILPROF_FIXTURE_LIB");
+	struct symbolizer_opts opts = {
+	    .proc_root = fake_root,
+	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
+	    .kernel_notes = "/nonexistent",
+	    .layout_known = note_layout,
+	};
+	uint64_t bias = 0x7f0000100000ull, moved = 0x10000000ull, value, size;
+	struct symbolizer *s = symbolizer__new(&opts);
+	struct exec_identity id = {0};
+	struct symbolizer_stats st;
+	char alone[8192] = "";
+	struct stat file;
+	struct frame f;
+
+	(void)state;
+	assert_non_null(s);
+	memset(&layout_calls, 0, sizeof(layout_calls));
+	assert_int_equal(stat(exe, &file), 0);
+	test_elf_symbol(exe, "fixture_alpha", &value, &size);
+	id.exe_dev = file.st_dev;
+	id.exe_ino = file.st_ino;
+	id.start_code = bias + 0x1000;
+	append_elf_maps(alone, sizeof(alone), exe, bias);
+	fake_process(531, 6, alone);
+	symbolizer__note_exec(s, 531, 6 * ns_per_tick, &id);
+	assert_int_equal(symbolizer__note_process(s, 531, 6 * ns_per_tick), 0);
+	assert_true(symbolizer__loaded(s, 531, 6 * ns_per_tick));
+	assert_false(symbolizer__offer_layout_maps(s, 531, 6 * ns_per_tick));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.layouts, 1);
+	assert_int_equal(layout_calls.known, 1);
+	assert_int_equal(layout_calls.ino, file.st_ino);
+	assert_int_equal(layout_calls.dev, major(file.st_dev) << 20 | minor(file.st_dev));
+
+	/* a later process of the file, gone before its samples are symbolized */
+	id.start_code += moved;
+	id.layout_known = true;
+	symbolizer__note_exec(s, 532, 7 * ns_per_tick, &id);
+	assert_true(symbolizer__loaded(s, 532, 7 * ns_per_tick));
+	f = resolve_one(s, 532, 7, bias + moved + value, 0);
+	assert_non_null(f.obj);
+	assert_int_equal(f.addr, value);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.from_layout, 1);
+	assert_int_equal(st.maps_reads, 1);
+	assert_true(symbolizer__offer_layout_maps(s, 532, 7 * ns_per_tick));
+
+	/* BPF took another file for a recorded one (the table was replaced meanwhile) */
+	id.exe_ino++;
+	symbolizer__note_exec(s, 533, 8 * ns_per_tick, &id);
+	assert_false(symbolizer__offer_layout_maps(s, 533, 8 * ns_per_tick));
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.layouts_missing, 1);
+	assert_int_equal(layout_calls.forgotten, 1);
+	symbolizer__free(s);
+}
+
 static void test_loaded(void **state)
 {
 	const char *exe = fixture("TAILPROF_FIXTURE_LIB");
@@ -2222,6 +2306,7 @@ int main(void)
 	    cmocka_unit_test(test_demangle),
 	    cmocka_unit_test(test_rescan_leaf),
 	    cmocka_unit_test(test_loaded),
+	    cmocka_unit_test(test_static_layout),
 	    cmocka_unit_test(test_fork_vdso),
 	};
 
