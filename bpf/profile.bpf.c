@@ -379,6 +379,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 		ev.name[0] = 0;
 	ev.exe_ino = BPF_CORE_READ(exe, f_inode, i_ino);
 	ev.exe_dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
+	ev.exe_size = BPF_CORE_READ(exe, f_inode, i_size);
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	/* the exec set the user registers to the entry point (start_thread) before this */
 	regs = (struct pt_regs *)bpf_task_pt_regs(p);

@@ -180,10 +180,11 @@ struct tp_exec {
 	/* the executable's code, [start_code, end_code) (mm_struct: its PF_X segments, load bias
 	 * added), and the vDSO's address (mm->context.vdso); 0 when unreadable */
 	__u64 start_code, end_code, vdso;
-	__u32 flags; /* TP_EXEC_* */
+	__u64 exe_size; /* the executable's size (its inode's i_size), bytes */
+	__u32 flags;	/* TP_EXEC_* */
 	__u32 pad2;
 };
-_Static_assert(sizeof(struct tp_exec) == 184, "tp_exec layout");
+_Static_assert(sizeof(struct tp_exec) == 192, "tp_exec layout");
 
 /* Bits of tp_exec.flags. */
 /* the image is static (entry_ip in its executable's code) and its executable is in

@@ -98,6 +98,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	    .exe_dev = exe_dev_of(x),
 	    .exe_ino = x->exe_ino,
 	    .entry_ip = x->entry_ip,
+	    .exe_size = x->exe_size,
 	    .start_code = x->start_code,
 	    .vdso = x->vdso,
 	    .layout_known = (x->flags & TP_EXEC_LAYOUT_KNOWN) != 0,
@@ -106,7 +107,9 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	_Static_assert(sizeof(id.name) >= sizeof(x->name), "exec name fits");
 	memcpy(id.name, x->name, sizeof(x->name));
 	id.name[sizeof(id.name) - 1] = 0;
-	symbolizer__note_exec(c->opts.symbolizer, x->hdr.pid, x->hdr.start_ns, &id);
+	/* BPF took it for a static layout the symbolizer does not have: its next sample wakes us */
+	if (!symbolizer__note_exec(c->opts.symbolizer, x->hdr.pid, x->hdr.start_ns, &id))
+		loader__forget(c->opts.loader, x->hdr.pid);
 }
 
 /* What exec record x says of the new image for GC discovery, in *out. */

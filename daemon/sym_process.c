@@ -263,6 +263,7 @@ void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 		p->exe_ino = x->exe_ino;
 		p->entry_ip = x->entry_ip;
 		p->start_code = x->start_code;
+		p->exe_size = x->exe_size;
 		p->vdso = x->vdso;
 	}
 	if (x && x->name[0])

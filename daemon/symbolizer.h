@@ -202,6 +202,7 @@ struct exec_identity {
 	uint64_t exe_ino;
 	uint64_t entry_ip;   /* where it began in user space: its dynamic loader's entry point, or
 			      * the executable's; 0: unknown */
+	uint64_t exe_size;   /* its executable's size, bytes */
 	uint64_t start_code; /* where its executable's code begins (mm->start_code); 0: unknown */
 	uint64_t vdso;	     /* its vDSO's address; 0: none or unknown */
 	/* BPF found its executable static and among the layouts recorded (TP_EXEC_LAYOUT_KNOWN):
@@ -211,8 +212,12 @@ struct exec_identity {
 /* Remembers the identity process (pid, start_ns) exec'd with, so that when its maps are first
  * read its process_info comes from it rather than from /proc: the name as is, the PID namespace
  * against the proc mount's, and the cgroup path from the last process read in the same cgroup
- * (only /proc/PID/cgroup of the first one is read). Bounded: recent execs only. */
-void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+ * (only /proc/PID/cgroup of the first one is read). Bounded: recent execs only.
+ * With id->layout_known, its maps are made from its static executable's layout now; false when
+ * they could not be (no such layout any more, or one of another version of the file): BPF,
+ * which marked it known at its exec, should forget it (loader__forget), so that its next sample
+ * wakes tailprofd to read its maps while it lives. True otherwise. */
+bool symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   const struct exec_identity *id);
 /* Whether the maps of process (pid, start_ns) were made from its static executable's layout at
  * its exec (exec_identity.layout_known), not read; if so they are handed out to the other

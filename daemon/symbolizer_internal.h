@@ -46,6 +46,7 @@ struct process {
 	uint64_t entry_ip;		 /* and its entry point there (exec_identity) */
 	uint64_t start_code, vdso;	 /* where its executable's code and its vDSO begin
 					  * (exec_identity); 0: unknown */
+	uint64_t exe_size;		 /* its executable's size (exec_identity) */
 	bool from_layout;		 /* maps made from its executable's static_layout */
 	uint64_t loader_dev, loader_ino; /* the file mapped at entry_ip, its dynamic loader (the
 					  * executable when it has none); 0: unknown */
@@ -102,6 +103,7 @@ struct cgroup_id_path {
 #define LAYOUT_MAPPINGS 4
 struct static_layout {
 	uint64_t dev, ino; /* makedev() form; ino 0: empty */
+	uint64_t size;	   /* the file's size then: one rewritten in place since is another */
 	uint32_t nr;
 	struct {
 		uint64_t start, end, pgoff; /* start and end relative to start_code (mod 2^64) */

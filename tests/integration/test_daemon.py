@@ -135,8 +135,9 @@ def test_forked_children_without_exec(d):
           "reads" % (children, named, expected, total, lost, deferred, m1[reads] - m0[reads]))
     assert children >= 200, children
     assert deferred >= 0.9 * children, (deferred, children)
-    # the parent's, and whatever else runs on the machine meanwhile: not one per child
-    assert m1[reads] - m0[reads] <= 0.1 * children, (m0[reads], m1[reads])
+    # the parent's, and whatever else runs on the machine meanwhile: not one per child (11-13
+    # here alone; 49 in a fresh-clone CI run, where 28 forks more than the test's were seen)
+    assert m1[reads] - m0[reads] <= 0.25 * children, (m0[reads], m1[reads])
     # sampling on this VM's cpu-clock puts 0.94-1.05 of a CPU time's samples where it was spent,
     # and 1.11 was seen once (601 of 541) in a fresh-clone CI run: with some 540 samples the
     # count alone varies by 4% (one standard deviation)

@@ -1234,8 +1234,9 @@ static int note_layout(void *ctx, uint32_t dev, uint64_t ino, bool known)
 /* A static executable's layout is recorded from the maps of a process that ran only its code;
  * a process exec'd from it later (gone by now: nothing of it under /proc) is given maps made
  * from it at its exec, at its own start_code (a static PIE's bias moved), and its frames are
- * named with no read. An exec BPF took for a layout the symbolizer no longer has tells BPF
- * again and leaves the process to a read. */
+ * named with no read. An exec BPF took for a layout the symbolizer no longer has, or for a
+ * file rewritten in place since, tells BPF to forget the file and leaves the process to a
+ * read. */
 static void test_static_layout(void **state)
 {
 	const char *exe = fixture("TAILPROF_FIXTURE_LIB");
@@ -1260,6 +1261,7 @@ static void test_static_layout(void **state)
 	test_elf_symbol(exe, "fixture_alpha", &value, &size);
 	id.exe_dev = file.st_dev;
 	id.exe_ino = file.st_ino;
+	id.exe_size = file.st_size;
 	id.start_code = bias + 0x1000;
 	append_elf_maps(alone, sizeof(alone), exe, bias);
 	fake_process(531, 6, alone);
@@ -1276,7 +1278,7 @@ static void test_static_layout(void **state)
 	/* a later process of the file, gone before its samples are symbolized */
 	id.start_code += moved;
 	id.layout_known = true;
-	symbolizer__note_exec(s, 532, 7 * ns_per_tick, &id);
+	assert_true(symbolizer__note_exec(s, 532, 7 * ns_per_tick, &id));
 	assert_true(symbolizer__loaded(s, 532, 7 * ns_per_tick));
 	f = resolve_one(s, 532, 7, bias + moved + value, 0);
 	assert_non_null(f.obj);
@@ -1286,13 +1288,25 @@ static void test_static_layout(void **state)
 	assert_int_equal(st.maps_reads, 1);
 	assert_true(symbolizer__offer_layout_maps(s, 532, 7 * ns_per_tick));
 
-	/* BPF took another file for a recorded one (the table was replaced meanwhile) */
-	id.exe_ino++;
-	symbolizer__note_exec(s, 533, 8 * ns_per_tick, &id);
-	assert_false(symbolizer__offer_layout_maps(s, 533, 8 * ns_per_tick));
-	symbolizer__stats(s, &st);
-	assert_int_equal(st.layouts_missing, 1);
-	assert_int_equal(layout_calls.forgotten, 1);
+	/* BPF took another file for a recorded one (the table was replaced meanwhile); then the
+	 * recorded file rewritten in place (the same inode, another size): the layout goes */
+	for (int i = 1; i <= 2; i++) {
+		uint32_t pid = 532 + i;
+
+		if (i == 1) {
+			id.exe_ino++;
+		} else {
+			id.exe_ino--;
+			id.exe_size++;
+		}
+		assert_false(symbolizer__note_exec(s, pid, pid * ns_per_tick, &id));
+		assert_false(symbolizer__offer_layout_maps(s, pid, pid * ns_per_tick));
+		symbolizer__stats(s, &st);
+		assert_int_equal(st.layouts_missing, i);
+		assert_int_equal(layout_calls.forgotten, i);
+	}
+	assert_int_equal(st.layouts, 0);
+	assert_int_equal(layout_calls.ino, file.st_ino);
 	symbolizer__free(s);
 }
 
