@@ -65,7 +65,7 @@ struct {
 
 /* static_layouts: static executables whose layout tailprofd recorded (symbolizer.h,
  * symbolizer_opts.layout_known): a process exec'd from one is named from that layout, without a
- * wake-up or a read of its maps. Written by tailprofd only. */
+ * read of its maps. Written by tailprofd only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TP_STATIC_LAYOUTS);
@@ -389,7 +389,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	ev.start_code = BPF_CORE_READ(mm, start_code);
 	ev.end_code = BPF_CORE_READ(mm, end_code);
 	ev.vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
-	/* a static image whose layout tailprofd knows: nothing to read while it lives */
+	/* a static image whose layout tailprofd knows: its maps need no read */
 	if (ev.entry_ip && ev.entry_ip >= ev.start_code && ev.entry_ip < ev.end_code) {
 		struct tp_file_key k = {.ino = ev.exe_ino, .dev = ev.exe_dev};
 
@@ -398,10 +398,10 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	}
 	/* the new image is in none of the old one's stages (their exits will never run) */
 	bpf_task_storage_delete(&stage_stacks, p);
+	/* Not marked known here: its first sample wakes tailprofd as any new process's does, so
+	 * that its unwind tables are loaded while it runs (a short-lived process's stacks would
+	 * otherwise be walked by frame pointers to its end); only the maps read is saved. */
 	notify(p, &ev.hdr, sizeof(ev));
-	/* after notify, which forgot the old image: tailprofd knows this one from its record */
-	if (ev.flags & TP_EXEC_LAYOUT_KNOWN)
-		tp_mark_known(ev.hdr.pid, ev.hdr.start_ns);
 	return 0;
 }
 

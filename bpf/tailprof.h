@@ -188,8 +188,7 @@ _Static_assert(sizeof(struct tp_exec) == 192, "tp_exec layout");
 
 /* Bits of tp_exec.flags. */
 /* the image is static (entry_ip in its executable's code) and its executable is in
- * static_layouts: tailprofd names it from the layout it recorded, and the exec marked the process
- * known (its samples do not wake tailprofd, and its maps are not read) */
+ * static_layouts: tailprofd names it from the layout it recorded (its maps are not read) */
 #define TP_EXEC_LAYOUT_KNOWN (1u << 0)
 
 /* Key of static_layouts: an executable file, as tp_exec gives it. */

@@ -107,9 +107,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	_Static_assert(sizeof(id.name) >= sizeof(x->name), "exec name fits");
 	memcpy(id.name, x->name, sizeof(x->name));
 	id.name[sizeof(id.name) - 1] = 0;
-	/* BPF took it for a static layout the symbolizer does not have: its next sample wakes us */
-	if (!symbolizer__note_exec(c->opts.symbolizer, x->hdr.pid, x->hdr.start_ns, &id))
-		loader__forget(c->opts.loader, x->hdr.pid);
+	symbolizer__note_exec(c->opts.symbolizer, x->hdr.pid, x->hdr.start_ns, &id);
 }
 
 /* What exec record x says of the new image for GC discovery, in *out. */

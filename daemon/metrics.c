@@ -511,7 +511,7 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		 st.sym.loaded_by_sample, st.sym.loaded_static);
 	text_metric(&t, "tailprof_processes_from_layout_total", "counter",
 		    "Processes of a static executable whose layout was recorded: maps made from it "
-		    "at their exec, never read, and no wake-up for them (missing: the layout was "
+		    "at their exec, never read (missing: the layout was "
 		    "gone by then, and they were read as any other).");
 	text_put(&t,
 		 "tailprof_processes_from_layout_total{result=\"made\"} %" PRIu64 "\n"

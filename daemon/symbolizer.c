@@ -403,10 +403,11 @@ static void sort_mappings(struct proc_maps *maps, struct mapping_obj *mobjs)
 
 /* Process (pid, start_ns), just exec'd (identity id) from a static executable whose layout BPF
  * found recorded: its maps made from the layout at its start_code and vDSO, as a read would
- * give them, and its labels from its exec. False when the layout is no longer here (replaced
- * since BPF looked), or is of a file of another size (rewritten in place: the same inode, a
- * layout dropped then), and BPF forgets the file; or when memory ran out. */
-static bool from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+ * give them, and its labels from its exec. Not when the layout is no longer here (replaced
+ * since BPF looked) or is of a file of another size (rewritten in place: the same inode; the
+ * layout is dropped then), which BPF is told to forget, or when memory runs out: the process's
+ * maps are read at its first sample then. */
+static void from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			const struct exec_identity *id)
 {
 	struct static_layout *l = layout_of(s, id->exe_dev, id->exe_ino);
@@ -421,14 +422,14 @@ static bool from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			drop_layout(s, l, true); /* recorded again at the next read */
 		else if (s->layout_known && id->exe_ino)
 			s->layout_known(s->layout_ctx, kernel_dev(id->exe_dev), id->exe_ino, false);
-		return false;
+		return;
 	}
 	maps.v = calloc(l->nr + 1, sizeof(*maps.v));
 	mobjs = calloc(l->nr + 1, sizeof(*mobjs));
 	if (!maps.v || !mobjs) {
 		free(maps.v);
 		free(mobjs);
-		return false;
+		return;
 	}
 	for (uint32_t i = 0; i < l->nr; i++) {
 		maps.v[maps.nr++] = (struct proc_mapping){
@@ -453,7 +454,7 @@ static bool from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 	}
 	if (!ok) {
 		release_mappings(&maps, mobjs);
-		return false;
+		return;
 	}
 	sort_mappings(&maps, mobjs);
 	p = proc_find(s, pid);
@@ -475,7 +476,6 @@ static bool from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 	p->from_layout = true;
 	s->stats.loaded_static++;
 	s->stats.from_layout++;
-	return true;
 }
 
 /* (Re)reads the maps of p, verifying after the read that the pid still is that process, so a
@@ -1064,7 +1064,7 @@ bool symbolizer__take_loaded_reread(struct symbolizer *s, uint32_t pid, uint64_t
 	return true;
 }
 
-bool symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   const struct exec_identity *id)
 {
 	struct exec_note *x = &s->execs[pid % EXEC_NOTES];
@@ -1073,7 +1073,8 @@ bool symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 	x->start_ns = start_ns;
 	x->id = *id;
 	x->id.name[sizeof(x->id.name) - 1] = 0;
-	return !id->layout_known || from_layout(s, pid, start_ns, &x->id);
+	if (id->layout_known)
+		from_layout(s, pid, start_ns, &x->id);
 }
 
 bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns)

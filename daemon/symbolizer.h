@@ -206,18 +206,17 @@ struct exec_identity {
 	uint64_t start_code; /* where its executable's code begins (mm->start_code); 0: unknown */
 	uint64_t vdso;	     /* its vDSO's address; 0: none or unknown */
 	/* BPF found its executable static and among the layouts recorded (TP_EXEC_LAYOUT_KNOWN):
-	 * its maps are made from that layout, never read (its samples do not wake tailprofd) */
+	 * its maps are made from that layout, never read */
 	bool layout_known;
 };
 /* Remembers the identity process (pid, start_ns) exec'd with, so that when its maps are first
  * read its process_info comes from it rather than from /proc: the name as is, the PID namespace
  * against the proc mount's, and the cgroup path from the last process read in the same cgroup
  * (only /proc/PID/cgroup of the first one is read). Bounded: recent execs only.
- * With id->layout_known, its maps are made from its static executable's layout now; false when
- * they could not be (no such layout any more, or one of another version of the file): BPF,
- * which marked it known at its exec, should forget it (loader__forget), so that its next sample
- * wakes tailprofd to read its maps while it lives. True otherwise. */
-bool symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+ * With id->layout_known, its maps are made from its static executable's layout now; when they
+ * cannot be (no such layout any more, or one of another version of the file, which BPF is told
+ * to forget), they are read at its first sample, as any process's. */
+void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   const struct exec_identity *id);
 /* Whether the maps of process (pid, start_ns) were made from its static executable's layout at
  * its exec (exec_identity.layout_known), not read; if so they are handed out to the other

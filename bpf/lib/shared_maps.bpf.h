@@ -12,9 +12,7 @@
  * not in it wakes user space at once, so the maps are read while the process lives (and, for the
  * scheduler, its unwind tables are in place for its next blocks). The sample or block (TP_EV_SEEN)
  * that wakes user space inserts the process (tp_mark_known), so each image wakes it once and
- * tailprofd spends no bpf() call on it; so does the exec of an image whose static executable's
- * layout tailprofd has (TP_EXEC_LAYOUT_KNOWN), which never wakes it; the sampler's exec/exit
- * programs delete it, and tailprofd
+ * tailprofd spends no bpf() call on it; the sampler's exec/exit programs delete it, and tailprofd
  * deletes what its cap on known processes evicts. Sized for a host with many processes; when full,
  * samples just wake user space more often. */
 struct {
