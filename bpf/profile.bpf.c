@@ -65,13 +65,27 @@ struct {
 
 /* static_layouts: static executables whose layout tailprofd recorded (symbolizer.h,
  * symbolizer_opts.layout_known): a process exec'd from one is named from that layout, without a
- * read of its maps. Written by tailprofd only. */
+ * read of its maps; with the layout's unwind tables once tailprofd has made them (struct
+ * tp_layout_table, unwinder.h), it gets its unwind_procs entry at its exec. Written by tailprofd
+ * only. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	/* an update frees the old value after an RCU grace period: an exec program that looked
+	 * it up copies it whole (a preallocated element is reused at the next update) */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, TP_STATIC_LAYOUTS);
 	__type(key, struct tp_file_key);
-	__type(value, __u8);
+	__type(value, struct tp_layout_table);
 } static_layouts SEC(".maps");
+
+/* layout_scratch: the unwind_procs entry the exec program builds from a layout's tables, per
+ * CPU (tracepoints run with preemption off: the program does not nest in itself on a CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_proc_mappings);
+} layout_scratch SEC(".maps");
 
 /* walk_scratch: the values of a user-stack walk (struct tp_unwind_walk), per CPU: perf_sample
  * does not nest in itself. */
@@ -285,15 +299,20 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 }
 
 /* Sends ev (size bytes, kind set), an exec or exit record of task's process, after forgetting
- * the process's unwind tables, then forgets that user space knows the process, and its Python
- * interpreter. */
-static __always_inline void notify(struct task_struct *task, struct tp_event_hdr *ev, __u32 size)
+ * the process's unwind tables (unless new_tables: an exec that set the new image's), then forgets
+ * that user space knows the process, and its Python interpreter. Returns whether the record was
+ * sent. */
+static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr *ev, __u32 size,
+				   bool new_tables)
 {
+	bool sent = true;
+
 	ev->pid = BPF_CORE_READ(task, tgid);
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->start_ns = process_start_ns(task);
-	/* the old image's mappings must not walk the new one's stacks (same pid and start) */
-	if (unwind_tables_on && bpf_map_lookup_elem(&unwind_procs, &ev->pid)) {
+	/* the old image's mappings must not walk the new one's stacks (same pid and start); an
+	 * exec's new_tables replaced them already */
+	if (unwind_tables_on && !new_tables && bpf_map_lookup_elem(&unwind_procs, &ev->pid)) {
 		__u32 zero = 0;
 		__u64 *epoch = bpf_map_lookup_elem(&unwind_epoch, &zero);
 
@@ -304,8 +323,10 @@ static __always_inline void notify(struct task_struct *task, struct tp_event_hdr
 	}
 	/* The event wakes nobody: a forced wake-up costs some 20 us (the self-IPI and the
 	 * wake-up), and the new image's first sample or block wakes user space anyway. */
-	if (bpf_ringbuf_output(&events, ev, size, wakeup_flags(0)))
+	if (bpf_ringbuf_output(&events, ev, size, wakeup_flags(0))) {
 		count(ev->ts_ns, TP_M_EVENT_LOST);
+		sent = false;
+	}
 	/* The GC state of the old image or the dead process, here rather than from user space: a
 	 * process that ends inside no phase (nearly all) had a bpf() delete per slot that found
 	 * nothing, and the pid may be reused before user space hears of the exit. Only once any
@@ -325,6 +346,7 @@ static __always_inline void notify(struct task_struct *task, struct tp_event_hdr
 	bpf_map_delete_elem(&known_procs, &ev->pid);
 	if (python_on)
 		bpf_map_delete_elem(&py_procs, &ev->pid);
+	return sent;
 }
 
 /* The kernfs id of task's cgroup in hierarchy cgroup_v1_hierarchy, 0 when not found: a walk of
@@ -354,6 +376,41 @@ static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
 	return 0;
 }
 
+/* Builds the unwind_procs entry of process ev (a static image) from its layout's tables t,
+ * rebased on its start_code and vDSO (tp_layout_table), into layout_scratch. Returns it, or NULL:
+ * no tables, or the vDSO below the executable's last mapping (the entry must stay sorted). */
+static __always_inline struct tp_proc_mappings *layout_tables(const struct tp_exec *ev,
+							      const struct tp_layout_table *t)
+{
+	__u32 zero = 0, nr = t->nr, vdso = t->vdso;
+	struct tp_proc_mappings *m;
+
+	/* a template of another version of the file (rewritten in place: the same inode) */
+	if (!unwind_tables_on || nr == 0 || nr > TP_LAYOUT_MAPPINGS || t->size != ev->exe_size)
+		return NULL;
+	if (vdso != TP_LAYOUT_NO_VDSO && (vdso != nr - 1 || !ev->vdso))
+		return NULL;
+	m = bpf_map_lookup_elem(&layout_scratch, &zero);
+	if (!m)
+		return NULL;
+	for (__u32 i = 0; i < TP_LAYOUT_MAPPINGS; i++) {
+		__u64 base = i == vdso ? ev->vdso : ev->start_code;
+
+		if (i >= nr)
+			break;
+		m->m[i] = t->m[i];
+		m->m[i].start += base;
+		m->m[i].end += base;
+		m->m[i].bias += base;
+		/* sorted and disjoint, as the walker's search needs */
+		if (m->m[i].end <= m->m[i].start || (i && m->m[i].start < m->m[i - 1].end))
+			return NULL;
+	}
+	m->start_ns = ev->hdr.start_ns;
+	m->nr = nr;
+	return m;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -362,6 +419,8 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	unsigned int level = BPF_CORE_READ(tp, level);
 	struct pid_namespace *ns = NULL;
 	const unsigned char *name;
+	struct tp_layout_table *layout = NULL;
+	struct tp_proc_mappings *tables = NULL;
 	struct mm_struct *mm;
 	struct pt_regs *regs;
 	struct file *exe;
@@ -393,15 +452,38 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	if (ev.entry_ip && ev.entry_ip >= ev.start_code && ev.entry_ip < ev.end_code) {
 		struct tp_file_key k = {.ino = ev.exe_ino, .dev = ev.exe_dev};
 
-		if (bpf_map_lookup_elem(&static_layouts, &k))
+		layout = bpf_map_lookup_elem(&static_layouts, &k);
+		if (layout) {
 			ev.flags |= TP_EXEC_LAYOUT_KNOWN;
+			ev.hdr.pid = BPF_CORE_READ(p, tgid);
+			ev.hdr.start_ns = process_start_ns(p);
+			tables = layout_tables(&ev, layout);
+		}
 	}
 	/* the new image is in none of the old one's stages (their exits will never run) */
 	bpf_task_storage_delete(&stage_stacks, p);
-	/* Not marked known here: its first sample wakes tailprofd as any new process's does, so
-	 * that its unwind tables are loaded while it runs (a short-lived process's stacks would
-	 * otherwise be walked by frame pointers to its end); only the maps read is saved. */
-	notify(p, &ev.hdr, sizeof(ev));
+	/* With its layout's tables, its unwind tables are set now, in place of the old image's
+	 * (TP_EXEC_TABLES_SET), and once the record is sent it is marked known: its first sample
+	 * wakes nobody, and tailprofd takes the entry over at this record (in the ring buffer
+	 * before any of its samples; a lost record leaves it unknown: its first sample wakes
+	 * tailprofd, which reads it). Without them its first sample wakes tailprofd as any new
+	 * process's does, so that its tables are loaded while it runs (a short-lived process's
+	 * stacks would otherwise be walked by frame pointers to its end). */
+	if (tables) {
+		__u32 zero = 0;
+		__u64 *epoch = bpf_map_lookup_elem(&unwind_epoch, &zero);
+
+		/* the epoch first (unwind_epoch); the entry's gen is the new epoch's, its top bit
+		 * set (tailprofd's count from 1): caches of another image's walks never match it */
+		if (epoch)
+			__sync_fetch_and_add(epoch, 1);
+		tables->gen = 0x80000000u | (__u32)tp_unwind_epoch();
+		if (!bpf_map_update_elem(&unwind_procs, &ev.hdr.pid, tables, BPF_ANY))
+			ev.flags |= TP_EXEC_TABLES_SET;
+	}
+	if (notify(p, &ev.hdr, sizeof(ev), ev.flags & TP_EXEC_TABLES_SET) &&
+	    (ev.flags & TP_EXEC_TABLES_SET))
+		tp_mark_known(ev.hdr.pid, ev.hdr.start_ns);
 	return 0;
 }
 
@@ -416,7 +498,7 @@ int BPF_PROG(sched_process_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	bpf_map_delete_elem(&live_procs, &pid);
-	notify(p, &ev, sizeof(ev));
+	notify(p, &ev, sizeof(ev), false);
 	return 0;
 }
 

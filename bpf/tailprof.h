@@ -190,6 +190,10 @@ _Static_assert(sizeof(struct tp_exec) == 192, "tp_exec layout");
 /* the image is static (entry_ip in its executable's code) and its executable is in
  * static_layouts: tailprofd names it from the layout it recorded (its maps are not read) */
 #define TP_EXEC_LAYOUT_KNOWN (1u << 0)
+/* and static_layouts held its unwind tables: the exec program set the process's unwind_procs
+ * entry from them and marked it known (its first sample wakes nobody); tailprofd takes the
+ * entry over at this record */
+#define TP_EXEC_TABLES_SET (1u << 1)
 
 /* Key of static_layouts: an executable file, as tp_exec gives it. */
 struct tp_file_key {
@@ -554,10 +558,30 @@ _Static_assert(sizeof(struct tp_unwind_page) == 8, "tp_unwind_page layout");
 struct tp_proc_mappings {
 	__u64 start_ns; /* identifies the process with its pid (tp_event_hdr.start_ns) */
 	__u32 nr;
-	__u32 gen; /* tailprofd's count of entries written: a new value each time the entry is */
+	__u32 gen; /* tailprofd's count of entries written: a new value each time the entry is;
+		    * one the exec program made from a static layout's tables: its epoch
+		    * (unwind_epoch) with the top bit set */
 	struct tp_exec_mapping m[TP_MAX_PROC_MAPPINGS];
 };
 _Static_assert(sizeof(struct tp_proc_mappings) == 16 + 40 * TP_MAX_PROC_MAPPINGS,
 	       "tp_proc_mappings layout");
+
+/* The executable's mappings (up to 4) and the vDSO's in a static layout's tables */
+#define TP_LAYOUT_MAPPINGS 5
+#define TP_LAYOUT_NO_VDSO  0xffffffffu
+
+/* The value of static_layouts: a static executable whose layout tailprofd recorded, and, once a
+ * process made from it had its unwind tables, those tables as a template: the entries of its
+ * unwind_procs entry with start, end and bias less mm->start_code (mod 2^64), the vDSO's
+ * (m[vdso]) less mm->context.vdso. nr 0: no template (the layout alone). Entries are sorted by
+ * start, the vDSO's last (a template is made only where it lies above the executable's). */
+struct tp_layout_table {
+	__u32 nr;
+	__u32 vdso; /* index of the vDSO's entry, or TP_LAYOUT_NO_VDSO */
+	__u64 size; /* the executable's size (i_size) then: used only for an exec of that size */
+	struct tp_exec_mapping m[TP_LAYOUT_MAPPINGS];
+};
+_Static_assert(sizeof(struct tp_layout_table) == 16 + 40 * TP_LAYOUT_MAPPINGS,
+	       "tp_layout_table layout");
 
 #endif

@@ -79,13 +79,15 @@ struct collector_status {
 	/* exec'd processes still running at their recheck (PROC_MAPS_EXEC_RECHECK_NS): maps read
 	 * again [0], or not, read after their dynamic loader's work (symbolizer__loaded) [1] */
 	uint64_t exec_rechecks[2];
-	uint64_t unwind_queue_full; /* unwinder requests lost: no memory */
-	uint64_t rescans_saved;	    /* unwinder rescans not asked for: the walk ended at an
-				     * address in a mapped object's data */
-	bool sched;		    /* the scheduler programs are loaded */
-	uint64_t offcpu_samples;    /* captured blocks (with stacks) */
-	uint64_t offcpu_ns;	    /* their blocked time */
-	uint64_t short_blocks;	    /* blocks below the threshold (counted, no stacks) */
+	uint64_t unwind_queue_full;  /* unwinder requests lost: no memory */
+	uint64_t layout_tables_used; /* exec records whose unwind tables BPF set from their static
+				      * layout's (TP_EXEC_TABLES_SET) */
+	uint64_t rescans_saved;	     /* unwinder rescans not asked for: the walk ended at an
+				      * address in a mapped object's data */
+	bool sched;		     /* the scheduler programs are loaded */
+	uint64_t offcpu_samples;     /* captured blocks (with stacks) */
+	uint64_t offcpu_ns;	     /* their blocked time */
+	uint64_t short_blocks;	     /* blocks below the threshold (counted, no stacks) */
 	uint64_t short_blocked_ns;
 	uint64_t runq_count, runq_sum_ns, runq_max_ns; /* run-queue waits, since start */
 	uint64_t sched_metrics[TP_SCH_NR];	       /* the BPF side's counters */

@@ -72,7 +72,8 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited, uint6
 	else
 		symbolizer__forget_process(c->opts.symbolizer, pid);
 	/* BPF forgot it (known_procs, py_procs) at the event, and marks the new image known at
-	 * the sample that wakes us for it: nothing to delete here */
+	 * the sample that wakes us for it (or at the exec, with tables from its static layout's:
+	 * known at the record then, TP_EXEC_TABLES_SET): nothing to delete here */
 	pid_set__del(&c->known, pid);
 	if (c->opts.python)
 		python__forget_process(c->opts.python, pid, ts_ns);
@@ -198,13 +199,18 @@ static bool forked_image(struct collector *c, uint32_t pid, uint64_t start_ns)
 /* The first sample of a process (or its first block, TP_EV_SEEN) woke us so that its maps are
  * read while it lives (BPF marked it known then: its samples now wait for the next drain), and
  * its unwind tables are loaded for its next samples; read_now: its maps are read here (a block,
- * whose sample may come after the process is gone), not at its sample's symbolization. A forked
+ * whose sample may come after the process is gone), not at its sample's symbolization. A process
+ * made from a static layout has its maps made from it, and the unwinder makes its tables the
+ * layout's; tables_set: BPF set them at its exec from the layout's and marked it known (its exec
+ * record calls this), and the unwinder takes them over. A forked
  * child that has not exec'd runs its parent's image (forked_image): its parent's maps name it and
  * its parent's CPython is walked in it after this drain, and its own maps, unwind tables and
  * CPython wait PROC_MAPS_EXEC_RECHECK_NS (recheck_later's adoption): most such children exec or
  * exit before then (a shell's, subprocess's), and are never read. */
-static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, bool read_now)
+static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, bool read_now,
+			 bool tables_set)
 {
+	struct symbolizer_layout sl;
 	const struct exited_process *x = &c->exited[pid % COLLECTOR_EXITED];
 
 	if (pid_set__has(&c->known, pid, start_ns) || (x->pid == pid && x->start_ns == start_ns))
@@ -227,8 +233,20 @@ static void know_process(struct collector *c, uint32_t pid, uint64_t start_ns, b
 		return;
 	}
 	/* maps made from its static executable's layout: the unwinder and Python discovery look
-	 * at them, not at a read of their own */
-	if (!symbolizer__offer_layout_maps(c->opts.symbolizer, pid, start_ns) && read_now)
+	 * at them, not at a read of their own; the unwinder makes its tables the layout's */
+	if (symbolizer__offer_layout_maps(c->opts.symbolizer, pid, start_ns, &sl)) {
+		py_queue(c, pid, start_ns, false);
+		if (c->opts.unwinder &&
+		    unwind_queue__push_layout(&c->unwind_work, pid, start_ns,
+					      &(struct unwind_layout){.dev = sl.dev,
+								      .ino = sl.ino,
+								      .start_code = sl.start_code,
+								      .vdso = sl.vdso,
+								      .tables_set = tables_set}))
+			c->st.unwind_queue_full++;
+		return;
+	}
+	if (read_now)
 		symbolizer__note_process(c->opts.symbolizer, pid, start_ns);
 	py_queue(c, pid, start_ns, false);
 	queue_unwind(c, UNWIND_ADD, pid, start_ns);
@@ -441,7 +459,7 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	task__sanitize_name(tk.process);
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		ask_rescan(c, s);
-	know_process(c, s->hdr.pid, s->hdr.start_ns, false);
+	know_process(c, s->hdr.pid, s->hdr.start_ns, false, false);
 	/* its maps read again (after a sample in code that runs only after its dynamic loader's
 	 * work) found more mapped than at its first read, where the unwinder and Python discovery
 	 * looked: they look again now (the recheck after its exec will not) */
@@ -528,7 +546,7 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case TP_EV_SEEN:
 		/* a process we did not know blocks: its maps now (it may be gone when its sample
 		 * comes), its unwind tables before it wakes */
-		know_process(c, hdr->pid, hdr->start_ns, true);
+		know_process(c, hdr->pid, hdr->start_ns, true, false);
 		break;
 	case TP_EV_FORK: {
 		const struct tp_fork *f = data;
@@ -547,6 +565,13 @@ int collector_on_event(void *ctx, void *data, size_t size)
 		forget_process(c, hdr->pid, false, hdr->ts_ns);
 		if (x)
 			note_exec(c, x);
+		/* BPF set its unwind tables from its static layout's and marked it known: its
+		 * first sample wakes nobody, so it is known now (its maps made from the layout;
+		 * read now where they could not be) and the unwinder takes its entry over */
+		if (x && (x->flags & TP_EXEC_TABLES_SET)) {
+			c->st.layout_tables_used++;
+			know_process(c, hdr->pid, hdr->start_ns, true, true);
+		}
 		recheck_later(c, hdr->pid, hdr->start_ns, c->drain_ns, false);
 		if (c->opts.gc)
 			gc__process_exec(c->opts.gc, hdr->pid, x ? gc_exec_of(x, &gx) : NULL);

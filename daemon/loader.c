@@ -694,10 +694,20 @@ void loader__forget(struct loader *l, uint32_t pid)
 int loader__static_layout(struct loader *l, uint32_t dev, uint64_t ino, bool known)
 {
 	struct tp_file_key k = {.ino = ino, .dev = dev};
+	struct tp_layout_table none = {.nr = 0, .vdso = TP_LAYOUT_NO_VDSO};
 	int fd = bpf_map__fd(l->skel->maps.static_layouts);
-	uint8_t one = 1;
 
-	if (known ? bpf_map_update_elem(fd, &k, &one, BPF_ANY) : bpf_map_delete_elem(fd, &k))
+	if (known ? bpf_map_update_elem(fd, &k, &none, BPF_ANY) : bpf_map_delete_elem(fd, &k))
+		return -errno;
+	return 0;
+}
+
+int loader__layout_tables(struct loader *l, uint32_t dev, uint64_t ino,
+			  const struct tp_layout_table *t)
+{
+	struct tp_file_key k = {.ino = ino, .dev = dev};
+
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.static_layouts), &k, t, BPF_EXIST))
 		return -errno;
 	return 0;
 }

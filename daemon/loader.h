@@ -87,10 +87,17 @@ int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns);
  * space for them, and forgets them at exec and exit; this is for the cap on known processes. */
 void loader__forget(struct loader *l, uint32_t pid);
 /* Tells BPF whether tailprofd keeps the layout of static executable (dev: the kernel's dev_t,
- * major << 20 | minor; ino) (static_layouts): a process exec'd from it afterwards is marked known
- * at its exec (TP_EXEC_LAYOUT_KNOWN). Returns 0 or a negative errno (-E2BIG: the table is full,
- * -ENOENT: forgetting an executable it did not have). */
+ * major << 20 | minor; ino) (static_layouts): a process exec'd from it afterwards is flagged at
+ * its exec (TP_EXEC_LAYOUT_KNOWN). Recording it again drops its tables (loader__layout_tables).
+ * Returns 0 or a negative errno (-E2BIG: the table is full, -ENOENT: forgetting an executable it
+ * did not have). */
 int loader__static_layout(struct loader *l, uint32_t dev, uint64_t ino, bool known);
+/* Gives the static layout of executable (dev, ino) its unwind tables t (a template: struct
+ * tp_layout_table; nr 0 drops them): a process exec'd from it afterwards gets its unwind_procs
+ * entry and is marked known at its exec (TP_EXEC_TABLES_SET). Only for a layout BPF has: returns
+ * 0, -ENOENT when it has none (dropped meanwhile), or another negative errno. */
+int loader__layout_tables(struct loader *l, uint32_t dev, uint64_t ino,
+			  const struct tp_layout_table *t);
 /* With time_stage_label: ns spent in the sampler's stage lookup, ns of the clock reads that
  * measured it (to subtract), and samples measured, since load. All 0 otherwise. */
 void loader__label_cost(const struct loader *l, uint64_t *ns, uint64_t *clock_ns,

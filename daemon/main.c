@@ -53,9 +53,15 @@ static void unwind_drop_process(void *ctx, uint32_t pid)
 	loader__unwind_drop_process(ctx, pid);
 }
 
+static int unwind_set_layout(void *ctx, uint32_t dev, uint64_t ino, const struct tp_layout_table *t)
+{
+	return loader__layout_tables(ctx, dev, ino, t);
+}
+
 static const struct unwinder_ops unwind_ops = {
     .set_process = unwind_set_process,
     .drop_process = unwind_drop_process,
+    .set_layout = unwind_set_layout,
 };
 
 /* The symbolizer's identity checks ask BPF's table of live processes first. */

@@ -203,6 +203,14 @@ static void put_unwind_metrics(struct text *t, const struct collector_status *st
 	text_metric(t, "tailprof_unwind_idle_evicted_total", "counter",
 		    "Idle objects freed for a new table's room or past the cap of 1024.");
 	text_put(t, "tailprof_unwind_idle_evicted_total %" PRIu64 "\n", u->idle_evicted);
+	text_metric(t, "tailprof_unwind_layout_tables_total", "counter",
+		    "Static executables' layouts given the unwind tables of a process made from "
+		    "them: their next processes get theirs at exec.");
+	text_put(t, "tailprof_unwind_layout_tables_total %" PRIu64 "\n", u->layout_tables);
+	text_metric(t, "tailprof_unwind_layout_tables", "gauge",
+		    "Static executables' layouts whose unwind tables BPF has now (their objects "
+		    "kept; at most 256, each let go after a minute without a process).");
+	text_put(t, "tailprof_unwind_layout_tables %" PRIu64 "\n", u->layout_pins);
 }
 
 /* Prometheus le bounds of the run-queue histogram: 2^k microseconds, k = 0 .. 22 (1 us to 4.2 s),
@@ -517,6 +525,11 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		 "tailprof_processes_from_layout_total{result=\"made\"} %" PRIu64 "\n"
 		 "tailprof_processes_from_layout_total{result=\"missing\"} %" PRIu64 "\n",
 		 st.sym.from_layout, st.sym.layouts_missing);
+	text_metric(&t, "tailprof_processes_tables_at_exec_total", "counter",
+		    "Processes of a static executable whose unwind tables BPF set at their exec "
+		    "from its layout's: their first sample woke nobody.");
+	text_put(&t, "tailprof_processes_tables_at_exec_total %" PRIu64 "\n",
+		 st.layout_tables_used);
 	text_metric(&t, "tailprof_static_layouts", "gauge",
 		    "Static executables whose layout is recorded (at most 256).");
 	text_put(&t, "tailprof_static_layouts %" PRIu64 "\n", st.sym.layouts);

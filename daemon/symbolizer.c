@@ -304,12 +304,6 @@ static bool exe_only(const struct process *p)
 
 /* ---- static executables' layouts ---- */
 
-/* dev (makedev()) as the kernel's dev_t, as BPF reads it: major << 20 | minor (MINORBITS). */
-static uint32_t kernel_dev(uint64_t dev)
-{
-	return (uint32_t)(major(dev) << 20 | minor(dev));
-}
-
 static struct static_layout *layout_slot(struct symbolizer *s, uint64_t dev, uint64_t ino)
 {
 	return &s->layouts[hashmap__mix64(hashmap__combine(dev, ino)) % STATIC_LAYOUTS];
@@ -329,7 +323,7 @@ static void drop_layout(struct symbolizer *s, struct static_layout *l, bool tell
 	if (!l->ino)
 		return;
 	if (tell)
-		s->layout_known(s->layout_ctx, kernel_dev(l->dev), l->ino, false);
+		s->layout_known(s->layout_ctx, sysinfo__kernel_dev(l->dev), l->ino, false);
 	free(l->path);
 	object__put(l->vdso);
 	*l = (struct static_layout){};
@@ -368,7 +362,7 @@ static void record_layout(struct symbolizer *s, const struct process *p)
 	n.ino = p->exe_ino;
 	n.size = p->exe_size;
 	drop_layout(s, l, true);
-	if (s->layout_known(s->layout_ctx, kernel_dev(n.dev), n.ino, true)) {
+	if (s->layout_known(s->layout_ctx, sysinfo__kernel_dev(n.dev), n.ino, true)) {
 		free(n.path);
 		return;
 	}
@@ -421,7 +415,8 @@ static void from_layout(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 		if (l)
 			drop_layout(s, l, true); /* recorded again at the next read */
 		else if (s->layout_known && id->exe_ino)
-			s->layout_known(s->layout_ctx, kernel_dev(id->exe_dev), id->exe_ino, false);
+			s->layout_known(s->layout_ctx, sysinfo__kernel_dev(id->exe_dev),
+					id->exe_ino, false);
 		return;
 	}
 	maps.v = calloc(l->nr + 1, sizeof(*maps.v));
@@ -1077,13 +1072,19 @@ void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 		from_layout(s, pid, start_ns, &x->id);
 }
 
-bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+				   struct symbolizer_layout *out)
 {
 	const struct process *p = proc_find(s, pid);
 
 	if (!p || p->start_ns != start_ns || !p->from_layout)
 		return false;
 	proc_maps__offer(s->proc_root, pid, &p->maps);
+	if (out)
+		*out = (struct symbolizer_layout){.dev = p->exe_dev,
+						  .ino = p->exe_ino,
+						  .start_code = p->start_code,
+						  .vdso = p->vdso};
 	return true;
 }
 

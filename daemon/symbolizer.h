@@ -218,10 +218,19 @@ struct exec_identity {
  * to forget), they are read at its first sample, as any process's. */
 void symbolizer__note_exec(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   const struct exec_identity *id);
+/* Where a process made from a static layout runs: its executable (dev in makedev() form, ino),
+ * its mm->start_code and its vDSO's address (0: none). */
+struct symbolizer_layout {
+	uint64_t dev, ino;
+	uint64_t start_code, vdso;
+};
+
 /* Whether the maps of process (pid, start_ns) were made from its static executable's layout at
  * its exec (exec_identity.layout_known), not read; if so they are handed out to the other
- * modules' proc_maps__load() for the rest of the current round (proc_maps__offer). */
-bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+ * modules' proc_maps__load() for the rest of the current round (proc_maps__offer), and *out
+ * (when not NULL) says where it runs. */
+bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
+				   struct symbolizer_layout *out);
 /* Whether addr, in no executable mapping of process (pid, start_ns) as its maps were last read,
  * lies in the memory of an object it maps: between the object's lowest segment start and highest
  * segment end (its data, its bss, a gap between its segments), by the bias of a mapping of it.

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/sysmacros.h>
 
 /* Parses a kernel CPU list ("0-3,8,10-11") into mask[0..n): 1 for listed CPUs. Returns the number
  * of CPUs listed, or -EINVAL for a malformed list. CPUs >= n are ignored. */
@@ -34,5 +35,12 @@ int64_t sysinfo__wall_offset_ns(void);
  * (ns; missing, empty or unparsable: 0) and adds it to CLOCK_REALTIME from now on, as a wall-clock
  * step would. Called at each drain. Without the variable, does nothing. */
 void sysinfo__test_clock_refresh(void);
+
+/* dev (makedev() form, as stat() and /proc/PID/maps give it) as the kernel's dev_t, as BPF reads
+ * it (super_block.s_dev): major << 20 | minor (MINORBITS, include/linux/kdev_t.h). */
+static inline uint32_t sysinfo__kernel_dev(uint64_t dev)
+{
+	return (uint32_t)(major(dev) << 20 | minor(dev));
+}
 
 #endif

@@ -83,6 +83,23 @@ struct uw_proc {
  * at every such walk. A change resets the wait. */
 #define RESCAN_BACKOFF_MAX 4
 
+/* Static layouts whose tables BPF has, direct-mapped by file: each keeps references on the objects
+ * its tables use, so that their rows stay while BPF may build a process's entry from them. A pin
+ * taken out (its slot wanted by another layout, or unused for LAYOUT_PIN_IDLE_NS) first has its
+ * tables taken from BPF, then is retired: its references go only at the end of the next round
+ * (unwinder__end_round), after the exec records of the processes whose entries BPF built from it
+ * meanwhile were drained and their entries taken over (with references of their own). */
+#define LAYOUT_PINS	   256
+#define LAYOUT_PIN_IDLE_NS (60ull * 1000 * 1000 * 1000)
+
+struct uw_layout_pin {
+	uint64_t dev, ino; /* ino 0: empty */
+	uint32_t nr;
+	struct uw_object *objs[TP_LAYOUT_MAPPINGS];
+	uint64_t used_ns; /* made, or last taken over from BPF */
+	uint64_t round;	  /* retired: the round it was retired in */
+};
+
 struct unwinder {
 	struct unwinder_opts opts;
 	struct uw_object *objects[OBJECT_BUCKETS];
@@ -93,6 +110,10 @@ struct unwinder {
 	struct unwinder_stats st;
 	struct tp_proc_mappings scratch;
 	uint32_t gen; /* entries of unwind_procs written (tp_proc_mappings.gen) */
+	struct uw_layout_pin pins[LAYOUT_PINS];
+	struct uw_layout_pin *retired; /* taken out, released at the end of the next round */
+	size_t nr_retired, cap_retired;
+	uint64_t round; /* unwinder__end_round calls */
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -608,6 +629,145 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns)
 	return proc_update(u, pp, false);
 }
 
+/* The tables of process p, just scanned (u->scratch holds its entry), relative to layout lay, into
+ * t. false: it maps more than its executable and the vDSO, the vDSO lies below them, or its maps
+ * are not of the image lay describes (its vDSO or start_code elsewhere: a read of another image
+ * of the pid). */
+static bool layout_template(const struct unwinder *u, const struct uw_proc *p,
+			    const struct unwind_layout *lay, struct tp_layout_table *t)
+{
+	const struct tp_proc_mappings *m = &u->scratch;
+	bool code = false;
+
+	*t = (struct tp_layout_table){.vdso = TP_LAYOUT_NO_VDSO};
+	if (!m->nr || m->nr > TP_LAYOUT_MAPPINGS || m->nr != p->nr)
+		return false;
+	for (uint32_t i = 0; i < m->nr; i++) {
+		const struct uw_object *o = p->objs[i];
+		struct tp_exec_mapping e = m->m[i];
+		uint64_t base;
+
+		if (!o)
+			return false;
+		if (o->vdso) {
+			if (!lay->vdso || i != m->nr - 1 || e.start != lay->vdso)
+				return false;
+			base = lay->vdso;
+			t->vdso = i;
+		} else if (o->dev == lay->dev && o->ino == lay->ino) {
+			base = lay->start_code;
+			code |= e.start <= lay->start_code && lay->start_code < e.end;
+			t->size = o->size;
+		} else {
+			return false;
+		}
+		/* mod 2^64: BPF adds the next process's bases back */
+		e.start -= base;
+		e.end -= base;
+		e.bias -= base;
+		t->m[i] = e;
+	}
+	t->nr = m->nr;
+	return code;
+}
+
+static void pin_release(struct unwinder *u, struct uw_layout_pin *pin)
+{
+	for (uint32_t i = 0; i < pin->nr; i++)
+		object_release(u, pin->objs[i]);
+	*pin = (struct uw_layout_pin){0};
+}
+
+/* Takes pin out: BPF's tables of its layout first (unless replaced already; nr 0: the layout
+ * stays, without them), then its references, at the end of the next round. */
+static void pin_retire(struct unwinder *u, struct uw_layout_pin *pin, bool replaced)
+{
+	struct tp_layout_table none = {.vdso = TP_LAYOUT_NO_VDSO};
+
+	if (!pin->ino)
+		return;
+	if (!replaced)
+		u->opts.ops->set_layout(u->opts.ops_ctx, sysinfo__kernel_dev(pin->dev), pin->ino,
+					&none);
+	u->st.layout_pins--;
+	if (u->nr_retired == u->cap_retired) {
+		size_t n = u->cap_retired ? 2 * u->cap_retired : 16;
+		struct uw_layout_pin *v = realloc(u->retired, n * sizeof(*v));
+
+		if (!v)
+			abort(); /* a few pins a round at most */
+		u->retired = v;
+		u->cap_retired = n;
+	}
+	pin->round = u->round;
+	u->retired[u->nr_retired++] = *pin;
+	*pin = (struct uw_layout_pin){0};
+}
+
+int unwinder__add_layout_process(struct unwinder *u, uint32_t pid, uint64_t start_ns,
+				 const struct unwind_layout *lay)
+{
+	struct uw_layout_pin *pin = &u->pins[object_bucket(lay->dev, lay->ino) % LAYOUT_PINS];
+	struct uw_layout_pin next = {.dev = lay->dev, .ino = lay->ino};
+	struct uw_proc *p = *proc_slot(u, pid);
+	struct tp_layout_table t;
+	int err;
+
+	if (p && p->start_ns == start_ns)
+		return 0; /* nothing scanned now */
+	err = unwinder__add_process(u, pid, start_ns);
+	if (lay->tables_set) {
+		/* BPF's entry, made from the layout's tables, is ours now; where we could not take
+		 * it (no room), it goes: the process is walked by frame pointers, as when full */
+		if (err)
+			u->opts.ops->drop_process(u->opts.ops_ctx, pid);
+		else if (pin->ino == lay->ino && pin->dev == lay->dev)
+			pin->used_ns = now_ns(u);
+		return err;
+	}
+	if (err || !u->opts.ops->set_layout || !lay->ino)
+		return err;
+	p = *proc_slot(u, pid);
+	if (!p || !layout_template(u, p, lay, &t))
+		return 0;
+	next.nr = t.nr;
+	next.used_ns = now_ns(u);
+	for (uint32_t i = 0; i < t.nr; i++)
+		next.objs[i] = object_ref(u, p->objs[i]);
+	if (u->opts.ops->set_layout(u->opts.ops_ctx, sysinfo__kernel_dev(lay->dev), lay->ino, &t)) {
+		/* the layout was dropped meanwhile: nothing to keep */
+		pin_release(u, &next);
+		return 0;
+	}
+	/* the slot's pin goes: another layout's (BPF's tables of it taken out first), or this
+	 * one's older tables (replaced just now) */
+	pin_retire(u, pin, pin->dev == lay->dev && pin->ino == lay->ino);
+	*pin = next;
+	u->st.layout_pins++;
+	u->st.layout_tables++;
+	return 0;
+}
+
+void unwinder__end_round(struct unwinder *u)
+{
+	uint64_t now = now_ns(u);
+	size_t keep = 0;
+
+	for (size_t i = 0; i < u->nr_retired; i++) {
+		if (u->retired[i].round < u->round)
+			pin_release(u, &u->retired[i]);
+		else
+			u->retired[keep++] = u->retired[i];
+	}
+	u->nr_retired = keep;
+	/* layouts no process used for a while: their objects may go idle (a host running many
+	 * static binaries once, as `go test` does, must not keep all their tables) */
+	for (size_t i = 0; i < LAYOUT_PINS; i++)
+		if (u->pins[i].ino && now - u->pins[i].used_ns > LAYOUT_PIN_IDLE_NS)
+			pin_retire(u, &u->pins[i], false);
+	u->round++;
+}
+
 int unwinder__rescan(struct unwinder *u, uint32_t pid, uint64_t start_ns, bool sure)
 {
 	struct uw_proc **pp = proc_slot(u, pid), *p = *pp;
@@ -706,6 +866,11 @@ void unwinder__free(struct unwinder *u)
 	for (size_t b = 0; b < PROC_BUCKETS; b++)
 		while (u->procs[b])
 			proc_free(u, &u->procs[b], true);
+	for (size_t i = 0; i < LAYOUT_PINS; i++)
+		pin_release(u, &u->pins[i]);
+	for (size_t i = 0; i < u->nr_retired; i++)
+		pin_release(u, &u->retired[i]);
+	free(u->retired);
 	while (evict_idle(u))
 		;
 	free(u->rows_free.v);

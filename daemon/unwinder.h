@@ -25,6 +25,19 @@
 struct unwinder_ops {
 	int (*set_process)(void *ctx, uint32_t pid, const struct tp_proc_mappings *m);
 	void (*drop_process)(void *ctx, uint32_t pid);
+	/* Optional: gives the static layout of executable (dev: the kernel's dev_t, ino) the
+	 * tables template t (loader__layout_tables; nr 0: none). 0, or a negative errno (-ENOENT:
+	 * BPF no longer has the layout). */
+	int (*set_layout)(void *ctx, uint32_t dev, uint64_t ino, const struct tp_layout_table *t);
+};
+
+/* A process made from its static executable's layout (symbolizer_layout), for
+ * unwinder__add_layout_process. */
+struct unwind_layout {
+	uint64_t dev, ino;   /* the executable (dev in makedev() form) */
+	uint64_t start_code; /* the process's mm->start_code */
+	uint64_t vdso;	     /* its vDSO's address; 0: none */
+	bool tables_set;     /* BPF set its entry at its exec from the layout's tables */
 };
 
 struct unwinder_opts {
@@ -62,6 +75,8 @@ struct unwinder_stats {
 	uint64_t builds;	   /* tables built (or tried: no CFI, unreadable) (total) */
 	uint64_t idle_evicted;	   /* idle objects freed for room or past the idle cap (total) */
 	uint64_t max_processes;	   /* the cap in force (--unwind-max-processes) */
+	uint64_t layout_tables;	   /* static layouts given tables (set_layout) (total) */
+	uint64_t layout_pins;	   /* static layouts whose tables' objects are kept for BPF now */
 };
 
 /* Returns an unwinder with nothing loaded, or NULL with errno set (EINVAL: no ops or rows,
@@ -75,6 +90,21 @@ void unwinder__free(struct unwinder *u);
  * errno: -ESRCH and the like when its maps cannot be read, -E2BIG when BPF has no room for
  * another process. */
 int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
+/* unwinder__add_process for a process made from its static executable's layout lay. With
+ * lay->tables_set, BPF made its entry at its exec from the layout's tables: it is taken over
+ * (dropped when it cannot be: no room). Else the process's entry, relative to lay's start_code
+ * and vDSO (struct tp_layout_table), becomes the layout's tables (set_layout): the executable's
+ * next processes get their entry at their exec, and wake nobody. Only for an entry of the
+ * executable's mappings and the vDSO above them, read from the image lay describes. The objects
+ * those tables use are kept (pinned) while BPF may build entries from them: until another
+ * layout takes their slot (256, by file) or none of the file's processes came for a minute,
+ * when BPF's tables go first, and the references at the end of the next round. Returns as
+ * unwinder__add_process. */
+int unwinder__add_layout_process(struct unwinder *u, uint32_t pid, uint64_t start_ns,
+				 const struct unwind_layout *lay);
+/* The end of a drain's unwinder work (unwind_queue__run): pins taken out a round ago let their
+ * objects go, and pins unused for a minute are taken out. */
+void unwinder__end_round(struct unwinder *u);
 /* BPF met a PC of (pid, start_ns) in no known mapping (dlopen, a new JIT region, libraries
  * mapped after the maps were read): read the maps again, the process's first time at once,
  * then at most once per rescan_min_ns. A rescan that finds the same mappings hands BPF nothing

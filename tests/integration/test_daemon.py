@@ -193,18 +193,26 @@ def test_exec_rechecks_skipped_after_loader(d):
 def test_static_layout_no_read(d):
     """A static executable's layout is recorded from the maps of its first process (all its code
     its executable's); the processes exec'd from it afterwards are given maps made from it at
-    their exec, with no read of their own, and their profiles are whole all the same:
-    hot_function 75% of tp_hotcold_static's samples, under run_rounds <- main."""
+    their exec, with no read of their own; the unwind tables of the first of those become the
+    layout's, and BPF sets the next ones' tables at their exec, which then wake nobody. Their
+    profiles are whole all the same: hot_function 75% of tp_hotcold_static's samples, under
+    run_rounds <- main."""
     run_counted(d, "tp_hotcold_static", 1, 0.5, [])
     assert d.metrics().get("tailprof_static_layouts", 0) >= 1
-    pids, (made, missing, reads) = run_counted(
+    _, (tables,) = run_counted(d, "tp_hotcold_static", 1, 0.5,
+                               ["tailprof_unwind_layout_tables_total"])
+    pids, (made, missing, at_exec, reads) = run_counted(
         d, "tp_hotcold_static", 3, 1.5,
         ['tailprof_processes_from_layout_total{result="made"}',
          'tailprof_processes_from_layout_total{result="missing"}',
+         "tailprof_processes_tables_at_exec_total",
          'tailprof_maps_reads_total{source="file"}'])
-    print("  3 processes after the first: %d made from the layout, %d missing; %d maps files "
-          "read meanwhile (by any process)" % (made, missing, reads))
+    print("  the second process gave the layout its tables (%d); 3 processes after it: %d made "
+          "from the layout, %d missing, %d with their tables set at exec; %d maps files read "
+          "meanwhile (by any process)" % (tables, made, missing, at_exec, reads))
+    assert tables >= 1, tables
     assert made >= 3 and missing == 0, (made, missing)
+    assert at_exec >= 3, at_exec
     for pid in pids:
         assert_hotcold_whole(d, pid, 1.5)
 

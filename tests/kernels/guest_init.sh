@@ -111,7 +111,8 @@ if [ -x /usr/bin/python3.11 ]; then
 	wait $!
 fi
 # Phase 6 (2 s): a static executable's layout, recorded at its first process, names the next
-# two at their exec (no maps read, no wake-up).
+# two at their exec (no maps read); the second's unwind tables become the layout's, and the third
+# gets its own at its exec (no wake-up).
 /wl/tp_hotcold_static 0.5 >/dev/null
 sleep 1
 /wl/tp_hotcold_static 0.5 >/dev/null

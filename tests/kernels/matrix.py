@@ -697,13 +697,19 @@ def check_static_layouts(keys, files):
     """tp_hotcold_static ran three times: its first process's maps recorded the executable's
     layout, and BPF's exec program took the next two for it (their entry point in the
     executable's code, start_code and end_code read on this kernel): their maps were made from
-    it at their exec."""
+    it at their exec. The second's unwind tables became the layout's, and the exec program set
+    the third's from them (rebased on its start_code and vDSO) and marked it known."""
     made = metric_value(files, 'tailprof_processes_from_layout_total{result="made"}')
     missing = metric_value(files, 'tailprof_processes_from_layout_total{result="missing"}')
     layouts = metric_value(files, "tailprof_static_layouts")
+    tables = metric_value(files, "tailprof_unwind_layout_tables_total")
+    at_exec = metric_value(files, "tailprof_processes_tables_at_exec_total")
     assert made >= 2 and missing == 0 and layouts >= 1, \
         "from a layout: %d made, %d missing; %d layouts" % (made, missing, layouts)
-    return "%d processes made from %d static layout(s), %d missing" % (made, layouts, missing)
+    assert tables >= 1 and at_exec >= 1, \
+        "layouts given tables %d, processes with tables set at exec %d" % (tables, at_exec)
+    return "%d processes made from %d static layout(s), %d missing; %d with tables at exec" % (
+        made, layouts, missing, at_exec)
 
 
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),

@@ -1249,6 +1249,7 @@ static void test_static_layout(void **state)
 	uint64_t bias = 0x7f0000100000ull, moved = 0x10000000ull, value, size;
 	struct symbolizer *s = symbolizer__new(&opts);
 	struct exec_identity id = {0};
+	struct symbolizer_layout where;
 	struct symbolizer_stats st;
 	char alone[8192] = "";
 	struct stat file;
@@ -1268,7 +1269,7 @@ static void test_static_layout(void **state)
 	symbolizer__note_exec(s, 531, 6 * ns_per_tick, &id);
 	assert_int_equal(symbolizer__note_process(s, 531, 6 * ns_per_tick), 0);
 	assert_true(symbolizer__loaded(s, 531, 6 * ns_per_tick));
-	assert_false(symbolizer__offer_layout_maps(s, 531, 6 * ns_per_tick));
+	assert_false(symbolizer__offer_layout_maps(s, 531, 6 * ns_per_tick, NULL));
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.layouts, 1);
 	assert_int_equal(layout_calls.known, 1);
@@ -1286,7 +1287,12 @@ static void test_static_layout(void **state)
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.from_layout, 1);
 	assert_int_equal(st.maps_reads, 1);
-	assert_true(symbolizer__offer_layout_maps(s, 532, 7 * ns_per_tick));
+	assert_true(symbolizer__offer_layout_maps(s, 532, 7 * ns_per_tick, &where));
+	/* where it runs, for the unwinder's tables of the layout */
+	assert_int_equal(where.dev, file.st_dev);
+	assert_int_equal(where.ino, file.st_ino);
+	assert_int_equal(where.start_code, id.start_code);
+	assert_int_equal(where.vdso, id.vdso);
 
 	/* BPF took another file for a recorded one (the table was replaced meanwhile); then the
 	 * recorded file rewritten in place (the same inode, another size): the layout goes */
@@ -1300,7 +1306,7 @@ static void test_static_layout(void **state)
 			id.exe_size++;
 		}
 		symbolizer__note_exec(s, pid, pid * ns_per_tick, &id);
-		assert_false(symbolizer__offer_layout_maps(s, pid, pid * ns_per_tick));
+		assert_false(symbolizer__offer_layout_maps(s, pid, pid * ns_per_tick, NULL));
 		symbolizer__stats(s, &st);
 		assert_int_equal(st.layouts_missing, i);
 		assert_int_equal(layout_calls.forgotten, i);

@@ -33,6 +33,10 @@ struct fake {
 	int proc_sets, proc_drops;
 	uint32_t last_pid;
 	struct tp_proc_mappings last;
+	int layout_sets, layout_err; /* set_layout calls, and what they return */
+	uint32_t layout_dev;
+	uint64_t layout_ino;
+	struct tp_layout_table layout;
 };
 
 static struct fake fake;
@@ -52,9 +56,19 @@ static void fake_drop_process(void *ctx, uint32_t pid)
 	fake.proc_drops++;
 }
 
+static int fake_set_layout(void *ctx, uint32_t dev, uint64_t ino, const struct tp_layout_table *t)
+{
+	fake.layout_sets++;
+	fake.layout_dev = dev;
+	fake.layout_ino = ino;
+	fake.layout = *t;
+	return fake.layout_err;
+}
+
 static const struct unwinder_ops fake_ops = {
     .set_process = fake_set_process,
     .drop_process = fake_drop_process,
+    .set_layout = fake_set_layout,
 };
 
 static uint64_t fake_now_ns;
@@ -410,6 +424,123 @@ static void test_budget_and_limits(void **state)
 	unwinder__free(u);
 }
 
+/* A process made from a static layout: its entry, relative to its start_code, becomes the
+ * layout's tables, whose objects stay while BPF may use them; not when BPF set it already (taken
+ * over then, or dropped where there is no room), nor for a process that maps more than its
+ * executable or whose start_code lies outside its code, nor when BPF dropped the layout
+ * meanwhile. Tables replaced or unused for a minute let their objects go a round later. */
+static void test_layout_tables(void **state)
+{
+	struct unwinder *u = new_unwinder(8 << 20, 3);
+	struct unwind_layout lay = {0}, taken;
+	unsigned long lo = 0, hi = 0;
+	const char *lib = NULL;
+	struct unwinder_stats st;
+	char line[4096];
+	struct stat file;
+	FILE *maps;
+
+	/* "the executable": libcmocka, as mapped here; its code's mapping holds start_code */
+	maps = fopen("/proc/self/maps", "r");
+	assert_non_null(maps);
+	while (!lib && fgets(line, sizeof(line), maps))
+		if (strstr(line, "/libcmocka.so") && strstr(line, " r-xp ") &&
+		    sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			lib = strchr(line, '/');
+	fclose(maps);
+	assert_non_null(lib);
+	*strchr(lib, '\n') = 0;
+	assert_int_equal(stat(lib, &file), 0);
+	lay.dev = file.st_dev;
+	lay.ino = file.st_ino;
+	lay.start_code = lo;
+	/* a start_code outside its code: the maps are of another image */
+	fake_process_only(4000, "/libcmocka.so");
+	assert_int_equal(
+	    unwinder__add_layout_process(
+		u, 4000, 1,
+		&(struct unwind_layout){.dev = lay.dev, .ino = lay.ino, .start_code = hi + 0x1000}),
+	    0);
+	assert_int_equal(fake.layout_sets, 0);
+	unwinder__forget_process(u, 4000, 1);
+
+	fake_process_only(4001, "/libcmocka.so");
+	assert_int_equal(unwinder__add_layout_process(u, 4001, 1, &lay), 0);
+	assert_int_equal(fake.layout_sets, 1);
+	assert_int_equal(fake.layout_dev, major(file.st_dev) << 20 | minor(file.st_dev));
+	assert_int_equal(fake.layout_ino, file.st_ino);
+	assert_int_equal(fake.layout.nr, fake.last.nr);
+	assert_int_equal(fake.layout.vdso, TP_LAYOUT_NO_VDSO);
+	assert_int_equal(fake.layout.size, file.st_size);
+	for (uint32_t i = 0; i < fake.last.nr; i++) {
+		const struct tp_exec_mapping *t = &fake.layout.m[i], *e = &fake.last.m[i];
+
+		/* the next process's start_code added back gives this one's entry */
+		assert_int_equal(t->start + lay.start_code, e->start);
+		assert_int_equal(t->end + lay.start_code, e->end);
+		assert_int_equal(t->bias + lay.start_code, e->bias);
+		assert_int_equal(t->row_start, e->row_start);
+		assert_int_equal(t->nr_rows, e->nr_rows);
+		assert_true(e->nr_rows > 0);
+	}
+	assert_int_equal(fake.layout.m[0].start, 0); /* its code starts at start_code */
+	unwinder__stats(u, &st);
+	assert_int_equal(st.layout_tables, 1);
+	assert_int_equal(st.layout_pins, 1);
+	/* the process gone, its objects stay referenced (BPF's tables use them): none idle */
+	unwinder__forget_process(u, 4001, 1);
+	unwinder__end_round(u);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.processes, 0);
+	assert_int_equal(st.idle_objects, 0);
+	assert_true(st.objects >= 1);
+
+	/* BPF set the next one's entry at its exec: taken over, nothing more to give */
+	taken = lay;
+	taken.tables_set = true;
+	fake_process_only(4002, "/libcmocka.so");
+	assert_int_equal(unwinder__add_layout_process(u, 4002, 1, &taken), 0);
+	assert_int_equal(fake.layout_sets, 1);
+	/* a process that maps more than the executable gives no tables */
+	fake_process(4003);
+	assert_int_equal(unwinder__add_layout_process(u, 4003, 1, &lay), 0);
+	assert_int_equal(fake.layout_sets, 1);
+	/* no room to take BPF's entry over (3 processes at most): it is dropped */
+	fake_process_only(4004, "/libcmocka.so");
+	assert_int_equal(unwinder__add_process(u, 4005, 1), -ENOENT); /* no such process */
+	fake_process_only(4005, "/libcmocka.so");
+	assert_int_equal(unwinder__add_process(u, 4005, 1), 0);
+	fake.proc_drops = 0;
+	assert_int_equal(unwinder__add_layout_process(u, 4004, 1, &taken), -E2BIG);
+	assert_int_equal(fake.proc_drops, 1);
+	unwinder__forget_process(u, 4003, 1);
+	unwinder__forget_process(u, 4005, 1);
+	/* BPF dropped the layout meanwhile: nothing kept for it */
+	fake.layout_err = -ENOENT;
+	assert_int_equal(unwinder__add_layout_process(u, 4004, 1, &lay), 0);
+	assert_int_equal(fake.layout_sets, 2);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.layout_tables, 1);
+	assert_int_equal(st.layout_pins, 1);
+	unwinder__forget_process(u, 4004, 1);
+	unwinder__forget_process(u, 4002, 1);
+
+	/* no process of the file for a minute: BPF's tables go, then the objects, a round on */
+	fake.layout_err = 0;
+	fake_now_ns += 61ull * 1000 * 1000 * 1000;
+	unwinder__end_round(u);
+	assert_int_equal(fake.layout_sets, 3);
+	assert_int_equal(fake.layout.nr, 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.layout_pins, 0);
+	assert_true(st.objects >= 1); /* an exec may still be building from them */
+	unwinder__end_round(u);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(st.processes, 0);
+	unwinder__free(u);
+}
+
 static void test_bad_options(void **state)
 {
 	struct tp_unwind_row one;
@@ -492,6 +623,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_tables_shared_and_released, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_tables_evicted_for_room, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_and_limits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_layout_tables, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_rescan_rate_limited, setup, teardown),
 	};
