@@ -313,12 +313,8 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 	/* the old image's mappings must not walk the new one's stacks (same pid and start); an
 	 * exec's new_tables replaced them already */
 	if (unwind_tables_on && !new_tables && bpf_map_lookup_elem(&unwind_procs, &ev->pid)) {
-		__u32 zero = 0;
-		__u64 *epoch = bpf_map_lookup_elem(&unwind_epoch, &zero);
-
 		/* the epoch first (unwind_epoch), and only for a process that has tables */
-		if (epoch)
-			__sync_fetch_and_add(epoch, 1);
+		tp_unwind_epoch_bump();
 		bpf_map_delete_elem(&unwind_procs, &ev->pid);
 	}
 	/* The event wakes nobody: a forced wake-up costs some 20 us (the self-IPI and the
@@ -470,14 +466,9 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	 * process's does, so that its tables are loaded while it runs (a short-lived process's
 	 * stacks would otherwise be walked by frame pointers to its end). */
 	if (tables) {
-		__u32 zero = 0;
-		__u64 *epoch = bpf_map_lookup_elem(&unwind_epoch, &zero);
-
 		/* the epoch first (unwind_epoch); the entry's gen is the new epoch's, its top bit
 		 * set (tailprofd's count from 1): caches of another image's walks never match it */
-		if (epoch)
-			__sync_fetch_and_add(epoch, 1);
-		tables->gen = 0x80000000u | (__u32)tp_unwind_epoch();
+		tables->gen = 0x80000000u | (__u32)tp_unwind_epoch_bump();
 		if (!bpf_map_update_elem(&unwind_procs, &ev.hdr.pid, tables, BPF_ANY))
 			ev.flags |= TP_EXEC_TABLES_SET;
 	}

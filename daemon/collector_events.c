@@ -8,7 +8,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 
 #include "collector_internal.h"
 #include "gc.h"
@@ -80,14 +79,6 @@ static void forget_process(struct collector *c, uint32_t pid, bool exited, uint6
 	queue_unwind(c, UNWIND_FORGET, pid, ts_ns);
 }
 
-/* The device of exec record x's executable, as makedev() of /proc/PID/maps' major:minor gives it
- * (the record has the kernel's dev_t: major in the upper 12 bits, minor in the lower 20,
- * MINORBITS). */
-static uint64_t exe_dev_of(const struct tp_exec *x)
-{
-	return makedev(x->exe_dev >> 20, x->exe_dev & 0xfffff);
-}
-
 /* The identity the exec record x gives its process, for when its maps are first read. */
 static void note_exec(struct collector *c, const struct tp_exec *x)
 {
@@ -96,7 +87,7 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 	    .cgroup_v1_id = x->cgroup_v1_id,
 	    .pid_ns = x->pid_ns,
 	    .ns_pid = x->ns_pid,
-	    .exe_dev = exe_dev_of(x),
+	    .exe_dev = sysinfo__dev_of_kernel(x->exe_dev),
 	    .exe_ino = x->exe_ino,
 	    .entry_ip = x->entry_ip,
 	    .exe_size = x->exe_size,
@@ -114,7 +105,8 @@ static void note_exec(struct collector *c, const struct tp_exec *x)
 /* What exec record x says of the new image for GC discovery, in *out. */
 static const struct gc_exec *gc_exec_of(const struct tp_exec *x, struct gc_exec *out)
 {
-	*out = (struct gc_exec){.exe_dev = exe_dev_of(x), .exe_ino = x->exe_ino};
+	*out =
+	    (struct gc_exec){.exe_dev = sysinfo__dev_of_kernel(x->exe_dev), .exe_ino = x->exe_ino};
 	_Static_assert(sizeof(out->comm) == sizeof(x->comm), "comm sizes");
 	memcpy(out->comm, x->comm, sizeof(out->comm));
 	out->comm[sizeof(out->comm) - 1] = 0;

@@ -43,4 +43,10 @@ static inline uint32_t sysinfo__kernel_dev(uint64_t dev)
 	return (uint32_t)(major(dev) << 20 | minor(dev));
 }
 
+/* The kernel's dev_t kdev (as BPF reads it) in makedev() form: sysinfo__kernel_dev's inverse. */
+static inline uint64_t sysinfo__dev_of_kernel(uint32_t kdev)
+{
+	return makedev(kdev >> 20, kdev & 0xfffff);
+}
+
 #endif

@@ -416,13 +416,8 @@ static struct uw_object *vdso_get(struct unwinder *u)
 	int fd;
 
 	for (o = u->objects[b]; o; o = o->next) {
-		if (o->vdso) {
-			if (!o->refcnt++) {
-				idle_unlink(u, o);
-				u->st.objects++;
-			}
-			return o;
-		}
+		if (o->vdso)
+			return object_ref(u, o);
 	}
 	if (!base || proc_read_file("/proc/self/maps", MAPS_MAX_BYTES, &maps, &len))
 		return NULL;

@@ -79,6 +79,18 @@ static __always_inline __u64 tp_unwind_epoch(void)
 	return e ? *(volatile __u64 *)e : 0;
 }
 
+/* Bumps the epoch of unwind_procs, before a change of it (see unwind_epoch); returns it after. */
+static __always_inline __u64 tp_unwind_epoch_bump(void)
+{
+	__u32 zero = 0;
+	__u64 *e = bpf_map_lookup_elem(&unwind_epoch, &zero);
+
+	if (!e)
+		return 0;
+	__sync_fetch_and_add(e, 1);
+	return *(volatile __u64 *)e;
+}
+
 struct tp_unwind_result {
 	__u32 nr;      /* frames written */
 	__u32 reason;  /* enum tp_unwind_reason */
