@@ -8,6 +8,7 @@ Usage: test_sched.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF
 with CI=true that is a failure."""
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -313,10 +314,14 @@ def test_exec_from_a_thread_leaves_nothing():
 
 
 def test_runq_latency_rises_on_a_crowded_cpu(d):
-    # the idle baseline: closed windows a second or more after the previous test's processes
-    time.sleep(3.5)
+    # the idle baseline: closed windows a second or more after the previous test's processes.
+    # An idle window holds some 35 waits, so its p99 is its one longest wait, and one in four
+    # such windows has a wait of a few ms (a kernel thread, the host): the baseline is the
+    # median of six windows' p99, not the largest
+    time.sleep(7.5)
     now = int(time.time())
-    base = d.json("/api/v1/windows?from=%d&to=%d" % (now - 2, now - 1))["windows"]
+    base = d.json("/api/v1/windows?from=%d&to=%d" % (now - 6, now - 1))["windows"]
+    assert len(base) >= 5, base
     # the windows asked for lie wholly inside the hogs' run (windows are cut on the monotonic
     # clock: from=/to= select every window that overlaps them)
     hogs = [subprocess.Popen(["taskset", "-c", "1", os.path.join(WL, "tp_hotcold"), "5"],
@@ -333,9 +338,10 @@ def test_runq_latency_rises_on_a_crowded_cpu(d):
         assert r["max_ns"] < 60 * 10**9, r  # no timestamp left unset
         assert all(t["pid"] != 0 for t in r["top"]), r
         assert r["p50_ns"] <= r["p95_ns"] <= r["p99_ns"] <= r["max_ns"], r
-    b99 = max(w["runq"]["p99_ns"] for w in base)
+    b99 = statistics.median(w["runq"]["p99_ns"] for w in base)
     l99 = min(w["runq"]["p99_ns"] for w in load)
-    print("  run-queue p99: %.0f us before, %.0f us with 3 hogs on CPU 1" % (b99 / 1e3, l99 / 1e3))
+    print("  run-queue p99: %.0f us before (median of %d windows), %.0f us with 3 hogs on CPU 1"
+          % (b99 / 1e3, len(base), l99 / 1e3))
     # each hog waits for the other two: a few ms a time slice
     for w in load:
         hog = [t for t in w["runq"]["top"] if t["pid"] in pids]
