@@ -262,6 +262,36 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 	return err;
 }
 
+int proc_read_file_whole_version(const char *path, int fd, size_t max_bytes, int tries,
+				 struct stat *st, char **buf, size_t *len, uint64_t *torn)
+{
+	for (int i = 0; i < tries; i++) {
+		struct stat after;
+		int err = proc_read_file(path, max_bytes, buf, len);
+
+		if (err)
+			return err;
+		if (fstat(fd, &after)) {
+			err = -errno;
+			free(*buf);
+			*buf = NULL;
+			return err;
+		}
+		if (after.st_size == st->st_size && (size_t)after.st_size == *len &&
+		    after.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+		    after.st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
+		    after.st_ctim.tv_sec == st->st_ctim.tv_sec &&
+		    after.st_ctim.tv_nsec == st->st_ctim.tv_nsec)
+			return 0;
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+		*st = after;
+		(*torn)++;
+	}
+	return -EAGAIN;
+}
+
 int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len)
 {
 	int fd, err;

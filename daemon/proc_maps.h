@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* One executable mapping of a process, as /proc/PID/maps lists it. */
 struct proc_mapping {
@@ -52,6 +53,16 @@ const struct proc_mapping *proc_maps__find(const struct proc_maps *m, uint64_t a
  * without the NUL) are set. Returns 0, -EFBIG past max_bytes, -ENOMEM, or the negative errno of
  * open/read (-ENOENT, -ESRCH for a process that exited, -EACCES...). */
 int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
+
+/* proc_read_file() of a regular file that may be rewritten while read (a JIT's perf map): path
+ * opens the file that fd is open on, and *st is fd's fstat from before. A read counts only when
+ * fd's fstat after it has the same size, mtime and ctime and the size is what was read; otherwise
+ * the text may be torn (the start of one version and the end of another, whose lines can join into
+ * a line that looks whole), *st takes the new fstat, *torn is incremented, and the file is read
+ * again, at most tries reads in all. Same returns as proc_read_file(), and -EAGAIN when every read
+ * was torn (nothing in *buf). */
+int proc_read_file_whole_version(const char *path, int fd, size_t max_bytes, int tries,
+				 struct stat *st, char **buf, size_t *len, uint64_t *torn);
 
 /* proc_read_file() in one read(2), for procfs files that one seq_file show writes whole
  * (single_open files: /proc/PID/cgroup, comm, status; fs/seq_file.c copies such a record whole

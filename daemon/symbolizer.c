@@ -32,7 +32,9 @@ _Static_assert(STATIC_LAYOUTS == TP_STATIC_LAYOUTS, "one table of static layouts
 /* A JIT's perf map is checked for growth at most this often per process. */
 #define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
 /* A perf map that changed is read again at most this often per process. */
-#define PERF_MAP_REREAD_NS    (1000ull * 1000 * 1000)
+#define PERF_MAP_REREAD_NS (1000ull * 1000 * 1000)
+/* reads of a perf map in a look before one is whole (proc_read_file_whole_version) */
+#define PERF_MAP_READ_TRIES   3
 #define DEFAULT_MAX_PROCESSES 8192
 /* JIT symbol tables of all processes together, the versions windows still hold included: past
  * it a grown perf map is not read again (the version in use stays). */
@@ -615,8 +617,14 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 	p->jit_mtime_ns = mtime;
 	p->jit_read_ns = now;
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
-	err = proc_read_file(root, PERF_MAP_MAX_BYTES, &buf, &len);
+	err = proc_read_file_whole_version(root, fd, PERF_MAP_MAX_BYTES, PERF_MAP_READ_TRIES, &st,
+					   &buf, &len, &s->stats.perf_map_torn_reads);
 	close(fd);
+	if (err == -EAGAIN) {
+		/* rewritten under every read: the old table stays, and the next look reads */
+		p->jit_seen = false;
+		return p->jit;
+	}
 	if (err) {
 		if (!p->jit_refused) {
 			p->jit_refused = true;

@@ -148,6 +148,7 @@ struct symbolizer_stats {
 	uint64_t minidebuginfo;	   /* objects whose symbols came from MiniDebugInfo */
 	uint64_t perf_map_reads;   /* JIT perf maps read (first read and each growth) */
 	uint64_t perf_map_rejected; /* perf maps refused: link, wrong owner, not a file, too big */
+	uint64_t perf_map_torn_reads;	 /* perf map reads torn by a rewrite, read again */
 	uint64_t perf_map_lines_skipped; /* lines of perf maps read that were not START SIZE NAME
 					  * (or past the entries kept) */
 	uint64_t evicted_processes;	 /* cached processes dropped for the caps */

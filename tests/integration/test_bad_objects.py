@@ -164,8 +164,10 @@ def test_perf_map_garbage_rewritten_while_read(d):
     assert leaf >= 0.5, leaf
     leaves = {s["frames"][0]["function"] for s in ss if s["frames"]}
     assert not leaves & {"zero_size", "wraps"}, leaves
-    after = d.metrics()["tailprof_perf_map_lines_skipped_total"]
-    print("  %d bad lines skipped" % (after - before))
+    m = d.metrics()
+    after = m["tailprof_perf_map_lines_skipped_total"]
+    print("  %d bad lines skipped; %d torn reads thrown away" % (
+        after - before, m["tailprof_perf_map_torn_reads_total"]))
     assert after >= before + 200, (before, after)
 
 

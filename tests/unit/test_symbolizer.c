@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -318,6 +319,104 @@ static void assert_maps_read(const char *root, uint32_t pid, const char *want)
 	assert_int_equal(proc_maps__load(root, pid, 1 << 20, &m), 1);
 	assert_string_equal(m.v[0].path, path);
 	proc_maps__clear(&m);
+}
+
+/* A file rewritten (truncated and written again, in two writes) by another thread every 2 ms,
+ * versions of 1 MiB and 768 KiB of one repeated byte each, read every 200 us:
+ * proc_read_file_whole_version() hands out only what the file held at one time (a whole version,
+ * or the part of one written so far), and it met torn reads (the race was run) and read again.
+ * Reads until 100 whole versions and 3 torn reads were seen, or for 5 s. */
+#define VERSION_A_BYTES (1u << 20)
+#define VERSION_B_BYTES (3u << 18)
+
+struct rewriter {
+	const char *path;
+	volatile bool stop;
+};
+
+static void *rewrite_loop(void *arg)
+{
+	struct rewriter *r = arg;
+	char *a = malloc(VERSION_A_BYTES), *b = malloc(VERSION_B_BYTES);
+	int fd = open(r->path, O_WRONLY | O_CLOEXEC);
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(fd >= 0);
+	memset(a, 'a', VERSION_A_BYTES);
+	memset(b, 'b', VERSION_B_BYTES);
+	for (unsigned i = 0; !r->stop; i++) {
+		const char *v = i % 2 ? b : a;
+		size_t n = i % 2 ? VERSION_B_BYTES : VERSION_A_BYTES;
+
+		assert_int_equal(ftruncate(fd, 0), 0);
+		/* in two writes: a reader can fall between them too */
+		assert_int_equal(pwrite(fd, v, n / 2, 0), (ssize_t)(n / 2));
+		assert_int_equal(pwrite(fd, v + n / 2, n - n / 2, n / 2), (ssize_t)(n - n / 2));
+		usleep(2000);
+	}
+	close(fd);
+	free(a);
+	free(b);
+	return NULL;
+}
+
+static void test_read_whole_version(void **state)
+{
+	char path[] = "/tmp/tp_test_whole_XXXXXX", self[64];
+	struct rewriter r = {.path = path};
+	uint64_t torn = 0;
+	unsigned whole = 0, gave_up = 0;
+	pthread_t t;
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	assert_int_equal(pthread_create(&t, NULL, rewrite_loop, &r), 0);
+	for (int i = 0; i < 25000 && (whole < 100 || torn < 3); i++) {
+		struct stat st;
+		char *buf;
+		size_t len;
+		int err;
+
+		assert_int_equal(fstat(fd, &st), 0);
+		err = proc_read_file_whole_version(self, fd, 2u << 20, 3, &st, &buf, &len, &torn);
+		if (err == -EAGAIN) {
+			assert_null(buf);
+			gave_up++;
+			continue;
+		}
+		assert_int_equal(err, 0);
+		/* a version the writer is still writing is not torn: it is read again later */
+		if (len == VERSION_A_BYTES || len == VERSION_B_BYTES) {
+			char c = len == VERSION_A_BYTES ? 'a' : 'b';
+
+			for (size_t k = 0; k < len; k++)
+				if (buf[k] != c)
+					fail_msg("read %d: byte %zu of %zu is '%c', not '%c'", i, k,
+						 len, buf[k], c);
+			whole++;
+		} else {
+			/* between the truncate and the last write: a prefix of one version */
+			for (size_t k = 1; k < len; k++)
+				if (buf[k] != buf[0])
+					fail_msg("read %d: a torn text of %zu bytes", i, len);
+		}
+		assert_int_equal((uint64_t)st.st_size, len);
+		free(buf);
+		usleep(200);
+	}
+	r.stop = true;
+	pthread_join(t, NULL);
+	close(fd);
+	unlink(path);
+	print_message("%u whole versions read, %" PRIu64
+		      " torn reads thrown away, %u looks gave up\n",
+		      whole, torn, gave_up);
+	assert_true(whole >= 100);
+	assert_true(torn >= 1);
 }
 
 /* Within a round the mappings loaded first, or a process found gone, are handed out again,
@@ -2295,6 +2394,7 @@ int main(void)
 	    cmocka_unit_test(test_symtab_nested),
 	    cmocka_unit_test(test_proc_maps_parse),
 	    cmocka_unit_test(test_proc_maps_shared_in_round),
+	    cmocka_unit_test(test_read_whole_version),
 	    cmocka_unit_test(test_proc_maps_query_matches_text),
 	    cmocka_unit_test(test_layout_pie),
 	    cmocka_unit_test(test_layout_nopie),
