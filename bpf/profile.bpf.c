@@ -348,8 +348,8 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 /* The kernfs id of task's cgroup in hierarchy cgroup_v1_hierarchy, 0 when not found: a walk of
  * its css_set's cgrp_links, one struct cgrp_cset_link per hierarchy, linked by its cgrp_link
  * (kernel/cgroup/cgroup-internal.h; a v1 named hierarchy has no controller, so no
- * css_set.subsys[] entry leads there). The css_set of a task that is running its exec is its own:
- * not freed under us. */
+ * css_set.subsys[] entry leads there). The css_set of a task that is running its exec, or of a
+ * child not yet woken from its fork, is its own: not freed under us. */
 static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
 {
 	struct css_set *cset = BPF_CORE_READ(task, cgroups);
@@ -370,6 +370,19 @@ static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
 		pos = BPF_CORE_READ(pos, next);
 	}
 	return 0;
+}
+
+/* Task's PID namespace (the inode number its ns/pid link shows) and its pid there. */
+static __always_inline void pid_ns_of(struct task_struct *task, __u32 *pid_ns, __u32 *ns_pid)
+{
+	struct pid *tp = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(tp, level);
+	struct pid_namespace *ns = NULL;
+
+	/* the kernel's MAX_PID_NS_LEVEL is 32 */
+	bpf_core_read(ns_pid, sizeof(*ns_pid), &tp->numbers[level & 31].nr);
+	bpf_core_read(&ns, sizeof(ns), &tp->numbers[level & 31].ns);
+	*pid_ns = BPF_CORE_READ(ns, ns.inum);
 }
 
 /* Builds the unwind_procs entry of process ev (a static image) from its layout's tables t,
@@ -411,9 +424,6 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	struct tp_exec ev = {.hdr.kind = TP_EV_EXEC};
-	struct pid *tp = BPF_CORE_READ(p, thread_pid);
-	unsigned int level = BPF_CORE_READ(tp, level);
-	struct pid_namespace *ns = NULL;
 	const unsigned char *name;
 	struct tp_layout_table *layout = NULL;
 	struct tp_proc_mappings *tables = NULL;
@@ -424,10 +434,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	/* what user space would otherwise read from /proc at the process's first sample */
 	ev.cgroup_id = bpf_get_current_cgroup_id();
 	ev.cgroup_v1_id = v1_cgroup_id(p);
-	/* the kernel's MAX_PID_NS_LEVEL is 32 */
-	bpf_core_read(&ev.ns_pid, sizeof(ev.ns_pid), &tp->numbers[level & 31].nr);
-	bpf_core_read(&ns, sizeof(ns), &tp->numbers[level & 31].ns);
-	ev.pid_ns = BPF_CORE_READ(ns, ns.inum);
+	pid_ns_of(p, &ev.pid_ns, &ev.ns_pid);
 	exe = BPF_CORE_READ(p, mm, exe_file);
 	name = BPF_CORE_READ(exe, f_path.dentry, d_name.name);
 	if (name && bpf_probe_read_kernel_str(ev.name, sizeof(ev.name), name) < 0)
@@ -507,6 +514,11 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	ev.hdr.start_ns = process_start_ns(child);
 	ev.parent_pid = BPF_CORE_READ(parent, tgid);
 	ev.parent_start_ns = process_start_ns(parent);
+	/* what user space would otherwise read from /proc if the child is sampled before it execs
+	 * (it has not run yet: its css_set and pid are its own) */
+	ev.cgroup_id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
+	ev.cgroup_v1_id = v1_cgroup_id(child);
+	pid_ns_of(child, &ev.pid_ns, &ev.ns_pid);
 	/* before the child runs: whatever user space reads of the pid later is this process's or a
 	 * later one's (no prealloc'd slot free: not added) */
 	bpf_map_update_elem(&live_procs, &ev.hdr.pid, &ev.hdr.start_ns, BPF_ANY);

@@ -150,10 +150,16 @@ _Static_assert(sizeof(struct tp_event_hdr) == 24, "tp_event_hdr layout");
 struct tp_fork {
 	struct tp_event_hdr hdr; /* the child */
 	__u32 parent_pid;
-	__u32 pad;
+	__u32 ns_pid; /* the child's pid in its PID namespace */
 	__u64 parent_start_ns;
+	/* the child's cgroups and PID namespace, as struct tp_exec's: its parent's, unless it was
+	 * cloned into another (CLONE_INTO_CGROUP, CLONE_NEWPID) */
+	__u64 cgroup_id;
+	__u64 cgroup_v1_id;
+	__u32 pid_ns;
+	__u32 pad;
 };
-_Static_assert(sizeof(struct tp_fork) == 40, "tp_fork layout");
+_Static_assert(sizeof(struct tp_fork) == 64, "tp_fork layout");
 
 /* An exec, with what identifies the new image's process, so that user space need not read it
  * from /proc: its cgroup, its PID namespace, its executable file and its comm. */

@@ -543,9 +543,15 @@ int collector_on_event(void *ctx, void *data, size_t size)
 	case TP_EV_FORK: {
 		const struct tp_fork *f = data;
 
-		if (size >= sizeof(*f))
+		if (size >= sizeof(*f)) {
+			struct exec_identity id = {.cgroup_id = f->cgroup_id,
+						   .cgroup_v1_id = f->cgroup_v1_id,
+						   .pid_ns = f->pid_ns,
+						   .ns_pid = f->ns_pid};
+
 			symbolizer__note_fork(c->opts.symbolizer, f->hdr.pid, f->hdr.start_ns,
-					      f->parent_pid, f->parent_start_ns);
+					      f->parent_pid, f->parent_start_ns, &id);
+		}
 		break;
 	}
 	case TP_EV_EXEC: {

@@ -582,6 +582,11 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		    "their exec event rather than from /proc; counted when their maps are first "
 		    "read (a sample or a block).");
 	text_put(&t, "tailprof_exec_identities_total %" PRIu64 "\n", st.sym.identities_from_exec);
+	text_metric(&t, "tailprof_fork_identities_total", "counter",
+		    "Forked children sampled before their exec whose labels (PID namespace, "
+		    "cgroup, and their parent's name when known) came from their fork event "
+		    "rather than from /proc.");
+	text_put(&t, "tailprof_fork_identities_total %" PRIu64 "\n", st.sym.identities_from_fork);
 	text_metric(
 	    &t, "tailprof_cgroup_reads_saved_total", "counter",
 	    "Processes whose cgroup path was known from an earlier process exec'd in the same "

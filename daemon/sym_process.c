@@ -251,14 +251,22 @@ void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 {
 	const struct exec_identity *x = symbolizer_exec_identity_of(s, p);
 	char path[PATH_MAX], target[PATH_MAX], *buf;
+	struct exec_identity forked;
 	const char *base = NULL;
+	bool fork = false;
 	size_t len;
 	ssize_t n;
 
 	p->info_read = true;
+	/* a child sampled before it execs: its /proc files may be its new image's by now */
+	if (!x && symbolizer_fork_identity(s, p, &forked)) {
+		x = &forked;
+		fork = true;
+		s->stats.identities_from_fork++;
+	}
 	/* a dynamic loader run as the program maps the real one and its libraries itself: its
 	 * own code says nothing of them */
-	if (x && !loader_name(x->name)) {
+	if (x && !fork && !loader_name(x->name)) {
 		p->exe_dev = x->exe_dev;
 		p->exe_ino = x->exe_ino;
 		p->entry_ip = x->entry_ip;
@@ -266,7 +274,7 @@ void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 		p->exe_size = x->exe_size;
 		p->vdso = x->vdso;
 	}
-	if (x && x->name[0])
+	if (x && !fork && x->name[0])
 		s->stats.identities_from_exec++;
 	if (!pid_ns_from_exec(s, p, x) && live && !same_pid_ns(s, p))
 		symbolizer_read_status(s, p);

@@ -676,6 +676,26 @@ static struct process *fork_parent(struct symbolizer *s, uint32_t pid, uint64_t 
 	return parent;
 }
 
+bool symbolizer_fork_identity(struct symbolizer *s, const struct process *p,
+			      struct exec_identity *out)
+{
+	const struct fork_link *l = &s->forks[p->pid % FORK_LINKS];
+	const struct process *parent;
+
+	if (l->child != p->pid || l->child_start != p->start_ns || !l->pid_ns)
+		return false;
+	*out = (struct exec_identity){.cgroup_id = l->cgroup_id,
+				      .cgroup_v1_id = l->cgroup_v1_id,
+				      .pid_ns = l->pid_ns,
+				      .ns_pid = l->ns_pid};
+	parent = proc_find(s, l->parent);
+	if (parent && parent != p && parent->start_ns == l->parent_start && parent->info_read) {
+		_Static_assert(sizeof(out->name) == sizeof(parent->info.name), "name sizes");
+		memcpy(out->name, parent->info.name, sizeof(out->name));
+	}
+	return true;
+}
+
 /* The vDSO at mapping m of p, a forked child whose own memory cannot be read any more (it exited
  * before an address fell into its vDSO): its parent's, the child's until it execs, from the
  * parent's cached maps (the same mapping). NULL when there is no such parent. */
@@ -1097,13 +1117,18 @@ bool symbolizer__offer_layout_maps(struct symbolizer *s, uint32_t pid, uint64_t 
 }
 
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
-			   uint32_t parent_pid, uint64_t parent_start_ns)
+			   uint32_t parent_pid, uint64_t parent_start_ns,
+			   const struct exec_identity *id)
 {
 	s->forks[pid % FORK_LINKS] = (struct fork_link){
 	    .child = pid,
 	    .parent = parent_pid,
 	    .child_start = start_ns,
 	    .parent_start = parent_start_ns,
+	    .cgroup_id = id ? id->cgroup_id : 0,
+	    .cgroup_v1_id = id ? id->cgroup_v1_id : 0,
+	    .pid_ns = id ? id->pid_ns : 0,
+	    .ns_pid = id ? id->ns_pid : 0,
 	};
 }
 

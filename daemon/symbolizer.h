@@ -157,6 +157,8 @@ struct symbolizer_stats {
 	uint64_t processes_held;	 /* processes cached now, those without maps included */
 	uint64_t identities_from_exec;	 /* processes whose identity came from their exec event
 					  * (symbolizer__note_exec) rather than from /proc */
+	uint64_t identities_from_fork;	 /* forked children sampled before their exec whose
+					  * identity came from their fork event */
 	uint64_t cgroup_reads_saved;	 /* of those, whose cgroup path was known for their v2
 					  * cgroup id (no /proc/PID/cgroup read) */
 	uint64_t identity_checks[2];	 /* whether a pid is still a process, by live_start [0]
@@ -184,12 +186,18 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 /* Resolves n kernel addresses into out (obj = the kernel object). Frames borrowed as above. */
 void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
 				struct frame *out);
+struct exec_identity;
 /* Remembers that process (pid, start_ns) was forked by (parent_pid, parent_start_ns): until it
  * execs (symbolizer__forget_process) its maps are the parent's, which are used when its own
  * cannot be read (a child that lived a millisecond, or the last samples of one that exited), and
- * so is its vDSO when its memory cannot be read any more. Bounded: recent forks only. */
+ * so is its vDSO when its memory cannot be read any more. id (NULL: none) gives its cgroups and
+ * PID namespace at the fork (its other fields are not used): when it is sampled before it execs,
+ * its process_info comes from them and its parent's name (a cached parent), as
+ * symbolizer__note_exec's does, rather than from /proc (where it may have exec'd meanwhile).
+ * Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
-			   uint32_t parent_pid, uint64_t parent_start_ns);
+			   uint32_t parent_pid, uint64_t parent_start_ns,
+			   const struct exec_identity *id);
 /* What an exec event (bpf/profile.bpf.c, struct tp_exec) says of the new image's process. */
 struct exec_identity {
 	uint64_t cgroup_id;	     /* cgroup v2 id (kernfs node id); 0: unknown */

@@ -117,6 +117,15 @@ fi
 sleep 1
 /wl/tp_hotcold_static 0.5 >/dev/null
 /wl/tp_hotcold_static 0.5 >/dev/null
+# Phase 7 (about 1 s): a forked child of this shell spins before it execs: its samples before the
+# exec take its cgroups and PID namespace from its fork record, not from /proc.
+(
+	i=0
+	while [ $i -lt 40000 ]; do i=$((i + 1)); done
+	exec /wl/tp_hotcold 0.2 >/dev/null
+) &
+fk=$!
+wait $fk
 sleep 2 # two drains: everything that ended is in a window
 
 for f in hotcold.pid pipeline.pid pipeline.log gc.txt gcup.txt offcpu.txt hogs.pid request.pid \
@@ -130,6 +139,7 @@ fetch spans.json "/api/v1/spans?stage=request&last=10m"
 fetch gc.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gc.txt)"
 fetch gcup.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gcup.txt)"
 fetch py.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/py.pid)"
+fetch fork.pb.gz "/api/v1/profile?last=5m&pid=$fk"
 fetch windows.json "/api/v1/windows?last=10m"
 fetch metrics.txt /metrics
 fetch status-after.json /api/v1/status

@@ -712,12 +712,29 @@ def check_static_layouts(keys, files):
         made, layouts, missing, at_exec)
 
 
+def check_fork_identity(keys, files):
+    """A forked child of the guest's shell spun in busybox before it exec'd tp_hotcold: those
+    samples took their labels from its fork record (its cgroups and PID namespace read by BPF
+    from the child's task on this kernel), and say cgroup /km.scope as the rest do."""
+    prof = Profile(files["fork.pb.gz"])
+    before = [s for s in prof.samples if any("busybox" in (f["mapping"] or "")
+                                             for f in s["frames"])]
+    forks = metric_value(files, "tailprof_fork_identities_total")
+    paths = collections.Counter(s["labels"].get("cgroup") for s in before)
+    assert before, "no sample of the child before its exec: %s" % prof.total()
+    assert forks >= 1, "no process labelled from its fork record (%d samples before the exec)" % (
+        len(before))
+    assert set(paths) == {"/km.scope"}, "cgroup labels before the exec: %s" % dict(paths)
+    return "%d samples before the exec, %d processes labelled from their fork" % (len(before),
+                                                                                  forks)
+
+
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
           ("gc_uprobe", check_gc_uprobe), ("python_frames", check_python),
           ("cgroup_v1", check_cgroup), ("exec_rechecks", check_loaded),
-          ("static_layouts", check_static_layouts),
+          ("static_layouts", check_static_layouts), ("fork_identity", check_fork_identity),
           ("shutdown", check_shutdown)]
 
 

@@ -876,7 +876,7 @@ static void test_fork_fallback(void **state)
 	/* pid 252 has no /proc entry: it exited */
 	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), -ESRCH);
 	assert_null(f.obj);
-	symbolizer__note_fork(s, 252, 9 * ns_per_tick, 251, 4 * ns_per_tick);
+	symbolizer__note_fork(s, 252, 9 * ns_per_tick, 251, 4 * ns_per_tick, NULL);
 	/* a failed read is retried only after 100 ms, but the fallback needs no read of 252 */
 	f = resolve_one(s, 252, 9, alpha_addr(lib, 0x7f0000100000ull), 0);
 	assert_non_null(f.obj);
@@ -952,7 +952,7 @@ static void test_fork_vdso(void **state)
 		assert_int_equal(fclose(out), 0);
 	}
 	test_elf_symbol_in(path, SHT_DYNSYM, "__vdso_clock_gettime", &value, &size);
-	symbolizer__note_fork(s, 272, 9 * ns_per_tick, 271, 4 * ns_per_tick);
+	symbolizer__note_fork(s, 272, 9 * ns_per_tick, 271, 4 * ns_per_tick, NULL);
 	resolve_one(s, 271, 4, 0x1000, 0); /* the parent seen (its maps cached) */
 	addr = at + value + size / 2;
 	/* in the mapping, so 1 frame, named or not */
@@ -2124,6 +2124,29 @@ static struct process_info exec_process(struct symbolizer *s, const char *lib, u
 	return info;
 }
 
+/* A forked child (pid, starttime) of (parent, parent_starttime) that has not exec'd, whose /proc
+ * files are another image's (exe: the link's target; cgroup file "0::/moved"), sampled once with
+ * its fork record's identity id: its process_info. */
+static struct process_info fork_process(struct symbolizer *s, const char *lib, uint32_t pid,
+					uint64_t starttime, const char *exe, uint32_t parent,
+					uint64_t parent_starttime, const struct exec_identity *id)
+{
+	char maps[8192] = "", path[PATH_MAX + 64];
+	struct process_info info;
+
+	append_elf_maps(maps, sizeof(maps), lib, 0x7f0000100000ull);
+	fake_process(pid, starttime, maps);
+	snprintf(path, sizeof(path), "%s/%u/cgroup", fake_root, pid);
+	write_file(path, "0::/moved\n");
+	snprintf(path, sizeof(path), "%s/%u/exe", fake_root, pid);
+	assert_int_equal(symlink(exe, path), 0);
+	symbolizer__note_fork(s, pid, starttime * ns_per_tick, parent,
+			      parent_starttime * ns_per_tick, id);
+	resolve_one(s, pid, starttime, alpha_addr(lib, 0x7f0000100000ull), 0);
+	assert_int_equal(symbolizer__process_info(s, pid, starttime * ns_per_tick, &info), 0);
+	return info;
+}
+
 /* The cgroups of test_exec_identity: path -> kernfs id, as name_to_handle_at would give them
  * below the hierarchies' mounts (88: the v2 root of the hybrid processes). */
 static int fake_cgroup_id(void *ctx, bool v1, const char *path, uint64_t *id)
@@ -2162,7 +2185,7 @@ static void test_exec_identity(void **state)
 	const uint32_t host_ns = 4026531836u;
 	struct exec_identity a = {.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1401};
 	struct exec_identity b = {.cgroup_id = 77, .pid_ns = host_ns + 9, .ns_pid = 3};
-	struct exec_identity h = {.cgroup_id = 88, .pid_ns = host_ns, .ns_pid = 1404};
+	struct exec_identity h = {.cgroup_id = 88, .pid_ns = host_ns, .ns_pid = 1404}, f;
 	char path[PATH_MAX + 64];
 	struct symbolizer_stats st;
 	struct process_info info;
@@ -2227,6 +2250,29 @@ static void test_exec_identity(void **state)
 	assert_string_equal(cgroups__get(info.cgroup)->path, "/docker/w");
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.cgroup_reads_saved, 2);
+	/* a child of 1401 sampled before its exec, read after it: /proc tells its new image's name
+	 * (and for 1409 a cgroup it was moved to), its fork record its parent's cgroup and
+	 * namespace, and the parent's name */
+	f = (struct exec_identity){.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1409};
+	info = fork_process(s, lib, 1409, 22, "/usr/bin/new-image", 1401, 14, &f);
+	assert_string_equal(info.name, "from-exec");
+	assert_int_equal(info.cgroup, cg);
+	assert_int_equal(info.ns_pid, 0);
+	/* cloned into a new PID namespace, its parent not cached: its pid there, and its name from
+	 * /proc */
+	f = (struct exec_identity){.cgroup_id = 77, .pid_ns = host_ns + 11, .ns_pid = 1};
+	info = fork_process(s, lib, 1410, 23, "/usr/bin/runtime", 999, 1, &f);
+	assert_string_equal(info.name, "runtime");
+	assert_int_equal(info.ns_pid, 1);
+	assert_int_equal(info.cgroup, cg);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.identities_from_fork, 2);
+	assert_int_equal(st.identities_from_exec, 8);
+	assert_int_equal(st.cgroup_reads_saved, 4);
+	for (uint32_t pid = 1409; pid <= 1410; pid++) {
+		snprintf(path, sizeof(path), "%s/%u/exe", fake_root, pid);
+		unlink(path);
+	}
 	snprintf(path, sizeof(path), "%s/1403/exe", fake_root);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/1/ns/pid", fake_root);
