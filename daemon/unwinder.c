@@ -91,6 +91,9 @@ struct uw_proc {
  * meanwhile were drained and their entries taken over (with references of their own). */
 #define LAYOUT_PINS	   256
 #define LAYOUT_PIN_IDLE_NS (60ull * 1000 * 1000 * 1000)
+/* The pins are looked over for idle ones at most this often: a drain that wakes for one process
+ * must not walk them all (20 KiB) */
+#define LAYOUT_PIN_CHECK_NS (1000ull * 1000 * 1000)
 
 struct uw_layout_pin {
 	uint64_t dev, ino; /* ino 0: empty */
@@ -113,7 +116,8 @@ struct unwinder {
 	struct uw_layout_pin pins[LAYOUT_PINS];
 	struct uw_layout_pin *retired; /* taken out, released at the end of the next round */
 	size_t nr_retired, cap_retired;
-	uint64_t round; /* unwinder__end_round calls */
+	uint64_t round;		  /* unwinder__end_round calls */
+	uint64_t pins_checked_ns; /* the last look for idle pins (now_ns) */
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -757,9 +761,12 @@ void unwinder__end_round(struct unwinder *u)
 	u->nr_retired = keep;
 	/* layouts no process used for a while: their objects may go idle (a host running many
 	 * static binaries once, as `go test` does, must not keep all their tables) */
-	for (size_t i = 0; i < LAYOUT_PINS; i++)
-		if (u->pins[i].ino && now - u->pins[i].used_ns > LAYOUT_PIN_IDLE_NS)
-			pin_retire(u, &u->pins[i], false);
+	if (now - u->pins_checked_ns >= LAYOUT_PIN_CHECK_NS) {
+		u->pins_checked_ns = now;
+		for (size_t i = 0; i < LAYOUT_PINS; i++)
+			if (u->pins[i].ino && now - u->pins[i].used_ns > LAYOUT_PIN_IDLE_NS)
+				pin_retire(u, &u->pins[i], false);
+	}
 	u->round++;
 }
 

@@ -103,7 +103,7 @@ int unwinder__add_process(struct unwinder *u, uint32_t pid, uint64_t start_ns);
 int unwinder__add_layout_process(struct unwinder *u, uint32_t pid, uint64_t start_ns,
 				 const struct unwind_layout *lay);
 /* The end of a drain's unwinder work (unwind_queue__run): pins taken out a round ago let their
- * objects go, and pins unused for a minute are taken out. */
+ * objects go, and pins unused for a minute are taken out (looked for at most once a second). */
 void unwinder__end_round(struct unwinder *u);
 /* BPF met a PC of (pid, start_ns) in no known mapping (dlopen, a new JIT region, libraries
  * mapped after the maps were read): read the maps again, the process's first time at once,
