@@ -511,12 +511,15 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_processes_loaded_total", "counter",
 		    "Exec'd processes known to have maps read after their dynamic loader's work: "
 		    "read after a sample in code that runs only after it (sample: their "
-		    "executable's, or any file's but the loader's), or with no code mapped but "
-		    "their executable's (static).");
+		    "executable's, or any file's but the loader's), read before such a sample but "
+		    "holding the code files an earlier process of the executable mapped once "
+		    "loaded (known_set: not read again), or with no code mapped but their "
+		    "executable's (static).");
 	text_put(&t,
 		 "tailprof_processes_loaded_total{by=\"sample\"} %" PRIu64 "\n"
+		 "tailprof_processes_loaded_total{by=\"known_set\"} %" PRIu64 "\n"
 		 "tailprof_processes_loaded_total{by=\"static\"} %" PRIu64 "\n",
-		 st.sym.loaded_by_sample, st.sym.loaded_static);
+		 st.sym.loaded_by_sample, st.sym.loaded_by_set, st.sym.loaded_static);
 	text_metric(&t, "tailprof_processes_from_layout_total", "counter",
 		    "Processes of a static executable whose layout was recorded: maps made from it "
 		    "at their exec, never read (missing: the layout was "

@@ -277,6 +277,24 @@ static bool runs_after_loader(const struct process *p, const struct proc_mapping
 	return proc_mapping__of(m, p->exe_dev, p->exe_ino) || p->loader_ino;
 }
 
+/* The code files p maps now, as a loaded_set of its executable. */
+static struct loaded_set loaded_set_of(const struct process *p)
+{
+	struct loaded_set set = {.exe_dev = p->exe_dev, .exe_ino = p->exe_ino};
+
+	for (size_t i = 0; i < p->maps.nr; i++) {
+		const struct proc_mapping *m = &p->maps.v[i];
+
+		if (!proc_mapping__is_file(m))
+			continue;
+		/* a sum: the order they were mapped in, or placed in, does not count */
+		set.hash +=
+		    hashmap__mix64(hashmap__combine(makedev(m->dev_major, m->dev_minor), m->inode));
+		set.nr++;
+	}
+	return set;
+}
+
 /* Finds p's dynamic loader in its maps: the file mapped at its entry point. */
 static void find_loader(struct process *p)
 {
@@ -848,21 +866,37 @@ static bool in_object_extent(const struct process *p, uint64_t addr)
 /* Process p ran code at ts_ns (leaf: the sample's leaf, resolved in p's maps) that runs only
  * after its dynamic loader's work (runs_after_loader), so maps read after then hold what it mapped
  * at start (symbolizer__loaded). Maps read before are read again now (reread_untold when they
- * changed), as the look 300 ms after the exec would have, unless this sample read them already
- * (rescanned) or a read tried since it was taken failed (the process is gone). */
+ * changed), as the look 300 ms after the exec would have, unless they hold the code files an
+ * earlier process of the executable held once loaded (s->loaded_sets, which a loaded process's
+ * maps update), this sample read them already (rescanned), or a read tried since it was taken
+ * failed (the process is gone). */
 static void note_leaf(struct symbolizer *s, struct process *p, uint64_t leaf, uint64_t ts_ns,
 		      bool rescanned)
 {
 	const struct proc_mapping *m = proc_maps__find(&p->maps, leaf);
+	struct loaded_set have, *known;
 
 	if (!m || !runs_after_loader(p, m))
 		return;
+	known =
+	    &s->loaded_sets[hashmap__mix64(hashmap__combine(p->exe_dev, p->exe_ino)) % LOADED_SETS];
+	have = loaded_set_of(p);
 	if (p->maps_read_ns <= ts_ns) {
+		/* what an earlier process of the executable held once its loader was done: its
+		 * libraries are all there (the loader maps each before it runs any) */
+		if (have.exe_ino == known->exe_ino && have.exe_dev == known->exe_dev &&
+		    have.nr == known->nr && have.hash == known->hash) {
+			p->loaded = true;
+			s->stats.loaded_by_set++;
+			return;
+		}
 		if (rescanned || p->last_read_ns > ts_ns || read_process(s, p))
 			return;
 		/* the mappings changed (read_process backs off after a read that found the same) */
 		p->reread_untold = !p->backoff;
+		have = loaded_set_of(p);
 	}
+	*known = have;
 	p->loaded = true;
 	s->stats.loaded_by_sample++;
 }

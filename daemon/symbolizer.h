@@ -136,6 +136,9 @@ struct symbolizer_stats {
 				    * resolved with its parent's maps, no read of its own */
 	uint64_t loaded_by_sample; /* processes whose maps were read after a sample in code that
 				    * runs after their dynamic loader's work (symbolizer__loaded) */
+	uint64_t loaded_by_set;	   /* processes whose maps, read before such a sample, already
+				    * held the code files an earlier process of their executable
+				    * mapped once loaded: not read again */
 	uint64_t loaded_static;	   /* processes with no code mapped but their executable's */
 	uint64_t from_layout;	   /* of those, processes whose maps were made from their static
 				    * executable's layout at their exec, never read */

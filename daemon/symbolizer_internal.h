@@ -89,6 +89,17 @@ struct exec_note {
 };
 #define EXEC_NOTES 1024
 
+/* The code files a process of an executable mapped once its dynamic loader's work was done
+ * (note_leaf): their number and an order-free hash of their (dev, ino). A later process of the
+ * executable whose first maps read already holds that set needs no read after the loader's work.
+ * Direct-mapped by the executable's (dev, ino): a colliding executable replaces the other. */
+struct loaded_set {
+	uint64_t exe_dev, exe_ino; /* makedev() form; exe_ino 0: empty */
+	uint64_t hash;
+	uint32_t nr;
+};
+#define LOADED_SETS 256
+
 /* Cgroup v2 ids (kernfs node ids, never reused while the system runs) with the path read for
  * them from a process's cgroup file: a direct-mapped cache, a colliding id replaces the other. */
 struct cgroup_id_path {
@@ -148,6 +159,7 @@ struct symbolizer {
 	struct exited exited[EXITED];
 	struct exec_note execs[EXEC_NOTES];
 	struct cgroup_id_path cgroup_paths[CGROUP_ID_PATHS];
+	struct loaded_set loaded_sets[LOADED_SETS];
 	int (*layout_known)(void *ctx, uint32_t dev, uint64_t ino, bool known);
 	void *layout_ctx;
 	struct static_layout layouts[STATIC_LAYOUTS];

@@ -685,12 +685,13 @@ def check_loaded(keys, files):
     point and executable identity work on this kernel): their look 300 ms after the exec read
     nothing again."""
     loaded = metric_value(files, 'tailprof_processes_loaded_total{by="sample"}')
+    by_set = metric_value(files, 'tailprof_processes_loaded_total{by="known_set"}')
     skipped = metric_value(files, 'tailprof_exec_rechecks_total{result="skipped"}')
     read = metric_value(files, 'tailprof_exec_rechecks_total{result="read"}')
-    assert loaded >= 1 and skipped >= 1, "loaded %d, rechecks skipped %d, read %d" % (
-        loaded, skipped, read)
-    return "%d processes loaded by a sample, rechecks %d skipped, %d read" % (loaded, skipped,
-                                                                               read)
+    assert loaded >= 1 and skipped >= 1, "loaded %d (%d by a known set), rechecks skipped %d, " \
+        "read %d" % (loaded, by_set, skipped, read)
+    return "%d processes loaded by a sample (%d more by a known set), rechecks %d skipped, " \
+        "%d read" % (loaded, by_set, skipped, read)
 
 
 def check_static_layouts(keys, files):

@@ -1443,7 +1443,7 @@ static void test_loaded(void **state)
 	snprintf(third, sizeof(third), "%s", both);
 	append_elf_maps(third, sizeof(third), fixture("TAILPROF_FIXTURE_PIE"), 0x7f0000400000ull);
 	for (uint32_t pid = 521; pid <= 527; pid++) {
-		fake_process(pid, 6, pid == 524 || pid == 527 ? alone : both);
+		fake_process(pid, 6, pid == 524 || pid == 527 ? alone : pid == 522 ? third : both);
 		if (pid == 527)
 			snprintf(id.name, sizeof(id.name), "ld-linux-x86-64.so.2");
 		if (pid != 525)
@@ -1484,6 +1484,27 @@ static void test_loaded(void **state)
 	assert_int_equal(symbolizer__resolve_user(s, 526, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
 	assert_true(symbolizer__loaded(s, 526, 6 * ns_per_tick));
 	assert_false(symbolizer__take_loaded_reread(s, 526, 6 * ns_per_tick));
+	/* read early, its maps holding what 526's held once loaded (the same code files, mapped
+	 * elsewhere): loaded with no read again; one of another set is read again */
+	symbolizer__stats(s, &st);
+	reads = st.maps_reads;
+	id.name[0] = 0; /* not 527's loader name */
+	fake_process(530, 6, both);
+	fake_process(531, 6, more);
+	for (uint32_t pid = 530; pid <= 531; pid++) {
+		symbolizer__note_exec(s, pid, 6 * ns_per_tick, &id);
+		assert_int_equal(symbolizer__note_process(s, pid, 6 * ns_per_tick), 0);
+		assert_false(symbolizer__loaded(s, pid, 6 * ns_per_tick));
+		t = monotonic_ns() + 1;
+		assert_int_equal(
+		    symbolizer__resolve_user(s, pid, 6 * ns_per_tick, t, &in_exe, 1, fr), 1);
+		assert_true(symbolizer__loaded(s, pid, 6 * ns_per_tick));
+		assert_false(symbolizer__take_loaded_reread(s, pid, 6 * ns_per_tick));
+	}
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.maps_reads, reads + 3);
+	assert_int_equal(st.loaded_by_set, 1);
+	assert_int_equal(st.loaded_by_sample, 4);
 	/* no code mapped from a file but the executable's: no loader (a static executable) */
 	assert_int_equal(symbolizer__note_process(s, 524, 6 * ns_per_tick), 0);
 	assert_true(symbolizer__loaded(s, 524, 6 * ns_per_tick));
