@@ -612,10 +612,9 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	    "JIT perf maps refused: a symbolic link, not the process's user, not a regular file, "
 	    "or too large.");
 	text_put(&t, "tailprof_perf_map_rejected_total %" PRIu64 "\n", st.sym.perf_map_rejected);
-	text_metric(
-	    &t, "tailprof_perf_map_torn_reads_total", "counter",
-	    "Reads of a JIT perf map that was rewritten while read, thrown away: read again, "
-	    "up to 3 times a look, then the table read before stays until the next look.");
+	text_metric(&t, "tailprof_perf_map_torn_reads_total", "counter",
+		    "Reads of a JIT perf map that changed while read: read again (up to 3 times a "
+		    "look); of a map that grows, the part two such reads agree on is taken.");
 	text_put(&t, "tailprof_perf_map_torn_reads_total %" PRIu64 "\n",
 		 st.sym.perf_map_torn_reads);
 	text_metric(&t, "tailprof_perf_map_lines_skipped_total", "counter",

@@ -265,14 +265,20 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len)
 int proc_read_file_whole_version(const char *path, int fd, size_t max_bytes, int tries,
 				 struct stat *st, char **buf, size_t *len, uint64_t *torn)
 {
+	char *prev = NULL;
+	size_t prev_len = 0, stable = 0;
+
 	for (int i = 0; i < tries; i++) {
 		struct stat after;
 		int err = proc_read_file(path, max_bytes, buf, len);
 
-		if (err)
+		if (err) {
+			free(prev);
 			return err;
+		}
 		if (fstat(fd, &after)) {
 			err = -errno;
+			free(prev);
 			free(*buf);
 			*buf = NULL;
 			return err;
@@ -281,14 +287,35 @@ int proc_read_file_whole_version(const char *path, int fd, size_t max_bytes, int
 		    after.st_mtim.tv_sec == st->st_mtim.tv_sec &&
 		    after.st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
 		    after.st_ctim.tv_sec == st->st_ctim.tv_sec &&
-		    after.st_ctim.tv_nsec == st->st_ctim.tv_nsec)
+		    after.st_ctim.tv_nsec == st->st_ctim.tv_nsec) {
+			free(prev);
 			return 0;
-		free(*buf);
+		}
+		(*torn)++;
+		/* a file only appended to (a JIT's perf map, most often) changes under every read
+		 * of a large one: the bytes it had before the last torn read, alike in that read
+		 * and the one before, are a version's, up to their last whole line */
+		if (prev && stable && prev_len >= stable && *len >= stable &&
+		    !memcmp(prev, *buf, stable)) {
+			char *nl = memrchr(*buf, '\n', stable);
+
+			if (nl) {
+				free(prev);
+				*len = (size_t)(nl + 1 - *buf);
+				(*buf)[*len] = '\0';
+				*st = after;
+				return 0;
+			}
+		}
+		free(prev);
+		prev = *buf;
+		prev_len = *len;
+		stable = (size_t)st->st_size;
 		*buf = NULL;
 		*len = 0;
 		*st = after;
-		(*torn)++;
 	}
+	free(prev);
 	return -EAGAIN;
 }
 

@@ -59,8 +59,10 @@ int proc_read_file(const char *path, size_t max_bytes, char **buf, size_t *len);
  * fd's fstat after it has the same size, mtime and ctime and the size is what was read; otherwise
  * the text may be torn (the start of one version and the end of another, whose lines can join into
  * a line that looks whole), *st takes the new fstat, *torn is incremented, and the file is read
- * again, at most tries reads in all. Same returns as proc_read_file(), and -EAGAIN when every read
- * was torn (nothing in *buf). */
+ * again, at most tries reads in all. A file that keeps growing (appended to under every read)
+ * gives, from its second torn read on, the bytes it held before that read when both torn reads
+ * agree on them, up to their last newline. Same returns as proc_read_file(), and -EAGAIN when
+ * no read could be taken (nothing in *buf). */
 int proc_read_file_whole_version(const char *path, int fd, size_t max_bytes, int tries,
 				 struct stat *st, char **buf, size_t *len, uint64_t *torn);
 

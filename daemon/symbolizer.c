@@ -629,20 +629,20 @@ static struct object *jit_object(struct symbolizer *s, struct process *p)
 		close(fd);
 		return p->jit;
 	}
-	/* whatever comes of it, this version of the file has been looked at */
-	p->jit_seen = true;
-	p->jit_size = st.st_size;
-	p->jit_mtime_ns = mtime;
-	p->jit_read_ns = now;
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
 	err = proc_read_file_whole_version(root, fd, PERF_MAP_MAX_BYTES, PERF_MAP_READ_TRIES, &st,
 					   &buf, &len, &s->stats.perf_map_torn_reads);
 	close(fd);
 	if (err == -EAGAIN) {
-		/* rewritten under every read: the old table stays, and the next look reads */
-		p->jit_seen = false;
+		/* rewritten under every read: the old table stays, and the next look (not a
+		 * second from now) reads again */
 		return p->jit;
 	}
+	/* whatever comes of it, this version of the file (the one read) has been looked at */
+	p->jit_seen = true;
+	p->jit_size = st.st_size;
+	p->jit_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	p->jit_read_ns = now;
 	if (err) {
 		if (!p->jit_refused) {
 			p->jit_refused = true;

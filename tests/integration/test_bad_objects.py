@@ -166,7 +166,7 @@ def test_perf_map_garbage_rewritten_while_read(d):
     assert not leaves & {"zero_size", "wraps"}, leaves
     m = d.metrics()
     after = m["tailprof_perf_map_lines_skipped_total"]
-    print("  %d bad lines skipped; %d torn reads thrown away" % (
+    print("  %d bad lines skipped; %d torn reads" % (
         after - before, m["tailprof_perf_map_torn_reads_total"]))
     assert after >= before + 200, (before, after)
 

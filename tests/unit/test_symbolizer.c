@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -331,7 +332,9 @@ static void assert_maps_read(const char *root, uint32_t pid, const char *want)
 
 struct rewriter {
 	const char *path;
-	volatile bool stop;
+	bool append; /* append numbered lines instead of rewriting two versions */
+	atomic_bool stop;
+	atomic_int failed; /* a write that failed (cmocka's asserts belong to the test's thread) */
 };
 
 static void *rewrite_loop(void *arg)
@@ -339,43 +342,85 @@ static void *rewrite_loop(void *arg)
 	struct rewriter *r = arg;
 	char *a = malloc(VERSION_A_BYTES), *b = malloc(VERSION_B_BYTES);
 	int fd = open(r->path, O_WRONLY | O_CLOEXEC);
+	off_t at = 0;
 
-	assert_non_null(a);
-	assert_non_null(b);
-	assert_true(fd >= 0);
+	if (!a || !b || fd < 0) {
+		atomic_store(&r->failed, 1);
+		goto out;
+	}
 	memset(a, 'a', VERSION_A_BYTES);
 	memset(b, 'b', VERSION_B_BYTES);
-	for (unsigned i = 0; !r->stop; i++) {
+	for (unsigned i = 0; !atomic_load(&r->stop) && !atomic_load(&r->failed); i++) {
 		const char *v = i % 2 ? b : a;
 		size_t n = i % 2 ? VERSION_B_BYTES : VERSION_A_BYTES;
+		bool ok;
 
-		assert_int_equal(ftruncate(fd, 0), 0);
+		if (r->append) {
+			/* 512 lines of 9 bytes, "%08u\n", cut in two writes mid-line */
+			char chunk[512 * 9 + 1];
+			size_t len = 0;
+
+			for (unsigned k = 0; k < 512; k++)
+				len += snprintf(chunk + len, sizeof(chunk) - len, "%08u\n",
+						i * 512 + k);
+			ok = pwrite(fd, chunk, 100, at) == 100 &&
+			     pwrite(fd, chunk + 100, len - 100, at + 100) == (ssize_t)(len - 100);
+			at += len;
+			if (at > (off_t)(16u << 20))
+				break;
+			if (at > (off_t)(4u << 20))
+				usleep(200);
+			continue;
+		}
 		/* in two writes: a reader can fall between them too */
-		assert_int_equal(pwrite(fd, v, n / 2, 0), (ssize_t)(n / 2));
-		assert_int_equal(pwrite(fd, v + n / 2, n - n / 2, n / 2), (ssize_t)(n - n / 2));
+		ok = !ftruncate(fd, 0) && pwrite(fd, v, n / 2, 0) == (ssize_t)(n / 2) &&
+		     pwrite(fd, v + n / 2, n - n / 2, n / 2) == (ssize_t)(n - n / 2);
+		if (!ok)
+			atomic_store(&r->failed, 1);
 		usleep(2000);
 	}
-	close(fd);
+out:
+	if (fd >= 0)
+		close(fd);
 	free(a);
 	free(b);
 	return NULL;
+}
+
+/* Starts r's writer on a new file (r->path, a mkstemp template): returns the file open for
+ * reading, and its /proc/self/fd path in self. */
+static int writer_start(struct rewriter *r, pthread_t *t, char *self, size_t self_size)
+{
+	int fd = mkstemp((char *)r->path);
+
+	assert_true(fd >= 0);
+	snprintf(self, self_size, "/proc/self/fd/%d", fd);
+	assert_int_equal(pthread_create(t, NULL, rewrite_loop, r), 0);
+	return fd;
+}
+
+/* Stops r's writer and removes its file; its writes all succeeded. */
+static void writer_stop(struct rewriter *r, pthread_t t, int fd)
+{
+	atomic_store(&r->stop, true);
+	pthread_join(t, NULL);
+	close(fd);
+	unlink(r->path);
+	assert_int_equal(atomic_load(&r->failed), 0);
 }
 
 static void test_read_whole_version(void **state)
 {
 	char path[] = "/tmp/tp_test_whole_XXXXXX", self[64];
 	struct rewriter r = {.path = path};
-	uint64_t torn = 0;
+	uint64_t torn = 0, end = monotonic_ns() + 5000000000ull;
 	unsigned whole = 0, gave_up = 0;
 	pthread_t t;
 	int fd;
 
 	(void)state;
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	assert_int_equal(pthread_create(&t, NULL, rewrite_loop, &r), 0);
-	for (int i = 0; i < 25000 && (whole < 100 || torn < 3); i++) {
+	fd = writer_start(&r, &t, self, sizeof(self));
+	for (int i = 0; monotonic_ns() < end && (whole < 100 || torn < 3); i++) {
 		struct stat st;
 		char *buf;
 		size_t len;
@@ -408,15 +453,61 @@ static void test_read_whole_version(void **state)
 		free(buf);
 		usleep(200);
 	}
-	r.stop = true;
-	pthread_join(t, NULL);
-	close(fd);
-	unlink(path);
+	writer_stop(&r, t, fd);
 	print_message("%u whole versions read, %" PRIu64
 		      " torn reads thrown away, %u looks gave up\n",
 		      whole, torn, gave_up);
 	assert_true(whole >= 100);
 	assert_true(torn >= 1);
+}
+
+/* A file appended to by another thread (lines "%08u\n" numbered from 0, 512 a time in two
+ * writes, the first cut mid-line): 4 MiB at once, then every 200 us up to 16 MiB, read back to
+ * back (each read some ms, so nearly all torn): every read is taken, whole lines in order, the
+ * torn ones up to the size the file had before them. */
+static void test_read_whole_version_appended(void **state)
+{
+	char path[] = "/tmp/tp_test_append_XXXXXX", self[64];
+	struct rewriter r = {.path = path, .append = true};
+	uint64_t torn = 0, end = monotonic_ns() + 3000000000ull;
+	unsigned reads = 0;
+	pthread_t t;
+	int fd;
+
+	(void)state;
+	fd = writer_start(&r, &t, self, sizeof(self));
+	for (struct stat st = {0}; st.st_size < (off_t)(4u << 20) && monotonic_ns() < end;
+	     usleep(1000))
+		assert_int_equal(fstat(fd, &st), 0);
+	while (monotonic_ns() < end && reads < 100) {
+		struct stat st;
+		char *buf;
+		size_t len;
+
+		assert_int_equal(fstat(fd, &st), 0);
+		assert_int_equal(
+		    proc_read_file_whole_version(self, fd, 32u << 20, 3, &st, &buf, &len, &torn),
+		    0);
+		/* whole lines, numbered in order (a version cut mid-line is one the writer left so:
+		 * its last line alone may be cut); every 1000th and the last whole one looked at */
+		for (size_t line = 0, lines = len / 9; line < lines;
+		     line = line + 1000 < lines - 1 ? line + 1000
+			    : line == lines - 1	    ? lines
+						    : lines - 1) {
+			char want[10];
+
+			snprintf(want, sizeof(want), "%08u\n", (unsigned)line);
+			if (memcmp(buf + line * 9, want, 9))
+				fail_msg("read %u: line %zu of %zu bytes is not %s", reads, line,
+					 len, want);
+		}
+		free(buf);
+		reads++;
+	}
+	writer_stop(&r, t, fd);
+	print_message("%u reads of a growing file, %" PRIu64 " torn\n", reads, torn);
+	assert_true(reads >= 10);
+	assert_true(torn >= 3);
 }
 
 /* Within a round the mappings loaded first, or a process found gone, are handed out again,
@@ -2462,6 +2553,7 @@ int main(void)
 	    cmocka_unit_test(test_proc_maps_parse),
 	    cmocka_unit_test(test_proc_maps_shared_in_round),
 	    cmocka_unit_test(test_read_whole_version),
+	    cmocka_unit_test(test_read_whole_version_appended),
 	    cmocka_unit_test(test_proc_maps_query_matches_text),
 	    cmocka_unit_test(test_layout_pie),
 	    cmocka_unit_test(test_layout_nopie),
