@@ -504,6 +504,7 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
 	struct tp_fork ev = {};
+	const unsigned char *name;
 
 	/* threads share their process's maps: only new processes matter */
 	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
@@ -519,6 +520,9 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	ev.cgroup_id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
 	ev.cgroup_v1_id = v1_cgroup_id(child);
 	pid_ns_of(child, &ev.pid_ns, &ev.ns_pid);
+	name = BPF_CORE_READ(child, mm, exe_file, f_path.dentry, d_name.name);
+	if (name && bpf_probe_read_kernel_str(ev.name, sizeof(ev.name), name) < 0)
+		ev.name[0] = 0;
 	/* before the child runs: whatever user space reads of the pid later is this process's or a
 	 * later one's (no prealloc'd slot free: not added) */
 	bpf_map_update_elem(&live_procs, &ev.hdr.pid, &ev.hdr.start_ns, BPF_ANY);

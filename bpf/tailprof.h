@@ -147,6 +147,7 @@ struct tp_event_hdr {
 _Static_assert(sizeof(struct tp_event_hdr) == 24, "tp_event_hdr layout");
 
 /* A new process: until it execs, its memory maps are its parent's. */
+#define TP_EXEC_NAME_LEN 64 /* struct tp_fork's and tp_exec's executable names, with the NUL */
 struct tp_fork {
 	struct tp_event_hdr hdr; /* the child */
 	__u32 parent_pid;
@@ -158,12 +159,14 @@ struct tp_fork {
 	__u64 cgroup_v1_id;
 	__u32 pid_ns;
 	__u32 pad;
+	/* the file name of its executable (its parent's image, mm->exe_file), as struct
+	 * tp_exec's name; "" when unreadable */
+	char name[TP_EXEC_NAME_LEN];
 };
-_Static_assert(sizeof(struct tp_fork) == 64, "tp_fork layout");
+_Static_assert(sizeof(struct tp_fork) == 128, "tp_fork layout");
 
 /* An exec, with what identifies the new image's process, so that user space need not read it
  * from /proc: its cgroup, its PID namespace, its executable file and its comm. */
-#define TP_EXEC_NAME_LEN 64
 struct tp_exec {
 	struct tp_event_hdr hdr;
 	__u64 cgroup_id; /* its cgroup in the v2 (default) hierarchy: the kernfs node id that

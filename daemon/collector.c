@@ -74,6 +74,8 @@ static void take_period(struct collector *c, uint64_t p, struct window *w)
 			d[m] = __atomic_exchange_n(&slot[m], 0, __ATOMIC_RELAXED);
 		c->cpu_received_total[cpu] += d[TP_M_SAMPLES];
 		c->st.received_samples += d[TP_M_SAMPLES];
+		if (d[TP_M_EVENT_LOST])
+			symbolizer__forget_fork_identities(c->opts.symbolizer);
 		c->st.idle_samples += d[TP_M_IDLE];
 		for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
 			c->st.drops[drops[i].drop] += d[drops[i].metric];

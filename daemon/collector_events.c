@@ -549,6 +549,10 @@ int collector_on_event(void *ctx, void *data, size_t size)
 						   .pid_ns = f->pid_ns,
 						   .ns_pid = f->ns_pid};
 
+			_Static_assert(sizeof(id.name) >= sizeof(f->name), "fork name fits");
+			memcpy(id.name, f->name, sizeof(f->name));
+			id.name[sizeof(id.name) - 1] = 0;
+
 			symbolizer__note_fork(c->opts.symbolizer, f->hdr.pid, f->hdr.start_ns,
 					      f->parent_pid, f->parent_start_ns, &id);
 		}

@@ -586,9 +586,8 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		    "read (a sample or a block).");
 	text_put(&t, "tailprof_exec_identities_total %" PRIu64 "\n", st.sym.identities_from_exec);
 	text_metric(&t, "tailprof_fork_identities_total", "counter",
-		    "Forked children sampled before their exec whose labels (PID namespace, "
-		    "cgroup, and their parent's name when known) came from their fork event "
-		    "rather than from /proc.");
+		    "Forked children sampled before their exec whose labels (executable name, PID "
+		    "namespace, cgroup) came from their fork event rather than from /proc.");
 	text_put(&t, "tailprof_fork_identities_total %" PRIu64 "\n", st.sym.identities_from_fork);
 	text_metric(
 	    &t, "tailprof_cgroup_reads_saved_total", "counter",

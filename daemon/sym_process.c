@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Who a process is: its identity checked against its start time, and its labels (name,
- * PID-namespace pid, uids, cgroup), taken from its exec record where that tells them, else read
- * from /proc. */
+ * PID-namespace pid, uids, cgroup), taken from its exec record where that tells them (or, for a
+ * forked child that has not exec'd, its fork record), else read from /proc. */
 #include "symbolizer_internal.h"
 
 #include <errno.h>
@@ -172,6 +172,22 @@ const struct exec_identity *symbolizer_exec_identity_of(struct symbolizer *s,
 	return x->pid == p->pid && x->start_ns == p->start_ns ? &x->id : NULL;
 }
 
+bool symbolizer_fork_identity_of(struct symbolizer *s, const struct process *p,
+				 struct exec_identity *out)
+{
+	const struct fork_link *l = &s->forks[p->pid % FORK_LINKS];
+
+	if (l->child != p->pid || l->child_start != p->start_ns || !l->pid_ns)
+		return false;
+	*out = (struct exec_identity){.cgroup_id = l->cgroup_id,
+				      .cgroup_v1_id = l->cgroup_v1_id,
+				      .pid_ns = l->pid_ns,
+				      .ns_pid = l->ns_pid};
+	_Static_assert(sizeof(out->name) == sizeof(l->name), "name sizes");
+	memcpy(out->name, l->name, sizeof(out->name));
+	return true;
+}
+
 /* The PID-namespace part of p's identity from its exec: true when that decides it. */
 static bool pid_ns_from_exec(struct symbolizer *s, struct process *p, const struct exec_identity *x)
 {
@@ -259,7 +275,7 @@ void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 
 	p->info_read = true;
 	/* a child sampled before it execs: its /proc files may be its new image's by now */
-	if (!x && symbolizer_fork_identity(s, p, &forked)) {
+	if (!x && symbolizer_fork_identity_of(s, p, &forked)) {
 		x = &forked;
 		fork = true;
 		s->stats.identities_from_fork++;

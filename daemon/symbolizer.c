@@ -694,26 +694,6 @@ static struct process *fork_parent(struct symbolizer *s, uint32_t pid, uint64_t 
 	return parent;
 }
 
-bool symbolizer_fork_identity(struct symbolizer *s, const struct process *p,
-			      struct exec_identity *out)
-{
-	const struct fork_link *l = &s->forks[p->pid % FORK_LINKS];
-	const struct process *parent;
-
-	if (l->child != p->pid || l->child_start != p->start_ns || !l->pid_ns)
-		return false;
-	*out = (struct exec_identity){.cgroup_id = l->cgroup_id,
-				      .cgroup_v1_id = l->cgroup_v1_id,
-				      .pid_ns = l->pid_ns,
-				      .ns_pid = l->ns_pid};
-	parent = proc_find(s, l->parent);
-	if (parent && parent != p && parent->start_ns == l->parent_start && parent->info_read) {
-		_Static_assert(sizeof(out->name) == sizeof(parent->info.name), "name sizes");
-		memcpy(out->name, parent->info.name, sizeof(out->name));
-	}
-	return true;
-}
-
 /* The vDSO at mapping m of p, a forked child whose own memory cannot be read any more (it exited
  * before an address fell into its vDSO): its parent's, the child's until it execs, from the
  * parent's cached maps (the same mapping). NULL when there is no such parent. */
@@ -1065,8 +1045,10 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 		*info = p->info;
 		return 0;
 	}
-	/* gone: what its exec told, remembered as an exited process's */
-	if (!symbolizer_exec_identity_of(s, &gone))
+	/* gone: what its exec (or its fork, if it never exec'd) told, remembered as an exited
+	 * process's */
+	if (!symbolizer_exec_identity_of(s, &gone) &&
+	    !symbolizer_fork_identity_of(s, &gone, &(struct exec_identity){0}))
 		return -ESRCH;
 	symbolizer_read_info(s, &gone, false);
 	*x = (struct exited){pid, start_ns, gone.info};
@@ -1154,7 +1136,9 @@ void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 			   uint32_t parent_pid, uint64_t parent_start_ns,
 			   const struct exec_identity *id)
 {
-	s->forks[pid % FORK_LINKS] = (struct fork_link){
+	struct fork_link *l = &s->forks[pid % FORK_LINKS];
+
+	*l = (struct fork_link){
 	    .child = pid,
 	    .parent = parent_pid,
 	    .child_start = start_ns,
@@ -1164,6 +1148,17 @@ void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns
 	    .pid_ns = id ? id->pid_ns : 0,
 	    .ns_pid = id ? id->ns_pid : 0,
 	};
+	if (id) {
+		_Static_assert(sizeof(l->name) == sizeof(id->name), "name sizes");
+		memcpy(l->name, id->name, sizeof(l->name));
+		l->name[sizeof(l->name) - 1] = 0;
+	}
+}
+
+void symbolizer__forget_fork_identities(struct symbolizer *s)
+{
+	for (size_t i = 0; i < FORK_LINKS; i++)
+		s->forks[i].pid_ns = 0;
 }
 
 static void drop_process(struct symbolizer *s, uint32_t pid)

@@ -193,14 +193,16 @@ struct exec_identity;
 /* Remembers that process (pid, start_ns) was forked by (parent_pid, parent_start_ns): until it
  * execs (symbolizer__forget_process) its maps are the parent's, which are used when its own
  * cannot be read (a child that lived a millisecond, or the last samples of one that exited), and
- * so is its vDSO when its memory cannot be read any more. id (NULL: none) gives its cgroups and
- * PID namespace at the fork (its other fields are not used): when it is sampled before it execs,
- * its process_info comes from them and its parent's name (a cached parent), as
- * symbolizer__note_exec's does, rather than from /proc (where it may have exec'd meanwhile).
- * Bounded: recent forks only. */
+ * so is its vDSO when its memory cannot be read any more. id (NULL: none) gives its cgroups, PID
+ * namespace and executable's name at the fork (its other fields are not used): when it is
+ * sampled before it execs, its process_info comes from them, as symbolizer__note_exec's does,
+ * rather than from /proc (where it may have exec'd meanwhile). Bounded: recent forks only. */
 void symbolizer__note_fork(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
 			   uint32_t parent_pid, uint64_t parent_start_ns,
 			   const struct exec_identity *id);
+/* Events were lost (BPF's ring buffer was full): an exec that ended a fork link may be among
+ * them, so the identities forks noted are not used from now on (/proc tells instead). */
+void symbolizer__forget_fork_identities(struct symbolizer *s);
 /* What an exec event (bpf/profile.bpf.c, struct tp_exec) says of the new image's process. */
 struct exec_identity {
 	uint64_t cgroup_id;	     /* cgroup v2 id (kernfs node id); 0: unknown */

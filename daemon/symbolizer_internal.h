@@ -64,10 +64,11 @@ struct process {
 struct fork_link {
 	uint32_t child, parent;
 	uint64_t child_start, parent_start;
-	/* the child's cgroups and PID namespace at its fork (exec_identity's fields; 0: unknown),
-	 * its identity until it execs */
+	/* the child's cgroups, PID namespace and executable's name at its fork (exec_identity's
+	 * fields; 0, "": unknown), its identity until it execs */
 	uint64_t cgroup_id, cgroup_v1_id;
 	uint32_t pid_ns, ns_pid;
+	char name[PROCESS_NAME_LEN];
 };
 
 /* Forks remembered, a cache indexed by child pid: a newer fork overwrites an older one. */
@@ -173,14 +174,13 @@ int symbolizer_check_identity(struct symbolizer *s, uint32_t pid, uint64_t start
 /* Reads p's uids and PID-namespace pid from its status file (once; p->status_read). */
 void symbolizer_read_status(struct symbolizer *s, struct process *p);
 /* The identity p exec'd with (symbolizer__note_exec), or NULL. */
-/* The identity p, a forked child that has not exec'd, has from its fork record
- * (symbolizer__note_fork) into *out: its cgroups and PID namespace at the fork, and its parent's
- * name when its parent is cached with its labels read ("" otherwise); no executable fields.
- * False when p is no such child or its fork told nothing. */
-bool symbolizer_fork_identity(struct symbolizer *s, const struct process *p,
-			      struct exec_identity *out);
 const struct exec_identity *symbolizer_exec_identity_of(struct symbolizer *s,
 							const struct process *p);
+/* The identity p, a forked child that has not exec'd, has from its fork record
+ * (symbolizer__note_fork) into *out: its cgroups, PID namespace and executable's name at the fork;
+ * no other executable fields. False when p is no such child or its fork told nothing. */
+bool symbolizer_fork_identity_of(struct symbolizer *s, const struct process *p,
+				 struct exec_identity *out);
 /* Fills p's labels (p->info) and executable identity, from its exec record where it has one;
  * reads /proc only when live (its identity checked). Never fails: what cannot be read stays
  * empty. */

@@ -714,20 +714,23 @@ def check_static_layouts(keys, files):
 
 
 def check_fork_identity(keys, files):
-    """A forked child of the guest's shell spun in busybox before it exec'd tp_hotcold: those
-    samples took their labels from its fork record (its cgroups and PID namespace read by BPF
-    from the child's task on this kernel), and say cgroup /km.scope as the rest do."""
+    """A forked child of the guest's shell spun in busybox before it exec'd tp_hotcold, and was
+    read after its exec: those samples took their labels from its fork record (its executable's
+    name, cgroups and PID namespace read by BPF from the child's task on this kernel), so they
+    say process busybox (/proc would have said tp_hotcold by then) and cgroup /km.scope."""
     prof = Profile(files["fork.pb.gz"])
     before = [s for s in prof.samples if any("busybox" in (f["mapping"] or "")
                                              for f in s["frames"])]
     forks = metric_value(files, "tailprof_fork_identities_total")
+    names = collections.Counter(s["labels"].get("process") for s in before)
     paths = collections.Counter(s["labels"].get("cgroup") for s in before)
     assert before, "no sample of the child before its exec: %s" % prof.total()
     assert forks >= 1, "no process labelled from its fork record (%d samples before the exec)" % (
         len(before))
+    assert set(names) == {"busybox"}, "process labels before the exec: %s" % dict(names)
     assert set(paths) == {"/km.scope"}, "cgroup labels before the exec: %s" % dict(paths)
-    return "%d samples before the exec, %d processes labelled from their fork" % (len(before),
-                                                                                  forks)
+    return "%d samples before the exec, labelled busybox; %d processes labelled from their " \
+        "fork" % (len(before), forks)
 
 
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),

@@ -2236,6 +2236,9 @@ static struct process_info exec_process(struct symbolizer *s, const char *lib, u
 	return info;
 }
 
+/* fork_process: events lost between the fork record and the read */
+static bool forget_first;
+
 /* A forked child (pid, starttime) of (parent, parent_starttime) that has not exec'd, whose /proc
  * files are another image's (exe: the link's target; cgroup file "0::/moved"), sampled once with
  * its fork record's identity id: its process_info. */
@@ -2254,6 +2257,8 @@ static struct process_info fork_process(struct symbolizer *s, const char *lib, u
 	assert_int_equal(symlink(exe, path), 0);
 	symbolizer__note_fork(s, pid, starttime * ns_per_tick, parent,
 			      parent_starttime * ns_per_tick, id);
+	if (forget_first)
+		symbolizer__forget_fork_identities(s);
 	resolve_one(s, pid, starttime, alpha_addr(lib, 0x7f0000100000ull), 0);
 	assert_int_equal(symbolizer__process_info(s, pid, starttime * ns_per_tick, &info), 0);
 	return info;
@@ -2363,25 +2368,42 @@ static void test_exec_identity(void **state)
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.cgroup_reads_saved, 2);
 	/* a child of 1401 sampled before its exec, read after it: /proc tells its new image's name
-	 * (and for 1409 a cgroup it was moved to), its fork record its parent's cgroup and
-	 * namespace, and the parent's name */
+	 * and a cgroup it was moved to, its fork record its executable's name, cgroups and
+	 * namespace then */
 	f = (struct exec_identity){.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1409};
+	snprintf(f.name, sizeof(f.name), "forking-shell");
 	info = fork_process(s, lib, 1409, 22, "/usr/bin/new-image", 1401, 14, &f);
-	assert_string_equal(info.name, "from-exec");
+	assert_string_equal(info.name, "forking-shell");
 	assert_int_equal(info.cgroup, cg);
 	assert_int_equal(info.ns_pid, 0);
-	/* cloned into a new PID namespace, its parent not cached: its pid there, and its name from
-	 * /proc */
+	/* cloned into a new PID namespace, its executable unreadable: its pid there, and its name
+	 * from /proc */
 	f = (struct exec_identity){.cgroup_id = 77, .pid_ns = host_ns + 11, .ns_pid = 1};
 	info = fork_process(s, lib, 1410, 23, "/usr/bin/runtime", 999, 1, &f);
 	assert_string_equal(info.name, "runtime");
 	assert_int_equal(info.ns_pid, 1);
 	assert_int_equal(info.cgroup, cg);
+	/* gone before it was read (no /proc entry): its labels from its fork record */
+	f = (struct exec_identity){.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1411};
+	snprintf(f.name, sizeof(f.name), "short-child");
+	symbolizer__note_fork(s, 1411, 24 * ns_per_tick, 1401, 14 * ns_per_tick, &f);
+	assert_int_equal(symbolizer__process_info(s, 1411, 24 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "short-child");
+	assert_int_equal(info.cgroup, cg);
 	symbolizer__stats(s, &st);
-	assert_int_equal(st.identities_from_fork, 2);
+	assert_int_equal(st.identities_from_fork, 3);
 	assert_int_equal(st.identities_from_exec, 8);
-	assert_int_equal(st.cgroup_reads_saved, 4);
-	for (uint32_t pid = 1409; pid <= 1410; pid++) {
+	assert_int_equal(st.cgroup_reads_saved, 5);
+	/* events lost after its fork (its exec among them, maybe): /proc, as without the fork
+	 * record (forget_first: fork_process calls it between the note and the read) */
+	forget_first = true;
+	info = fork_process(s, lib, 1412, 25, "/usr/bin/after-loss", 1401, 14, &f);
+	forget_first = false;
+	assert_string_equal(info.name, "after-loss");
+	assert_string_equal(cgroups__get(info.cgroup)->path, "/moved");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.identities_from_fork, 3);
+	for (uint32_t pid = 1409; pid <= 1412; pid++) {
 		snprintf(path, sizeof(path), "%s/%u/exe", fake_root, pid);
 		unlink(path);
 	}
