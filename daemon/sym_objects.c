@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The objects of mappings: the file behind a mapping opened (map_files, the process's root, or
  * the path), its separate debug file found (build ID, .gnu_debuglink) or its MiniDebugInfo read,
- * the DWARF's file recorded for source lines; and the vDSO read from a process's memory. Objects
- * are shared through the symbolizer's object cache (elf_object.h). */
+ * the DWARF's file recorded for source lines; the vDSO read from a process's memory; and a JIT's
+ * symbols from its perf map. Objects are shared through the symbolizer's object cache
+ * (elf_object.h). */
 #include "symbolizer_internal.h"
 
 #include <errno.h>
@@ -15,8 +16,19 @@
 
 #include "elf_object.h"
 #include "log.h"
+#include "perf_map.h"
 #include "proc_maps.h"
 #include "sysinfo.h"
+
+/* A JIT's perf map is checked for growth at most this often per process. */
+#define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
+/* A perf map that changed is read again at most this often per process. */
+#define PERF_MAP_REREAD_NS (1000ull * 1000 * 1000)
+/* reads of a perf map in a look before one is whole (proc_read_file_whole_version) */
+#define PERF_MAP_READ_TRIES 3
+/* JIT symbol tables of all processes together, the versions windows still hold included: past
+ * it a grown perf map is not read again (the version in use stays). */
+#define JIT_BUDGET_BYTES (128u << 20)
 
 /* A file whose stat matched its object this recently is taken for it by (dev, inode) alone */
 #define OBJECT_RECHECK_NS (1000ull * 1000 * 1000)
@@ -378,5 +390,86 @@ struct object *symbolizer_open_vdso(struct symbolizer *s, uint32_t pid,
 		return NULL;
 	}
 	object_cache__add(&s->objects, obj, obj->build_id[0] != 0);
+	return obj;
+}
+
+struct object *symbolizer_jit_object(struct symbolizer *s, struct process *p)
+{
+	uint64_t now = sysinfo__mono_ns();
+	char root[PATH_MAX], name[64], *buf;
+	struct object *obj;
+	struct stat st;
+	int64_t mtime;
+	size_t len, skipped = 0;
+	int fd, err;
+
+	if (p->jit_checked_ns && now - p->jit_checked_ns < PERF_MAP_CHECK_NS)
+		return p->jit;
+	p->jit_checked_ns = now;
+	if (!p->status_read)
+		symbolizer_read_status(s, p);
+	snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
+	fd = perf_map__open(root, p->info.ns_pid ? p->info.ns_pid : p->pid, p->uid, p->euid, &st);
+	if (fd < 0) {
+		if ((fd == -EPERM || fd == -EFBIG) && !p->jit_refused) {
+			p->jit_refused = true;
+			s->stats.perf_map_rejected++;
+			pr_debug("perf map of process %u refused: %s", p->pid,
+				 fd == -EPERM ? "not a regular file of the process's user"
+					      : "too large");
+		}
+		return p->jit;
+	}
+	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	if ((p->jit_seen && (uint64_t)st.st_size == p->jit_size && mtime == p->jit_mtime_ns) ||
+	    (p->jit_read_ns && now - p->jit_read_ns < PERF_MAP_REREAD_NS) ||
+	    s->objects.jit_bytes > JIT_BUDGET_BYTES) {
+		close(fd);
+		return p->jit;
+	}
+	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
+	err = proc_read_file_whole_version(root, fd, PERF_MAP_MAX_BYTES, PERF_MAP_READ_TRIES, &st,
+					   &buf, &len, &s->stats.perf_map_torn_reads);
+	close(fd);
+	if (err == -EAGAIN) {
+		/* rewritten under every read: the old table stays, and the next look (not a
+		 * second from now) reads again */
+		return p->jit;
+	}
+	/* whatever comes of it, this version of the file (the one read) has been looked at */
+	p->jit_seen = true;
+	p->jit_size = st.st_size;
+	p->jit_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	p->jit_read_ns = now;
+	if (err) {
+		if (!p->jit_refused) {
+			p->jit_refused = true;
+			s->stats.perf_map_rejected++;
+		}
+		return p->jit;
+	}
+	snprintf(name, sizeof(name), "/tmp/perf-%u.map", p->info.ns_pid ? p->info.ns_pid : p->pid);
+	obj = object__new(name);
+	err = perf_map__parse(buf, len, &obj->symtab, &skipped);
+	free(buf);
+	s->stats.perf_map_lines_skipped += skipped;
+	if (err < 0) {
+		object__put(obj);
+		return p->jit;
+	}
+	if (obj->symtab.nr_spans) {
+		const struct sym_span *last = &obj->symtab.spans[obj->symtab.nr_spans - 1];
+
+		obj->range_start = obj->symtab.spans[0].start;
+		obj->range_limit = last->start + last->len;
+	}
+	obj->size_bytes = st.st_size;
+	obj->jit_bytes = obj->symtab.nr_spans * sizeof(struct sym_span) + obj->symtab.names_bytes;
+	object_cache__add(&s->objects, obj, false);
+	s->objects.jit_bytes += obj->jit_bytes;
+	s->stats.perf_map_reads++;
+	object__put(s->stale_jit);
+	s->stale_jit = p->jit;
+	p->jit = obj;
 	return obj;
 }

@@ -260,9 +260,10 @@ static bool loader_name(const char *name)
 }
 
 /* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for
- * a perf map (jit_object). What its exec told (symbolizer__note_exec) is not read again. What
- * cannot be read stays empty: these are labels, never a reason to drop a sample. Unless live
- * (its identity checked), only what its exec told: the pid may be another process's now. */
+ * a perf map (symbolizer_jit_object). What its exec told (symbolizer__note_exec) is not read
+ * again. What cannot be read stays empty: these are labels, never a reason to drop a sample.
+ * Unless live (its identity checked), only what its exec told: the pid may be another
+ * process's now. */
 void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 {
 	const struct exec_identity *x = symbolizer_exec_identity_of(s, p);

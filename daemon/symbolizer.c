@@ -13,7 +13,6 @@
 #include "hashmap.h"
 #include "kallsyms.h"
 #include "log.h"
-#include "perf_map.h"
 #include "proc_maps.h"
 #include "sysinfo.h"
 #include "tailprof.h"
@@ -27,19 +26,10 @@ _Static_assert(STATIC_LAYOUTS == TP_STATIC_LAYOUTS, "one table of static layouts
  * leaf, up to 2^REREAD_BACKOFF_MAX times RESCAN_INTERVAL_NS (3.2 s): those addresses were a
  * broken frame chain's garbage (a Go runtime function's CFI leading into the Go heap), which
  * comes back at every such stack. */
-#define REREAD_BACKOFF_MAX 5
-#define PROC_BUCKETS_MIN   256
-/* A JIT's perf map is checked for growth at most this often per process. */
-#define PERF_MAP_CHECK_NS (200ull * 1000 * 1000)
-/* A perf map that changed is read again at most this often per process. */
-#define PERF_MAP_REREAD_NS (1000ull * 1000 * 1000)
-/* reads of a perf map in a look before one is whole (proc_read_file_whole_version) */
-#define PERF_MAP_READ_TRIES   3
+#define REREAD_BACKOFF_MAX    5
+#define PROC_BUCKETS_MIN      256
 #define DEFAULT_MAX_PROCESSES 8192
-/* JIT symbol tables of all processes together, the versions windows still hold included: past
- * it a grown perf map is not read again (the version in use stays). */
-#define JIT_BUDGET_BYTES    (128u << 20)
-#define DEFAULT_MAX_OBJECTS 4096
+#define DEFAULT_MAX_OBJECTS   4096
 
 static void release_mappings(struct proc_maps *maps, struct mapping_obj *mobjs)
 {
@@ -590,92 +580,6 @@ static struct process *get_process(struct symbolizer *s, uint32_t pid, uint64_t 
 	return p;
 }
 
-/* The JIT symbols of p from its perf map (/tmp/perf-NSPID.map inside its root), read when first
- * seen and again when the file grew or changed: looked at most every PERF_MAP_CHECK_NS, read
- * again at most every PERF_MAP_REREAD_NS, and not while the JIT tables of all processes (the
- * versions windows hold included) are over JIT_BUDGET_BYTES. NULL when there is none. The
- * replaced object is released at the next call (frames of this call may use it). */
-static struct object *jit_object(struct symbolizer *s, struct process *p)
-{
-	uint64_t now = sysinfo__mono_ns();
-	char root[PATH_MAX], name[64], *buf;
-	struct object *obj;
-	struct stat st;
-	int64_t mtime;
-	size_t len, skipped = 0;
-	int fd, err;
-
-	if (p->jit_checked_ns && now - p->jit_checked_ns < PERF_MAP_CHECK_NS)
-		return p->jit;
-	p->jit_checked_ns = now;
-	if (!p->status_read)
-		symbolizer_read_status(s, p);
-	snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
-	fd = perf_map__open(root, p->info.ns_pid ? p->info.ns_pid : p->pid, p->uid, p->euid, &st);
-	if (fd < 0) {
-		if ((fd == -EPERM || fd == -EFBIG) && !p->jit_refused) {
-			p->jit_refused = true;
-			s->stats.perf_map_rejected++;
-			pr_debug("perf map of process %u refused: %s", p->pid,
-				 fd == -EPERM ? "not a regular file of the process's user"
-					      : "too large");
-		}
-		return p->jit;
-	}
-	mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	if ((p->jit_seen && (uint64_t)st.st_size == p->jit_size && mtime == p->jit_mtime_ns) ||
-	    (p->jit_read_ns && now - p->jit_read_ns < PERF_MAP_REREAD_NS) ||
-	    s->objects.jit_bytes > JIT_BUDGET_BYTES) {
-		close(fd);
-		return p->jit;
-	}
-	snprintf(root, sizeof(root), "/proc/self/fd/%d", fd);
-	err = proc_read_file_whole_version(root, fd, PERF_MAP_MAX_BYTES, PERF_MAP_READ_TRIES, &st,
-					   &buf, &len, &s->stats.perf_map_torn_reads);
-	close(fd);
-	if (err == -EAGAIN) {
-		/* rewritten under every read: the old table stays, and the next look (not a
-		 * second from now) reads again */
-		return p->jit;
-	}
-	/* whatever comes of it, this version of the file (the one read) has been looked at */
-	p->jit_seen = true;
-	p->jit_size = st.st_size;
-	p->jit_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	p->jit_read_ns = now;
-	if (err) {
-		if (!p->jit_refused) {
-			p->jit_refused = true;
-			s->stats.perf_map_rejected++;
-		}
-		return p->jit;
-	}
-	snprintf(name, sizeof(name), "/tmp/perf-%u.map", p->info.ns_pid ? p->info.ns_pid : p->pid);
-	obj = object__new(name);
-	err = perf_map__parse(buf, len, &obj->symtab, &skipped);
-	free(buf);
-	s->stats.perf_map_lines_skipped += skipped;
-	if (err < 0) {
-		object__put(obj);
-		return p->jit;
-	}
-	if (obj->symtab.nr_spans) {
-		const struct sym_span *last = &obj->symtab.spans[obj->symtab.nr_spans - 1];
-
-		obj->range_start = obj->symtab.spans[0].start;
-		obj->range_limit = last->start + last->len;
-	}
-	obj->size_bytes = st.st_size;
-	obj->jit_bytes = obj->symtab.nr_spans * sizeof(struct sym_span) + obj->symtab.names_bytes;
-	object_cache__add(&s->objects, obj, false);
-	s->objects.jit_bytes += obj->jit_bytes;
-	s->stats.perf_map_reads++;
-	object__put(s->stale_jit);
-	s->stale_jit = p->jit;
-	p->jit = obj;
-	return obj;
-}
-
 /* The parent of process (pid, start_ns), a forked child that has not exec'd since (its fork link
  * is intact), when its maps are cached and read: the child's own until it execs, its vDSO
  * included. NULL otherwise; the parent's maps are never read here (a call's frames may borrow
@@ -743,7 +647,7 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 		}
 	} else if (!m->path[0] || !strncmp(m->path, "[anon:", 6)) {
 		/* anonymous executable memory: JIT code, named by the process's perf map */
-		struct object *jit = jit_object(s, p);
+		struct object *jit = symbolizer_jit_object(s, p);
 
 		if (jit && symtab__find(&jit->symtab, addr))
 			f->obj = jit;

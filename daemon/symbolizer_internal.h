@@ -194,5 +194,12 @@ struct object *symbolizer_open_object(struct symbolizer *s, uint32_t pid,
 /* The vDSO of pid at mapping m, with a reference, or NULL. */
 struct object *symbolizer_open_vdso(struct symbolizer *s, uint32_t pid,
 				    const struct proc_mapping *m);
+/* The JIT symbols of p from its perf map (/tmp/perf-NSPID.map inside its root), p's object (no
+ * reference for the caller): read when first seen and again when the file grew or changed,
+ * looked at most every PERF_MAP_CHECK_NS, read again at most every PERF_MAP_REREAD_NS, and not
+ * while the JIT tables of all processes (the versions windows hold included) are over
+ * JIT_BUDGET_BYTES. NULL when there is none. The replaced object is released at the next call
+ * (frames of this call may use it). */
+struct object *symbolizer_jit_object(struct symbolizer *s, struct process *p);
 
 #endif
