@@ -17,6 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "hashmap.h"
 #include "log.h"
 #include "proc_maps.h"
@@ -689,15 +690,8 @@ static void pin_retire(struct unwinder *u, struct uw_layout_pin *pin, bool repla
 		u->opts.ops->set_layout(u->opts.ops_ctx, sysinfo__kernel_dev(pin->dev), pin->ino,
 					&none);
 	u->st.layout_pins--;
-	if (u->nr_retired == u->cap_retired) {
-		size_t n = u->cap_retired ? 2 * u->cap_retired : 16;
-		struct uw_layout_pin *v = realloc(u->retired, n * sizeof(*v));
-
-		if (!v)
-			abort(); /* a few pins a round at most */
-		u->retired = v;
-		u->cap_retired = n;
-	}
+	if (ARRAY_GROW(u->retired, u->cap_retired, u->nr_retired + 1))
+		abort(); /* a few pins a round at most */
 	pin->round = u->round;
 	u->retired[u->nr_retired++] = *pin;
 	*pin = (struct uw_layout_pin){0};
