@@ -52,10 +52,13 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* 1 once a new process found no room in live_procs: user space cannot take a pid's absence
+ * there for the end of a process forked since the load any more */
+__u32 live_procs_full;
 /* live_procs: tgid -> start_ns of the processes forked since tailprofd loaded, from their fork
  * until their exit (before the kernel can give the pid to another). User space checks that a
  * maps read was of the process it was for against it, instead of reading /proc/PID/stat. When
- * full, a new process is not added and user space reads /proc for it. */
+ * full, a new process is not added (live_procs_full) and user space reads /proc for it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
@@ -525,7 +528,8 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 		ev.name[0] = 0;
 	/* before the child runs: whatever user space reads of the pid later is this process's or a
 	 * later one's (no prealloc'd slot free: not added) */
-	bpf_map_update_elem(&live_procs, &ev.hdr.pid, &ev.hdr.start_ns, BPF_ANY);
+	if (bpf_map_update_elem(&live_procs, &ev.hdr.pid, &ev.hdr.start_ns, BPF_ANY))
+		live_procs_full = 1;
 	/* no wakeup: it only matters if the child's maps cannot be read when it is sampled */
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wakeup_flags(0)))
 		count(ev.hdr.ts_ns, TP_M_EVENT_LOST);

@@ -45,7 +45,8 @@ struct loader {
 	size_t rows_bytes;
 	struct tp_unwind_page *pages; /* mmap of unwind_pages */
 	size_t pages_bytes;
-	uint64_t *epoch; /* mmap of unwind_epoch (a page) */
+	uint64_t *epoch;	/* mmap of unwind_epoch (a page) */
+	uint64_t live_since_ns; /* CLOCK_BOOTTIME when the fork program was attached; 0: not */
 };
 
 int loader__probe_kernel(struct features *f)
@@ -510,6 +511,9 @@ struct loader *loader__new(const struct loader_opts *opts)
 		       strerror(-err));
 		goto fail;
 	}
+	/* read after the attach: a process that started later had its fork seen */
+	if (!opts->load_only)
+		l->live_since_ns = sysinfo__boot_ns();
 	features__set(opts->features, FEATURE_CPU_SAMPLING, true, "perf_event/cpu-clock", NULL);
 	if (opts->unwind_tables)
 		features__set(opts->features, FEATURE_EH_FRAME, true, "bpf_loop", NULL);
@@ -684,6 +688,13 @@ int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns)
 	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.live_procs), &pid, start_ns))
 		return -errno;
 	return 0;
+}
+
+uint64_t loader__live_since(const struct loader *l)
+{
+	if (__atomic_load_n(&l->skel->bss->live_procs_full, __ATOMIC_RELAXED))
+		return 0;
+	return l->live_since_ns;
 }
 
 void loader__forget(struct loader *l, uint32_t pid)

@@ -82,6 +82,10 @@ uint64_t *loader__counters(const struct loader *l);
  * the processes forked since the load (live_procs): 0, or -ENOENT when the table does not have
  * pid (gone, from before the load, or the table was full: /proc tells then). */
 int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns);
+/* The boot time (CLOCK_BOOTTIME ns, as start_ns) from which every process forked is in that
+ * table until it exits: one that started later and is not there is gone. 0 when no time is
+ * (not attached, or a process found the table full). */
+uint64_t loader__live_since(const struct loader *l);
 /* Forgets a process on the BPF side (it is no longer known: its next sample wakes user space
  * and marks it known again). BPF marks processes known itself, at the sample that wakes user
  * space for them, and forgets them at exec and exit; this is for the cap on known processes. */

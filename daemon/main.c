@@ -70,6 +70,11 @@ static int live_start(void *ctx, uint32_t pid, uint64_t *start_ns)
 	return loader__live_start(ctx, pid, start_ns);
 }
 
+static uint64_t live_since(void *ctx)
+{
+	return loader__live_since(ctx);
+}
+
 /* The symbolizer's static layouts are told to BPF. */
 static int layout_known(void *ctx, uint32_t dev, uint64_t ino, bool known)
 {
@@ -466,6 +471,7 @@ int main(int argc, char **argv)
 	    .max_processes = o.limits.v[LIMIT_PROCESSES],
 	    .max_objects = o.limits.v[LIMIT_OBJECTS],
 	    .live_start = live_start,
+	    .live_since = live_since,
 	    .live_ctx = loader,
 	    .cgroup_id = cgroups__id_of,
 	    .layout_known = layout_known,

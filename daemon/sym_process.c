@@ -20,19 +20,24 @@
 /* 0 when the pid belongs to the process that started at start_ns (boot-time ns), else -ESRCH
  * (gone, or the pid now belongs to another process) or another negative errno. BPF's table of
  * live processes tells where it has the pid (a bpf() lookup, against an open, read and close of
- * a file the kernel formats); else /proc/PID/stat, whose field 22, starttime, is in clock ticks
+ * a file the kernel formats), and that one started since it has every process is gone where it
+ * does not; else /proc/PID/stat, whose field 22, starttime, is in clock ticks
  * since boot (proc(5)): the kernel truncates start_boottime to it. */
 int symbolizer_check_identity(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
 	char path[PATH_MAX], *buf, *p, *end;
 	unsigned long long ticks;
-	uint64_t live;
+	uint64_t live, since;
 	size_t len;
 	int err;
 
-	if (s->live_start && !s->live_start(s->live_ctx, pid, &live)) {
-		s->stats.identity_checks[0]++;
-		return live == start_ns ? 0 : -ESRCH;
+	if (s->live_start) {
+		err = s->live_start(s->live_ctx, pid, &live);
+		if (!err || (err == -ENOENT && s->live_since &&
+			     (since = s->live_since(s->live_ctx)) && start_ns > since)) {
+			s->stats.identity_checks[0]++;
+			return !err && live == start_ns ? 0 : -ESRCH;
+		}
 	}
 	s->stats.identity_checks[1]++;
 
@@ -221,6 +226,25 @@ static bool names_exec_cgroups(struct symbolizer *s, const struct exec_identity 
 	       id == x->cgroup_id;
 }
 
+/* The slot of the cgroup path of the cgroups x names (x->cgroup_id not 0). */
+static struct cgroup_id_path *cgroup_slot(struct symbolizer *s, const struct exec_identity *x)
+{
+	uint64_t key = hashmap__combine(x->cgroup_id, x->cgroup_v1_id);
+
+	return &s->cgroup_paths[hashmap__mix64(key) % CGROUP_ID_PATHS];
+}
+
+/* Whether the path of the cgroups x names is known (read for an earlier process). */
+static bool cgroup_known(struct symbolizer *s, const struct exec_identity *x)
+{
+	const struct cgroup_id_path *c;
+
+	if (!x->cgroup_id)
+		return false;
+	c = cgroup_slot(s, x);
+	return c->kernfs_id == x->cgroup_id && c->v1_id == x->cgroup_v1_id;
+}
+
 /* p's cgroup (cgroups.h id) from the path read for the cgroups it exec'd in (v2, and v1
  * name=systemd on hybrid layouts: the two lines of the cgroup file that the path is taken from),
  * else, while it lives, from its cgroup file, remembered for them when the path names them. */
@@ -233,10 +257,8 @@ static uint32_t read_cgroup(struct symbolizer *s, const struct process *p,
 	bool v2 = false;
 
 	if (x && x->cgroup_id) {
-		uint64_t key = hashmap__combine(x->cgroup_id, x->cgroup_v1_id);
-
-		c = &s->cgroup_paths[hashmap__mix64(key) % CGROUP_ID_PATHS];
-		if (c->kernfs_id == x->cgroup_id && c->v1_id == x->cgroup_v1_id) {
+		c = cgroup_slot(s, x);
+		if (cgroup_known(s, x)) {
 			s->stats.cgroup_reads_saved++;
 			return c->cgroup;
 		}
@@ -257,6 +279,20 @@ static bool loader_name(const char *name)
 	return (!strncmp(name, "ld-", 3) || !strncmp(name, "ld64.so", 7) ||
 		!strncmp(name, "ld.so", 5)) &&
 	       strstr(name, ".so");
+}
+
+bool symbolizer_info_told(struct symbolizer *s, const struct process *p)
+{
+	const struct exec_identity *x = symbolizer_exec_identity_of(s, p);
+	struct exec_identity forked;
+
+	if (!x && symbolizer_fork_identity_of(s, p, &forked))
+		x = &forked;
+	if (!x || !x->name[0] || !x->pid_ns || !cgroup_known(s, x))
+		return false;
+	if (!s->root_pid_ns_read)
+		read_root_pid_ns(s);
+	return s->root_pid_ns_inum != 0;
 }
 
 /* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for

@@ -686,6 +686,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->max_processes = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
 	s->max_objects = opts->max_objects ? opts->max_objects : DEFAULT_MAX_OBJECTS;
 	s->live_start = opts->live_start;
+	s->live_since = opts->live_since;
 	s->live_ctx = opts->live_ctx;
 	s->cgroup_id = opts->cgroup_id;
 	s->cgroup_ctx = opts->cgroup_ctx;
@@ -925,6 +926,7 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 	struct process *p = proc_find(s, pid);
 	struct exited *x = &s->exited[pid % EXITED];
 	struct process gone = {.pid = pid, .start_ns = start_ns};
+	bool told;
 
 	if (p && p->start_ns == start_ns) {
 		/* its maps could not be read (a kernel thread, or gone before the read) or none
@@ -943,15 +945,17 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 	 * process (a late sample of an earlier one) tells nothing of this one. */
 	if (p)
 		return -ESRCH;
-	if (!symbolizer_check_identity(s, pid, start_ns)) {
+	/* whether it still runs matters only for what /proc would add to its records */
+	told = symbolizer_info_told(s, &gone);
+	if (!told && !symbolizer_check_identity(s, pid, start_ns)) {
 		p = proc_new(s, pid, start_ns);
 		symbolizer_read_info(s, p, true);
 		*info = p->info;
 		return 0;
 	}
-	/* gone: what its exec (or its fork, if it never exec'd) told, remembered as an exited
-	 * process's */
-	if (!symbolizer_exec_identity_of(s, &gone) &&
+	/* told, or gone: what its exec (or its fork, if it never exec'd) told, kept for its next
+	 * samples */
+	if (!told && !symbolizer_exec_identity_of(s, &gone) &&
 	    !symbolizer_fork_identity_of(s, &gone, &(struct exec_identity){0}))
 		return -ESRCH;
 	symbolizer_read_info(s, &gone, false);
@@ -1079,9 +1083,12 @@ void symbolizer__forget_process(struct symbolizer *s, uint32_t pid)
 {
 	struct fork_link *l = &s->forks[pid % FORK_LINKS];
 
-	/* after an exec the parent's maps say nothing about this process */
+	/* after an exec the parent's maps say nothing about this process, nor the labels kept
+	 * from its fork record about its new image */
 	if (l->child == pid)
 		l->child = 0;
+	if (s->exited[pid % EXITED].pid == pid)
+		s->exited[pid % EXITED].pid = 0;
 	drop_process(s, pid);
 }
 

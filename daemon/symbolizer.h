@@ -94,6 +94,10 @@ struct symbolizer_opts {
 	 * /proc/PID/stat is read (loader__live_start): 0, or a negative errno when it does not
 	 * know the pid (then the stat file is read). NULL: always the stat file. */
 	int (*live_start)(void *ctx, uint32_t pid, uint64_t *start_ns);
+	/* The boot time (ns) from which that source has every process until it exits
+	 * (loader__live_since), 0: none. A process started later that it does not have is gone,
+	 * with no /proc read. NULL: none. */
+	uint64_t (*live_since)(void *ctx);
 	void *live_ctx;
 	/* The kernfs id of cgroup path in the v2 hierarchy (v1 false) or the v1 name=systemd one,
 	 * 0 or a negative errno (cgroups__id_of): a cgroup path read for a process is remembered
@@ -294,8 +298,8 @@ int symbolizer__copy_maps(struct symbolizer *s, uint32_t pid, uint64_t start_ns,
  * the first, that found them changed: the modules that looked at the first should look again (the
  * recheck after its exec will not). */
 bool symbolizer__take_loaded_reread(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
-/* The process exec'd: drop its cached maps (objects live on through references) and its fork
- * link (its image is its own now). */
+/* The process exec'd: drop its cached maps (objects live on through references), its fork
+ * link and the labels kept from it (its image is its own now). */
 void symbolizer__forget_process(struct symbolizer *s, uint32_t pid);
 /* The process exited: drop its cached maps, but its process_info stays known (recent exits only)
  * and its fork link stays, for the samples it takes while the kernel tears it down (after the

@@ -74,7 +74,9 @@ struct fork_link {
 /* Forks remembered, a cache indexed by child pid: a newer fork overwrites an older one. */
 #define FORK_LINKS 4096
 
-/* The identity of a process that exited, for its last samples; indexed by pid like forks. */
+/* The labels of a process that exited, for its last samples, or of one its exec or fork record
+ * told all of (symbolizer_info_told) seen with no struct process; indexed by pid like forks,
+ * dropped at its exec. */
 struct exited {
 	uint32_t pid;
 	uint64_t start_ns;
@@ -141,6 +143,7 @@ struct symbolizer {
 	struct process *lru_head, *lru_tail;
 	uint64_t ns_per_tick;
 	int (*live_start)(void *ctx, uint32_t pid, uint64_t *start_ns);
+	uint64_t (*live_since)(void *ctx);
 	void *live_ctx;
 	int (*cgroup_id)(void *ctx, bool v1, const char *path, uint64_t *id);
 	void *cgroup_ctx;
@@ -185,6 +188,11 @@ bool symbolizer_fork_identity_of(struct symbolizer *s, const struct process *p,
  * reads /proc only when live (its identity checked). Never fails: what cannot be read stays
  * empty. */
 void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live);
+/* Whether p's exec record (or, for a forked child that has not exec'd, its fork record) tells
+ * all of its labels: its executable's name, its PID namespace and cgroups whose path is known.
+ * Then symbolizer_read_info() reads nothing from /proc, live or not, and whether p still runs
+ * needs no check. */
+bool symbolizer_info_told(struct symbolizer *s, const struct process *p);
 
 /* ---- sym_objects.c ---- */
 

@@ -125,6 +125,14 @@ uint64_t sysinfo__mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+uint64_t sysinfo__boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* the wall-clock step tests make (tests/integration/test_faults.py): 0 in a daemon run by people */
 static int64_t test_real_offset_ns;
 

@@ -25,6 +25,8 @@ uint64_t sysinfo__cpu_ns(void);
 /* CLOCK_MONOTONIC and CLOCK_REALTIME now, in ns. CLOCK_REALTIME has the test offset added
  * (sysinfo__test_clock_refresh). */
 uint64_t sysinfo__mono_ns(void);
+/* CLOCK_BOOTTIME now, in ns: the clock of a task's start_boottime (tp_event_hdr.start_ns). */
+uint64_t sysinfo__boot_ns(void);
 int64_t sysinfo__real_ns(void);
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns (what turns a monotonic time into a Unix one): the
  * realtime read bracketed by two monotonic reads, against their midpoint, the tightest of three

@@ -1684,8 +1684,36 @@ static int fake_live_start(void *ctx, uint32_t pid, uint64_t *start_ns)
 	return 0;
 }
 
+/* fake_live_since: the table has every process started after this many ticks (0: none) */
+static uint64_t live_since_ticks;
+
+static uint64_t fake_live_since(void *ctx)
+{
+	(void)ctx;
+	return live_since_ticks * ns_per_tick;
+}
+
+/* A fake process pid started at ticks with maps, its address addr resolved (to an object when
+ * want is 0, else failing with want): the identity checks made by its stat file so far. */
+static uint64_t stat_checks_after(struct symbolizer *s, uint32_t pid, uint64_t ticks,
+				  const char *maps, uint64_t addr, int want)
+{
+	struct symbolizer_stats st;
+	struct frame f;
+
+	fake_process(pid, ticks, maps);
+	f = resolve_one(s, pid, ticks, addr, want);
+	if (want)
+		assert_null(f.obj);
+	else
+		assert_non_null(f.obj);
+	symbolizer__stats(s, &st);
+	return st.identity_checks[1];
+}
+
 /* Where BPF's table has the pid, it decides whether a maps read was the sample's process's
- * (no stat file read); elsewhere /proc/PID/stat does. */
+ * (no stat file read), and where it would have it (started since the table has every process);
+ * elsewhere /proc/PID/stat does. */
 static void test_identity_from_bpf(void **state)
 {
 	const char *lib = fixture("TAILPROF_FIXTURE_LIB");
@@ -1694,6 +1722,7 @@ static void test_identity_from_bpf(void **state)
 	    .kallsyms = fixture("TAILPROF_FIXTURE_KALLSYMS"),
 	    .kernel_notes = "/nonexistent",
 	    .live_start = fake_live_start,
+	    .live_since = fake_live_since,
 	};
 	struct symbolizer *s = symbolizer__new(&opts);
 	uint64_t in_lib = alpha_addr(lib, 0x7f0000100000ull);
@@ -1714,10 +1743,16 @@ static void test_identity_from_bpf(void **state)
 	assert_int_equal(st.identity_checks[0], 3);
 	assert_int_equal(st.identity_checks[1], 0);
 	/* a pid BPF does not have (a process from before the load): the stat file */
-	fake_process(652, 32, maps);
-	assert_non_null(resolve_one(s, 652, 32, in_lib, 0).obj);
-	symbolizer__stats(s, &st);
-	assert_int_equal(st.identity_checks[1], 1);
+	assert_int_equal(stat_checks_after(s, 652, 32, maps, in_lib, 0), 1);
+	/* one the table would have but does not: gone, though its stat file says otherwise */
+	live_since_ticks = 40;
+	assert_int_equal(stat_checks_after(s, 653, 41, maps, in_lib, -ESRCH), 1);
+	assert_false(symbolizer__knows(s, 653, 41 * ns_per_tick));
+	/* one from before that time: the stat file */
+	assert_int_equal(stat_checks_after(s, 654, 39, maps, in_lib, 0), 2);
+	/* no such time (the table was full once): the stat file */
+	live_since_ticks = 0;
+	assert_int_equal(stat_checks_after(s, 655, 42, maps, in_lib, 0), 3);
 	live_pid = 0;
 	symbolizer__free(s);
 }
@@ -2306,6 +2341,7 @@ static void test_exec_identity(void **state)
 	char path[PATH_MAX + 64];
 	struct symbolizer_stats st;
 	struct process_info info;
+	uint64_t checks;
 	uint32_t cg;
 
 	(void)state;
@@ -2394,6 +2430,33 @@ static void test_exec_identity(void **state)
 	assert_int_equal(st.identities_from_fork, 3);
 	assert_int_equal(st.identities_from_exec, 8);
 	assert_int_equal(st.cgroup_reads_saved, 5);
+	/* a live child sampled in the kernel only, whose fork record tells all of its labels: no
+	 * identity check (its stat file, exe and cgroup file are another image's), its labels
+	 * kept for its next samples until it execs; then its exec record's */
+	checks = st.identity_checks[0] + st.identity_checks[1];
+	fake_process(1413, 26, "");
+	snprintf(path, sizeof(path), "%s/1413/exe", fake_root);
+	assert_int_equal(symlink("/usr/bin/new-image", path), 0);
+	snprintf(path, sizeof(path), "%s/1413/cgroup", fake_root);
+	write_file(path, "0::/moved\n");
+	f = (struct exec_identity){.cgroup_id = 77, .pid_ns = host_ns, .ns_pid = 1413};
+	snprintf(f.name, sizeof(f.name), "told-child");
+	symbolizer__note_fork(s, 1413, 26 * ns_per_tick, 1401, 14 * ns_per_tick, &f);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(symbolizer__process_info(s, 1413, 26 * ns_per_tick, &info), 0);
+		assert_string_equal(info.name, "told-child");
+		assert_int_equal(info.cgroup, cg);
+	}
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.identity_checks[0] + st.identity_checks[1], checks);
+	symbolizer__forget_process(s, 1413);
+	f = a;
+	snprintf(f.name, sizeof(f.name), "its-exec");
+	symbolizer__note_exec(s, 1413, 26 * ns_per_tick, &f);
+	assert_int_equal(symbolizer__process_info(s, 1413, 26 * ns_per_tick, &info), 0);
+	assert_string_equal(info.name, "its-exec");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.identity_checks[0] + st.identity_checks[1], checks);
 	/* events lost after its fork (its exec among them, maybe): /proc, as without the fork
 	 * record (forget_first: fork_process calls it between the note and the read) */
 	forget_first = true;
@@ -2402,8 +2465,8 @@ static void test_exec_identity(void **state)
 	assert_string_equal(info.name, "after-loss");
 	assert_string_equal(cgroups__get(info.cgroup)->path, "/moved");
 	symbolizer__stats(s, &st);
-	assert_int_equal(st.identities_from_fork, 3);
-	for (uint32_t pid = 1409; pid <= 1412; pid++) {
+	assert_int_equal(st.identities_from_fork, 4);
+	for (uint32_t pid = 1409; pid <= 1413; pid++) {
 		snprintf(path, sizeof(path), "%s/%u/exe", fake_root, pid);
 		unlink(path);
 	}
