@@ -66,6 +66,15 @@ struct {
 	__type(value, __u64);
 } live_procs SEC(".maps");
 
+/* py_exes: CPython interpreter executables tailprofd found in a process exec'd from one
+ * (daemon/python.c): a new image of one gets its py_procs entry at its exec. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct tp_file_key);
+	__type(value, struct tp_py_exe);
+} py_exes SEC(".maps");
+
 /* static_layouts: static executables whose layout tailprofd recorded (symbolizer.h,
  * symbolizer_opts.layout_known): a process exec'd from one is named from that layout, without a
  * read of its maps; with the layout's unwind tables once tailprofd has made them (struct
@@ -430,6 +439,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	const unsigned char *name;
 	struct tp_layout_table *layout = NULL;
 	struct tp_proc_mappings *tables = NULL;
+	struct tp_py_exe *py_exe = NULL;
 	struct mm_struct *mm;
 	struct pt_regs *regs;
 	struct file *exe;
@@ -482,9 +492,32 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 		if (!bpf_map_update_elem(&unwind_procs, &ev.hdr.pid, tables, BPF_ANY))
 			ev.flags |= TP_EXEC_TABLES_SET;
 	}
+	/* an interpreter executable tailprofd knows: its Python frames from its first sample, not
+	 * from the one that has tailprofd find the interpreter in its maps (and wakes it again for
+	 * that sample's new Python code) */
+	if (python_on && ev.start_code) {
+		struct tp_file_key k = {.ino = ev.exe_ino, .dev = ev.exe_dev};
+
+		py_exe = bpf_map_lookup_elem(&py_exes, &k);
+		if (py_exe)
+			ev.flags |= TP_EXEC_PY_SET;
+	}
 	if (notify(p, &ev.hdr, sizeof(ev), ev.flags & TP_EXEC_TABLES_SET) &&
 	    (ev.flags & TP_EXEC_TABLES_SET))
 		tp_mark_known(ev.hdr.pid, ev.hdr.start_ns);
+	/* after notify(), which deleted the old image's entry */
+	if (py_exe) {
+		struct tp_py_proc e = {
+		    .start_ns = ev.hdr.start_ns,
+		    .runtime = ev.start_code + py_exe->runtime_off,
+		    .version = py_exe->version,
+		    .image_lo = ev.start_code + py_exe->image_lo_off,
+		    .image_hi = ev.start_code + py_exe->image_hi_off,
+		    .image_key = py_exe->image_key,
+		};
+
+		bpf_map_update_elem(&py_procs, &ev.hdr.pid, &e, BPF_ANY);
+	}
 	return 0;
 }
 

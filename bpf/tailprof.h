@@ -77,6 +77,19 @@ struct tp_py_proc {
 };
 _Static_assert(sizeof(struct tp_py_proc) == 56, "tp_py_proc layout");
 
+/* The value of py_exes (key tp_file_key): a CPython interpreter executable (_PyRuntime in the
+ * executable itself, not a libpython) as a process of it placed its tp_py_proc fields, relative
+ * to the start of its code (mm->start_code: its PF_X segments' lowest address, load bias added),
+ * so that the exec program sets a new image's py_procs entry with no maps read. */
+struct tp_py_exe {
+	__u64 runtime_off;		  /* tp_py_proc.runtime - start_code */
+	__u64 image_lo_off, image_hi_off; /* tp_py_proc.image_lo/hi - start_code */
+	__u64 image_key;
+	__u32 version;
+	__u32 pad;
+};
+_Static_assert(sizeof(struct tp_py_exe) == 40, "tp_py_exe layout");
+
 /* The py_seen key of a Python stack, built a frame at a time, innermost first, by BPF's walker
  * and by tailprofd (daemon/python.c) alike: FNV-1a's prime over 64-bit words. Each frame adds its
  * code object's address, as its offset from image_lo when it lies in the interpreter file's
@@ -203,6 +216,9 @@ _Static_assert(sizeof(struct tp_exec) == 192, "tp_exec layout");
  * entry from them and marked it known (its first sample wakes nobody); tailprofd takes the
  * entry over at this record */
 #define TP_EXEC_TABLES_SET (1u << 1)
+/* its executable is a CPython interpreter in py_exes: the exec program set its py_procs entry
+ * (its Python frames are walked from its first sample) */
+#define TP_EXEC_PY_SET (1u << 2)
 
 /* Key of static_layouts: an executable file, as tp_exec gives it. */
 struct tp_file_key {

@@ -574,6 +574,17 @@ int collector_on_event(void *ctx, void *data, size_t size)
 			c->st.layout_tables_used++;
 			know_process(c, hdr->pid, hdr->start_ns, true, true);
 		}
+		/* its interpreter, where the exec program gave it to the walker from its
+		 * executable's (and where not, what python__note_process() makes that of) */
+		if (x && c->opts.python)
+			python__note_exec(c->opts.python, hdr->pid, hdr->start_ns,
+					  &(struct python_exec){
+					      .exe_dev = sysinfo__dev_of_kernel(x->exe_dev),
+					      .exe_kdev = x->exe_dev,
+					      .exe_ino = x->exe_ino,
+					      .start_code = x->start_code,
+					      .walker_set = x->flags & TP_EXEC_PY_SET,
+					  });
 		recheck_later(c, hdr->pid, hdr->start_ns, c->drain_ns, false);
 		if (c->opts.gc)
 			gc__process_exec(c->opts.gc, hdr->pid, x ? gc_exec_of(x, &gx) : NULL);

@@ -801,6 +801,17 @@ void loader__python_drop_process(struct loader *l, uint32_t pid)
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.py_procs), &pid);
 }
 
+int loader__python_set_exe(struct loader *l, uint32_t kdev, uint64_t ino, const struct tp_py_exe *x)
+{
+	struct tp_file_key k = {.ino = ino, .dev = kdev};
+
+	if (!l->python_frames)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.py_exes), &k, x, BPF_NOEXIST))
+		return -errno;
+	return 0;
+}
+
 int loader__python_mark_seen(struct loader *l, uint64_t key)
 {
 	uint8_t one = 1;

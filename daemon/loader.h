@@ -158,6 +158,12 @@ int loader__python_set_offsets(struct loader *l, uint32_t version, const struct 
 int loader__python_set_process(struct loader *l, uint32_t pid, const struct tp_py_proc *p);
 /* Removes process pid from py_procs (absent: nothing). */
 void loader__python_drop_process(struct loader *l, uint32_t pid);
+/* Tells the exec program that executable (kdev: the kernel's dev_t, as tp_exec.exe_dev; ino)
+ * is the interpreter x describes (py_exes): its next images get their py_procs entry at their
+ * exec (TP_EXEC_PY_SET). Returns 0 or a negative errno (-E2BIG: py_exes is full; -EINVAL: Python
+ * frames off). */
+int loader__python_set_exe(struct loader *l, uint32_t kdev, uint64_t ino,
+			   const struct tp_py_exe *x);
 /* Adds key (tp_py_stack_end() of a stack wholly in an interpreter file's image) to py_seen: the
  * walker's samples of that stack stop waking user space. Returns 0 or a negative errno (-EINVAL:
  * Python frames off). */

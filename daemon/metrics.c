@@ -442,6 +442,15 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		text_metric(&t, "tailprof_python_processes", "gauge",
 			    "Processes whose Python frames are walked.");
 		text_put(&t, "tailprof_python_processes %" PRIu64 "\n", st.py.processes);
+		text_metric(&t, "tailprof_python_processes_from_exec_total", "counter",
+			    "Python processes given to the frame walker at their exec, their "
+			    "executable being an interpreter found before (no maps read).");
+		text_put(&t, "tailprof_python_processes_from_exec_total %" PRIu64 "\n",
+			 st.py.from_exec);
+		text_metric(&t, "tailprof_python_interpreter_executables", "gauge",
+			    "Interpreter executables the exec program gives its processes' "
+			    "interpreter from (at most 64).");
+		text_put(&t, "tailprof_python_interpreter_executables %" PRIu64 "\n", st.py.exes);
 		text_metric(&t, "tailprof_python_frames_total", "counter",
 			    "Python frames resolved to a function, file and line.");
 		text_put(&t, "tailprof_python_frames_total %" PRIu64 "\n", st.py.frames);

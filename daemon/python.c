@@ -16,6 +16,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "elf_object.h"
 #include "hashmap.h"
 #include "loader.h"
@@ -190,8 +191,26 @@ struct py_proc {
 	 * build froze into its data (3.11 and 3.12's deep-frozen modules: importlib, site, os...)
 	 * lie there, the same in every process of the file */
 	uint64_t image_lo, image_hi, bias, file_key;
-	uint64_t set_ns; /* CLOCK_MONOTONIC when its py_procs entry was written */
+	uint64_t set_ns; /* CLOCK_MONOTONIC when its py_procs entry was written; 0: by BPF */
+	bool from_exec;	 /* given to the walker by the exec program (python__note_exec) */
 };
+
+/* An interpreter executable (py_exes): a process's py_proc fields relative to its start_code. */
+struct py_exe {
+	uint64_t dev, ino; /* makedev() form */
+	const struct py_version *v;
+	struct object *obj;
+	uint64_t runtime_off, code_type_off, image_lo_off, image_hi_off, bias_off, file_key;
+};
+#define PY_EXES 64 /* as py_exes' max_entries */
+
+/* An exec record's identity of a new image, kept until python__note_process() reads it. */
+struct py_exec_note {
+	uint32_t pid;
+	uint64_t start_ns;
+	struct python_exec x;
+};
+#define PY_EXEC_NOTES 1024 /* indexed by pid: a newer exec overwrites an older one */
 
 struct py_code {
 	uint32_t pid;
@@ -256,6 +275,9 @@ struct python {
 	struct hashmap code_index;
 	uint32_t gen;
 	struct python_stats st;
+	struct py_exe exes[PY_EXES];
+	size_t nr_exes;
+	struct py_exec_note execs[PY_EXEC_NOTES];
 };
 
 static struct py_proc *find_proc(struct python *p, uint32_t pid)
@@ -531,11 +553,19 @@ static void count_unsupported(struct python *p, uint32_t pid, uint64_t start_ns,
 	p->st.unsupported[reason]++;
 }
 
-/* Gives process pp->pid to the walker (py_procs) and keeps pp, stamped now (set_ns). Returns 0
- * (also when py_procs is full: the process is counted as refused), or -ENOMEM. */
-static int add_proc(struct python *p, struct py_proc *pp)
+/* Keeps pp (p->procs). Returns 0 or -ENOMEM. */
+static int append_proc(struct python *p, const struct py_proc *pp)
 {
-	struct tp_py_proc bp = {
+	if (ARRAY_GROW(p->procs, p->cap_procs, p->nr_procs + 1))
+		return -ENOMEM;
+	p->procs[p->nr_procs++] = *pp;
+	return 0;
+}
+
+/* pp's py_procs entry. */
+static struct tp_py_proc walker_entry(const struct py_proc *pp)
+{
+	return (struct tp_py_proc){
 	    .start_ns = pp->start_ns,
 	    .runtime = pp->runtime,
 	    .version = (uint32_t)(pp->v - versions),
@@ -543,38 +573,125 @@ static int add_proc(struct python *p, struct py_proc *pp)
 	    .image_hi = pp->image_hi,
 	    .image_key = pp->file_key,
 	};
+}
+
+int python__walker_entry(struct python *p, uint32_t pid, uint64_t start_ns, struct tp_py_proc *out)
+{
+	const struct py_proc *pp = find_proc(p, pid);
+
+	if (!pp || pp->start_ns != start_ns)
+		return -ENOENT;
+	*out = walker_entry(pp);
+	return 0;
+}
+
+/* Gives process pp->pid to the walker (py_procs) and keeps pp, stamped now (set_ns). Returns 0
+ * (also when py_procs is full: the process is counted as refused), or -ENOMEM. */
+static int add_proc(struct python *p, struct py_proc *pp)
+{
+	struct tp_py_proc bp = walker_entry(pp);
 
 	pp->set_ns = sysinfo__mono_ns();
 	if (p->opts.loader && loader__python_set_process(p->opts.loader, pp->pid, &bp)) {
 		count_unsupported(p, pp->pid, pp->start_ns, PY_UNSUP_MAP_FULL);
 		return 0;
 	}
-	if (p->nr_procs == p->cap_procs) {
-		size_t cap = p->cap_procs ? 2 * p->cap_procs : 64;
-		struct py_proc *np = realloc(p->procs, cap * sizeof(*np));
-
-		if (!np) {
-			if (p->opts.loader)
-				loader__python_drop_process(p->opts.loader, pp->pid);
-			return -ENOMEM;
-		}
-		p->procs = np;
-		p->cap_procs = cap;
+	if (append_proc(p, pp)) {
+		if (p->opts.loader)
+			loader__python_drop_process(p->opts.loader, pp->pid);
+		return -ENOMEM;
 	}
-	p->procs[p->nr_procs++] = *pp;
 	return 0;
+}
+
+static const struct py_exe *find_exe(const struct python *p, uint64_t dev, uint64_t ino)
+{
+	for (size_t i = 0; i < p->nr_exes; i++)
+		if (p->exes[i].ino == ino && p->exes[i].dev == dev)
+			return &p->exes[i];
+	return NULL;
+}
+
+int python__note_exec(struct python *p, uint32_t pid, uint64_t start_ns,
+		      const struct python_exec *x)
+{
+	const struct py_exe *e;
+	struct py_proc pp;
+	uint64_t base = x->start_code;
+
+	p->execs[pid % PY_EXEC_NOTES] = (struct py_exec_note){pid, start_ns, *x};
+	if (!x->walker_set || !(e = find_exe(p, x->exe_dev, x->exe_ino)))
+		return 0;
+	pp = (struct py_proc){
+	    .pid = pid,
+	    .start_ns = start_ns,
+	    .v = e->v,
+	    .obj = e->obj,
+	    .runtime = base + e->runtime_off,
+	    .code_type = e->code_type_off ? base + e->code_type_off : 0,
+	    .image_lo = base + e->image_lo_off,
+	    .image_hi = base + e->image_hi_off,
+	    .bias = base + e->bias_off,
+	    .file_key = e->file_key,
+	    .from_exec = true,
+	};
+	python__forget_process(p, pid, UINT64_MAX);
+	if (append_proc(p, &pp))
+		return 0;
+	p->st.from_exec++;
+	return 1;
+}
+
+/* Gives the executable of process pp (exec'd with x) to the exec program, pp's interpreter being
+ * its own code (pick, pp's interpreter file, is a mapping of it). */
+static void note_exe(struct python *p, const struct py_proc *pp, const struct python_exec *x)
+{
+	uint64_t base = x->start_code;
+	struct py_exe *e;
+	struct tp_py_exe bx;
+
+	if (p->nr_exes == PY_EXES || find_exe(p, x->exe_dev, x->exe_ino))
+		return;
+	e = &p->exes[p->nr_exes];
+	*e = (struct py_exe){
+	    .dev = x->exe_dev,
+	    .ino = x->exe_ino,
+	    .v = pp->v,
+	    .obj = pp->obj,
+	    .runtime_off = pp->runtime - base,
+	    .code_type_off = pp->code_type ? pp->code_type - base : 0,
+	    .image_lo_off = pp->image_lo - base,
+	    .image_hi_off = pp->image_hi - base,
+	    .bias_off = pp->bias - base,
+	    .file_key = pp->file_key,
+	};
+	bx = (struct tp_py_exe){.runtime_off = e->runtime_off,
+				.image_lo_off = e->image_lo_off,
+				.image_hi_off = e->image_hi_off,
+				.image_key = e->file_key,
+				.version = (uint32_t)(pp->v - versions)};
+	if (p->opts.loader && loader__python_set_exe(p->opts.loader, x->exe_kdev, x->exe_ino, &bx))
+		return;
+	p->nr_exes++;
+	p->st.exes = p->nr_exes;
 }
 
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 {
+	const struct py_exec_note *xn = &p->execs[pid % PY_EXEC_NOTES];
 	const struct proc_mapping *pick = NULL;
 	const struct py_version *v = NULL;
 	struct proc_maps maps = {0};
 	char path[PATH_MAX + 64];
 	struct py_symbols sym;
+	struct py_proc *known;
 	bool named = false;
 	int err;
 
+	/* given to the walker at its exec: its executable is the interpreter */
+	known = find_proc(p, pid);
+	if (known && known->start_ns == start_ns && known->from_exec)
+		return 1;
 	python__forget_process(p, pid, 0);
 	err = proc_maps__load(p->proc_root, pid, 64 << 20, &maps);
 	if (err < 0)
@@ -641,6 +758,10 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		err = add_proc(p, &pp);
 		if (!err)
 			err = 1;
+		/* the interpreter is its executable's own code: its next images need no read */
+		if (err == 1 && xn->pid == pid && xn->start_ns == start_ns && xn->x.start_code &&
+		    proc_mapping__of(pick, xn->x.exe_dev, xn->x.exe_ino))
+			note_exe(p, &pp, &xn->x);
 	}
 out:
 	proc_maps__clear(&maps);

@@ -49,6 +49,17 @@ struct python_stats {
 	uint64_t lines;	       /* interned (function, line) entries */
 	uint64_t symbol_reads; /* interpreter files whose symbols were read (once per file) */
 	uint64_t symbol_stats; /* stat()s of an interpreter file that check the symbols cached */
+	uint64_t exes;	       /* interpreter executables the exec program knows (py_exes) */
+	uint64_t from_exec; /* processes given to the walker at their exec, by their executable */
+};
+
+/* What an exec record told of the new image (python__note_exec). */
+struct python_exec {
+	uint64_t exe_dev;    /* the executable's device, makedev() of /proc/PID/maps' major:minor */
+	uint32_t exe_kdev;   /* the same, the kernel's dev_t (tp_exec.exe_dev) */
+	uint64_t exe_ino;    /* its inode number; 0: unknown */
+	uint64_t start_code; /* mm->start_code (tp_exec.start_code); 0: unknown */
+	bool walker_set;     /* TP_EXEC_PY_SET: the exec program gave it to the walker */
 };
 
 struct python_opts {
@@ -67,6 +78,15 @@ void python__free(struct python *p);
  * frames will be walked, 0 when it has no (supported) CPython, or a negative errno when its maps
  * cannot be read (-ESRCH: gone). Unsupported interpreters are counted by reason. */
 int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns);
+/* Process (pid, start_ns) exec'd (after python__forget_process() of its old image) with x. Where
+ * the exec program gave it to the walker (x->walker_set), it is known from then on as the
+ * earlier process of its executable that python__note_process() read was, placed at its own
+ * start_code, with no maps read (python__note_process() then reads nothing for it). Otherwise x
+ * is kept for python__note_process(): where that finds the interpreter in the executable itself,
+ * the executable is given to the exec program (loader__python_set_exe) for its next images.
+ * Returns 1 when the process is known now, else 0. */
+int python__note_exec(struct python *p, uint32_t pid, uint64_t start_ns,
+		      const struct python_exec *x);
 /* Process (pid, start_ns), forked from (parent_pid, parent_start_ns) and not exec'd since, runs
  * its parent's interpreter at the same addresses: given to the walker as its parent was, with no
  * maps read. Returns 1 when its frames will be walked, 0 when its parent's are not (or py_procs
@@ -122,6 +142,11 @@ bool python__line(uint64_t id, struct python_line *out);
 void python__stats(const struct python *p, struct python_stats *st);
 
 /* --- pure helpers, exposed for tests --- */
+
+/* The py_procs entry of process (pid, start_ns) as tailprofd writes it (or, for one given to the
+ * walker at its exec, as the exec program did from py_exes). Returns 0, or -ENOENT when the
+ * process is not known. */
+int python__walker_entry(struct python *p, uint32_t pid, uint64_t start_ns, struct tp_py_proc *out);
 
 /* The line of the instruction at code unit `units` from CPython's location table (3.11 to 3.13)
  * (co_linetable; format: CPython's Objects/locations.md) of a code object whose first line is

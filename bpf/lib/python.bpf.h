@@ -193,8 +193,11 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 		st.image_len = py->image_hi - py->image_lo;
 	}
 	st.interp = tp_py_read_ptr(py->runtime + st.o->runtime_interp_head);
-	if (st.interp)
-		st.ts = tp_py_read_ptr(st.interp + st.o->interp_threads_head);
+	/* no interpreter yet (a process given to the walker at its exec, before Py_Initialize):
+	 * no Python code runs */
+	if (!st.interp)
+		return TP_PY_OK;
+	st.ts = tp_py_read_ptr(st.interp + st.o->interp_threads_head);
 	bpf_loop(TP_PY_MAX_INTERPS * (TP_PY_MAX_THREADS + 1), tp_py_find_step, &st, 0);
 	/* not found within the bound (more threads than it allows): never another thread's frames
 	 */

@@ -109,6 +109,10 @@ if [ -x /usr/bin/python3.11 ]; then
 	/usr/bin/python3.11 -I -S /wl/py_features.py 5 &
 	echo $! >/tmp/py.pid
 	wait $!
+	# and a second process of it, given to the walker at its exec from the first's executable
+	/usr/bin/python3.11 -I -S /wl/py_features.py 1 &
+	echo $! >/tmp/py2.pid
+	wait $!
 fi
 # Phase 6 (2 s): a static executable's layout, recorded at its first process, names the next
 # two at their exec (no maps read); the second's unwind tables become the layout's, and the third
@@ -139,6 +143,7 @@ fetch spans.json "/api/v1/spans?stage=request&last=10m"
 fetch gc.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gc.txt)"
 fetch gcup.json "/api/v1/gc?last=10m&pid=$(head -1 /tmp/gcup.txt)"
 fetch py.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/py.pid)"
+fetch py2.pb.gz "/api/v1/profile?last=5m&pid=$(cat /tmp/py2.pid)"
 fetch fork.pb.gz "/api/v1/profile?last=5m&pid=$fk"
 fetch windows.json "/api/v1/windows?last=10m"
 fetch metrics.txt /metrics

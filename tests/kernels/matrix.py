@@ -634,11 +634,11 @@ def check_gc_uprobe(keys, files):
             len(evs), len(made), len(made) - len(since), nested, 100 * over[len(over) // 2])
 
 
-def check_python(keys, files):
+def check_python(keys, files, name="py.pb.gz", least=150):
     """py_features.py under Debian's python3.11: compute_features 75% of compute_features and
     serialize (+- 10 points: emulated timing), and their Python chain to <module> with the
     workload's file and the lines found in its text."""
-    if "py.pb.gz" not in files:
+    if name not in files:
         raise AssertionError("no profile of the Python workload (is %s installed?)" % PYTHON)
     with open(PY_WORKLOAD) as f:
         text = f.read().splitlines()
@@ -651,7 +651,7 @@ def check_python(keys, files):
             ("handle", wl, line_of(lambda s: s.startswith("def handle(")),
              line_of(lambda s: s.startswith("    compute_features("))),
             ("<module>", wl, 1, line_of(lambda s: s.startswith("    handle()"))))
-    prof = Profile(files["py.pb.gz"])
+    prof = Profile(files[name])
     own = {"compute_features": 0, "serialize": 0}
     chains = {}
     for s in prof.samples:
@@ -663,7 +663,7 @@ def check_python(keys, files):
         chain = tuple((f["function"], f["file"], f["start_line"], f["line"]) for f in py)
         chains[chain] = chains.get(chain, 0) + s["values"][0]
     total = sum(own.values())
-    assert total >= 150, "only %d samples in compute_features or serialize: %s" % (
+    assert total >= least, "only %d samples in compute_features or serialize: %s" % (
         total, prof.total())
     share = own["compute_features"] / total
     assert 0.65 <= share <= 0.85, "compute_features %.0f%% (want 75%%)" % (100 * share)
@@ -671,6 +671,17 @@ def check_python(keys, files):
     assert best == want, "hottest Python chain %s, want %s" % (best, want)
     return "%d samples, compute_features %.0f%%, chain to <module> with lines" % (
         total, 100 * share)
+
+
+def check_python_from_exec(keys, files):
+    """A second python3.11 (1 s) after the first had its interpreter found in the executable:
+    the exec program gave it to the walker from py_exes (its start_code and executable identity
+    read on this kernel), and its frames are those of the first, whole and with lines."""
+    from_exec = metric_value(files, "tailprof_python_processes_from_exec_total")
+    exes = metric_value(files, "tailprof_python_interpreter_executables")
+    assert exes >= 1 and from_exec >= 1, "interpreter executables %d, processes given to the " \
+        "walker at their exec %d" % (exes, from_exec)
+    return "%d given at their exec; %s" % (from_exec, check_python(keys, files, "py2.pb.gz", 30))
 
 
 def metric_value(files, name):
@@ -737,6 +748,7 @@ CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_f
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
           ("gc_uprobe", check_gc_uprobe), ("python_frames", check_python),
+          ("py_from_exec", check_python_from_exec),
           ("cgroup_v1", check_cgroup), ("exec_rechecks", check_loaded),
           ("static_layouts", check_static_layouts), ("fork_identity", check_fork_identity),
           ("shutdown", check_shutdown)]

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -423,6 +424,145 @@ static void test_reused_code_address_313(void **state)
 	check_reused_code_address("/root/.pyenv/versions/3.13.0/bin/python3.13");
 }
 
+/* Two processes of python running script, each past its first line of output (line[i]). */
+static void spawn_two(const char *python, const char *script, FILE *in[2], pid_t pid[2],
+		      char line[2][128])
+{
+	for (int i = 0; i < 2; i++) {
+		in[i] = spawn_python(python, script, &pid[i]);
+		assert_non_null(fgets(line[i], sizeof(line[i]), in[i]));
+	}
+}
+
+static void kill_two(FILE *in[2], const pid_t pid[2])
+{
+	for (int i = 0; i < 2; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+		fclose(in[i]);
+	}
+}
+
+/* What an exec record would tell of process pid (its executable's identity from /proc/PID/exe,
+ * its start_code from field 26 of /proc/PID/stat), walker_set as given. */
+static struct python_exec exec_of(pid_t pid, bool walker_set)
+{
+	char path[64], buf[4096], *f;
+	struct python_exec x = {.walker_set = walker_set};
+	struct stat st;
+	FILE *in;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	assert_int_equal(stat(path, &st), 0);
+	x.exe_dev = st.st_dev;
+	x.exe_kdev = (major(st.st_dev) << 20) | minor(st.st_dev);
+	x.exe_ino = st.st_ino;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	in = fopen(path, "r");
+	assert_non_null(in);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	fclose(in);
+	f = strrchr(buf, ')');
+	assert_non_null(f);
+	/* field 3 follows the ')'; startcode is field 26 */
+	for (int field = 3; field <= 26 && f; field++)
+		f = strchr(f + 1, ' ');
+	assert_non_null(f);
+	x.start_code = strtoull(f + 1, NULL, 10);
+	assert_true(x.start_code != 0);
+	return x;
+}
+
+/* An interpreter that is its executable's own code (Debian's python3.11), found in a process
+ * whose exec record was noted, is given to the exec program; a later process of that executable,
+ * elsewhere in memory (ASLR), is known at its exec with the py_procs entry a read of its maps
+ * would have given, and a code object built into the file is named there with no read. An
+ * interpreter in a libpython (pyenv's 3.12) is not given: its place is not the executable's. */
+static void check_exec_template(const char *python, bool in_executable)
+{
+	static const char script[] = "import _frozen_importlib, time\n"
+				     "print(id(_frozen_importlib._find_and_load.__code__), "
+				     "flush=True)\n"
+				     "time.sleep(30)\n";
+	struct python *p = python__new(NULL), *q = python__new(NULL);
+	char line[2][128];
+	FILE *in[2];
+	pid_t pid[2];
+	struct tp_py_proc by_exec, by_read;
+	struct python_exec x[2];
+	unsigned long long frozen[2];
+	struct python_stats st;
+	struct python_frame out[1];
+	struct python_line pl;
+
+	if (access(python, X_OK))
+		skip();
+	spawn_two(python, script, in, pid, line);
+	for (int i = 0; i < 2; i++) {
+		frozen[i] = strtoull(line[i], NULL, 10);
+		x[i] = exec_of(pid[i], i == 1);
+	}
+	/* the first: read, and (where it can be) given to the exec program */
+	assert_int_equal(python__note_exec(p, (uint32_t)pid[0], 1, &x[0]), 0);
+	note_until_known(p, pid[0]);
+	python__stats(p, &st);
+	assert_int_equal(st.exes, in_executable ? 1 : 0);
+	/* the second at its exec: the exec program set its entry where it had the executable */
+	assert_int_equal(python__note_exec(p, (uint32_t)pid[1], 1, &x[1]), in_executable ? 1 : 0);
+	python__stats(p, &st);
+	assert_int_equal(st.from_exec, in_executable ? 1 : 0);
+	if (in_executable) {
+		uint64_t stats = st.symbol_stats;
+		struct tp_py_proc moved;
+		struct python_exec y = x[1];
+
+		/* known: no read, not even of the file's symbols */
+		assert_int_equal(python__note_process(p, (uint32_t)pid[1], 1), 1);
+		python__stats(p, &st);
+		assert_int_equal(st.symbol_stats, stats);
+		assert_int_equal(python__walker_entry(p, (uint32_t)pid[1], 1, &by_exec), 0);
+		note_until_known(q, pid[1]);
+		assert_int_equal(python__walker_entry(q, (uint32_t)pid[1], 1, &by_read), 0);
+		assert_int_equal(by_exec.runtime, by_read.runtime);
+		assert_int_equal(by_exec.version, by_read.version);
+		assert_int_equal(by_exec.image_lo, by_read.image_lo);
+		assert_int_equal(by_exec.image_hi, by_read.image_hi);
+		assert_int_equal(by_exec.image_key, by_read.image_key);
+		/* another process of the file placed 1 MiB higher (a PIE under ASLR; Debian builds
+		 * python3.11 as no PIE, so the two above share their place):
+		 * every address moves with it */
+		y.start_code += 1 << 20;
+		assert_int_equal(python__note_exec(p, 4194000, 7, &y), 1);
+		assert_int_equal(python__walker_entry(p, 4194000, 7, &moved), 0);
+		assert_int_equal(moved.runtime, by_read.runtime + (1 << 20));
+		assert_int_equal(moved.image_lo, by_read.image_lo + (1 << 20));
+		assert_int_equal(moved.image_hi, by_read.image_hi + (1 << 20));
+		assert_int_equal(moved.image_key, by_read.image_key);
+		/* its frozen code object by its offset from its own bias */
+		{
+			const struct tp_py_frame frames[1] = {{frozen[1], 0}};
+
+			assert_int_equal(
+			    python__resolve(p, (uint32_t)pid[1], 1, frames, 1, false, out), 1);
+			assert_true(python__line(out[0].f.addr, &pl));
+			assert_string_equal(pl.function, "_find_and_load");
+		}
+	}
+	kill_two(in, pid);
+	python__free(p);
+	python__free(q);
+}
+
+static void test_exec_template_debian_311(void **state)
+{
+	check_exec_template("/usr/bin/python3.11", true);
+}
+
+static void test_exec_template_pyenv_312(void **state)
+{
+	check_exec_template("/root/.pyenv/versions/3.12.1/bin/python3.12", false);
+}
+
 static void test_discovers_debian_python(void **state)
 {
 	check_discovery("/usr/bin/python3.11", false);
@@ -456,17 +596,16 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 	struct python_stats before, st;
 	struct python_frame out[1];
 	struct python_line pl;
-	char buf[128] = "";
+	char line[2][128];
 	FILE *in[2];
 	pid_t pid[2];
 
 	if (access(python, X_OK))
 		skip();
 	assert_non_null(p);
+	spawn_two(python, script, in, pid, line);
 	for (int i = 0; i < 2; i++) {
-		in[i] = spawn_python(python, script, &pid[i]);
-		assert_non_null(fgets(buf, sizeof(buf), in[i]));
-		assert_int_equal(sscanf(buf, "%llu %llu", &frozen[i], &heap[i]), 2);
+		assert_int_equal(sscanf(line[i], "%llu %llu", &frozen[i], &heap[i]), 2);
 		note_until_known(p, pid[i]);
 	}
 	for (int round = 0; round < 2; round++) {
@@ -499,11 +638,7 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 			assert_int_equal(before.code_reads, st.code_reads + !round);
 		}
 	}
-	for (int i = 0; i < 2; i++) {
-		kill(pid[i], SIGKILL);
-		waitpid(pid[i], NULL, 0);
-		fclose(in[i]);
-	}
+	kill_two(in, pid);
 	python__free(p);
 }
 
@@ -633,6 +768,8 @@ int main(void)
 	    cmocka_unit_test(test_reused_code_address_311),
 	    cmocka_unit_test(test_reused_code_address_313),
 	    cmocka_unit_test(test_image_codes_debian_311),
+	    cmocka_unit_test(test_exec_template_debian_311),
+	    cmocka_unit_test(test_exec_template_pyenv_312),
 	    cmocka_unit_test(test_image_codes_pyenv_312),
 	    cmocka_unit_test(test_image_codes_pyenv_313),
 	    cmocka_unit_test(test_line_memo),
