@@ -57,21 +57,50 @@ def pipeline(name, env):
                    env=dict(os.environ, **env), timeout=RUN_SECONDS + 60)
     end = time.time_ns()
     lat = {s: [] for s in STAGES}
+    halves = ({s: [] for s in STAGES}, {s: [] for s in STAGES})
+    rows = []
     with open(log) as f:
         first = f.readline().split()
         assert first[:2] == ["#", "start"], first
         for line in f:
-            req, stage, inside = line.split()[:3]
-            if stage in lat:
-                lat[stage].append(int(inside))
+            req, stage, inside, took = line.split()[:4]
+            rows.append((stage, int(inside), int(took)))
+    # requests run back to back: the log's time is the sum of what each stage took
+    total, t = sum(r[2] for r in rows), 0
+    for stage, inside, took in rows:
+        if stage in lat:
+            lat[stage].append(inside)
+            halves[t >= total // 2][stage].append(inside)
+        t += took
+    lat["halves"] = halves
     time.sleep(1.5)  # the last window closes
     return int(first[2]), end, lat
 
 
-def p95(values):
-    """The nearest-rank p95, as the daemon ranks (on exact values)."""
+def rank(values, q):
+    """The nearest-rank quantile q (0.95: p95), as the daemon ranks (on exact values)."""
     v = sorted(values)
-    return v[max(0, math.ceil(len(v) * 0.95) - 1)]
+    return v[max(0, math.ceil(len(v) * q) - 1)]
+
+
+def p95(values):
+    return rank(values, 0.95)
+
+
+def log_stat(values, m):
+    """Statistic m (p50, p95, p99, mean) of a stage's logged latencies."""
+    if m == "mean":
+        return sum(values) / len(values)
+    return rank(values, int(m[1:]) / 100.0)
+
+
+def agrees(verdict, true, before):
+    """Whether compare's verdict on a statistic is the workload's own log's: a change of 10% or
+    more of before (true: the log's after - before) is called the way it went; a smaller one
+    is not called the other way."""
+    if abs(true) >= 0.1 * before:
+        return verdict == ("regressed" if true > 0 else "improved")
+    return verdict != ("improved" if true > 0 else "regressed")
 
 
 def rng(lo, hi):
@@ -115,13 +144,21 @@ def test_before_and_after():
         # while the test passed alone every time); the false-alarm rate of the test itself is
         # the unit test's (test_compare_stats: 8 in 500). A broken statistic (a false
         # regression of 20% or more) still fails here.
+        # A host that slows one half (seen here: a 2 ms sleep's p99 1 ms later in the second
+        # half, a 3 ms computation's p95 twice as long for seconds) is a real difference: a
+        # regression of 20% or more must be one the workload's own log shows (10% or more).
         mid = (a0 + a1) // 2
         r = compare(d, rng(a0, mid), rng(mid, a1))
         print("halves: regressions %s" % r["regressions"])
+        first, second = base["halves"]
         for s in r["stages"]:
             for m in ("p50", "p95", "p99", "mean"):
-                assert s[m]["verdict"] != "regressed" or \
-                    s[m]["diff_ns"] < 0.2 * s[m]["before_ns"], (s["stage"], m, s[m])
+                if s[m]["verdict"] != "regressed" or s[m]["diff_ns"] < 0.2 * s[m]["before_ns"]:
+                    continue
+                old, new = log_stat(first[s["stage"]], m), log_stat(second[s["stage"]], m)
+                print("  %s %s: regressed %+d ns; the log's halves %d -> %d ns" % (
+                    s["stage"], m, s[m]["diff_ns"], old, new))
+                assert new >= 1.1 * old, (s["stage"], m, s[m], old, new)
         # the gate passes on sides that cannot differ (the run against itself; the halves'
         # run-queue latency may well move by more than any threshold with the host's load)
         g = gate(d, rng(a0, a1), rng(a0, a1), 5)
@@ -139,7 +176,9 @@ def test_before_and_after():
         true = p95(fast["compute"]) - p95(base["compute"])
         print("compute p95: true change %d ns (log), reported %d ns [%d, %d] %s" % (
             true, c["diff_ns"], c["ci_low_ns"], c["ci_high_ns"], c["verdict"]))
-        assert c["verdict"] == "improved", c
+        # 3 ms of CPU made 2.25: improved, unless the host slowed this run as much (the log
+        # says which)
+        assert agrees(c["verdict"], true, p95(base["compute"])), (true, c)
         assert c["ci_low_ns"] <= true <= c["ci_high_ns"], (true, c)
         # a stage whose true p95 moved by under 2% is not called changed
         for name in ("fetch", "serialize"):
@@ -164,9 +203,12 @@ def test_before_and_after():
         assert "stages.serialize.p95" in r["regressions"], r["regressions"]
         g = gate(d, "snap:base", rng(c0, c1), 5)
         assert g.returncode == 1 and "serialize" in g.stderr, g
-        # the same compute as the baseline: not called improved or regressed
-        assert stage(r, "compute")["p95"]["verdict"] not in ("improved", "regressed"), \
-            stage(r, "compute")["p95"]
+        # the same compute as the baseline: not called improved or regressed where the log
+        # says it did not move by 2%
+        moved = abs(p95(slow["compute"]) / p95(base["compute"]) - 1)
+        if moved < 0.02:
+            assert stage(r, "compute")["p95"]["verdict"] not in ("improved", "regressed"), \
+                stage(r, "compute")["p95"]
         # a bad side is a usage error; an unknown snapshot the daemon's 404
         out = run([CLI, "--server", d.url, "compare", "--before", "yesterday", "--after",
                    rng(c0, c1)])
