@@ -277,6 +277,7 @@ struct python {
 	struct python_stats st;
 	struct py_exe exes[PY_EXES];
 	size_t nr_exes;
+	uint32_t dropped_pid; /* the last process whose entry python__forget_process() deleted */
 	struct py_exec_note execs[PY_EXEC_NOTES];
 };
 
@@ -636,8 +637,16 @@ int python__note_exec(struct python *p, uint32_t pid, uint64_t start_ns,
 	    .from_exec = true,
 	};
 	python__forget_process(p, pid, UINT64_MAX);
-	if (append_proc(p, &pp))
+	/* tailprofd wrote an entry after the exec (maps read for the old image in a drain that
+	 * ended after it), deleted at this record with the exec program's: written again */
+	if (p->dropped_pid == pid) {
+		p->dropped_pid = 0;
+		if (add_proc(p, &pp))
+			return 0;
+		p->st.from_exec_rewritten++;
+	} else if (append_proc(p, &pp)) {
 		return 0;
+	}
 	p->st.from_exec++;
 	return 1;
 }
@@ -790,8 +799,12 @@ void python__forget_process(struct python *p, uint32_t pid, uint64_t event_ns)
 
 	if (!pp)
 		return;
-	if (p->opts.loader && pp->set_ns >= event_ns)
-		loader__python_drop_process(p->opts.loader, pid);
+	if (pp->set_ns >= event_ns) {
+		if (p->opts.loader)
+			loader__python_drop_process(p->opts.loader, pid);
+		/* at an exec, the entry the exec program wrote went with it */
+		p->dropped_pid = pid;
+	}
 	*pp = p->procs[--p->nr_procs];
 	/* its code objects are keyed by start_ns too: stale entries are never hit again */
 }

@@ -51,6 +51,8 @@ struct python_stats {
 	uint64_t symbol_stats; /* stat()s of an interpreter file that check the symbols cached */
 	uint64_t exes;	       /* interpreter executables the exec program knows (py_exes) */
 	uint64_t from_exec; /* processes given to the walker at their exec, by their executable */
+	uint64_t from_exec_rewritten; /* of those, written again: tailprofd's own entry, written
+				       * after the exec, was deleted at its record */
 };
 
 /* What an exec record told of the new image (python__note_exec). */

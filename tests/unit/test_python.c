@@ -528,6 +528,15 @@ static void check_exec_template(const char *python, bool in_executable)
 		assert_int_equal(by_exec.image_lo, by_read.image_lo);
 		assert_int_equal(by_exec.image_hi, by_read.image_hi);
 		assert_int_equal(by_exec.image_key, by_read.image_key);
+		/* read for its old image in a drain that ended after its exec, its entry
+		 * deleted at the exec record with the exec program's: written again */
+		python__forget_process(p, (uint32_t)pid[1], 0);
+		note_until_known(p, pid[1]);
+		python__forget_process(p, (uint32_t)pid[1], 1);
+		assert_int_equal(python__note_exec(p, (uint32_t)pid[1], 1, &x[1]), 1);
+		python__stats(p, &st);
+		assert_int_equal(st.from_exec, 2);
+		assert_int_equal(st.from_exec_rewritten, 1);
 		/* another process of the file placed 1 MiB higher (a PIE under ASLR; Debian builds
 		 * python3.11 as no PIE, so the two above share their place):
 		 * every address moves with it */
