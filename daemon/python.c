@@ -195,12 +195,11 @@ struct py_proc {
 	bool from_exec;	 /* given to the walker by the exec program (python__note_exec) */
 };
 
-/* An interpreter executable (py_exes): a process's py_proc fields relative to its start_code. */
+/* An interpreter executable (py_exes): a process of it, its addresses made relative to its
+ * start_code (py_proc_moved). */
 struct py_exe {
 	uint64_t dev, ino; /* makedev() form */
-	const struct py_version *v;
-	struct object *obj;
-	uint64_t runtime_off, code_type_off, image_lo_off, image_hi_off, bias_off, file_key;
+	struct py_proc at0;
 };
 #define PY_EXES 64 /* as py_exes' max_entries */
 
@@ -613,29 +612,33 @@ static const struct py_exe *find_exe(const struct python *p, uint64_t dev, uint6
 	return NULL;
 }
 
+/* pp with its addresses moved by delta (modular), code_type 0 (unknown) kept. */
+static struct py_proc py_proc_moved(const struct py_proc *pp, uint64_t delta)
+{
+	struct py_proc m = *pp;
+
+	m.runtime += delta;
+	m.code_type += m.code_type ? delta : 0;
+	m.image_lo += delta;
+	m.image_hi += delta;
+	m.bias += delta;
+	return m;
+}
+
 int python__note_exec(struct python *p, uint32_t pid, uint64_t start_ns,
 		      const struct python_exec *x)
 {
 	const struct py_exe *e;
 	struct py_proc pp;
-	uint64_t base = x->start_code;
 
 	p->execs[pid % PY_EXEC_NOTES] = (struct py_exec_note){pid, start_ns, *x};
 	if (!x->walker_set || !(e = find_exe(p, x->exe_dev, x->exe_ino)))
 		return 0;
-	pp = (struct py_proc){
-	    .pid = pid,
-	    .start_ns = start_ns,
-	    .v = e->v,
-	    .obj = e->obj,
-	    .runtime = base + e->runtime_off,
-	    .code_type = e->code_type_off ? base + e->code_type_off : 0,
-	    .image_lo = base + e->image_lo_off,
-	    .image_hi = base + e->image_hi_off,
-	    .bias = base + e->bias_off,
-	    .file_key = e->file_key,
-	    .from_exec = true,
-	};
+	pp = py_proc_moved(&e->at0, x->start_code);
+	pp.pid = pid;
+	pp.start_ns = start_ns;
+	pp.set_ns = 0;
+	pp.from_exec = true;
 	python__forget_process(p, pid, UINT64_MAX);
 	/* tailprofd wrote an entry after the exec (maps read for the old image in a drain that
 	 * ended after it), deleted at this record with the exec program's: written again */
@@ -655,31 +658,22 @@ int python__note_exec(struct python *p, uint32_t pid, uint64_t start_ns,
  * its own code (pick, pp's interpreter file, is a mapping of it). */
 static void note_exe(struct python *p, const struct py_proc *pp, const struct python_exec *x)
 {
-	uint64_t base = x->start_code;
 	struct py_exe *e;
-	struct tp_py_exe bx;
+	struct tp_py_proc at0;
 
 	if (p->nr_exes == PY_EXES || find_exe(p, x->exe_dev, x->exe_ino))
 		return;
 	e = &p->exes[p->nr_exes];
-	*e = (struct py_exe){
-	    .dev = x->exe_dev,
-	    .ino = x->exe_ino,
-	    .v = pp->v,
-	    .obj = pp->obj,
-	    .runtime_off = pp->runtime - base,
-	    .code_type_off = pp->code_type ? pp->code_type - base : 0,
-	    .image_lo_off = pp->image_lo - base,
-	    .image_hi_off = pp->image_hi - base,
-	    .bias_off = pp->bias - base,
-	    .file_key = pp->file_key,
-	};
-	bx = (struct tp_py_exe){.runtime_off = e->runtime_off,
-				.image_lo_off = e->image_lo_off,
-				.image_hi_off = e->image_hi_off,
-				.image_key = e->file_key,
-				.version = (uint32_t)(pp->v - versions)};
-	if (p->opts.loader && loader__python_set_exe(p->opts.loader, x->exe_kdev, x->exe_ino, &bx))
+	*e = (struct py_exe){.dev = x->exe_dev, .ino = x->exe_ino};
+	e->at0 = py_proc_moved(pp, -x->start_code);
+	at0 = walker_entry(&e->at0);
+	if (p->opts.loader &&
+	    loader__python_set_exe(p->opts.loader, x->exe_kdev, x->exe_ino,
+				   &(struct tp_py_exe){.runtime_off = at0.runtime,
+						       .image_lo_off = at0.image_lo,
+						       .image_hi_off = at0.image_hi,
+						       .image_key = at0.image_key,
+						       .version = at0.version}))
 		return;
 	p->nr_exes++;
 	p->st.exes = p->nr_exes;
