@@ -193,14 +193,29 @@ bool symbolizer_fork_identity_of(struct symbolizer *s, const struct process *p,
 	return true;
 }
 
+/* Whether the proc mount's PID namespace's inode number is known (read once). */
+static bool root_pid_ns_known(struct symbolizer *s)
+{
+	if (!s->root_pid_ns_read)
+		read_root_pid_ns(s);
+	return s->root_pid_ns_inum != 0;
+}
+
+const struct exec_identity *symbolizer_record_identity(struct symbolizer *s,
+						       const struct process *p,
+						       struct exec_identity *forked)
+{
+	const struct exec_identity *x = symbolizer_exec_identity_of(s, p);
+
+	if (!x && symbolizer_fork_identity_of(s, p, forked))
+		x = forked;
+	return x;
+}
+
 /* The PID-namespace part of p's identity from its exec: true when that decides it. */
 static bool pid_ns_from_exec(struct symbolizer *s, struct process *p, const struct exec_identity *x)
 {
-	if (!x || !x->pid_ns)
-		return false;
-	if (!s->root_pid_ns_read)
-		read_root_pid_ns(s);
-	if (!s->root_pid_ns_inum)
+	if (!x || !x->pid_ns || !root_pid_ns_known(s))
 		return false;
 	/* in another namespace, the uids wait for a perf map (read_status) as they do otherwise */
 	if (x->pid_ns != s->root_pid_ns_inum && x->ns_pid != p->pid)
@@ -283,16 +298,10 @@ static bool loader_name(const char *name)
 
 bool symbolizer_info_told(struct symbolizer *s, const struct process *p)
 {
-	const struct exec_identity *x = symbolizer_exec_identity_of(s, p);
 	struct exec_identity forked;
+	const struct exec_identity *x = symbolizer_record_identity(s, p, &forked);
 
-	if (!x && symbolizer_fork_identity_of(s, p, &forked))
-		x = &forked;
-	if (!x || !x->name[0] || !x->pid_ns || !cgroup_known(s, x))
-		return false;
-	if (!s->root_pid_ns_read)
-		read_root_pid_ns(s);
-	return s->root_pid_ns_inum != 0;
+	return x && x->name[0] && x->pid_ns && cgroup_known(s, x) && root_pid_ns_known(s);
 }
 
 /* Reads the process's name (executable, else argv[0]) and PID-namespace pid; its uids wait for
@@ -302,21 +311,18 @@ bool symbolizer_info_told(struct symbolizer *s, const struct process *p)
  * process's now. */
 void symbolizer_read_info(struct symbolizer *s, struct process *p, bool live)
 {
-	const struct exec_identity *x = symbolizer_exec_identity_of(s, p);
 	char path[PATH_MAX], target[PATH_MAX], *buf;
 	struct exec_identity forked;
+	/* a child sampled before it execs: its /proc files may be its new image's by now */
+	const struct exec_identity *x = symbolizer_record_identity(s, p, &forked);
+	const bool fork = x == &forked;
 	const char *base = NULL;
-	bool fork = false;
 	size_t len;
 	ssize_t n;
 
 	p->info_read = true;
-	/* a child sampled before it execs: its /proc files may be its new image's by now */
-	if (!x && symbolizer_fork_identity_of(s, p, &forked)) {
-		x = &forked;
-		fork = true;
+	if (fork)
 		s->stats.identities_from_fork++;
-	}
 	/* a dynamic loader run as the program maps the real one and its libraries itself: its
 	 * own code says nothing of them */
 	if (x && !fork && !loader_name(x->name)) {

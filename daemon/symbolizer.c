@@ -955,8 +955,7 @@ int symbolizer__process_info(struct symbolizer *s, uint32_t pid, uint64_t start_
 	}
 	/* told, or gone: what its exec (or its fork, if it never exec'd) told, kept for its next
 	 * samples */
-	if (!told && !symbolizer_exec_identity_of(s, &gone) &&
-	    !symbolizer_fork_identity_of(s, &gone, &(struct exec_identity){0}))
+	if (!told && !symbolizer_record_identity(s, &gone, &(struct exec_identity){0}))
 		return -ESRCH;
 	symbolizer_read_info(s, &gone, false);
 	*x = (struct exited){pid, start_ns, gone.info};

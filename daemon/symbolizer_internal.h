@@ -184,6 +184,11 @@ const struct exec_identity *symbolizer_exec_identity_of(struct symbolizer *s,
  * no other executable fields. False when p is no such child or its fork told nothing. */
 bool symbolizer_fork_identity_of(struct symbolizer *s, const struct process *p,
 				 struct exec_identity *out);
+/* p's exec identity (symbolizer_exec_identity_of), else, for a forked child that has not exec'd,
+ * its fork record's in *forked (symbolizer_fork_identity_of), returning forked; else NULL. */
+const struct exec_identity *symbolizer_record_identity(struct symbolizer *s,
+						       const struct process *p,
+						       struct exec_identity *forked);
 /* Fills p's labels (p->info) and executable identity, from its exec record where it has one;
  * reads /proc only when live (its identity checked). Never fails: what cannot be read stays
  * empty. */
