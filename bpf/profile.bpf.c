@@ -152,8 +152,7 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 		return -1;
 	if (nk < 0 || nk > TP_MAX_STACK_DEPTH)
 		return -1;
-	tp_unwind_user(procs, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
-		       BPF_CORE_READ(regs, bp), &s->addrs[nk], &res, NULL, 1, w);
+	tp_unwind_user(procs, regs->ip, regs->sp, regs->bp, &s->addrs[nk], &res, NULL, 1, w);
 	s->flags |= TP_SAMPLE_UNWIND_TABLES;
 	count(ts, TP_M_UNWIND_STACKS);
 	if (res.used_fp)
@@ -179,9 +178,12 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 	return res.nr;
 }
 
+/* Trusted task pointers (tp_btf arguments, bpf_get_current_task_btf()) are read with plain loads,
+ * which the verifier guards (a faulting one reads 0): each bpf_probe_read_kernel() a
+ * BPF_CORE_READ() makes is a helper call, about 0.1 us in this VM kind. */
 static __always_inline __u64 process_start_ns(struct task_struct *task)
 {
-	return BPF_CORE_READ(task, group_leader, start_boottime);
+	return task->group_leader->start_boottime;
 }
 
 static __always_inline __u64 wakeup_flags(int urgent)
@@ -189,6 +191,15 @@ static __always_inline __u64 wakeup_flags(int urgent)
 	if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
+}
+
+/* The comm of task's process into comm (TP_COMM_LEN bytes, NUL-padded as the kernel keeps it). */
+static __always_inline void process_comm(char *comm, struct task_struct *task)
+{
+	_Static_assert(TP_COMM_LEN == 16 && sizeof(task->comm) == 16, "comm is two words");
+
+	((__u64 *)comm)[0] = *(__u64 *)&task->group_leader->comm[0];
+	((__u64 *)comm)[1] = *(__u64 *)&task->group_leader->comm[8];
 }
 
 SEC("perf_event")
@@ -213,7 +224,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	if (!s)
 		return 0;
 
-	task = (struct task_struct *)bpf_get_current_task();
+	task = bpf_get_current_task_btf();
 	s->hdr.kind = TP_EV_SAMPLE;
 	s->hdr.pid = pid_tgid >> 32;
 	s->hdr.ts_ns = ts;
@@ -224,12 +235,12 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->blocked_ns = 0;
 	if (tp_in_gc(s->hdr.pid))
 		s->flags |= TP_SAMPLE_IN_GC;
-	BPF_CORE_READ_STR_INTO(&s->comm, task, group_leader, comm);
+	process_comm(s->comm, task);
 	bpf_get_current_comm(&s->thread_comm, sizeof(s->thread_comm));
 	/* the innermost stage the thread is in (untimed stages past the depth keep the deepest) */
 	if (time_stage_label)
 		t0 = bpf_ktime_get_ns();
-	s->stage = tp_stage_of(bpf_get_current_task_btf());
+	s->stage = tp_stage_of(task);
 	if (time_stage_label) {
 		__u64 t1 = bpf_ktime_get_ns(), t2 = bpf_ktime_get_ns();
 
@@ -248,7 +259,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	if (nk > TP_MAX_STACK_DEPTH)
 		nk = TP_MAX_STACK_DEPTH;
 
-	if (!BPF_CORE_READ(task, mm)) {
+	if (!task->mm) {
 		s->flags |= TP_SAMPLE_KERNEL_THREAD;
 	} else {
 		nu = user_stack_tables(s, nk, ts);
@@ -291,8 +302,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	/* A new process is read at once (and marked known), but not one whose thread exits now:
 	 * its maps are going (exit_mm), and its exit event may have deleted its entry already. */
 	known = bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
-	unknown =
-	    (!known || *known != s->hdr.start_ns) && !(BPF_CORE_READ(task, flags) & TP_PF_EXITING);
+	unknown = (!known || *known != s->hdr.start_ns) && !(task->flags & TP_PF_EXITING);
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu + 2 * (s->nr_python & 127)) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
@@ -319,7 +329,7 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 {
 	bool sent = true;
 
-	ev->pid = BPF_CORE_READ(task, tgid);
+	ev->pid = task->tgid;
 	ev->ts_ns = bpf_ktime_get_ns();
 	ev->start_ns = process_start_ns(task);
 	/* the old image's mappings must not walk the new one's stacks (same pid and start); an
@@ -357,29 +367,50 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 	return sent;
 }
 
+/* Whether the cgrp_cset_link whose cgrp_link is at pos is of hierarchy cgroup_v1_hierarchy: its
+ * cgroup into *cg then. pos comes from a helper's read (a plain load cannot go back from a member
+ * to its struct), so is read with helpers. */
+static __always_inline bool v1_link_of(__u64 pos, struct cgroup **cg)
+{
+	struct cgrp_cset_link *link =
+	    (void *)(pos - bpf_core_field_offset(struct cgrp_cset_link, cgrp_link));
+
+	*cg = BPF_CORE_READ(link, cgrp);
+	return BPF_CORE_READ(*cg, root, hierarchy_id) == (int)cgroup_v1_hierarchy;
+}
+
 /* The kernfs id of task's cgroup in hierarchy cgroup_v1_hierarchy, 0 when not found: a walk of
  * its css_set's cgrp_links, one struct cgrp_cset_link per hierarchy, linked by its cgrp_link
  * (kernel/cgroup/cgroup-internal.h; a v1 named hierarchy has no controller, so no
- * css_set.subsys[] entry leads there). The css_set of a task that is running its exec, or of a
- * child not yet woken from its fork, is its own: not freed under us. */
+ * css_set.subsys[] entry leads there). The list is in the order the hierarchies were mounted,
+ * the default one first; the named one is mounted first (systemd) or last (this VM kind's init),
+ * so the walk takes a link from each end a step, 4 helper reads a link: here (the default
+ * hierarchy and 9 v1 ones, name=systemd the last) it reads 2 links where a walk from the front
+ * read 10. The css_set of a task that is running its exec, or of a child not yet woken from its
+ * fork, is its own: not freed under us. */
 static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
 {
 	struct css_set *cset = BPF_CORE_READ(task, cgroups);
-	struct list_head *head, *pos;
+	__u64 head, front, back;
+	struct cgroup *cg;
 
 	if (!cgroup_v1_hierarchy || !cset)
 		return 0;
-	head = &cset->cgrp_links;
-	pos = BPF_CORE_READ(cset, cgrp_links.next);
+	head = (__u64)&cset->cgrp_links;
+	front = (__u64)BPF_CORE_READ(cset, cgrp_links.next);
+	back = (__u64)BPF_CORE_READ(cset, cgrp_links.prev);
 	/* the kernel's CGROUP_SUBSYS_COUNT hierarchies and the named ones: well under 32 */
-	for (int i = 0; i < 32 && pos && pos != head; i++) {
-		struct cgrp_cset_link *link =
-		    (void *)pos - bpf_core_field_offset(struct cgrp_cset_link, cgrp_link);
-		struct cgroup *cg = BPF_CORE_READ(link, cgrp);
-
-		if (BPF_CORE_READ(cg, root, hierarchy_id) == (int)cgroup_v1_hierarchy)
+	for (int i = 0; i < 16 && front && back && front != head; i++) {
+		if (v1_link_of(front, &cg))
 			return BPF_CORE_READ(cg, kn, id);
-		pos = BPF_CORE_READ(pos, next);
+		if (back == front) /* the middle link: every one seen */
+			break;
+		if (v1_link_of(back, &cg))
+			return BPF_CORE_READ(cg, kn, id);
+		front = (__u64)BPF_CORE_READ((struct list_head *)front, next);
+		if (front == back) /* met: every link seen */
+			break;
+		back = (__u64)BPF_CORE_READ((struct list_head *)back, prev);
 	}
 	return 0;
 }
@@ -387,13 +418,22 @@ static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
 /* Task's PID namespace (the inode number its ns/pid link shows) and its pid there. */
 static __always_inline void pid_ns_of(struct task_struct *task, __u32 *pid_ns, __u32 *ns_pid)
 {
-	struct pid *tp = BPF_CORE_READ(task, thread_pid);
-	unsigned int level = BPF_CORE_READ(tp, level);
+	struct pid *tp = task->thread_pid, *up;
 	struct pid_namespace *ns = NULL;
+	unsigned int level;
 
+	/* the initial namespace: numbers[0], which plain loads reach on every kernel */
+	if (tp->level == 0) {
+		*ns_pid = tp->numbers[0].nr;
+		*pid_ns = tp->numbers[0].ns->ns.inum;
+		return;
+	}
+	/* a nested one: numbers[] past the length Linux 6.1 declares (numbers[1]), by helpers */
+	up = BPF_CORE_READ(task, thread_pid);
+	level = BPF_CORE_READ(up, level);
 	/* the kernel's MAX_PID_NS_LEVEL is 32 */
-	bpf_core_read(ns_pid, sizeof(*ns_pid), &tp->numbers[level & 31].nr);
-	bpf_core_read(&ns, sizeof(ns), &tp->numbers[level & 31].ns);
+	bpf_core_read(ns_pid, sizeof(*ns_pid), &up->numbers[level & 31].nr);
+	bpf_core_read(&ns, sizeof(ns), &up->numbers[level & 31].ns);
 	*pid_ns = BPF_CORE_READ(ns, ns.inum);
 }
 
@@ -448,21 +488,22 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	ev.cgroup_id = bpf_get_current_cgroup_id();
 	ev.cgroup_v1_id = v1_cgroup_id(p);
 	pid_ns_of(p, &ev.pid_ns, &ev.ns_pid);
-	exe = BPF_CORE_READ(p, mm, exe_file);
-	name = BPF_CORE_READ(exe, f_path.dentry, d_name.name);
+	mm = p->mm;
+	exe = mm->exe_file;
+	name = exe->f_path.dentry->d_name.name;
 	if (name && bpf_probe_read_kernel_str(ev.name, sizeof(ev.name), name) < 0)
 		ev.name[0] = 0;
-	ev.exe_ino = BPF_CORE_READ(exe, f_inode, i_ino);
-	ev.exe_dev = BPF_CORE_READ(exe, f_inode, i_sb, s_dev);
-	ev.exe_size = BPF_CORE_READ(exe, f_inode, i_size);
+	ev.exe_ino = exe->f_inode->i_ino;
+	ev.exe_dev = exe->f_inode->i_sb->s_dev;
+	ev.exe_size = exe->f_inode->i_size;
 	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	/* the exec set the user registers to the entry point (start_thread) before this */
 	regs = (struct pt_regs *)bpf_task_pt_regs(p);
 	if (regs)
 		ev.entry_ip = PT_REGS_IP_CORE(regs);
-	mm = BPF_CORE_READ(p, mm);
-	ev.start_code = BPF_CORE_READ(mm, start_code);
-	ev.end_code = BPF_CORE_READ(mm, end_code);
+	ev.start_code = mm->start_code;
+	ev.end_code = mm->end_code;
+	/* a helper's read: a plain load of a void * is typed memory that arithmetic may not use */
 	ev.vdso = (__u64)BPF_CORE_READ(mm, context.vdso);
 	/* a static image whose layout tailprofd knows: its maps need no read */
 	if (ev.entry_ip && ev.entry_ip >= ev.start_code && ev.entry_ip < ev.end_code) {
@@ -471,7 +512,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 		layout = bpf_map_lookup_elem(&static_layouts, &k);
 		if (layout) {
 			ev.flags |= TP_EXEC_LAYOUT_KNOWN;
-			ev.hdr.pid = BPF_CORE_READ(p, tgid);
+			ev.hdr.pid = p->tgid;
 			ev.hdr.start_ns = process_start_ns(p);
 			tables = layout_tables(&ev, layout);
 		}
@@ -526,10 +567,10 @@ int BPF_PROG(sched_process_exit, struct task_struct *p)
 {
 	struct tp_event_hdr ev = {.kind = TP_EV_EXIT};
 
-	__u32 pid = BPF_CORE_READ(p, tgid);
+	__u32 pid = p->tgid;
 
 	/* Only when the whole thread group is gone. */
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+	if (p->signal->live.counter != 0)
 		return 0;
 	bpf_map_delete_elem(&live_procs, &pid);
 	notify(p, &ev, sizeof(ev), false);
@@ -543,20 +584,20 @@ int BPF_PROG(sched_process_fork, struct task_struct *parent, struct task_struct 
 	const unsigned char *name;
 
 	/* threads share their process's maps: only new processes matter */
-	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid))
+	if (child->pid != child->tgid)
 		return 0;
 	ev.hdr.kind = TP_EV_FORK;
-	ev.hdr.pid = BPF_CORE_READ(child, tgid);
+	ev.hdr.pid = child->tgid;
 	ev.hdr.ts_ns = bpf_ktime_get_ns();
 	ev.hdr.start_ns = process_start_ns(child);
-	ev.parent_pid = BPF_CORE_READ(parent, tgid);
+	ev.parent_pid = parent->tgid;
 	ev.parent_start_ns = process_start_ns(parent);
 	/* what user space would otherwise read from /proc if the child is sampled before it execs
 	 * (it has not run yet: its css_set and pid are its own) */
-	ev.cgroup_id = BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id);
+	ev.cgroup_id = child->cgroups->dfl_cgrp->kn->id;
 	ev.cgroup_v1_id = v1_cgroup_id(child);
 	pid_ns_of(child, &ev.pid_ns, &ev.ns_pid);
-	name = BPF_CORE_READ(child, mm, exe_file, f_path.dentry, d_name.name);
+	name = child->mm ? child->mm->exe_file->f_path.dentry->d_name.name : NULL;
 	if (name && bpf_probe_read_kernel_str(ev.name, sizeof(ev.name), name) < 0)
 		ev.name[0] = 0;
 	/* before the child runs: whatever user space reads of the pid later is this process's or a

@@ -153,12 +153,20 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 static __always_inline __u32 tp_py_current_tid(void)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct pid *p = BPF_CORE_READ(t, thread_pid);
-	unsigned int level = BPF_CORE_READ(p, level);
+	struct pid *p = t->thread_pid, *up;
+	unsigned int level;
 	__u32 nr = 0;
 
+	/* the initial namespace: numbers[0], which plain loads reach on every kernel */
+	if (p->level == 0)
+		return p->numbers[0].nr;
+	/* a nested one: numbers[] past the length Linux 6.1 declares (numbers[1]), by helpers */
+	up = BPF_CORE_READ(t, thread_pid);
+	level = BPF_CORE_READ(up, level);
 	/* the kernel's MAX_PID_NS_LEVEL is 32 */
-	bpf_core_read(&nr, sizeof(nr), &p->numbers[level & 31].nr);
+	bpf_core_read(&nr, sizeof(nr), &up->numbers[level & 31].nr);
+	/* read here: one load of nr's stack slot or numbers[0] would be a pointer of two types */
+	barrier_var(nr);
 	return nr;
 }
 
