@@ -27,6 +27,9 @@
 #define TP_PY_MAX_VERSIONS 8
 /* An offset that the version does not have. */
 #define TP_PY_NO_OFFSET 0xffff
+/* The bytes of a _PyInterpreterFrame the walker reads at once (its header, up to localsplus in
+ * 3.11 to 3.13): every frame_* field of tp_py_offsets lies inside (tp_py_frame_fits). */
+#define TP_PY_FRAME_HEAD 72
 
 /* One Python frame in tp_sample.addrs: two words. */
 struct tp_py_frame {
@@ -62,6 +65,17 @@ struct tp_py_offsets {
 	__u16 pad[3];
 };
 _Static_assert(sizeof(struct tp_py_offsets) == 32, "tp_py_offsets layout");
+
+/* Whether o's frame fields (8-byte code, previous and prev_instr; 1-byte is_entry and owner) lie
+ * in the first TP_PY_FRAME_HEAD bytes of a frame, all the walker reads of one. */
+static inline int tp_py_frame_fits(const struct tp_py_offsets *o)
+{
+	return o->frame_code <= TP_PY_FRAME_HEAD - 8 && o->frame_previous <= TP_PY_FRAME_HEAD - 8 &&
+	       o->frame_prev_instr <= TP_PY_FRAME_HEAD - 8 &&
+	       (o->frame_is_entry == TP_PY_NO_OFFSET ||
+		o->frame_is_entry <= TP_PY_FRAME_HEAD - 1) &&
+	       o->frame_owner <= TP_PY_FRAME_HEAD - 1;
+}
 
 /* py_procs value: a process running a supported Python. */
 struct tp_py_proc {

@@ -20,6 +20,7 @@
 #include "elf_object.h"
 #include "hashmap.h"
 #include "loader.h"
+#include "log.h"
 #include "proc_maps.h"
 #include "python.h"
 #include "python_lines.h"
@@ -300,8 +301,18 @@ struct python *python__new(const struct python_opts *opts)
 		 p->opts.proc_root ? p->opts.proc_root : "/proc");
 	p->opts.proc_root = p->proc_root;
 	if (p->opts.loader && loader__python_frames(p->opts.loader))
-		for (uint32_t i = 0; i < NR_VERSIONS; i++)
+		for (uint32_t i = 0; i < NR_VERSIONS; i++) {
+			/* the BPF walker reads a frame's first TP_PY_FRAME_HEAD bytes only */
+			if (!tp_py_frame_fits(&versions[i].bpf)) {
+				pr_warn(
+				    "python: %s's frame fields lie past the %d bytes the walker "
+				    "reads (TP_PY_FRAME_HEAD): its processes keep native frames "
+				    "only",
+				    versions[i].name, TP_PY_FRAME_HEAD);
+				continue;
+			}
 			loader__python_set_offsets(p->opts.loader, i, &versions[i].bpf);
+		}
 	return p;
 }
 

@@ -45,6 +45,21 @@ struct {
 	__type(value, __u8);
 } py_seen SEC(".maps");
 
+/* py_frame_head: the first TP_PY_FRAME_HEAD bytes of the frame a walk is at, per CPU: one
+ * bpf_probe_read_user() a frame instead of one a field (five). A walk does not nest in another of
+ * its object on a CPU (the sampler's does not nest in itself; the scheduler's runs with interrupts
+ * off), and each object has its own. */
+struct tp_py_frame_head {
+	__u8 b[TP_PY_FRAME_HEAD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_py_frame_head);
+} py_frame_head SEC(".maps");
+
 /* The least time between two wake-ups for new Python stacks of one process. */
 #define TP_PY_WAKE_GAP_NS 2000000ULL
 
@@ -70,7 +85,8 @@ static __always_inline __u64 tp_py_read_ptr(__u64 addr)
  * instructions on 6.x). */
 struct tp_py_state {
 	const struct tp_py_offsets *o;
-	__u64 *out; /* 2 * TP_PY_MAX_FRAMES words */
+	__u64 *out;		       /* 2 * TP_PY_MAX_FRAMES words */
+	struct tp_py_frame_head *head; /* py_frame_head's */
 	__u64 interp;
 	__u64 ts;		   /* the thread state looked at, then the one found (0: none) */
 	__u64 frame;		   /* the next frame to copy (0: none) */
@@ -106,29 +122,49 @@ static long tp_py_find_step(__u32 index, void *ctx)
 	return 0;
 }
 
+/* The word at off in a frame's head, 0 where off is past it (tp_py_frame_fits). */
+static __always_inline __u64 tp_py_head_word(const struct tp_py_frame_head *h, __u32 off)
+{
+	barrier_var(off); /* the bound checked on the register that is used */
+	if (off > TP_PY_FRAME_HEAD - 8)
+		return 0;
+	return *(const __u64 *)&h->b[off];
+}
+
+/* The byte at off in a frame's head, 0 where off is past it (TP_PY_NO_OFFSET: none). */
+static __always_inline __u8 tp_py_head_byte(const struct tp_py_frame_head *h, __u32 off)
+{
+	barrier_var(off);
+	if (off > TP_PY_FRAME_HEAD - 1)
+		return 0;
+	return h->b[off];
+}
+
 /* Copies frame st->frame as the index-th, and moves to its previous one. Returns 1 to stop. */
 static long tp_py_frame_step(__u32 index, void *ctx)
 {
 	struct tp_py_state *st = ctx;
 	const struct tp_py_offsets *o = st->o;
-	__u64 frame = st->frame, code, instr;
-	__u8 entry = 0, owner = 0;
+	struct tp_py_frame_head *h = st->head;
+	__u64 frame = st->frame, code = 0, instr;
+	__u8 entry, owner;
 	__s64 units;
 
 	/* the frame number is bpf_loop's index, not a count kept in st: one verifier state */
-	if (index >= TP_PY_MAX_FRAMES || !frame)
+	if (index >= TP_PY_MAX_FRAMES || !frame || !h)
 		return 1;
-	code = tp_py_read_ptr(frame + o->frame_code);
+	/* the header holds every field read (a frame is never shorter: localsplus follows it) */
+	if (!bpf_probe_read_user(h, sizeof(*h), (const void *)frame))
+		code = tp_py_head_word(h, o->frame_code);
 	if (!code) {
 		/* a process's own stack: BPF adds it to py_seen, as any stack left incomplete */
 		st->failed = 1;
 		st->outside = 1;
 		return 1;
 	}
-	instr = tp_py_read_ptr(frame + o->frame_prev_instr);
-	if (o->frame_is_entry != TP_PY_NO_OFFSET)
-		bpf_probe_read_user(&entry, 1, (const void *)(frame + o->frame_is_entry));
-	bpf_probe_read_user(&owner, 1, (const void *)(frame + o->frame_owner));
+	instr = tp_py_head_word(h, o->frame_prev_instr);
+	entry = tp_py_head_byte(h, o->frame_is_entry);
+	owner = tp_py_head_byte(h, o->frame_owner);
 	/* arithmetic shift: clang 14 cannot emit signed division for BPF */
 	units = (__s64)(instr - (code + o->code_adaptive)) >> 1;
 	/* masked where it is used: a bound checked on a copy is lost on some verifiers */
@@ -144,7 +180,7 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 		st->hash = tp_py_stack_step(st->hash, code);
 		st->outside = 1;
 	}
-	st->frame = tp_py_read_ptr(frame + o->frame_previous);
+	st->frame = tp_py_head_word(h, o->frame_previous);
 	return 0;
 }
 
@@ -185,8 +221,8 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 {
 	struct tp_py_state st = {.out = out, .tid = tid, .hash = TP_PY_STACK_SEED};
 	struct tp_py_proc *py;
+	__u32 v, zero = 0;
 	__u64 cur;
-	__u32 v;
 
 	*nr = 0;
 	py = bpf_map_lookup_elem(&py_procs, &pid);
@@ -194,7 +230,8 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 		return TP_PY_NONE;
 	v = py->version;
 	st.o = bpf_map_lookup_elem(&py_offsets, &v);
-	if (!st.o)
+	st.head = bpf_map_lookup_elem(&py_frame_head, &zero);
+	if (!st.o || !st.head)
 		return TP_PY_FAILED;
 	if (py->image_hi > py->image_lo) {
 		st.image_lo = py->image_lo;
