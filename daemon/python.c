@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* CPython support: interpreter discovery, the offset tables and code object reading (python.h);
- * the interned (function, file, line) table is python_lines.c. */
+/* CPython support (python.h): interpreter discovery, and code objects named and cached per
+ * process; the versions' offset tables are python_versions.c, the reads of a process's objects
+ * python_mem.c, the interned (function, file, line) table python_lines.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -24,6 +24,8 @@
 #include "proc_maps.h"
 #include "python.h"
 #include "python_lines.h"
+#include "python_mem.h"
+#include "python_versions.h"
 #include "sysinfo.h"
 
 const char *const python_unsupported_names[PY_UNSUP_NR] = {
@@ -32,141 +34,6 @@ const char *const python_unsupported_names[PY_UNSUP_NR] = {
     [PY_UNSUP_UNREADABLE] = "unreadable",
     [PY_UNSUP_MAP_FULL] = "map_full",
 };
-
-/* What user space reads of code objects and strings, per version (bytes, x86-64). */
-struct py_user_offsets {
-	uint16_t co_firstlineno, co_filename, co_qualname, co_linetable, co_firsttraceable;
-	uint16_t ascii_size;   /* sizeof(PyASCIIObject): compact ASCII data follows */
-	uint16_t compact_size; /* sizeof(PyCompactUnicodeObject): other compact data follows */
-	uint16_t str_length;   /* PyASCIIObject.length */
-	uint16_t str_state;    /* PyASCIIObject.state */
-	uint16_t bytes_size;   /* PyVarObject.ob_size of a bytes object */
-	uint16_t bytes_data;   /* PyBytesObject.ob_sval */
-};
-
-struct py_version {
-	const char *name; /* "3.11": matched in file names python3.11, libpython3.11.so */
-	struct tp_py_offsets bpf;
-	struct py_user_offsets user;
-	/* The owner value (_PyInterpreterFrame.owner) of the eval loop's own entry frame on the C
-	 * stack (3.12 on: FRAME_OWNED_BY_CSTACK, in place of is_entry): such a frame is dropped
-	 * and the frame inside it marked entry. PY_NO_OWNER: none (3.11's is_entry). */
-	uint8_t cstack_owner;
-};
-
-#define PY_NO_OWNER 0xff
-
-/* The offset sets, indexed by version id (py_offsets' key). Derived with tests/tools/py_offsets.c
- * from the internal headers of CPython 3.11.7 and Debian's 3.11.2 (identical), 3.12.1 and 3.13.0
- * (pyenv builds). 3.12: no is_entry (entry frames are owner FRAME_OWNED_BY_CSTACK frames), str
- * objects without wstr (smaller headers). 3.13: also no cframe (tstate->current_frame),
- * f_executable for f_code, instr_ptr (the current instruction) for prev_instr. */
-static const struct py_version versions[] = {
-    {
-	.name = "3.11",
-	.bpf =
-	    {
-		.runtime_interp_head = 40,
-		.interp_next = 0,
-		.interp_threads_head = 16,
-		.tstate_next = 8,
-		.tstate_native_tid = 160,
-		.tstate_cframe = 56,
-		.cframe_current_frame = 8,
-		.frame_code = 32,
-		.frame_previous = 48,
-		.frame_prev_instr = 56,
-		.frame_is_entry = 68,
-		.frame_owner = 69,
-		.code_adaptive = 184,
-	    },
-	.user =
-	    {
-		.co_firstlineno = 72,
-		.co_filename = 112,
-		.co_qualname = 128,
-		.co_linetable = 136,
-		.co_firsttraceable = 168,
-		.ascii_size = 48,
-		.compact_size = 72,
-		.str_length = 16,
-		.str_state = 32,
-		.bytes_size = 16,
-		.bytes_data = 32,
-	    },
-	.cstack_owner = PY_NO_OWNER,
-    },
-    {
-	.name = "3.12",
-	.bpf =
-	    {
-		.runtime_interp_head = 40,
-		.interp_next = 0,
-		.interp_threads_head = 72,
-		.tstate_next = 8,
-		.tstate_native_tid = 144,
-		.tstate_cframe = 56,
-		.cframe_current_frame = 0,
-		.frame_code = 0,
-		.frame_previous = 8,
-		.frame_prev_instr = 56,
-		.frame_is_entry = TP_PY_NO_OFFSET,
-		.frame_owner = 70,
-		.code_adaptive = 192,
-	    },
-	.user =
-	    {
-		.co_firstlineno = 68,
-		.co_filename = 112,
-		.co_qualname = 128,
-		.co_linetable = 136,
-		.co_firsttraceable = 176,
-		.ascii_size = 40,
-		.compact_size = 56,
-		.str_length = 16,
-		.str_state = 32,
-		.bytes_size = 16,
-		.bytes_data = 32,
-	    },
-	.cstack_owner = 3,
-    },
-    {
-	.name = "3.13",
-	.bpf =
-	    {
-		.runtime_interp_head = 632,
-		.interp_next = 7264,
-		.interp_threads_head = 7344,
-		.tstate_next = 8,
-		.tstate_native_tid = 160,
-		.tstate_cframe = TP_PY_NO_OFFSET,
-		.cframe_current_frame = 72, /* PyThreadState.current_frame */
-		.frame_code = 0,	    /* f_executable */
-		.frame_previous = 8,
-		.frame_prev_instr = 56, /* instr_ptr */
-		.frame_is_entry = TP_PY_NO_OFFSET,
-		.frame_owner = 70,
-		.code_adaptive = 200,
-	    },
-	.user =
-	    {
-		.co_firstlineno = 68,
-		.co_filename = 112,
-		.co_qualname = 128,
-		.co_linetable = 136,
-		.co_firsttraceable = 184,
-		.ascii_size = 40,
-		.compact_size = 56,
-		.str_length = 16,
-		.str_state = 32,
-		.bytes_size = 16,
-		.bytes_data = 32,
-	    },
-	.cstack_owner = 3,
-    },
-};
-#define NR_VERSIONS (sizeof(versions) / sizeof(versions[0]))
-_Static_assert(NR_VERSIONS <= TP_PY_MAX_VERSIONS, "py_offsets too small");
 
 #define FRAME_OWNED_BY_GENERATOR 1 /* _PyInterpreterFrame.owner value (3.11 to 3.13) */
 
@@ -301,17 +168,17 @@ struct python *python__new(const struct python_opts *opts)
 		 p->opts.proc_root ? p->opts.proc_root : "/proc");
 	p->opts.proc_root = p->proc_root;
 	if (p->opts.loader && loader__python_frames(p->opts.loader))
-		for (uint32_t i = 0; i < NR_VERSIONS; i++) {
+		for (uint32_t i = 0; i < py_nr_versions; i++) {
 			/* the BPF walker reads a frame's first TP_PY_FRAME_HEAD bytes only */
-			if (!tp_py_frame_fits(&versions[i].bpf)) {
+			if (!tp_py_frame_fits(&py_versions[i].bpf)) {
 				pr_warn(
 				    "python: %s's frame fields lie past the %d bytes the walker "
 				    "reads (TP_PY_FRAME_HEAD): its processes keep native frames "
 				    "only",
-				    versions[i].name, TP_PY_FRAME_HEAD);
+				    py_versions[i].name, TP_PY_FRAME_HEAD);
 				continue;
 			}
-			loader__python_set_offsets(p->opts.loader, i, &versions[i].bpf);
+			loader__python_set_offsets(p->opts.loader, i, &py_versions[i].bpf);
 		}
 	return p;
 }
@@ -343,42 +210,6 @@ void python__free(struct python *p)
 	free(p->objs);
 	clear_codes(p);
 	free(p);
-}
-
-/* The version whose name follows "python" in the file name (python3.11, libpython3.11.so.1.0),
- * or NULL; *named tells whether the name looked like a CPython at all. */
-static const struct py_version *version_of(const char *path, bool *named)
-{
-	const char *name = strrchr(path, '/'), *s;
-	char ver[16];
-	size_t n = 0;
-
-	name = name ? name + 1 : path;
-	*named = false;
-	if (!strncmp(name, "libpython", 9))
-		s = name + 9;
-	else if (!strncmp(name, "python", 6))
-		s = name + 6;
-	else
-		return NULL;
-	while (n + 1 < sizeof(ver) && ((s[n] >= '0' && s[n] <= '9') || s[n] == '.'))
-		n++;
-	/* "3.11" from "3.11.so.1.0" or "3.11": the major.minor part */
-	memcpy(ver, s, n);
-	ver[n] = 0;
-	if (strncmp(ver, "3.", 2))
-		return NULL;
-	*named = true;
-	/* ABI flags after the version (3.13t: free-threaded, other object headers; d: debug):
-	 * other layouts than the table's */
-	if (s[n] && (!n || s[n - 1] != '.'))
-		return NULL;
-	for (char *dot = strchr(ver + 2, '.'); dot; dot = NULL)
-		*dot = 0;
-	for (uint32_t i = 0; i < NR_VERSIONS; i++)
-		if (!strcmp(ver, versions[i].name))
-			return &versions[i];
-	return NULL;
 }
 
 /* Reads the link-time addresses (.dynsym, then .symtab) of _PyRuntime and PyCode_Type (0 when
@@ -579,7 +410,7 @@ static struct tp_py_proc walker_entry(const struct py_proc *pp)
 	return (struct tp_py_proc){
 	    .start_ns = pp->start_ns,
 	    .runtime = pp->runtime,
-	    .version = (uint32_t)(pp->v - versions),
+	    .version = (uint32_t)(pp->v - py_versions),
 	    .image_lo = pp->image_lo,
 	    .image_hi = pp->image_hi,
 	    .image_key = pp->file_key,
@@ -724,7 +555,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 			continue;
 		if (pick && !lib)
 			continue;
-		v = version_of(m->path, &n);
+		v = py_version_of(m->path, &n);
 		named |= n;
 		if (n)
 			pick = m;
@@ -735,7 +566,7 @@ int python__note_process(struct python *p, uint32_t pid, uint64_t start_ns)
 		proc_maps__clear(&maps);
 		return 0;
 	}
-	v = version_of(pick->path, &named);
+	v = py_version_of(pick->path, &named);
 	if (!v) {
 		count_unsupported(p, pid, start_ns, PY_UNSUP_VERSION);
 		err = 0;
@@ -820,178 +651,6 @@ void python__drain_begin(struct python *p, bool tick)
 		p->gen++;
 }
 
-/* Reads len bytes at addr of process pid; returns the bytes read (may be short), or -1. */
-static ssize_t read_mem(uint32_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
-
-	return process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
-}
-
-static void put_utf8(char *out, size_t *o, size_t cap, uint32_t c)
-{
-	char b[4];
-	size_t n;
-
-	/* a lone surrogate (an undecodable byte of a file name, PEP 383) or past U+10FFFF: not
-	 * UTF-8, U+FFFD instead */
-	if ((c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
-		c = 0xfffd;
-	if (c < 0x80) {
-		b[0] = (char)c;
-		n = 1;
-	} else if (c < 0x800) {
-		b[0] = (char)(0xc0 | c >> 6);
-		b[1] = (char)(0x80 | (c & 63));
-		n = 2;
-	} else if (c < 0x10000) {
-		b[0] = (char)(0xe0 | c >> 12);
-		b[1] = (char)(0x80 | ((c >> 6) & 63));
-		b[2] = (char)(0x80 | (c & 63));
-		n = 3;
-	} else {
-		b[0] = (char)(0xf0 | (c >> 18 & 7));
-		b[1] = (char)(0x80 | ((c >> 12) & 63));
-		b[2] = (char)(0x80 | ((c >> 6) & 63));
-		b[3] = (char)(0x80 | (c & 63));
-		n = 4;
-	}
-	if (*o + n < cap) {
-		memcpy(out + *o, b, n);
-		*o += n;
-	}
-}
-
-/* The first bytes of an object, read ahead with others in one process_vm_readv: len of them are
- * valid (0: none; the reader then reads what it needs itself). */
-#define PREFETCH_BYTES 512
-
-struct prefetch {
-	uint8_t buf[PREFETCH_BYTES];
-	size_t len;
-};
-
-/* Reads the first PREFETCH_BYTES of the objects at addrs[0..n) of process pid into pre[], in one
- * system call. An object near the end of its mapping is read in part, and those after it not at
- * all (process_vm_readv stops at the first fault): their readers read what they need. */
-static void prefetch(uint32_t pid, const uint64_t *addrs, struct prefetch *pre, size_t n)
-{
-	struct iovec local[3], remote[3];
-	ssize_t got;
-
-	for (size_t i = 0; i < n; i++) {
-		local[i] = (struct iovec){pre[i].buf, PREFETCH_BYTES};
-		remote[i] = (struct iovec){(void *)(uintptr_t)addrs[i], PREFETCH_BYTES};
-		pre[i].len = 0;
-	}
-	got = process_vm_readv((pid_t)pid, local, n, remote, n, 0);
-	for (size_t i = 0; i < n && got > 0; i++) {
-		pre[i].len = (size_t)got < PREFETCH_BYTES ? (size_t)got : PREFETCH_BYTES;
-		got -= (ssize_t)pre[i].len;
-	}
-}
-
-/* Reads the str object at addr of process pid as UTF-8 into out (cap bytes, NUL-terminated, cut
- * at a character boundary), from pre (its first bytes, read ahead) where they hold it. Compact
- * strings only (every code object's strings are). Returns 0 or -1. */
-static int read_str(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
-		    const struct prefetch *pre, char *out, size_t cap)
-{
-	uint8_t hdr[128];
-	uint8_t data[4 * NAME_MAX_BYTES * 4];
-	const uint8_t *src = data;
-	uint64_t length;
-	uint32_t state, kind;
-	size_t o = 0, chars, width, base;
-	ssize_t n;
-
-	if (!addr)
-		return -1;
-	if (pre->len >= u->compact_size)
-		memcpy(hdr, pre->buf, u->compact_size);
-	else if (read_mem(pid, addr, hdr, u->compact_size) != u->compact_size)
-		return -1;
-	memcpy(&length, hdr + u->str_length, 8);
-	memcpy(&state, hdr + u->str_state, 4);
-	/* state bits (3.11 to 3.13, tests/tools/py_offsets.c): interned 0-1, kind 2-4, compact 5,
-	 * ascii 6 */
-	kind = (state >> 2) & 7;
-	if (!(state & (1u << 5)) || (kind != 1 && kind != 2 && kind != 4))
-		return -1;
-	base = state & (1u << 6) ? u->ascii_size : u->compact_size;
-	width = kind;
-	chars = length < cap - 1 ? length : cap - 1;
-	if (chars * width > sizeof(data))
-		chars = sizeof(data) / width;
-	if (base + chars * width <= pre->len) {
-		src = pre->buf + base;
-	} else {
-		n = read_mem(pid, addr + base, data, chars * width);
-		if (n < 0 || (size_t)n != chars * width)
-			return -1;
-	}
-	for (size_t i = 0; i < chars; i++) {
-		uint32_t c;
-
-		if (width == 1)
-			c = src[i];
-		else if (width == 2)
-			c = src[2 * i] | (uint32_t)src[2 * i + 1] << 8;
-		else
-			c = src[4 * i] | (uint32_t)src[4 * i + 1] << 8 |
-			    (uint32_t)src[4 * i + 2] << 16 | (uint32_t)src[4 * i + 3] << 24;
-		put_utf8(out, &o, cap, c);
-	}
-	out[o] = 0;
-	return 0;
-}
-
-/* The fields of a code object that identify it and name it: firstlineno, the qualname pointer,
- * and the others, from one read. */
-struct code_fields {
-	uint64_t type; /* ob_type */
-	int32_t firstlineno, firsttraceable;
-	uint64_t filename, qualname, linetable;
-};
-
-#define OB_TYPE_OFFSET 8 /* PyObject.ob_type, after ob_refcnt (every version, non-debug builds) */
-
-/* Reads the fields of the code object at addr of process pid. Returns 0, or -1 when they cannot
- * be read. */
-static int read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
-			    struct code_fields *cf)
-{
-	/* one read covering every field: they all lie within 8 .. 192 (3.11 to 3.13) */
-	const uint16_t ptrs[] = {u->co_filename, u->co_qualname, u->co_linetable};
-	const uint16_t ints[] = {u->co_firstlineno, u->co_firsttraceable};
-	uint16_t lo = OB_TYPE_OFFSET, hi = OB_TYPE_OFFSET + 8;
-	uint8_t buf[256];
-
-	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
-		if (ptrs[i] < lo)
-			return -1;
-		if (ptrs[i] + 8 > hi)
-			hi = ptrs[i] + 8;
-	}
-	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
-		if (ints[i] < lo)
-			return -1;
-		if (ints[i] + 4 > hi)
-			hi = ints[i] + 4;
-	}
-	if (hi - lo > (int)sizeof(buf))
-		return -1;
-	if (read_mem(pid, addr + lo, buf, hi - lo) != hi - lo)
-		return -1;
-	memcpy(&cf->type, buf, 8);
-	memcpy(&cf->firstlineno, buf + u->co_firstlineno - lo, 4);
-	memcpy(&cf->firsttraceable, buf + u->co_firsttraceable - lo, 4);
-	memcpy(&cf->filename, buf + u->co_filename - lo, 8);
-	memcpy(&cf->qualname, buf + u->co_qualname - lo, 8);
-	memcpy(&cf->linetable, buf + u->co_linetable - lo, 8);
-	return 0;
-}
-
 /* Fills c from the code object at addr of the process of pp: failed when it cannot be read,
  * not_code too when what is there is not a code object (its type is not PyCode_Type: a frame read
  * while it was being set up or torn down). */
@@ -999,13 +658,13 @@ static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr,
 {
 	const struct py_user_offsets *u = &pp->v->user;
 	char name[NAME_MAX_BYTES], file[FILE_MAX_BYTES];
-	struct prefetch pre[3];
-	struct code_fields cf;
+	struct py_prefetch pre[3];
+	struct py_code_fields cf;
 	uint64_t size = 0;
 
 	p->st.code_reads++;
 	c->failed = true;
-	if (read_code_fields(pp->pid, u, addr, &cf)) {
+	if (py_read_code_fields(pp->pid, u, addr, &cf)) {
 		p->st.code_read_failed++;
 		return;
 	}
@@ -1014,13 +673,13 @@ static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr,
 		return;
 	}
 	/* the name, the file and the location table in one system call (most of them are within
-	 * their first PREFETCH_BYTES), rather than two to three each */
-	prefetch(pp->pid, (const uint64_t[]){cf.qualname, cf.filename, cf.linetable}, pre,
-		 cf.linetable ? 3 : 2);
+	 * their first PY_PREFETCH_BYTES), rather than two to three each */
+	py_prefetch(pp->pid, (const uint64_t[]){cf.qualname, cf.filename, cf.linetable}, pre,
+		    cf.linetable ? 3 : 2);
 	if (!cf.linetable)
 		pre[2].len = 0;
-	if (read_str(pp->pid, u, cf.qualname, &pre[0], name, sizeof(name)) ||
-	    read_str(pp->pid, u, cf.filename, &pre[1], file, sizeof(file))) {
+	if (py_read_str(pp->pid, u, cf.qualname, &pre[0], name, sizeof(name)) ||
+	    py_read_str(pp->pid, u, cf.filename, &pre[1], file, sizeof(file))) {
 		p->st.code_read_failed++;
 		return;
 	}
@@ -1034,15 +693,15 @@ static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr,
 	c->file = sym_xstrdup(file);
 	if (pre[2].len >= (size_t)u->bytes_size + 8)
 		memcpy(&size, pre[2].buf + u->bytes_size, 8);
-	else if (!cf.linetable || read_mem(pp->pid, cf.linetable + u->bytes_size, &size, 8) != 8)
+	else if (!cf.linetable || py_read_mem(pp->pid, cf.linetable + u->bytes_size, &size, 8) != 8)
 		size = 0;
 	if (size <= LINETABLE_MAX_BYTES && size) {
 		c->linetable = malloc(size);
 		if (c->linetable && u->bytes_data + size <= pre[2].len) {
 			memcpy(c->linetable, pre[2].buf + u->bytes_data, size);
 			c->linetable_len = size;
-		} else if (c->linetable && read_mem(pp->pid, cf.linetable + u->bytes_data,
-						    c->linetable, size) == (ssize_t)size) {
+		} else if (c->linetable && py_read_mem(pp->pid, cf.linetable + u->bytes_data,
+						       c->linetable, size) == (ssize_t)size) {
 			c->linetable_len = size;
 		} else {
 			free(c->linetable);
@@ -1082,7 +741,7 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 	uint32_t i;
 
 	if (hashmap__find(&p->code_index, h, code_eq, &k, &i)) {
-		struct code_fields cf;
+		struct py_code_fields cf;
 
 		c = &p->codes[i];
 		if ((c->checked_gen == p->gen && !recheck) ||
@@ -1095,7 +754,7 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		p->st.code_checks++;
 		/* the address may hold another code object now: check what names it (unreadable:
 		 * the process is gone, what was read stands) */
-		if (read_code_fields(pp->pid, &pp->v->user, addr, &cf))
+		if (py_read_code_fields(pp->pid, &pp->v->user, addr, &cf))
 			return c;
 		if (pp->code_type && cf.type != pp->code_type && c->not_code)
 			return c;

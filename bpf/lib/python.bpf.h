@@ -9,7 +9,7 @@
 #define TAILPROF_PYTHON_BPF_H
 
 /* py_offsets: version id -> the structure offsets of that CPython version (tp_py_offsets).
- * Written by tailprofd at start (daemon/python.c's table), read here. TP_PY_MAX_VERSIONS
+ * Written by tailprofd at start (daemon/python_versions.c's table), read here. TP_PY_MAX_VERSIONS
  * entries: one per supported version. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

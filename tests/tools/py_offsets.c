@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Prints the CPython structure offsets that bpf/lib/python.bpf.h walks and daemon/python.c reads,
- * for the interpreter whose headers it is compiled against (internal headers included:
- * -DPy_BUILD_CORE), so the table in daemon/python.c is reproducible. One row per version:
+/* Prints the CPython structure offsets that bpf/lib/python.bpf.h walks and
+ * daemon/python_versions.c tabulates, for the interpreter whose headers it is compiled against
+ * (internal headers included: -DPy_BUILD_CORE), so that table is reproducible. One row per
+ * version:
  *   3.11 (Debian's 3.11.2; pyenv's 3.11.7 prints the same): PY=/usr/bin/python3.11
  *   3.12: PY=/root/.pyenv/versions/3.12.1/bin/python3.12
  *   3.13: PY=/root/.pyenv/versions/3.13.0/bin/python3.13
@@ -74,7 +75,7 @@ int main(void)
 	OFF(_PyInterpreterFrame, is_entry);
 #endif
 	OFF(_PyInterpreterFrame, owner);
-	OFF(PyObject, ob_type); /* OB_TYPE_OFFSET in daemon/python.c */
+	OFF(PyObject, ob_type); /* OB_TYPE_OFFSET in daemon/python_mem.c */
 	OFF(PyCodeObject, co_name);
 	OFF(PyCodeObject, co_qualname);
 	OFF(PyCodeObject, co_filename);
