@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "python.h"
+#include "python_versions.h"
 
 /* co_linetable of this function as compiled by CPython 3.11.7, 3.12.1 and 3.13.0 (first line 2):
  *   def f(a, b):
@@ -764,6 +765,37 @@ static void test_refuses_other_versions(void **state)
 	rmdir(root);
 }
 
+/* The BPF walker reads a frame's first TP_PY_FRAME_HEAD bytes: every table's frame fields lie
+ * there, and an offset or a field's end past it is refused (tailprofd then keeps that version's
+ * processes to native frames, with a warning). */
+static void test_frame_fields_in_the_head(void **state)
+{
+	struct tp_py_offsets o;
+
+	assert_true(py_nr_versions >= 3);
+	for (uint32_t i = 0; i < py_nr_versions; i++)
+		assert_true(tp_py_frame_fits(&py_versions[i].bpf));
+	o = py_versions[0].bpf;
+	o.frame_prev_instr = TP_PY_FRAME_HEAD - 8;
+	assert_true(tp_py_frame_fits(&o));
+	o.frame_prev_instr = TP_PY_FRAME_HEAD - 7; /* the word's last byte past the head */
+	assert_false(tp_py_frame_fits(&o));
+	o = py_versions[0].bpf;
+	o.frame_owner = TP_PY_FRAME_HEAD;
+	assert_false(tp_py_frame_fits(&o));
+	o.frame_owner = TP_PY_FRAME_HEAD - 1;
+	o.frame_is_entry = TP_PY_NO_OFFSET; /* none: fits */
+	assert_true(tp_py_frame_fits(&o));
+	o.frame_is_entry = TP_PY_FRAME_HEAD;
+	assert_false(tp_py_frame_fits(&o));
+	o = py_versions[0].bpf;
+	o.frame_code = 80;
+	assert_false(tp_py_frame_fits(&o));
+	o = py_versions[0].bpf;
+	o.frame_previous = 72;
+	assert_false(tp_py_frame_fits(&o));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -783,6 +815,7 @@ int main(void)
 	    cmocka_unit_test(test_image_codes_pyenv_313),
 	    cmocka_unit_test(test_line_memo),
 	    cmocka_unit_test(test_refuses_other_versions),
+	    cmocka_unit_test(test_frame_fields_in_the_head),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
