@@ -645,8 +645,10 @@ def check_gc_uprobe(keys, files):
 
 def check_python(keys, files, name="py.pb.gz", least=150):
     """py_features.py under Debian's python3.11: compute_features 75% of compute_features and
-    serialize (+- 10 points: emulated timing), and their Python chain to <module> with the
-    workload's file and the lines found in its text."""
+    serialize (+- 10 points for emulated timing, or 3.5 standard errors of a share of that many
+    samples where that is wider: the 1 s process of py_from_exec has about 100, and came out at
+    86% once), and their Python chain to <module> with the workload's file and the lines found
+    in its text."""
     if name not in files:
         raise AssertionError("no profile of the Python workload (is %s installed?)" % PYTHON)
     with open(PY_WORKLOAD) as f:
@@ -675,7 +677,9 @@ def check_python(keys, files, name="py.pb.gz", least=150):
     assert total >= least, "only %d samples in compute_features or serialize: %s" % (
         total, prof.total())
     share = own["compute_features"] / total
-    assert 0.65 <= share <= 0.85, "compute_features %.0f%% (want 75%%)" % (100 * share)
+    tol = max(0.10, 3.5 * (0.75 * 0.25 / total) ** 0.5)
+    assert abs(share - 0.75) <= tol, "compute_features %.0f%% of %d samples (want 75%% +- %.0f)" % (
+        100 * share, total, 100 * tol)
     best = max(chains, key=chains.get)
     assert best == want, "hottest Python chain %s, want %s" % (best, want)
     return "%d samples, compute_features %.0f%%, chain to <module> with lines" % (
