@@ -7,6 +7,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "tailprof.h"
+#include "lib/task.bpf.h"
 #include "lib/unwind.bpf.h"
 #include "lib/shared_maps.bpf.h"
 #include "lib/gc_open.bpf.h"
@@ -178,30 +179,11 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 	return res.nr;
 }
 
-/* Trusted task pointers (tp_btf arguments, bpf_get_current_task_btf()) are read with plain loads,
- * which the verifier guards (a faulting one reads 0), not by a bpf_probe_read_kernel() call a
- * field as BPF_CORE_READ() does. Warm, the calls cost little (the stage probes' ten per call
- * measured the same either way); what made the fork program 7 us was the cold kernel memory
- * of the v1 cgroup walk (v1_cgroup_id). */
-static __always_inline __u64 process_start_ns(struct task_struct *task)
-{
-	return task->group_leader->start_boottime;
-}
-
 static __always_inline __u64 wakeup_flags(int urgent)
 {
 	if (urgent || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
-}
-
-/* The comm of task's process into comm (TP_COMM_LEN bytes, NUL-padded as the kernel keeps it). */
-static __always_inline void process_comm(char *comm, struct task_struct *task)
-{
-	_Static_assert(TP_COMM_LEN == 16 && sizeof(task->comm) == 16, "comm is two words");
-
-	((__u64 *)comm)[0] = *(__u64 *)&task->group_leader->comm[0];
-	((__u64 *)comm)[1] = *(__u64 *)&task->group_leader->comm[8];
 }
 
 SEC("perf_event")
@@ -388,8 +370,9 @@ static __always_inline bool v1_link_of(__u64 pos, struct cgroup **cg)
  * the default one first; the named one is mounted first (systemd) or last (this VM kind's init),
  * so the walk takes a link from each end a step, 4 helper reads a link: here (the default
  * hierarchy and 9 v1 ones, name=systemd the last) it reads 2 links where a walk from the front
- * read 10. The css_set of a task that is running its exec, or of a child not yet woken from its
- * fork, is its own: not freed under us. */
+ * read 10 (its cold memory, not the helper calls, made the fork program 7 us). The css_set of a
+ * task that is running its exec, or of a child not yet woken from its fork, is its own: not
+ * freed under us. */
 static __always_inline __u64 v1_cgroup_id(struct task_struct *task)
 {
 	struct css_set *cset = BPF_CORE_READ(task, cgroups);

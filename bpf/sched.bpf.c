@@ -49,6 +49,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "tailprof.h"
+#include "lib/task.bpf.h"
 #include "lib/unwind.bpf.h"
 #include "lib/shared_maps.bpf.h"
 #include "lib/python.bpf.h"

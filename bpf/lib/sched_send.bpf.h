@@ -1,16 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The samples the scheduler programs send (sched.bpf.c): a task's process start and kernel stack
- * base, its names, the off-CPU sample of a pending block, and sending a sample to the events ring
- * buffer. Included by sched.bpf.c only, after sched_runq.bpf.h. */
+/* The samples the scheduler programs send (sched.bpf.c): a task's kernel stack base, its names,
+ * the off-CPU sample of a pending block, and sending a sample to the events ring buffer.
+ * Included by sched.bpf.c only, after sched_runq.bpf.h (and lib/task.bpf.h). */
 #ifndef TAILPROF_SCHED_SEND_BPF_H
 #define TAILPROF_SCHED_SEND_BPF_H
-
-/* Trusted task pointers (tp_btf arguments, bpf_get_current_task_btf) are read with plain loads,
- * which the verifier guards: cheaper than bpf_probe_read_kernel. */
-static __always_inline __u64 process_start_ns(struct task_struct *task)
-{
-	return task->group_leader->start_boottime;
-}
 
 /* The base of task's kernel stack (task->stack) as a number. Read with a helper, not a plain
  * load: Linux 6.18's verifier types a plain load of that void * as read-only untrusted memory,
@@ -28,11 +21,9 @@ static __always_inline __u64 task_stack_base(struct task_struct *task)
  * them. */
 static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
 {
-	_Static_assert(TP_COMM_LEN == 16 && sizeof(task->comm) == 16, "comm is two words");
-	__u64 *p = (__u64 *)o->comm, *t = (__u64 *)o->thread_comm;
+	__u64 *t = (__u64 *)o->thread_comm;
 
-	p[0] = *(__u64 *)&task->group_leader->comm[0];
-	p[1] = *(__u64 *)&task->group_leader->comm[8];
+	process_comm(o->comm, task);
 	t[0] = *(__u64 *)&task->comm[0];
 	t[1] = *(__u64 *)&task->comm[8];
 }
