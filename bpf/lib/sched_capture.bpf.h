@@ -191,8 +191,12 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 			read_block_regs(st, regs);
 	}
 	/* a user thread back to user space from this syscall (not an io_uring or vhost worker,
-	 * which never returns there, nor a block outside a syscall, a page fault) */
-	user = next->mm && !(next->flags & (TP_PF_IO_WORKER | TP_PF_USER_WORKER)) &&
+	 * which never returns there, nor a block outside a syscall, a page fault, nor a thread
+	 * that exits: from Linux 6.16 sched_process_exit fires before exit_mm(), so a block there
+	 * (its mmap lock, say) ends after its exit took what was pending, and a capture held for
+	 * a return that never comes would stay in `pending` for good) */
+	user = next->mm &&
+	       !(next->flags & (TP_PF_IO_WORKER | TP_PF_USER_WORKER | TP_PF_EXITING)) &&
 	       st->syscall_nr >= 0;
 	/* the sample is built where it waits: the tw_pending entry in the making, this CPU's
 	 * offcpu_slot (sys_exit), or, when it is sent from here, a scratch */

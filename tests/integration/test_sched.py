@@ -370,8 +370,11 @@ def test_threads_exiting_while_blocked_leave_nothing(d):
         assert r.returncode == 0, r
     wait_drained()
     time.sleep(1)
-    assert entries_of_gone_threads(maps["pending"]) == 0
-    assert entries_of_gone_threads(maps["tw_pending"]) == 0
+    leaks = (entries_of_gone_threads(maps["pending"]), entries_of_gone_threads(maps["tw_pending"]))
+    print("  %d pending, %d tw_pending entries of exited threads after 20 runs" % leaks)
+    # a thread that blocks in its exit (exit_mm() waits for the mprotect) must not be held for a
+    # return to user space that never comes
+    assert leaks == (0, 0)
     # periods are taken once they end: only the current ones remain
     assert map_entries(maps["sched_procs"]) < 200
     m = d.metrics()
