@@ -53,30 +53,40 @@ def start_requests(seconds):
     return p, int(p.stdout.readline())
 
 
-def logged_slow():
-    """The slow requests as tp_request measured them: (start Unix ns, duration ns, thread CPU
-    ns, thread run-queue ns or -1), around handle_request."""
+def logged_requests():
+    """The requests as tp_request measured them: (start Unix ns, duration ns, thread CPU ns,
+    thread run-queue ns or -1, slow), around handle_request. Fast ones too: a fast request that
+    a stall of the VM stretched past 45 ms is a slow span, and its truth is its own clocks."""
     out = []
     with open(LOG) as f:
         for line in f:
             _, slow, dur, cpu, start, runq = map(int, line.split())
-            if slow:
-                out.append((start, dur, cpu, runq))
+            out.append((start, dur, cpu, runq, bool(slow)))
     return out
 
 
 def truth_of(span, logged):
-    """The logged request that span is (started within 2 ms of it), or None."""
-    best = min(logged, key=lambda r: abs(r[0] - span["start_unix_ns"]))
+    """The logged request that span is (started within 2 ms of it, nearest in start and
+    duration: a fast request starts a fraction of a ms before a slow one), or None."""
+    best = min(logged, key=lambda r: abs(r[0] - span["start_unix_ns"]) +
+               abs(r[1] - span["duration_ns"]))
     return best if abs(best[0] - span["start_unix_ns"]) < 2e6 else None
 
 
 def off_truth(t):
-    """The off-CPU time a span of logged request t should hold: the 30 ms sleep, or more where
-    the thread's own account (duration - CPU clock - run-queue wait) says so."""
+    """The off-CPU time a span of logged request t should hold: a slow one's 30 ms sleep (a
+    fast one's none), or more where the thread's own account (duration - CPU clock - run-queue
+    wait) says so."""
+    floor = SLEEP_NS if t is None or t[4] else 0
     if not t or t[3] < 0:
-        return SLEEP_NS
-    return max(SLEEP_NS, t[1] - t[2] - t[3])
+        return floor
+    return max(floor, t[1] - t[2] - t[3])
+
+
+def off_error(s, t):
+    """How far span s's off-CPU time is from logged request t's, as a share of at least the
+    30 ms sleep (a fast request's truth is about 0)."""
+    return abs(s["offcpu_ns"] - off_truth(t)) / max(off_truth(t), SLEEP_NS)
 
 
 def slow_spans(d, pid):
@@ -101,7 +111,7 @@ def exact_checks(d, label, seconds=6):
     p.wait()
     spans = slow_spans(d, pid)
     assert len(spans) >= 12, spans
-    logged = logged_slow()
+    logged = logged_requests()
     for s in spans:
         check_sum(s)
         assert s["accounting"] == "exact", s
@@ -110,20 +120,21 @@ def exact_checks(d, label, seconds=6):
     # each span is held to that clock and most of them to 20 ms.
     truths = [(s, truth_of(s, logged)) for s in spans]
     assert sum(t is not None for _, t in truths) >= 0.9 * len(spans), "unmatched spans"
-    vs_log = max(abs(s["cpu_ns"] - t[2]) / t[2] for s, t in truths if t)
+    vs_log = max(abs(s["cpu_ns"] - t[2]) / max(t[2], SPIN_NS) for s, t in truths if t)
     # Off-CPU is 30 ms, unless the thread's own account (duration - its CPU clock - its
     # sched_info.run_delay, both the kernel's) says more: on a VM a timer fires late now and
     # then, and a hypervisor's steal while the thread runs is neither its CPU time nor its
     # run-queue wait (5.6 ms more in CI once, and here), and the span holds that as the kernel.
-    bad = [s for s, t in truths if not within(s["offcpu_ns"], off_truth(t), 0.1) or
+    bad = [s for s, t in truths if off_error(s, t) > 0.1 or
            (t and abs(s["cpu_ns"] - t[2]) > 0.1 * SPIN_NS) or
            (not t and not within(s["cpu_ns"], SPIN_NS, 0.1))]
     near = [s for s in spans if within(s["cpu_ns"], SPIN_NS, 0.1)]
     assert len(near) >= 0.9 * len(spans), "%d of %d within 10%% of 20 ms" % (len(near),
                                                                              len(spans))
     cpu_err = max(abs(s["cpu_ns"] - SPIN_NS) / SPIN_NS for s in spans)
-    off_err = max(abs(s["offcpu_ns"] - off_truth(t)) / off_truth(t) for s, t in truths)
-    stolen = [t[1] - t[2] - t[3] - SLEEP_NS for _, t in truths if t and t[3] >= 0]
+    off_err = max(off_error(s, t) for s, t in truths)
+    stolen = [t[1] - t[2] - t[3] - (SLEEP_NS if t[4] else 0) for _, t in truths
+              if t and t[3] >= 0]
     runq = sorted(s["runq_ns"] for s in spans)
     print("  %s: %d slow spans, largest error cpu %.2f%% (against the thread's clock %.2f%%), "
           "off-CPU %.2f%%, run-queue median %.2f ms max %.2f ms; the thread's own off-CPU "

@@ -141,12 +141,22 @@ def test_periodic_bursts_detected_and_pulled():
         assert grew and not grew[0].split()[0].startswith("-"), top.stdout
         # the explanation: on-CPU (the burst spins) or what the accounting calls it, with
         # the requests listed
-        one = d.json("/api/v1/spikes/" + s["id"])
-        assert one["id"] == s["id"] and one["requests"], one
-        assert len(one["causes"]) == 4 and one["causes"][0]["share"] > 0.3, one["causes"]
-        assert one["evidence"]["spike_windows"], one["evidence"]
-        for r in one["requests"]:
-            assert r["cpu_ns"] + r["runq_ns"] + r["offcpu_ns"] == r["duration_ns"], r
+        # the four bursts' explanations, three of which must name the burst's spin: once in CI
+        # a baseline's slow requests had as much CPU as the burst's (18.04 ms against 17.94),
+        # in the minute when a 0.3 ms request of test_requests took 136 ms by its thread's CPU
+        # clock (a stall of the VM counts as CPU time of whatever it stopped)
+        explained = 0
+        for k in range(2, 6):
+            one = d.json("/api/v1/spikes/" + hit[k][0]["id"])
+            assert one["id"] == hit[k][0]["id"] and one["requests"], one
+            assert len(one["causes"]) == 4, one["causes"]
+            assert one["evidence"]["spike_windows"], one["evidence"]
+            for r in one["requests"]:
+                assert r["cpu_ns"] + r["runq_ns"] + r["offcpu_ns"] == r["duration_ns"], r
+            top = one["causes"][0]
+            print("  burst %d: %s" % (k, "; ".join(c["summary"] for c in one["causes"][:2])))
+            explained += top["kind"] == "cpu" and top["share"] > 0.3
+        assert explained >= 3, explained
         out = run([CLI, "--server", d.url, "explain", s["id"]])
         assert out.returncode == 0 and "compute" in out.stdout, out
     finally:
