@@ -73,14 +73,18 @@ def truth_of(span, logged):
     return best if abs(best[0] - span["start_unix_ns"]) < 2e6 else None
 
 
+def sleep_of(t):
+    """The sleep of logged request t: a slow one's (or an unmatched span's) 30 ms, a fast one's
+    none."""
+    return SLEEP_NS if t is None or t[4] else 0
+
+
 def off_truth(t):
-    """The off-CPU time a span of logged request t should hold: a slow one's 30 ms sleep (a
-    fast one's none), or more where the thread's own account (duration - CPU clock - run-queue
-    wait) says so."""
-    floor = SLEEP_NS if t is None or t[4] else 0
+    """The off-CPU time a span of logged request t should hold: its sleep, or more where the
+    thread's own account (duration - CPU clock - run-queue wait) says so."""
     if not t or t[3] < 0:
-        return floor
-    return max(floor, t[1] - t[2] - t[3])
+        return sleep_of(t)
+    return max(sleep_of(t), t[1] - t[2] - t[3])
 
 
 def off_error(s, t):
@@ -133,8 +137,7 @@ def exact_checks(d, label, seconds=6):
                                                                              len(spans))
     cpu_err = max(abs(s["cpu_ns"] - SPIN_NS) / SPIN_NS for s in spans)
     off_err = max(off_error(s, t) for s, t in truths)
-    stolen = [t[1] - t[2] - t[3] - (SLEEP_NS if t[4] else 0) for _, t in truths
-              if t and t[3] >= 0]
+    stolen = [t[1] - t[2] - t[3] - sleep_of(t) for _, t in truths if t and t[3] >= 0]
     runq = sorted(s["runq_ns"] for s in spans)
     print("  %s: %d slow spans, largest error cpu %.2f%% (against the thread's clock %.2f%%), "
           "off-CPU %.2f%%, run-queue median %.2f ms max %.2f ms; the thread's own off-CPU "
