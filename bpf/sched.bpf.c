@@ -73,9 +73,11 @@ const volatile __u32 use_task_work = 0; /* 1: unpredicted captures get their use
 					 * 6.18): sched_switch_tw is loaded, not sched_switch
 					 * and sys_exit (the loader sets both) */
 
-#define TASK_RUNNING   0
-#define TP_NR_EXECVE   59  /* x86-64 */
-#define TP_NR_EXECVEAT 322 /* x86-64 */
+#define TASK_RUNNING	  0
+#define TP_NR_EXECVE	  59	     /* x86-64 */
+#define TP_NR_EXECVEAT	  322	     /* x86-64 */
+#define TP_PF_IO_WORKER	  0x00000010 /* include/linux/sched.h */
+#define TP_PF_USER_WORKER 0x00004000
 
 /* libbpf 1.1 has no bpf_ksym_exists: a weak kfunc the kernel lacks resolves to 0 */
 #define bpf_ksym_exists_tp(sym) (!!(sym))

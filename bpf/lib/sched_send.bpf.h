@@ -21,8 +21,11 @@ static __always_inline __u64 task_stack_base(struct task_struct *task)
  * them. */
 static __always_inline void comms(struct tp_sample *o, struct task_struct *task)
 {
+	__u64 *t = (__u64 *)o->thread_comm;
+
 	process_comm(o->comm, task);
-	task_comm(o->thread_comm, task);
+	t[0] = *(__u64 *)&task->comm[0];
+	t[1] = *(__u64 *)&task->comm[8];
 }
 
 /* Sends off-CPU sample o to user space (woken at once for a process it does not know yet, which

@@ -22,6 +22,8 @@ struct {
 	__type(value, __u64);
 } known_procs SEC(".maps");
 
+#define TP_PF_EXITING 0x00000004 /* include/linux/sched.h: set at do_exit's start */
+
 /* Marks the process (pid, start_ns) known: its samples stop waking user space, which this one
  * wakes. Never for a thread that exits (the caller checks, TP_PF_EXITING): its process's exit
  * event may have deleted the entry already (the thread's last samples and switch come after it),

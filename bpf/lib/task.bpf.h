@@ -13,25 +13,13 @@ static __always_inline __u64 process_start_ns(struct task_struct *task)
 	return task->group_leader->start_boottime;
 }
 
-/* task->flags bits (include/linux/sched.h) */
-#define TP_PF_EXITING	  0x00000004 /* set at do_exit's start, before sched_process_exit */
-#define TP_PF_IO_WORKER	  0x00000010
-#define TP_PF_USER_WORKER 0x00004000
-
-/* task's own comm (its thread name) into comm: TP_COMM_LEN bytes, NUL-padded as the kernel
- * keeps it. */
-static __always_inline void task_comm(char *comm, struct task_struct *task)
+/* The comm of task's process into comm (TP_COMM_LEN bytes, NUL-padded as the kernel keeps it). */
+static __always_inline void process_comm(char *comm, struct task_struct *task)
 {
 	_Static_assert(TP_COMM_LEN == 16 && sizeof(task->comm) == 16, "comm is two words");
 
-	((__u64 *)comm)[0] = *(__u64 *)&task->comm[0];
-	((__u64 *)comm)[1] = *(__u64 *)&task->comm[8];
-}
-
-/* The comm of task's process (its group leader's) into comm, as task_comm(). */
-static __always_inline void process_comm(char *comm, struct task_struct *task)
-{
-	task_comm(comm, task->group_leader);
+	((__u64 *)comm)[0] = *(__u64 *)&task->group_leader->comm[0];
+	((__u64 *)comm)[1] = *(__u64 *)&task->group_leader->comm[8];
 }
 
 #endif
