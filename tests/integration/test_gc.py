@@ -264,7 +264,8 @@ def test_uprobe_nested_calls_pair(d):
     """The stand-in without USDT probes, named as a CPython 3.11: every call of its collector
     from the first one seen on is one event with its generation and return value, nested calls
     (one in four) paired with their own returns; each duration between the body's own time and
-    its caller's (the same clock), and within 10% of the caller's."""
+    its caller's (the same clock), and (all but one in 20, for stalls of the VM) within 10% of
+    the caller's."""
     exe = os.path.join(TMP, "pyup", "python3.11")
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     shutil.copy2(os.path.join(WL, "tp_gc_standin_uprobe"), exe)
@@ -282,15 +283,25 @@ def test_uprobe_nested_calls_pair(d):
     assert first, (evs[0], made[:5])
     since = made[first[0]:]
     assert len(evs) == len(since), (len(evs), len(since))
-    worst = 0
+    diffs, far = [], []
     for e, (start, ns, gen, ret, depth, body) in zip(evs, since):
         assert (e["generation"], e["collected"]) == (gen, ret), (e, gen, ret)
         assert body <= e["duration_ns"] <= ns, (e, body, ns)
-        worst = max(worst, abs(e["duration_ns"] - ns) / ns)
-        assert abs(e["duration_ns"] - ns) <= 0.1 * ns, (e, ns)
+        diffs.append(abs(e["duration_ns"] - ns) / ns)
+        if diffs[-1] > 0.1:
+            far.append((e["collected"], e["duration_ns"], ns, body))
+    diffs.sort()
     nested = sum(1 for m in since if m[4])
-    print("  %d of %d calls (attached after %d), %d nested; worst duration difference %.1f%%"
-          % (len(evs), len(made), len(made) - len(since), nested, 100 * worst))
+    print("  %d of %d calls (attached after %d), %d nested; duration difference median %.2f%%, "
+          "worst %.1f%%; beyond 10%% (collected, probes ns, caller ns, body ns): %s"
+          % (len(evs), len(made), len(made) - len(since), nested, 100 * diffs[len(diffs) // 2],
+             100 * diffs[-1], far))
+    # The caller's clock also counts a stall of the VM between its clock read and the probe
+    # (this host reports no steal: CI saw 6.06 ms by the probes, 9.21 ms by the caller, a body
+    # of 6 ms). Pairing is proven by body <= probes <= caller for every call; the probes' cost
+    # by the median, and by nearly every call within 10%.
+    assert diffs[len(diffs) // 2] <= 0.02, diffs
+    assert len(far) <= len(diffs) // 20, far
     assert nested >= 3, since
     m = d.metrics()
     assert m['tailprof_gc_bpf_total{counter="abandoned"}'] == 0, m
