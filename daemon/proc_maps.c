@@ -552,7 +552,8 @@ void proc_maps__records_check_stats(uint64_t *checked, uint64_t *mismatched)
 }
 
 /* Whether every mapping of fresh (read from /proc after have was given) is in have, the same:
- * the records may hold more (ranges unmapped since, or mapped after the read). */
+ * the records may hold more (ranges unmapped since, or mapped after the read), and say a file is
+ * there that was deleted after it was mapped (the users of a path check its inode). */
 static bool maps_cover(const struct proc_maps *have, const struct proc_maps *fresh)
 {
 	for (size_t i = 0; i < fresh->nr; i++) {
@@ -560,7 +561,7 @@ static bool maps_cover(const struct proc_maps *have, const struct proc_maps *fre
 
 		if (!m || m->start != f->start || m->end != f->end || m->inode != f->inode ||
 		    (f->inode && m->pgoff != f->pgoff) || m->dev_major != f->dev_major ||
-		    m->dev_minor != f->dev_minor || m->deleted != f->deleted ||
+		    m->dev_minor != f->dev_minor || (m->deleted && !f->deleted) ||
 		    strcmp(m->path, f->path))
 			return false;
 	}
@@ -584,14 +585,18 @@ static void check_records(const char *path, uint32_t pid, size_t max_bytes,
 		if (__atomic_fetch_add(&records.mismatched, 1, __ATOMIC_RELAXED) < 5) {
 			for (size_t i = 0; i < fresh.nr; i++)
 				pr_warn("maps records check: pid %u: /proc has %" PRIx64 "-%" PRIx64
-					" %" PRIx64 " %s",
+					" %" PRIx64 " %u:%u %" PRIu64 " %s%s",
 					pid, fresh.v[i].start, fresh.v[i].end, fresh.v[i].pgoff,
-					fresh.v[i].path);
+					fresh.v[i].dev_major, fresh.v[i].dev_minor,
+					fresh.v[i].inode, fresh.v[i].path,
+					fresh.v[i].deleted ? " (deleted)" : "");
 			for (size_t i = 0; i < have->nr; i++)
 				pr_warn("maps records check: pid %u: records have %" PRIx64
-					"-%" PRIx64 " %" PRIx64 " %s",
+					"-%" PRIx64 " %" PRIx64 " %u:%u %" PRIu64 " %s%s",
 					pid, have->v[i].start, have->v[i].end, have->v[i].pgoff,
-					have->v[i].path);
+					have->v[i].dev_major, have->v[i].dev_minor,
+					have->v[i].inode, have->v[i].path,
+					have->v[i].deleted ? " (deleted)" : "");
 		}
 		proc_maps__clear(&again);
 	}

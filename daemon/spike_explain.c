@@ -288,8 +288,9 @@ static void add_stacks(struct items *it, struct window *const *ws, size_t n, uin
 
 struct proc_share {
 	uint32_t pid;
-	const char *name;
+	const char *name; /* see share_add() */
 	uint64_t samples;
+	uint64_t name_samples; /* of the task that gave the name */
 };
 
 static int cmp_samples(const void *a, const void *b)
@@ -318,10 +319,13 @@ static const char *policy_name(uint32_t pid)
 }
 
 /* Adds count samples of task t to the shares v (nv of cap), unless t is a requests' process or
- * tailprofd itself. */
+ * tailprofd itself. A process is named by its latest sample where they come in time order
+ * (latest: the records), else by its task with the most samples: a forked child's samples before
+ * its exec carry its parent's name, and it is what it exec'd that ran. */
 static void share_add(struct proc_share **v, size_t *nv, size_t *cap, const struct task *t,
-		      uint64_t count, const struct side *reqs)
+		      uint64_t count, const struct side *reqs, bool latest)
 {
+	const char *name = t->process[0] ? t->process : t->comm;
 	size_t k;
 
 	for (size_t r = 0; r < reqs->n; r++)
@@ -341,8 +345,11 @@ static void share_add(struct proc_share **v, size_t *nv, size_t *cap, const stru
 			*v = p;
 			*cap = c;
 		}
-		(*v)[(*nv)++] =
-		    (struct proc_share){t->pid, t->process[0] ? t->process : t->comm, 0};
+		(*v)[(*nv)++] = (struct proc_share){t->pid, name, 0, 0};
+	}
+	if (latest || count > (*v)[k].name_samples) {
+		(*v)[k].name = name;
+		(*v)[k].name_samples = count;
 	}
 	(*v)[k].samples += count;
 }
@@ -399,7 +406,8 @@ static json_t *neighbours(struct window *const *ws, size_t n, const struct side 
 				    !in_request(r, reqs, false))
 					continue;
 				total++;
-				share_add(&v, &nv, &cap, ws[i]->entries[r->entry].task, 1, reqs);
+				share_add(&v, &nv, &cap, ws[i]->entries[r->entry].task, 1, reqs,
+					  true);
 			}
 			continue;
 		}
@@ -409,7 +417,7 @@ static json_t *neighbours(struct window *const *ws, size_t n, const struct side 
 			if (!e->count)
 				continue;
 			total += e->count;
-			share_add(&v, &nv, &cap, e->task, e->count, reqs);
+			share_add(&v, &nv, &cap, e->task, e->count, reqs, false);
 		}
 	}
 	if (!records)
