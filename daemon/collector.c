@@ -19,6 +19,7 @@
 #include "resource_limits.h"
 #include "loader.h"
 #include "log.h"
+#include "mmap_records.h"
 #include "probes.h"
 #include "proc_maps.h"
 #include "python.h"
@@ -227,6 +228,13 @@ static void sync_cpus(struct collector *c, uint64_t now)
 	uint8_t online[c->nr_cpus];
 
 	c->st.cpus_sampled = loader__sync_cpus(c->opts.loader, online);
+	if (c->opts.mmap_records) {
+		/* every online CPU, sampled or not: a process may map code on any */
+		uint8_t all[c->nr_cpus];
+
+		if (sysinfo__online_cpus(all, c->nr_cpus) >= 0)
+			mmap_records__sync_cpus(c->opts.mmap_records, all);
+	}
 	for (uint32_t cpu = 0; cpu < c->nr_cpus; cpu++) {
 		if (online[cpu] && !c->sampled_since[cpu]) {
 			c->sampled_since[cpu] = now;
@@ -311,6 +319,9 @@ static void drain(struct collector *c, bool tick)
 		python__drain_begin(c->opts.python, tick);
 	/* the maps text one module reads from here to the end of the drain serves the others */
 	proc_maps__begin_round();
+	/* the mmap records up to now, for the ring's room (a load takes the rest) */
+	if (c->opts.mmap_records)
+		mmap_records__drain(c->opts.mmap_records, now);
 	n = ring_buffer__consume(c->rb);
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));

@@ -21,6 +21,7 @@
 
 struct gc;
 struct loader;
+struct mmap_records;
 struct probes;
 struct spikes;
 struct stages;
@@ -41,6 +42,9 @@ struct collector_opts {
 	struct gc *gc;	       /* GC tracking (not owned); NULL: --gc=off */
 	int gc_events_fd;      /* with gc: the GC programs' ring buffer (gc_probes.h) */
 	struct python *python; /* Python frames (not owned); NULL: none */
+
+	/* new processes' maps (not owned; mmap_records.h); NULL: all from /proc */
+	struct mmap_records *mmap_records;
 	/* Caps ([limits], resource_limits.h; 0: the default). Interned stacks and tasks: past the
 	 * cap a sample with a new one is dropped (stack_table_full, task_table_full), since windows
 	 * hold the stored ones. Known processes (marked in BPF): past the cap the one that started

@@ -28,6 +28,7 @@ static const char *const names[FEATURE_NR] = {
     [FEATURE_BPF_STATS] = "bpf_stats",
     [FEATURE_REQUEST_ACCT] = "request_accounting",
     [FEATURE_PYTHON_FRAMES] = "python_frames",
+    [FEATURE_MMAP_RECORDS] = "mmap_records",
 };
 
 /* What the test switch may force off: the rest have no fallback to test (cpu_sampling is
@@ -35,7 +36,8 @@ static const char *const names[FEATURE_NR] = {
 #define FORCEABLE                                                                                  \
 	((1u << FEATURE_EH_FRAME) | (1u << FEATURE_OFFCPU) | (1u << FEATURE_RUNQ) |                \
 	 (1u << FEATURE_TASK_WORK) | (1u << FEATURE_STAGES) | (1u << FEATURE_GC) |                 \
-	 (1u << FEATURE_BPF_STATS) | (1u << FEATURE_REQUEST_ACCT) | (1u << FEATURE_PYTHON_FRAMES))
+	 (1u << FEATURE_BPF_STATS) | (1u << FEATURE_REQUEST_ACCT) |                                \
+	 (1u << FEATURE_PYTHON_FRAMES) | (1u << FEATURE_MMAP_RECORDS))
 
 struct features *features__new(void)
 {
@@ -77,7 +79,8 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 			    err, len,
 			    "TAILPROF_FEATURES_OFF: '%.*s%s' cannot be forced off; give a "
 			    "comma-separated list of eh_frame_unwinding, offcpu, runq_latency, "
-			    "task_work, stages, gc, bpf_stats, request_accounting, python_frames",
+			    "task_work, stages, gc, bpf_stats, request_accounting, python_frames, "
+			    "mmap_records",
 			    n > 64 ? 64 : (int)n, p, n > 64 ? "..." : "");
 			return -EINVAL;
 		}

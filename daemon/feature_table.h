@@ -26,6 +26,7 @@ enum feature_id {
 	FEATURE_BPF_STATS,	 /* BPF_ENABLE_STATS, for the self-overhead figures */
 	FEATURE_REQUEST_ACCT,	 /* slow spans' exact CPU and run-queue time; else from samples */
 	FEATURE_PYTHON_FRAMES,	 /* CPython frames walked in BPF; else native frames only */
+	FEATURE_MMAP_RECORDS,	 /* new processes' maps from perf mmap records; else /proc */
 	FEATURE_NR,
 };
 
@@ -55,10 +56,10 @@ void features__free(struct features *f);
 
 /* Reads the test switches: off, a comma-separated list of capabilities whose preferred variant
  * is forced off (TAILPROF_FEATURES_OFF: eh_frame_unwinding, offcpu, runq_latency, task_work,
- * stages, gc, bpf_stats, request_accounting, python_frames; offcpu and runq_latency go together,
- * one object serves both), and sched_return (TAILPROF_SCHED_RETURN: "sys_exit", the older alias of
- * task_work). Either may be NULL. Returns 0, or -EINVAL after writing into err (len bytes) a
- * sentence naming the bad value and the names allowed. */
+ * stages, gc, bpf_stats, request_accounting, python_frames, mmap_records; offcpu and runq_latency
+ * go together, one object serves both), and sched_return (TAILPROF_SCHED_RETURN: "sys_exit", the
+ * older alias of task_work). Either may be NULL. Returns 0, or -EINVAL after writing into err (len
+ * bytes) a sentence naming the bad value and the names allowed. */
 int features__parse_off(struct features *f, const char *off, const char *sched_return, char *err,
 			size_t len);
 /* Whether a test switch forced capability id's preferred variant off. false for NULL f. */

@@ -26,9 +26,11 @@
 #include "kernel_probe.h"
 #include "loader.h"
 #include "log.h"
+#include "mmap_records.h"
 #include "notify.h"
 #include "options.h"
 #include "probes.h"
+#include "proc_maps.h"
 #include "push.h"
 #include "python.h"
 #include "query.h"
@@ -265,6 +267,36 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	return *loader ? 0 : -1;
 }
 
+/* The mmap records of new processes (mmap_records.h): a dummy event on each online CPU. NULL
+ * when off (the test switch) or when the events cannot be opened: each new process's maps are then
+ * read from /proc, and the features table says why. */
+static struct mmap_records *start_mmap_records(struct loader *loader, struct features *ft)
+{
+	uint32_t n = loader__nr_cpus(loader);
+	uint8_t online[n ? n : 1];
+	struct mmap_records *r;
+
+	if (features__forced_off(ft, FEATURE_MMAP_RECORDS)) {
+		features__set(ft, FEATURE_MMAP_RECORDS, false, "proc_maps", "%s",
+			      features__forced_reason(ft, FEATURE_MMAP_RECORDS));
+		features__set_quiet(ft, FEATURE_MMAP_RECORDS);
+		return NULL;
+	}
+	if (sysinfo__online_cpus(online, n) < 0)
+		memset(online, 1, n);
+	/* 32 pages a CPU: some 1,000 records (a hundred process starts) between two drains */
+	r = mmap_records__new(n, online, 5);
+	if (!r) {
+		features__set(ft, FEATURE_MMAP_RECORDS, false, "proc_maps",
+			      "perf_event_open of a dummy event with mmap records failed: %s; "
+			      "instead each new process's maps are read from /proc/PID/maps",
+			      strerror(errno));
+		return NULL;
+	}
+	features__set(ft, FEATURE_MMAP_RECORDS, true, "perf_event/dummy", NULL);
+	return r;
+}
+
 /* tailprofd --check: the features report on stdout, then a closing line. loaded: what
  * load_objects() returned. Returns the exit code: 1 when an object failed to load for a reason
  * no probe found, CPU sampling cannot run, loading stopped early (its error was logged), or the
@@ -371,6 +403,7 @@ int main(int argc, char **argv)
 	struct unwinder *unwinder = NULL;
 	struct collector *coll = NULL;
 	struct python *python = NULL;
+	struct mmap_records *records = NULL;
 	struct http_api *http = NULL;
 	struct notify *notify = NULL;
 	struct probes *probes = NULL;
@@ -434,6 +467,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		rc = load_objects(&o, cfg, features, true, &probes, &gc_probes, &loader);
+		if (!rc)
+			mmap_records__free(start_mmap_records(loader, features));
 		ret = report_check(features, rc);
 		goto out;
 	}
@@ -464,6 +499,10 @@ int main(int argc, char **argv)
 		goto out;
 	if (load_objects(&o, cfg, features, false, &probes, &gc_probes, &loader))
 		goto out;
+	records = start_mmap_records(loader, features);
+	proc_maps__use_records(records, "/proc",
+			       getenv("TAILPROF_MAPS_RECORDS_CHECK") &&
+				   !strcmp(getenv("TAILPROF_MAPS_RECORDS_CHECK"), "1"));
 	features__log(features);
 	sym = symbolizer__new(&(struct symbolizer_opts){
 	    .debug_dirs = o.debug_dirs,
@@ -545,6 +584,7 @@ int main(int argc, char **argv)
 	    .max_stacks = o.limits.v[LIMIT_STACKS],
 	    .max_tasks = o.limits.v[LIMIT_TASKS],
 	    .max_known = o.limits.v[LIMIT_KNOWN_PROCESSES],
+	    .mmap_records = records,
 	});
 	if (!coll)
 		goto out;
@@ -650,6 +690,8 @@ out:
 	kernel_probe__release(); /* where loading stopped early */
 	config__free(cfg);
 	symbolizer__free(sym);
+	proc_maps__use_records(NULL, "", false);
+	mmap_records__free(records);
 	features__free(features);
 	if (lfd >= 0)
 		close(lfd);

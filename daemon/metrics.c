@@ -16,6 +16,7 @@
 #include "gc_probes.h"
 #include "resource_limits.h"
 #include "loader.h"
+#include "mmap_records.h"
 #include "proc_maps.h"
 #include "push.h"
 #include "python.h"
@@ -424,6 +425,41 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 "tailprof_maps_reads_total{source=\"file\"} %" PRIu64 "\n"
 			 "tailprof_maps_reads_total{source=\"shared\"} %" PRIu64 "\n",
 			 read, shared);
+		if (proc_maps__records()) {
+			struct mmap_records_stats rs;
+			uint64_t checked, mismatched;
+
+			mmap_records__stats(proc_maps__records(), &rs);
+			proc_maps__records_check_stats(&checked, &mismatched);
+			text_put(&t, "tailprof_maps_reads_total{source=\"records\"} %" PRIu64 "\n",
+				 rs.served);
+			text_metric(
+			    &t, "tailprof_mmap_records_total", "counter",
+			    "perf mmap records of executable mappings taken (new processes' "
+			    "maps without a /proc read).");
+			text_put(&t, "tailprof_mmap_records_total %" PRIu64 "\n", rs.records);
+			text_metric(
+			    &t, "tailprof_mmap_records_lost_total", "counter",
+			    "perf mmap records the kernel could not write (a full ring): the "
+			    "processes' maps were read from /proc again.");
+			text_put(&t, "tailprof_mmap_records_lost_total %" PRIu64 "\n", rs.lost);
+			text_metric(&t, "tailprof_mmap_records_processes", "gauge",
+				    "Processes whose executable mappings the mmap records hold.");
+			text_put(&t, "tailprof_mmap_records_processes %" PRIu64 "\n", rs.processes);
+			if (checked) {
+				text_metric(
+				    &t, "tailprof_mmap_records_checked_total", "counter",
+				    "Maps given by the records and checked against /proc "
+				    "(TAILPROF_MAPS_RECORDS_CHECK=1), and those that missed a "
+				    "mapping /proc had.");
+				text_put(&t,
+					 "tailprof_mmap_records_checked_total{result=\"ok\"} "
+					 "%" PRIu64 "\n"
+					 "tailprof_mmap_records_checked_total{result=\"mismatch\"} "
+					 "%" PRIu64 "\n",
+					 checked - mismatched, mismatched);
+			}
+		}
 		text_metric(&t, "tailprof_maps_queried_total", "counter",
 			    "Maps reads from the file done with PROCMAP_QUERY (Linux 6.11): the "
 			    "executable mappings alone, no text formatted or parsed.");

@@ -3,6 +3,7 @@
 #include "proc_maps.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -12,6 +13,9 @@
 #include <sys/ioctl.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "log.h"
+#include "mmap_records.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -520,6 +524,86 @@ static struct {
 	} v[SHARED_MAPS];
 } maps_cache = {.lock = PTHREAD_MUTEX_INITIALIZER, .round = 1};
 
+/* The mmap records that serve loads under one proc root (mmap_records.h), and the check of them
+ * against /proc. */
+static struct {
+	struct mmap_records *r;
+	char root[64];
+	bool check;
+	uint64_t checked, mismatched;
+} records;
+
+void proc_maps__use_records(struct mmap_records *r, const char *proc_root, bool check)
+{
+	records.r = r;
+	snprintf(records.root, sizeof(records.root), "%s", r ? proc_root : "");
+	records.check = check;
+}
+
+struct mmap_records *proc_maps__records(void)
+{
+	return records.r;
+}
+
+void proc_maps__records_check_stats(uint64_t *checked, uint64_t *mismatched)
+{
+	*checked = __atomic_load_n(&records.checked, __ATOMIC_RELAXED);
+	*mismatched = __atomic_load_n(&records.mismatched, __ATOMIC_RELAXED);
+}
+
+/* Whether every mapping of fresh (read from /proc after have was given) is in have, the same:
+ * the records may hold more (ranges unmapped since, or mapped after the read), and say a file is
+ * there that was deleted after it was mapped (the users of a path check its inode). */
+static bool maps_cover(const struct proc_maps *have, const struct proc_maps *fresh)
+{
+	for (size_t i = 0; i < fresh->nr; i++) {
+		const struct proc_mapping *f = &fresh->v[i], *m = proc_maps__find(have, f->start);
+
+		if (!m || m->start != f->start || m->end != f->end || m->inode != f->inode ||
+		    (f->inode && m->pgoff != f->pgoff) || m->dev_major != f->dev_major ||
+		    m->dev_minor != f->dev_minor || (m->deleted && !f->deleted) ||
+		    strcmp(m->path, f->path))
+			return false;
+	}
+	return true;
+}
+
+/* The check (TAILPROF_MAPS_RECORDS_CHECK): the maps file of pid against what the records gave;
+ * a mismatch is counted and its first ones logged. */
+static void check_records(const char *path, uint32_t pid, size_t max_bytes,
+			  const struct proc_maps *have)
+{
+	struct proc_maps fresh, again;
+	size_t size;
+
+	if (maps_load_file(path, max_bytes, &fresh, &size) < 0)
+		return; /* gone meanwhile */
+	/* what it mapped after the records were taken is in them now */
+	if (!maps_cover(have, &fresh) &&
+	    (mmap_records__maps(records.r, pid, max_bytes / QUERY_BYTES_PER_MAPPING, &again) < 0 ||
+	     !maps_cover(&again, &fresh))) {
+		if (__atomic_fetch_add(&records.mismatched, 1, __ATOMIC_RELAXED) < 5) {
+			for (size_t i = 0; i < fresh.nr; i++)
+				pr_warn("maps records check: pid %u: /proc has %" PRIx64 "-%" PRIx64
+					" %" PRIx64 " %u:%u %" PRIu64 " %s%s",
+					pid, fresh.v[i].start, fresh.v[i].end, fresh.v[i].pgoff,
+					fresh.v[i].dev_major, fresh.v[i].dev_minor,
+					fresh.v[i].inode, fresh.v[i].path,
+					fresh.v[i].deleted ? " (deleted)" : "");
+			for (size_t i = 0; i < have->nr; i++)
+				pr_warn("maps records check: pid %u: records have %" PRIx64
+					"-%" PRIx64 " %" PRIx64 " %u:%u %" PRIu64 " %s%s",
+					pid, have->v[i].start, have->v[i].end, have->v[i].pgoff,
+					have->v[i].dev_major, have->v[i].dev_minor,
+					have->v[i].inode, have->v[i].path,
+					have->v[i].deleted ? " (deleted)" : "");
+		}
+		proc_maps__clear(&again);
+	}
+	__atomic_fetch_add(&records.checked, 1, __ATOMIC_RELAXED);
+	proc_maps__clear(&fresh);
+}
+
 int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struct proc_maps *out)
 {
 	char path[PATH_MAX];
@@ -546,6 +630,13 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 		return err ? err : (out->nr > INT32_MAX ? INT32_MAX : (int)out->nr);
 	}
 	pthread_mutex_unlock(&maps_cache.lock);
+	if (records.r && !strcmp(proc_root, records.root)) {
+		err = mmap_records__maps(records.r, pid, max_bytes / QUERY_BYTES_PER_MAPPING, out);
+		if (err >= 0 && records.check)
+			check_records(path, pid, max_bytes, out);
+		if (err != -ENOENT)
+			return err;
+	}
 	err = maps_load_file(path, max_bytes, out, &size);
 	if (!cacheable || (err < 0 && err != -ENOENT && err != -ESRCH))
 		return err;

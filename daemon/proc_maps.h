@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+struct mmap_records;
+
 /* One executable mapping of a process, as /proc/PID/maps lists it. */
 struct proc_mapping {
 	uint64_t start; /* first address */
@@ -99,6 +101,15 @@ void proc_maps__begin_round(void);
 void proc_maps__end_round(void);
 /* The process exec'd or exited: its maps are read again. */
 void proc_maps__forget(uint32_t pid);
+/* Loads under proc_root are served by r where it knows the process (mmap_records__maps()), the
+ * rest from /proc; NULL r: all from /proc. check: each load served by r is checked against the
+ * maps file (tests: TAILPROF_MAPS_RECORDS_CHECK=1). Call before the drains start. */
+void proc_maps__use_records(struct mmap_records *r, const char *proc_root, bool check);
+/* The records given to proc_maps__use_records(), or NULL. */
+struct mmap_records *proc_maps__records(void);
+/* Since start, with the check on: loads checked, and those whose maps file held a mapping the
+ * records did not (counted once the records taken after the read still lack it). */
+void proc_maps__records_check_stats(uint64_t *checked, uint64_t *mismatched);
 /* Since start: loads served from the round's copy (shared), loads from the file (read), and of
  * those, the ones done by PROCMAP_QUERY (queried). */
 void proc_maps__read_stats(uint64_t *shared, uint64_t *read, uint64_t *queried);

@@ -25,8 +25,8 @@ FREQ = 997
 
 
 class Daemon(daemon.Daemon):
-    def __init__(self, *args):
-        super().__init__(DAEMON, *args)
+    def __init__(self, *args, env=None):
+        super().__init__(DAEMON, *args, env=env)
 
 
 def run(cmd, **kw):

@@ -22,13 +22,15 @@ from test_daemon import (BUILD, DAEMON, Daemon, bpf_prog_ids, names, run,  # noq
 
 FREQ = 199
 FEATURES = ["cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work", "stages",
-            "usdt_semaphores", "gc", "bpf_stats", "request_accounting", "python_frames"]
+            "usdt_semaphores", "gc", "bpf_stats", "request_accounting", "python_frames",
+            "mmap_records"]
 FORCED = "forced off by TAILPROF_FEATURES_OFF (tests)"
 # on every kernel from Debian 12's 6.1 on, and here
 ALWAYS_ON = {"cpu_sampling": "perf_event/cpu-clock", "eh_frame_unwinding": "bpf_loop",
              "offcpu": "tp_btf/sched_switch", "runq_latency": "tp_btf/sched_switch",
              "stages": "uprobe", "bpf_stats": "BPF_ENABLE_STATS",
-             "request_accounting": "sum_exec_runtime", "python_frames": "bpf_loop"}
+             "request_accounting": "sum_exec_runtime", "python_frames": "bpf_loop",
+             "mmap_records": "perf_event/dummy"}
 
 
 def check_task_work_fallback(reason):
@@ -259,6 +261,33 @@ def test_offcpu_forced_off_keeps_cpu_sampling():
         d.stop()
 
 
+def test_mmap_records_forced_off_reads_proc():
+    """Without the mmap records a new process's maps are read from /proc, and its samples are
+    named as well; with them (the shared daemon) the same program's maps come from the
+    records."""
+    d = own_daemon({"TAILPROF_FEATURES_OFF": "mmap_records"})
+    try:
+        f = d.json("/api/v1/status")["features"]
+        assert f["mmap_records"] == {"enabled": False, "variant": "proc_maps",
+                                     "reason": FORCED}, f
+        m0 = d.metrics()
+        assert 'tailprof_maps_reads_total{source="records"}' not in m0, m0
+        p, pid = start_workload("tp_hotcold", 1)
+        p.wait()
+        wait_drained()
+        m1 = d.metrics()
+        reads = m1['tailprof_maps_reads_total{source="file"}'] - \
+            m0['tailprof_maps_reads_total{source="file"}']
+        prof, _ = d.profile("pid=%d&last=2m" % pid)
+        hot = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s))
+        print("  %d maps reads from /proc; %d of %d samples in hot_function" % (
+            reads, hot, prof.total()))
+        assert reads >= 1, (m0, m1)
+        assert hot >= 0.5 * FREQ * 0.75, (hot, prof.total())
+    finally:
+        d.stop()
+
+
 def main():
     require_bpf()
     d = start_daemons(lambda: Daemon("--frequency", str(FREQ), "--window", "1s",
@@ -267,7 +296,8 @@ def main():
              test_check_loads_everything_and_does_not_listen,
              test_check_follows_flags_and_the_test_switch,
              test_task_work_forced_off_falls_back_to_sys_exit,
-             test_offcpu_forced_off_keeps_cpu_sampling]
+             test_offcpu_forced_off_keeps_cpu_sampling,
+             test_mmap_records_forced_off_reads_proc]
     run_tests(tests, [d])
 
 

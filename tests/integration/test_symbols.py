@@ -430,6 +430,42 @@ def test_process_and_thread_names(d):
         == 2
 
 
+def test_mmap_records_match_proc(d, bare):
+    """New processes' maps come from the kernel's mmap records, not /proc: short C programs, a
+    shell, Pythons importing extension modules, and every process the tests above started
+    (bare checks each set of records against the process's /proc/PID/maps). Each executable
+    mapping /proc listed was in the records, the same; and a process that exits within a few ms
+    is named from them."""
+    m0 = bare.metrics()
+    procs = [subprocess.Popen(["/bin/sh", "-c", "for i in 1 2 3 4 5; do /bin/true; done"])]
+    for mod in ("json", "decimal", "ssl", "sqlite3", "ctypes"):
+        procs.append(subprocess.Popen(["/usr/bin/python3.11", "-c", "import %s" % mod]))
+    for _ in range(20):
+        procs.append(subprocess.Popen([os.path.join(WL, "tp_short"), "0.003"],
+                                      stdout=subprocess.DEVNULL))
+    for p in procs:
+        assert p.wait() == 0
+    wait_drained()
+    m1 = bare.metrics()
+    served = m1['tailprof_maps_reads_total{source="records"}'] - \
+        m0['tailprof_maps_reads_total{source="records"}']
+    ok = m1['tailprof_mmap_records_checked_total{result="ok"}']
+    bad = m1['tailprof_mmap_records_checked_total{result="mismatch"}']
+    print("  maps from records: %d in this test, %d checked against /proc in all, %d missed a "
+          "mapping; %d records, %d lost" % (served, ok + bad, bad,
+                                            m1["tailprof_mmap_records_total"],
+                                            m1["tailprof_mmap_records_lost_total"]))
+    assert bad == 0, bare.output()[-3000:]
+    assert served > 0 and ok > 0, (served, ok)
+    assert m1["tailprof_mmap_records_lost_total"] == 0
+    assert m1['tailprof_feature_enabled{feature="mmap_records"}'] == 1
+    # a 3 ms program's samples are named (its maps by record, read or not while it lived)
+    prof, _ = d.profile("last=1m")
+    short = [s for s in prof.samples if s["labels"].get("comm") == "tp_short"]
+    assert short, "no sample of tp_short"
+    assert any(f["function"] == "main" for s in short for f in s["frames"]), short[:3]
+
+
 def main():
     require_bpf()
     debug_dir = tempfile.mkdtemp(dir=BUILD)
@@ -441,14 +477,15 @@ def main():
     common = ["--frequency", str(FREQ), "--window", "1s", "--retention", "10m"]
     d, bare = start_daemons(lambda: (
         Daemon(*common, "--debug-dir", debug_dir, "--debug-dir", "/usr/lib/debug"),
-        Daemon(*common, "--debug-dir", empty_dir)))
+        Daemon(*common, "--debug-dir", empty_dir,
+               env={"TAILPROF_MAPS_RECORDS_CHECK": "1"})))
     tests = [test_libc_local_functions_from_libc6_dbg,
              test_stripped_executable_with_build_id_debug_file,
              test_executable_deleted_and_replaced, test_mount_and_pid_namespace_with_jit,
              test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_source_lines_and_main_mapping,
              test_caller_after_a_noreturn_call,
              test_demangled_cxx_and_rust_names,
-             test_process_and_thread_names]
+             test_process_and_thread_names, test_mmap_records_match_proc]
     def cleanup():
         shutil.rmtree(debug_dir)
         os.rmdir(empty_dir)

@@ -56,7 +56,8 @@ echo "KM check-seconds $(($(now) - t0))"
 emit check /tmp/check.txt
 
 t0=$(now)
-tailprofd $FLAGS >/tmp/daemon.log 2>&1 &
+# each set of maps the mmap records give checked against /proc on this kernel
+TAILPROF_MAPS_RECORDS_CHECK=1 tailprofd $FLAGS >/tmp/daemon.log 2>&1 &
 daemon=$!
 healthy=""
 while [ $(($(now) - t0)) -lt 240 ]; do

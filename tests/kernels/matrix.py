@@ -377,7 +377,8 @@ def features(files):
 
 
 FEATURES = ("cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
-            "stages", "usdt_semaphores", "gc", "bpf_stats", "request_accounting", "python_frames")
+            "stages", "usdt_semaphores", "gc", "bpf_stats", "request_accounting", "python_frames",
+            "mmap_records")
 
 
 def check_features(keys, files):
@@ -757,6 +758,22 @@ def check_fork_identity(keys, files):
         "fork" % (len(before), forks)
 
 
+def check_mmap_records(keys, files):
+    """The workloads' processes (busybox applets, dynamic C programs, python3.11) had their maps
+    from this kernel's mmap records (MMAP2, COMM exec and FORK records read right on it), each
+    set checked against its /proc/PID/maps (TAILPROF_MAPS_RECORDS_CHECK=1): none missed a
+    mapping /proc listed, none lost."""
+    served = metric_value(files, 'tailprof_maps_reads_total{source="records"}')
+    ok = metric_value(files, 'tailprof_mmap_records_checked_total{result="ok"}')
+    bad = metric_value(files, 'tailprof_mmap_records_checked_total{result="mismatch"}')
+    lost = metric_value(files, "tailprof_mmap_records_lost_total")
+    records = metric_value(files, "tailprof_mmap_records_total")
+    assert served >= 3 and ok >= 3 and bad == 0 and lost == 0, \
+        "maps from records %d, checked %d ok and %d missing a mapping, %d records lost" % (
+            served, ok, bad, lost)
+    return "%d maps from %d records, %d checked against /proc, all whole" % (served, records, ok)
+
+
 CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_features),
           ("cpu_sampling", check_cpu), ("offcpu", check_offcpu), ("runq_latency", check_runq),
           ("stages", check_stage), ("request_accounting", check_accounting), ("gc", check_gc),
@@ -764,6 +781,7 @@ CHECKS = [("load", check_load), ("healthz", check_healthy), ("features", check_f
           ("py_from_exec", check_python_from_exec),
           ("cgroup_v1", check_cgroup), ("exec_rechecks", check_loaded),
           ("static_layouts", check_static_layouts), ("fork_identity", check_fork_identity),
+          ("mmap_records", check_mmap_records),
           ("shutdown", check_shutdown)]
 
 

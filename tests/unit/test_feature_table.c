@@ -17,7 +17,7 @@
 static const char *const keys[FEATURE_NR] = {
     "cpu_sampling",  "eh_frame_unwinding", "offcpu", "runq_latency", "task_work",
     "stages",	     "usdt_semaphores",	   "gc",     "bpf_stats",    "request_accounting",
-    "python_frames",
+    "python_frames", "mmap_records",
 };
 
 /* A new table: every capability named, off, "not probed", nothing forced. */
@@ -203,7 +203,8 @@ static void test_metrics_text(void **state)
 				     "tailprof_feature_enabled{feature=\"gc\"} 0\n"
 				     "tailprof_feature_enabled{feature=\"bpf_stats\"} 0\n"
 				     "tailprof_feature_enabled{feature=\"request_accounting\"} 0\n"
-				     "tailprof_feature_enabled{feature=\"python_frames\"} 0\n"));
+				     "tailprof_feature_enabled{feature=\"python_frames\"} 0\n"
+				     "tailprof_feature_enabled{feature=\"mmap_records\"} 0\n"));
 	assert_int_equal(text[strlen(text) - 1], '\n');
 	free(text);
 	features__free(f);

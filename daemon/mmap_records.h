@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The executable mappings of new processes as the kernel announces them (perf's
+ * PERF_RECORD_MMAP2, COMM and FORK records of a software dummy event on each CPU), so that a
+ * process started after tailprofd is known without reading /proc/PID/maps, even after it exited.
+ * docs/symbolization.md explains the rules; proc_maps__load() asks here first. */
+#ifndef TAILPROF_MMAP_RECORDS_H
+#define TAILPROF_MMAP_RECORDS_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proc_maps.h"
+
+struct mmap_records;
+
+/* Most executable mappings kept for one process: past it, its table is dropped and its maps
+ * come from /proc (a JIT mapping code page by page). */
+#define MMAP_RECORDS_MAX_PER_PROCESS 4096
+/* How long a process's table stays after its exit record (ns): its last samples are symbolized
+ * at the drains after it exited. */
+#define MMAP_RECORDS_EXITED_KEEP_NS (10ULL * 1000 * 1000 * 1000)
+
+/* Opens a dummy software event on each CPU with online[cpu] set (nr_cpus of them; NULL online:
+ * none, for tests that feed records with mmap_records__apply()), each with a ring of 2^order
+ * pages (a few records a process started: 16 pages hold some 500). Returns the object, or NULL
+ * with errno set (EACCES/EPERM without CAP_PERFMON, ENOMEM). */
+struct mmap_records *mmap_records__new(uint32_t nr_cpus, const uint8_t *online, unsigned order);
+void mmap_records__free(struct mmap_records *r);
+
+/* Opens the CPUs of online[] that have no event yet and closes those gone offline. A CPU
+ * opened now missed its records until now: every table is dropped (those processes' maps come
+ * from /proc). Returns the number of CPUs with an event. */
+int mmap_records__sync_cpus(struct mmap_records *r, const uint8_t *online);
+
+/* Takes every record in the rings into the tables, in time order across CPUs; now_ns
+ * (CLOCK_MONOTONIC) ages the exited processes' tables out. Thread-safe. */
+void mmap_records__drain(struct mmap_records *r, uint64_t now_ns);
+
+/* Takes one record (its header and body, with the sample_id of PERF_SAMPLE_TID and
+ * PERF_SAMPLE_TIME last) into the tables. For the drain and for tests. */
+void mmap_records__apply(struct mmap_records *r, const struct perf_event_header *h);
+
+/* The executable mappings of process pid since its exec (or its fork from a process so known)
+ * into *out (empty; the caller's to clear), sorted by start, as proc_maps__load() gives them
+ * from /proc: at most max_mappings. Drains the rings first. Returns the number of mappings,
+ * -ENOENT when the records do not know the whole of pid's mappings (started before tailprofd,
+ * records lost, or a forked child of such a process that has not exec'd: read /proc), -EFBIG
+ * past max_mappings, or -ENOMEM. Thread-safe. */
+int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings,
+		       struct proc_maps *out);
+
+struct mmap_records_stats {
+	uint64_t served;    /* maps given by mmap_records__maps() */
+	uint64_t records;   /* MMAP2 records taken */
+	uint64_t lost;	    /* records the kernel could not write (a full ring): tables dropped */
+	uint64_t processes; /* tables held now */
+	uint32_t cpus;	    /* CPUs with an event */
+};
+void mmap_records__stats(struct mmap_records *r, struct mmap_records_stats *st);
+
+#endif
