@@ -321,7 +321,7 @@ static void drain(struct collector *c, bool tick)
 	proc_maps__begin_round();
 	/* the mmap records up to now, for the ring's room (a load takes the rest) */
 	if (c->opts.mmap_records)
-		mmap_records__drain(c->opts.mmap_records, now);
+		mmap_records__drain(c->opts.mmap_records);
 	n = ring_buffer__consume(c->rb);
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));

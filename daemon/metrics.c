@@ -642,12 +642,14 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_put(&t, "tailprof_cgroup_reads_saved_total %" PRIu64 "\n", st.sym.cgroup_reads_saved);
 	text_metric(&t, "tailprof_identity_checks_total", "counter",
 		    "Checks, after reading a process's memory maps, that its pid had not passed to "
-		    "another process meanwhile: by BPF's table of live processes (bpf) or by "
-		    "/proc/PID/stat (proc: processes from before tailprofd started).");
+		    "another process meanwhile: by the mmap records (records: its fork record and "
+		    "no exit since), by BPF's table of live processes (bpf) or by /proc/PID/stat "
+		    "(proc: processes from before tailprofd started).");
 	text_put(&t,
 		 "tailprof_identity_checks_total{source=\"bpf\"} %" PRIu64 "\n"
-		 "tailprof_identity_checks_total{source=\"proc\"} %" PRIu64 "\n",
-		 st.sym.identity_checks[0], st.sym.identity_checks[1]);
+		 "tailprof_identity_checks_total{source=\"proc\"} %" PRIu64 "\n"
+		 "tailprof_identity_checks_total{source=\"records\"} %" PRIu64 "\n",
+		 st.sym.identity_checks[0], st.sym.identity_checks[1], st.sym.identity_checks[2]);
 	text_metric(&t, "tailprof_perf_map_reads_total", "counter",
 		    "JIT perf maps (/tmp/perf-PID.map) read, re-reads after growth included.");
 	text_put(&t, "tailprof_perf_map_reads_total %" PRIu64 "\n", st.sym.perf_map_reads);

@@ -28,6 +28,8 @@ struct rec_proc {
 	struct rec_proc *next;
 	uint32_t pid;
 	bool exited;
+	bool complete;	    /* maps known since its exec, or since a fork from a known process */
+	uint64_t fork_ns;   /* its fork record's time, 0 when not seen */
 	uint64_t since_ns;  /* its exec or fork record's time: older mmap records are not its own */
 	uint64_t exited_ns; /* its exit record's time */
 	struct proc_maps maps;
@@ -94,7 +96,7 @@ static void drop_all(struct mmap_records *r)
 	r->st.processes = 0;
 }
 
-/* pid's table, emptied (made if new), as of time ns; NULL when memory ran out. */
+/* pid's table, emptied (made if new), complete as of time ns; NULL when memory ran out. */
 static struct rec_proc *reset(struct mmap_records *r, uint32_t pid, uint64_t ns)
 {
 	struct rec_proc **pp = slot_of(r, pid), *p = *pp;
@@ -110,6 +112,7 @@ static struct rec_proc *reset(struct mmap_records *r, uint32_t pid, uint64_t ns)
 	proc_maps__clear(&p->maps);
 	p->cap = 0;
 	p->exited = false;
+	p->complete = true;
 	p->since_ns = ns;
 	return p;
 }
@@ -195,11 +198,13 @@ static void take_mmap2(struct mmap_records *r, const struct perf_event_header *h
 	size_t slen = strlen(DELETED);
 
 	r->st.records++;
-	if (!p || p->exited || ns < p->since_ns || !(b->prot & PROT_EXEC) || !b->len ||
-	    b->addr + b->len < b->addr || (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID))
+	if (!p || p->exited || !p->complete || ns < p->since_ns || !(b->prot & PROT_EXEC) ||
+	    !b->len || b->addr + b->len < b->addr || (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID))
 		return;
 	if (p->maps.nr >= MMAP_RECORDS_MAX_PER_PROCESS) {
-		drop(r, b->pid);
+		proc_maps__clear(&p->maps);
+		p->cap = 0;
+		p->complete = false;
 		return;
 	}
 	len = strnlen(b->filename, room);
@@ -219,15 +224,15 @@ static void take_mmap2(struct mmap_records *r, const struct perf_event_header *h
 		}
 	}
 	m.path = malloc(len + 1);
-	if (!m.path) {
-		drop(r, b->pid);
-		return;
+	if (m.path) {
+		memcpy(m.path, b->filename, len);
+		m.path[len] = '\0';
 	}
-	memcpy(m.path, b->filename, len);
-	m.path[len] = '\0';
-	if (insert(p, &m)) {
+	if (!m.path || insert(p, &m)) {
 		free(m.path);
-		drop(r, b->pid);
+		proc_maps__clear(&p->maps);
+		p->cap = 0;
+		p->complete = false;
 	}
 }
 
@@ -239,14 +244,15 @@ static void take_fork(struct mmap_records *r, const uint32_t *ids, uint64_t ns)
 	if (pid != tid || pid == ppid)
 		return; /* a thread */
 	parent = *slot_of(r, ppid);
-	if (!parent || parent->exited) {
-		drop(r, pid); /* not known until its exec */
-		return;
-	}
 	child = reset(r, pid, ns);
-	if (child && proc_maps__copy(&parent->maps, &child->maps))
-		drop(r, pid);
-	else if (child)
+	if (!child)
+		return;
+	child->fork_ns = ns;
+	if (!parent || parent->exited || !parent->complete)
+		child->complete = false; /* its maps not known until its exec */
+	else if (proc_maps__copy(&parent->maps, &child->maps))
+		child->complete = false;
+	else
 		child->cap = child->maps.nr;
 }
 
@@ -265,9 +271,8 @@ void mmap_records__apply(struct mmap_records *r, const struct perf_event_header 
 			take_mmap2(r, h, ns);
 		break;
 	case PERF_RECORD_COMM:
-		if (h->misc & PERF_RECORD_MISC_COMM_EXEC)
-			if (!reset(r, ids[0], ns))
-				drop(r, ids[0]);
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && !reset(r, ids[0], ns))
+			drop(r, ids[0]);
 		break;
 	case PERF_RECORD_FORK:
 		if (h->size >= sizeof(*h) + 24 + 16)
@@ -349,7 +354,15 @@ static void prune(struct mmap_records *r, uint64_t now_ns)
 	}
 }
 
-static void drain_locked(struct mmap_records *r, uint64_t now_ns)
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void drain_locked(struct mmap_records *r)
 {
 	uint32_t open = 0;
 
@@ -402,30 +415,43 @@ static void drain_locked(struct mmap_records *r, uint64_t now_ns)
 			open--;
 		__atomic_store_n(&best->page->data_tail, best->tail, __ATOMIC_RELEASE);
 	}
-	prune(r, now_ns);
+	prune(r, boot_ns());
 }
 
-void mmap_records__drain(struct mmap_records *r, uint64_t now_ns)
+void mmap_records__drain(struct mmap_records *r)
 {
 	pthread_mutex_lock(&r->mu);
-	drain_locked(r, now_ns);
+	drain_locked(r);
 	pthread_mutex_unlock(&r->mu);
+}
+
+int mmap_records__is_process(struct mmap_records *r, uint32_t pid, uint64_t start_ns)
+{
+	struct rec_proc *p;
+	int yes;
+
+	pthread_mutex_lock(&r->mu);
+	drain_locked(r);
+	p = *slot_of(r, pid);
+	yes = p && !p->exited && !r->incomplete && p->fork_ns >= start_ns &&
+	      p->fork_ns - start_ns <= MMAP_RECORDS_FORK_SLACK_NS;
+	r->st.identities += yes;
+	pthread_mutex_unlock(&r->mu);
+	return yes;
 }
 
 int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings,
 		       struct proc_maps *out)
 {
-	struct timespec ts;
 	struct rec_proc *p;
 	int err;
 
 	out->v = NULL;
 	out->nr = 0;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	pthread_mutex_lock(&r->mu);
-	drain_locked(r, (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec);
+	drain_locked(r);
 	p = *slot_of(r, pid);
-	if (!p || p->exited || r->incomplete)
+	if (!p || p->exited || !p->complete || r->incomplete)
 		err = -ENOENT;
 	else if (p->maps.nr > max_mappings)
 		err = -EFBIG;
@@ -453,7 +479,7 @@ static int open_cpu(struct mmap_records *r, uint32_t cpu)
 	    .task = 1,
 	    .sample_id_all = 1,
 	    .use_clockid = 1,
-	    .clockid = CLOCK_MONOTONIC,
+	    .clockid = CLOCK_BOOTTIME, /* a process's start time's clock */
 	    /* no wake-ups: the drains read the rings */
 	    .watermark = 1,
 	    .wakeup_watermark = (uint32_t)r->data_bytes,

@@ -19,7 +19,8 @@ struct mmap_records;
  * come from /proc (a JIT mapping code page by page). */
 #define MMAP_RECORDS_MAX_PER_PROCESS 4096
 /* How long a process's table stays after its exit record (ns): its last samples are symbolized
- * at the drains after it exited. */
+ * at the drains after it exited. The records' clock is CLOCK_BOOTTIME, the clock of a process's
+ * start time (task->start_boottime) as BPF gives it. */
 #define MMAP_RECORDS_EXITED_KEEP_NS (10ULL * 1000 * 1000 * 1000)
 
 /* Opens a dummy software event on each CPU with online[cpu] set (nr_cpus of them; NULL online:
@@ -34,9 +35,9 @@ void mmap_records__free(struct mmap_records *r);
  * from /proc). Returns the number of CPUs with an event. */
 int mmap_records__sync_cpus(struct mmap_records *r, const uint8_t *online);
 
-/* Takes every record in the rings into the tables, in time order across CPUs; now_ns
- * (CLOCK_MONOTONIC) ages the exited processes' tables out. Thread-safe. */
-void mmap_records__drain(struct mmap_records *r, uint64_t now_ns);
+/* Takes every record in the rings into the tables, in time order across CPUs, and ages the
+ * exited processes' tables out. Thread-safe. */
+void mmap_records__drain(struct mmap_records *r);
 
 /* Takes one record (its header and body, with the sample_id of PERF_SAMPLE_TID and
  * PERF_SAMPLE_TIME last) into the tables. For the drain and for tests. */
@@ -51,12 +52,24 @@ void mmap_records__apply(struct mmap_records *r, const struct perf_event_header 
 int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings,
 		       struct proc_maps *out);
 
+/* How long after a process's start time its fork record may be written (ns): copy_process()
+ * writes it at its end, microseconds after it set the start time; a pid that passed to another
+ * process meanwhile would have another fork record, later. */
+#define MMAP_RECORDS_FORK_SLACK_NS (100ULL * 1000 * 1000)
+
+/* Whether pid is, by the records, the live process that started at start_ns (CLOCK_BOOTTIME,
+ * task->start_boottime): its fork record came within MMAP_RECORDS_FORK_SLACK_NS after it and no
+ * exit record since. Drains the rings first. 1 yes, 0 the records cannot tell (ask elsewhere).
+ * Thread-safe. */
+int mmap_records__is_process(struct mmap_records *r, uint32_t pid, uint64_t start_ns);
+
 struct mmap_records_stats {
-	uint64_t served;    /* maps given by mmap_records__maps() */
-	uint64_t records;   /* MMAP2 records taken */
-	uint64_t lost;	    /* records the kernel could not write (a full ring): tables dropped */
-	uint64_t processes; /* tables held now */
-	uint32_t cpus;	    /* CPUs with an event */
+	uint64_t served;     /* maps given by mmap_records__maps() */
+	uint64_t identities; /* mmap_records__is_process() answers yes */
+	uint64_t records;    /* MMAP2 records taken */
+	uint64_t lost;	     /* records the kernel could not write (a full ring): tables dropped */
+	uint64_t processes;  /* tables held now */
+	uint32_t cpus;	     /* CPUs with an event */
 };
 void mmap_records__stats(struct mmap_records *r, struct mmap_records_stats *st);
 

@@ -540,6 +540,12 @@ void proc_maps__use_records(struct mmap_records *r, const char *proc_root, bool 
 	records.check = check;
 }
 
+bool proc_maps__records_is_process(const char *proc_root, uint32_t pid, uint64_t start_ns)
+{
+	return records.r && !strcmp(proc_root, records.root) &&
+	       mmap_records__is_process(records.r, pid, start_ns) > 0;
+}
+
 struct mmap_records *proc_maps__records(void)
 {
 	return records.r;

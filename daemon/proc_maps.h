@@ -105,6 +105,9 @@ void proc_maps__forget(uint32_t pid);
  * rest from /proc; NULL r: all from /proc. check: each load served by r is checked against the
  * maps file (tests: TAILPROF_MAPS_RECORDS_CHECK=1). Call before the drains start. */
 void proc_maps__use_records(struct mmap_records *r, const char *proc_root, bool check);
+/* Whether the records under proc_root say pid is the live process that started at start_ns
+ * (mmap_records__is_process()); false when they cannot tell. */
+bool proc_maps__records_is_process(const char *proc_root, uint32_t pid, uint64_t start_ns);
 /* The records given to proc_maps__use_records(), or NULL. */
 struct mmap_records *proc_maps__records(void);
 /* Since start, with the check on: loads checked, and those whose maps file held a mapping the

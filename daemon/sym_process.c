@@ -31,6 +31,11 @@ int symbolizer_check_identity(struct symbolizer *s, uint32_t pid, uint64_t start
 	size_t len;
 	int err;
 
+	/* a process started after tailprofd: its fork record, and no exit record since */
+	if (proc_maps__records_is_process(s->proc_root, pid, start_ns)) {
+		s->stats.identity_checks[2]++;
+		return 0;
+	}
 	if (s->live_start) {
 		err = s->live_start(s->live_ctx, pid, &live);
 		if (!err || (err == -ENOENT && s->live_since &&

@@ -168,8 +168,8 @@ struct symbolizer_stats {
 					  * identity came from their fork event */
 	uint64_t cgroup_reads_saved;	 /* of those, whose cgroup path was known for their v2
 					  * cgroup id (no /proc/PID/cgroup read) */
-	uint64_t identity_checks[2];	 /* whether a pid is still a process, by live_start [0]
-					  * or by /proc/PID/stat [1] */
+	uint64_t identity_checks[3];	 /* whether a pid is still a process, by live_start [0],
+					  * by /proc/PID/stat [1] or by the mmap records [2] */
 	uint64_t max_processes, max_objects; /* the caps in force */
 };
 

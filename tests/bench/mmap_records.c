@@ -16,7 +16,6 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench_stats.h"
@@ -34,14 +33,6 @@ static double rusage_s(int who)
 	       r.ru_stime.tv_usec / 1e6;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* CPU us per start of argv, n times (children's rusage). */
 static double starts(struct mmap_records *r, char **argv, int n)
 {
@@ -57,7 +48,7 @@ static double starts(struct mmap_records *r, char **argv, int n)
 		}
 		waitpid(p, &st, 0);
 		if (r)
-			mmap_records__drain(r, mono_ns());
+			mmap_records__drain(r);
 	}
 	return 1e6 * (rusage_s(RUSAGE_CHILDREN) - c0) / n;
 }
@@ -77,7 +68,7 @@ static double maps(struct mmap_records *r, const char *path, int n)
 
 		munmap(p, 65536);
 		if (r && i % 100 == 99)
-			mmap_records__drain(r, mono_ns());
+			mmap_records__drain(r);
 	}
 	close(fd);
 	return 1e6 * (rusage_s(RUSAGE_SELF) - c0) / n;

@@ -418,10 +418,13 @@ def test_process_and_thread_names(d):
         {(s["labels"]["process"], s["labels"]["comm"]) for s in ss}
     assert {s["labels"]["comm"] for s in ss} == {"tp_process_name"}  # the kernel's 15 bytes
     # the name came with the exec event (BPF's mm->exe_file), not from /proc/PID/exe, and the
-    # maps read was checked against BPF's table of live processes, not /proc/PID/stat
+    # maps read was checked against its fork record or BPF's table of live processes, not
+    # /proc/PID/stat
     m1 = d.metrics()
-    for k in ("tailprof_exec_identities_total", 'tailprof_identity_checks_total{source="bpf"}'):
-        assert m1[k] > m0.get(k, 0), (k, m0.get(k), m1[k])
+    k = "tailprof_exec_identities_total"
+    assert m1[k] > m0.get(k, 0), (k, m0.get(k), m1[k])
+    checks = ['tailprof_identity_checks_total{source="%s"}' % s for s in ("records", "bpf")]
+    assert sum(m1[k] - m0.get(k, 0) for k in checks) > 0, (m0, m1)
     workers = share(ss, lambda s: s["labels"]["thread"] in ("worker-one", "worker-two"))
     assert workers >= 0.95, workers
     threads = {s["labels"]["thread"] for s in ss}

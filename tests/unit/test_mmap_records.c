@@ -193,8 +193,16 @@ static void test_fork_exit_lost(void **state)
 	mmap_rec(r, 21, 4, 0x2000, 0x1000, 0, 2, RX, "/q"); /* the child's own */
 	m = maps_of(r, 20, 1);
 	proc_maps__clear(&m);
+	/* its fork record is its identity: written just after its start time (the slack), and
+	 * the child of an unknown parent has one too; an exec'd process without one has none */
+	assert_int_equal(mmap_records__is_process(r, 21, 2), 1);
+	assert_int_equal(mmap_records__is_process(r, 21, 3), 1);
+	assert_int_equal(mmap_records__is_process(r, 21, 4), 0);
+	assert_int_equal(mmap_records__is_process(r, 31, 1), 1);
+	assert_int_equal(mmap_records__is_process(r, 20, 1), 0);
 	task_rec(r, PERF_RECORD_EXIT, 21, 20, 21, 5);
 	m = maps_of(r, 21, -ENOENT);
+	assert_int_equal(mmap_records__is_process(r, 21, 2), 0);
 	memcpy(lost.bytes + 16, &n, 8);
 	mmap_records__apply(r, &lost.h);
 	m = maps_of(r, 20, -ENOENT);
@@ -258,6 +266,32 @@ static void test_kernel_records(void **state)
 		    strcmp(h->path, f->path))
 			fail_msg("/proc has %" PRIx64 "-%" PRIx64 " %s, the records %s", f->start,
 				 f->end, f->path, h ? h->path : "nothing there");
+	}
+	/* its fork record names it: /proc/PID/stat's start time (ticks since boot, the records'
+	 * clock) is at most a tick before the exact one */
+	{
+		char path[64], buf[1024], *p;
+		unsigned long long ticks = 0;
+		uint64_t ns_per_tick = 1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK);
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		p = strrchr(buf, ')');
+		assert_non_null(p);
+		p++; /* the space before field 3 */
+		for (int field = 3; field < 22 && p; field++)
+			p = strchr(p + 1, ' ');
+		assert_non_null(p);
+		ticks = strtoull(p + 1, NULL, 10);
+		assert_int_equal(mmap_records__is_process(r, (uint32_t)pid, ticks * ns_per_tick),
+				 1);
+		assert_int_equal(mmap_records__is_process(r, (uint32_t)pid,
+							  (ticks + 1) * ns_per_tick + 200000000),
+				 0);
 	}
 	/* the page made executable by mprotect, and a module's library the interpreter mapped */
 	assert_int_equal(anon, 1);
