@@ -35,6 +35,18 @@ __u64 label_cost[3];
 const volatile __u32 bench_pid = 0;
 __u64 bench_cost[4];
 
+/* Set by tailprofd (loader__set_young) while the kernel's mmap records give it new processes'
+ * maps even after they exit (daemon/mmap_records.c): an unknown process that started at
+ * young_since_ns or later (CLOCK_BOOTTIME ns, task->start_boottime; the records know it from its
+ * fork) is young at a sample while the sampled thread has run less than young_ns (some 5
+ * samples' worth). Such a sample wakes nobody for the process being new, is flagged
+ * TP_SAMPLE_YOUNG and does not mark it known: it waits for the next drain, and most such
+ * processes are gone by then, named from the records, never read. Blocks are not deferred
+ * (sched.bpf.c): a new process's first block still has its unwind tables loaded while it waits.
+ * young_ns 0: every unknown process wakes user space. */
+__u64 young_ns = 0;
+__u64 young_since_ns = 0;
+
 /* events: samples and process notifications, in order, to the drain loop. Written by the programs
  * here, read by tailprofd. Size set by the loader (--ringbuf-size). */
 struct {
@@ -284,9 +296,15 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	}
 
 	/* A new process is read at once (and marked known), but not one whose thread exits now:
-	 * its maps are going (exit_mm), and its exit event may have deleted its entry already. */
+	 * its maps are going (exit_mm), and its exit event may have deleted its entry already; nor
+	 * a young one (young_ns): its samples wait for the next drain. */
 	known = bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
 	unknown = (!known || *known != s->hdr.start_ns) && !(task->flags & TP_PF_EXITING);
+	if (unknown && young_ns && s->hdr.start_ns >= young_since_ns &&
+	    task->se.sum_exec_runtime < young_ns) {
+		unknown = false;
+		s->flags |= TP_SAMPLE_YOUNG;
+	}
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu + 2 * (s->nr_python & 127)) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);

@@ -163,6 +163,10 @@ enum tp_event_kind {
 /* a Python stack (code objects) not seen lately in this process: the record wakes user space, so
  * that it reads the code objects while the process lives (a short-lived one included) */
 #define TP_SAMPLE_PY_NEW (1u << 12)
+/* a CPU sample of a process user space does not know yet, young (young_ns, profile.bpf.c): the
+ * record woke nobody for it and did not mark it known; user space makes it known at its first
+ * sample past its youth, which wakes it */
+#define TP_SAMPLE_YOUNG (1u << 13)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */

@@ -223,6 +223,23 @@ static void drain_counters(struct collector *c, uint64_t now)
 	}
 }
 
+/* The deferral of young processes' wake-ups (loader__set_young) follows the mmap records: on for
+ * processes started since it was set; after records were lost (a full ring: every table was
+ * dropped), only for processes started since; off while an online CPU has no event. */
+static void sync_young(struct collector *c)
+{
+	struct mmap_records_stats rs;
+	uint64_t young;
+
+	mmap_records__stats(c->opts.mmap_records, &rs);
+	young = rs.incomplete ? 0 : c->opts.young_ns;
+	if (young == c->young_set && rs.lost == c->young_lost)
+		return;
+	loader__set_young(c->opts.loader, young, sysinfo__boot_ns());
+	c->young_set = young;
+	c->young_lost = rs.lost;
+}
+
 static void sync_cpus(struct collector *c, uint64_t now)
 {
 	uint8_t online[c->nr_cpus];
@@ -320,14 +337,19 @@ static void drain(struct collector *c, bool tick)
 	/* the maps text one module reads from here to the end of the drain serves the others */
 	proc_maps__begin_round();
 	/* the mmap records up to now, for the ring's room (a load takes the rest) */
-	if (c->opts.mmap_records)
+	if (c->opts.mmap_records) {
 		mmap_records__drain(c->opts.mmap_records);
+		if (c->opts.young_ns && c->opts.loader)
+			sync_young(c);
+	}
 	n = ring_buffer__consume(c->rb);
 	if (n < 0)
 		pr_warn("failed to drain the events ring buffer: %s", strerror(-n));
 	collector_recheck_due(c, now);
-	if (!tick)
+	if (!tick) {
 		close_counted(c, c->last_tick_ns);
+		c->st.wakeups++;
+	}
 	if (tick) {
 		repeats__prune(&c->repeats, c->stacks, c->opts.drain_ns);
 		window_ring__advance(c->ring, now);

@@ -45,6 +45,10 @@ struct collector_opts {
 
 	/* new processes' maps (not owned; mmap_records.h); NULL: all from /proc */
 	struct mmap_records *mmap_records;
+	/* with mmap_records: a new process is young (its CPU samples do not wake the drain) while
+	 * its sampled thread has run less than this (ns, loader__set_young); 0: every new
+	 * process's first sample wakes it */
+	uint64_t young_ns;
 	/* Caps ([limits], resource_limits.h; 0: the default). Interned stacks and tasks: past the
 	 * cap a sample with a new one is dropped (stack_table_full, task_table_full), since windows
 	 * hold the stored ones. Known processes (marked in BPF): past the cap the one that started
@@ -78,6 +82,9 @@ struct collector_status {
 	uint64_t records;      /* records held now */
 	uint32_t windows, max_windows;
 	uint64_t drains, last_drain_mono_ns;
+	uint64_t wakeups; /* drains between ticks: BPF woke the loop (a new process, new Python
+			   * code, a rescan, the ring buffer filling) */
+	uint64_t young_samples;	 /* samples of a young process (TP_SAMPLE_YOUNG): woke nobody */
 	uint64_t cut_stacks;	 /* user stacks ended at an address in no executable mapping */
 	uint64_t forks_deferred; /* forked children named from their parent's maps, read later */
 	/* exec'd processes still running at their recheck (PROC_MAPS_EXEC_RECHECK_NS): maps read

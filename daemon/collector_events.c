@@ -451,7 +451,14 @@ static void add_sample(struct collector *c, const struct tp_sample *s, uint64_t 
 	task__sanitize_name(tk.process);
 	if (s->flags & TP_SAMPLE_UNWIND_RESCAN)
 		ask_rescan(c, s);
-	know_process(c, s->hdr.pid, s->hdr.start_ns, false, false);
+	/* a young process (TP_SAMPLE_YOUNG): BPF did not mark it known, and its first sample past
+	 * its youth wakes us for it; until then it is not made known here either (its maps come
+	 * from the mmap records at its symbolization; its unwind tables and CPython wait), most
+	 * such processes being gone by then */
+	if (!(s->flags & TP_SAMPLE_YOUNG))
+		know_process(c, s->hdr.pid, s->hdr.start_ns, false, false);
+	else
+		c->st.young_samples++;
 	/* its maps read again (after a sample in code that runs only after its dynamic loader's
 	 * work) found more mapped than at its first read, where the unwinder and Python discovery
 	 * looked: they look again now (the recheck after its exec will not) */

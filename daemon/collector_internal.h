@@ -37,6 +37,9 @@ struct capture {
 
 struct collector {
 	struct collector_opts opts;
+	/* what loader__set_young() was last given (young_set 0: off), and the records lost by
+	 * then */
+	uint64_t young_set, young_lost;
 	pthread_rwlock_t lock;
 	struct intern_table *stacks, *tasks;
 	struct window_ring *ring;

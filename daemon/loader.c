@@ -697,6 +697,13 @@ uint64_t loader__live_since(const struct loader *l)
 	return l->live_since_ns;
 }
 
+void loader__set_young(struct loader *l, uint64_t young_ns, uint64_t since_ns)
+{
+	/* since first: a reader that sees the new length sees the processes it applies to */
+	__atomic_store_n(&l->skel->bss->young_since_ns, since_ns, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->skel->bss->young_ns, young_ns, __ATOMIC_RELEASE);
+}
+
 void loader__forget(struct loader *l, uint32_t pid)
 {
 	bpf_map_delete_elem(bpf_map__fd(l->skel->maps.known_procs), &pid);

@@ -86,6 +86,12 @@ int loader__live_start(struct loader *l, uint32_t pid, uint64_t *start_ns);
  * table until it exits: one that started later and is not there is gone. 0 when no time is
  * (not attached, or a process found the table full). */
 uint64_t loader__live_since(const struct loader *l);
+/* A new process that started at since_ns or later (CLOCK_BOOTTIME ns, as start_ns) is young while
+ * its sampled thread has run less than young_ns (ns): its CPU samples wake tailprofd for none of
+ * them being new, and come flagged TP_SAMPLE_YOUNG at the next drain (bpf/profile.bpf.c; its
+ * blocks still wake it). Only while the mmap records give such processes' maps after they exit;
+ * young_ns 0: every new process's first sample wakes it (the default). */
+void loader__set_young(struct loader *l, uint64_t young_ns, uint64_t since_ns);
 /* Forgets a process on the BPF side (it is no longer known: its next sample wakes user space
  * and marks it known again). BPF marks processes known itself, at the sample that wakes user
  * space for them, and forgets them at exec and exit; this is for the cap on known processes. */

@@ -297,6 +297,24 @@ static struct mmap_records *start_mmap_records(struct loader *loader, struct fea
 	return r;
 }
 
+/* How young a new process is while its CPU samples wait for the next drain instead of waking it
+ * (the mmap records name it even after it exited; collector_opts.young_ns): its sampled thread has
+ * run less than 5 sampling periods at frequency_hz, so that at most some 5 of its samples a thread
+ * are unwound by frame pointers before its unwind tables and CPython are read; within 5 to
+ * 100 ms. TAILPROF_YOUNG_MS (the benchmarks' switch) sets it, 0 off. */
+static uint64_t young_ns(uint32_t frequency_hz)
+{
+	const char *env = getenv("TAILPROF_YOUNG_MS");
+	uint64_t ns;
+
+	if (env && *env)
+		return strtoull(env, NULL, 10) * NSEC_PER_MSEC;
+	ns = frequency_hz ? 5 * NSEC_PER_SEC / frequency_hz : 0;
+	if (ns < 5 * NSEC_PER_MSEC)
+		ns = 5 * NSEC_PER_MSEC;
+	return ns > 100 * NSEC_PER_MSEC ? 100 * NSEC_PER_MSEC : ns;
+}
+
 /* tailprofd --check: the features report on stdout, then a closing line. loaded: what
  * load_objects() returned. Returns the exit code: 1 when an object failed to load for a reason
  * no probe found, CPU sampling cannot run, loading stopped early (its error was logged), or the
@@ -585,6 +603,7 @@ int main(int argc, char **argv)
 	    .max_tasks = o.limits.v[LIMIT_TASKS],
 	    .max_known = o.limits.v[LIMIT_KNOWN_PROCESSES],
 	    .mmap_records = records,
+	    .young_ns = records ? young_ns(o.frequency_hz) : 0,
 	});
 	if (!coll)
 		goto out;

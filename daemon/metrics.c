@@ -443,6 +443,12 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			    "perf mmap records the kernel could not write (a full ring): the "
 			    "processes' maps were read from /proc again.");
 			text_put(&t, "tailprof_mmap_records_lost_total %" PRIu64 "\n", rs.lost);
+			text_metric(
+			    &t, "tailprof_mmap_records_exited_total", "counter",
+			    "Maps the mmap records gave of processes that had exited (samples "
+			    "symbolized after their process ended, without a wake-up to read it).");
+			text_put(&t, "tailprof_mmap_records_exited_total %" PRIu64 "\n",
+				 rs.served_exited);
 			text_metric(&t, "tailprof_mmap_records_processes", "gauge",
 				    "Processes whose executable mappings the mmap records hold.");
 			text_put(&t, "tailprof_mmap_records_processes %" PRIu64 "\n", rs.processes);
@@ -581,6 +587,14 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_static_layouts", "gauge",
 		    "Static executables whose layout is recorded (at most 256).");
 	text_put(&t, "tailprof_static_layouts %" PRIu64 "\n", st.sym.layouts);
+	text_metric(&t, "tailprof_wakeups_total", "counter",
+		    "Drains between the drain period's ticks: BPF woke tailprofd (a new process "
+		    "that is not young, new Python code, a rescan, the ring buffer filling).");
+	text_put(&t, "tailprof_wakeups_total %" PRIu64 "\n", st.wakeups);
+	text_metric(&t, "tailprof_young_samples_total", "counter",
+		    "Samples (CPU and off-CPU) of a new process that was young: they woke nobody "
+		    "and waited for the next drain, its maps from the mmap records.");
+	text_put(&t, "tailprof_young_samples_total %" PRIu64 "\n", st.young_samples);
 	text_metric(
 	    &t, "tailprof_forks_deferred_total", "counter",
 	    "Forked children (not exec'd) first seen: their maps, unwind tables and CPython "

@@ -425,6 +425,13 @@ void mmap_records__drain(struct mmap_records *r)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* Whether table p is of the process that started at start_ns: its fork record came within
+ * MMAP_RECORDS_FORK_SLACK_NS after that. */
+static bool forked_at(const struct rec_proc *p, uint64_t start_ns)
+{
+	return p->fork_ns >= start_ns && p->fork_ns - start_ns <= MMAP_RECORDS_FORK_SLACK_NS;
+}
+
 int mmap_records__is_process(struct mmap_records *r, uint32_t pid, uint64_t start_ns)
 {
 	struct rec_proc *p;
@@ -433,14 +440,13 @@ int mmap_records__is_process(struct mmap_records *r, uint32_t pid, uint64_t star
 	pthread_mutex_lock(&r->mu);
 	drain_locked(r);
 	p = *slot_of(r, pid);
-	yes = p && !p->exited && !r->incomplete && p->fork_ns >= start_ns &&
-	      p->fork_ns - start_ns <= MMAP_RECORDS_FORK_SLACK_NS;
+	yes = p && !p->exited && !r->incomplete && forked_at(p, start_ns);
 	r->st.identities += yes;
 	pthread_mutex_unlock(&r->mu);
 	return yes;
 }
 
-int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings,
+int mmap_records__maps(struct mmap_records *r, uint32_t pid, uint64_t start_ns, size_t max_mappings,
 		       struct proc_maps *out)
 {
 	struct rec_proc *p;
@@ -451,7 +457,7 @@ int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings
 	pthread_mutex_lock(&r->mu);
 	drain_locked(r);
 	p = *slot_of(r, pid);
-	if (!p || p->exited || !p->complete || r->incomplete)
+	if (!p || !p->complete || r->incomplete || (start_ns ? !forked_at(p, start_ns) : p->exited))
 		err = -ENOENT;
 	else if (p->maps.nr > max_mappings)
 		err = -EFBIG;
@@ -459,6 +465,7 @@ int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings
 		err = proc_maps__copy(&p->maps, out);
 	if (!err) {
 		r->st.served++;
+		r->st.served_exited += p->exited;
 		err = out->nr > INT32_MAX ? INT32_MAX : (int)out->nr;
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -585,5 +592,6 @@ void mmap_records__stats(struct mmap_records *r, struct mmap_records_stats *st)
 {
 	pthread_mutex_lock(&r->mu);
 	*st = r->st;
+	st->incomplete = r->incomplete;
 	pthread_mutex_unlock(&r->mu);
 }

@@ -45,11 +45,14 @@ void mmap_records__apply(struct mmap_records *r, const struct perf_event_header 
 
 /* The executable mappings of process pid since its exec (or its fork from a process so known)
  * into *out (empty; the caller's to clear), sorted by start, as proc_maps__load() gives them
- * from /proc: at most max_mappings. Drains the rings first. Returns the number of mappings,
- * -ENOENT when the records do not know the whole of pid's mappings (started before tailprofd,
- * records lost, or a forked child of such a process that has not exec'd: read /proc), -EFBIG
- * past max_mappings, or -ENOMEM. Thread-safe. */
-int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings,
+ * from /proc: at most max_mappings. start_ns 0: of the live process pid; else of the process
+ * that started then (CLOCK_BOOTTIME ns, task->start_boottime), live or exited less than
+ * MMAP_RECORDS_EXITED_KEEP_NS ago (its last samples come after its exit). Drains the rings
+ * first. Returns the number of mappings, -ENOENT when the records do not know the whole of
+ * that process's mappings (started before tailprofd, records lost, a forked child of such a
+ * process that has not exec'd, or pid now another process: read /proc), -EFBIG past
+ * max_mappings, or -ENOMEM. Thread-safe. */
+int mmap_records__maps(struct mmap_records *r, uint32_t pid, uint64_t start_ns, size_t max_mappings,
 		       struct proc_maps *out);
 
 /* How long after a process's start time its fork record may be written (ns): copy_process()
@@ -64,12 +67,14 @@ int mmap_records__maps(struct mmap_records *r, uint32_t pid, size_t max_mappings
 int mmap_records__is_process(struct mmap_records *r, uint32_t pid, uint64_t start_ns);
 
 struct mmap_records_stats {
-	uint64_t served;     /* maps given by mmap_records__maps() */
-	uint64_t identities; /* mmap_records__is_process() answers yes */
-	uint64_t records;    /* MMAP2 records taken */
-	uint64_t lost;	     /* records the kernel could not write (a full ring): tables dropped */
-	uint64_t processes;  /* tables held now */
-	uint32_t cpus;	     /* CPUs with an event */
+	uint64_t served;	/* maps given by mmap_records__maps() */
+	uint64_t served_exited; /* of them, of a process that had exited */
+	uint64_t identities;	/* mmap_records__is_process() answers yes */
+	uint64_t records;	/* MMAP2 records taken */
+	uint64_t lost;	    /* records the kernel could not write (a full ring): tables dropped */
+	uint64_t processes; /* tables held now */
+	uint32_t cpus;	    /* CPUs with an event */
+	bool incomplete;    /* an online CPU has none: no maps are served */
 };
 void mmap_records__stats(struct mmap_records *r, struct mmap_records_stats *st);
 

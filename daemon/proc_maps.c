@@ -586,7 +586,8 @@ static void check_records(const char *path, uint32_t pid, size_t max_bytes,
 		return; /* gone meanwhile */
 	/* what it mapped after the records were taken is in them now */
 	if (!maps_cover(have, &fresh) &&
-	    (mmap_records__maps(records.r, pid, max_bytes / QUERY_BYTES_PER_MAPPING, &again) < 0 ||
+	    (mmap_records__maps(records.r, pid, 0, max_bytes / QUERY_BYTES_PER_MAPPING, &again) <
+		 0 ||
 	     !maps_cover(&again, &fresh))) {
 		if (__atomic_fetch_add(&records.mismatched, 1, __ATOMIC_RELAXED) < 5) {
 			for (size_t i = 0; i < fresh.nr; i++)
@@ -637,7 +638,8 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	}
 	pthread_mutex_unlock(&maps_cache.lock);
 	if (records.r && !strcmp(proc_root, records.root)) {
-		err = mmap_records__maps(records.r, pid, max_bytes / QUERY_BYTES_PER_MAPPING, out);
+		err =
+		    mmap_records__maps(records.r, pid, 0, max_bytes / QUERY_BYTES_PER_MAPPING, out);
 		if (err >= 0 && records.check)
 			check_records(path, pid, max_bytes, out);
 		if (err != -ENOENT)
@@ -664,6 +666,30 @@ int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struc
 	maps_cache.v[slot].maps = copy;
 	pthread_mutex_unlock(&maps_cache.lock);
 	return err;
+}
+
+int proc_maps__load_process(const char *proc_root, uint32_t pid, uint64_t start_ns,
+			    size_t max_bytes, struct proc_maps *out, bool *known)
+{
+	char path[PATH_MAX];
+	int err;
+
+	*known = false;
+	if (records.r && start_ns && !strcmp(proc_root, records.root)) {
+		err = mmap_records__maps(records.r, pid, start_ns,
+					 max_bytes / QUERY_BYTES_PER_MAPPING, out);
+		if (err >= 0) {
+			*known = true;
+			if (records.check &&
+			    snprintf(path, sizeof(path), "%s/%u/maps", proc_root, pid) <
+				(int)sizeof(path) &&
+			    proc_maps__records_is_process(proc_root, pid, start_ns))
+				check_records(path, pid, max_bytes, out);
+		}
+		if (err != -ENOENT)
+			return err;
+	}
+	return proc_maps__load(proc_root, pid, max_bytes, out);
 }
 
 void proc_maps__offer(const char *proc_root, uint32_t pid, const struct proc_maps *maps)

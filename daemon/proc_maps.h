@@ -87,6 +87,13 @@ int proc_read_single(const char *path, size_t max_bytes, char **buf, size_t *len
  * clear, or a negative errno with *out empty: -ENOENT (gone), -EACCES, -EFBIG, -ENOMEM, -EIO (a
  * query answer out of order). Thread-safe. */
 int proc_maps__load(const char *proc_root, uint32_t pid, size_t max_bytes, struct proc_maps *out);
+/* As proc_maps__load(), for the process of pid that started at start_ns (CLOCK_BOOTTIME ns, as
+ * BPF gives it; 0: the live one): where the mmap records (proc_maps__use_records()) know that
+ * process they serve its maps, also after it exited, before the round's copy or /proc are
+ * asked, and set *known: the maps are that process's, no identity check needed. Returns as
+ * proc_maps__load(). */
+int proc_maps__load_process(const char *proc_root, uint32_t pid, uint64_t start_ns,
+			    size_t max_bytes, struct proc_maps *out, bool *known);
 /* Hands maps (copied) out as process pid's under proc_root for the rest of the current round,
  * as if proc_maps__load() had read them: maps known without a read (a static executable's
  * layout). Nothing outside a round or when memory runs out. */

@@ -491,11 +491,14 @@ static int read_process(struct symbolizer *s, struct process *p)
 {
 	struct proc_maps maps = {};
 	struct mapping_obj *mobjs;
+	bool known;
 	int err;
 
 	p->last_read_ns = sysinfo__mono_ns();
 	s->stats.maps_reads++;
-	err = proc_maps__load(s->proc_root, p->pid, MAPS_MAX_BYTES, &maps);
+	/* the mmap records know a process that started after tailprofd, even once it exited */
+	err = proc_maps__load_process(s->proc_root, p->pid, p->start_ns, MAPS_MAX_BYTES, &maps,
+				      &known);
 	if (err == -ENOENT)
 		err = -ESRCH;
 	if (err <= 0) {
@@ -503,8 +506,9 @@ static int read_process(struct symbolizer *s, struct process *p)
 		err = err ? err : -ESRCH;
 		goto fail;
 	}
-	err = symbolizer_check_identity(s, p->pid, p->start_ns);
-	if (err)
+	if (known)
+		s->stats.identity_checks[2]++;
+	else if ((err = symbolizer_check_identity(s, p->pid, p->start_ns)))
 		goto fail;
 	mobjs = calloc(maps.nr, sizeof(*mobjs));
 	if (!mobjs) {

@@ -37,6 +37,8 @@ def run(binary, programs, seconds, freq):
             "starts_per_s": n / (t1 - t0),
             "maps_shared": m.get('tailprof_maps_reads_total{source="shared"}', 0),
             "maps_file": m.get('tailprof_maps_reads_total{source="file"}', 0),
+            "maps_records": m.get('tailprof_maps_reads_total{source="records"}', 0),
+            "wakeups": m.get("tailprof_wakeups_total", 0),
             "builds": m.get("tailprof_unwind_table_builds_total", -1)}
 
 
@@ -69,9 +71,10 @@ def main():
                 r = run(binary, programs, seconds, freq)
                 res[binary].append(r)
                 print("  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
-                      "shared, %d table builds" % (binary, r["us_per_process"], r["pct"],
-                                                   r["starts_per_s"], r["maps_file"],
-                                                   r["maps_shared"], r["builds"]))
+                      "shared + %d from records, %d wake-ups, %d table builds" % (
+                          binary, r["us_per_process"], r["pct"], r["starts_per_s"],
+                          r["maps_file"], r["maps_shared"], r["maps_records"], r["wakeups"],
+                          r["builds"]))
                 sys.stdout.flush()
     finally:
         for p in spinners:

@@ -110,7 +110,8 @@ def test_short_lived_processes(d):
 def test_forked_children_without_exec(d):
     """Children that live a few ms and never exec are named from their parent's maps, which
     are theirs until they exec: their own maps are never read (only a child still running its
-    parent's image 300 ms on would be)."""
+    parent's image 300 ms on would be). A child young at its samples (its thread ran less than
+    5 sampling periods) is not even made known; an older one is deferred."""
     reads = 'tailprof_maps_reads_total{source="file"}'
     m0 = d.metrics()
     p, pid = start_workload("tp_forker", 300, 2)
@@ -130,11 +131,14 @@ def test_forked_children_without_exec(d):
                                                        f["mapping"] is None for f in s["frames"]))
     children = len({s["labels"]["pid"] for s in prof.samples}) - 1
     deferred = m1["tailprof_forks_deferred_total"] - m0["tailprof_forks_deferred_total"]
+    young = m1["tailprof_young_samples_total"] - m0["tailprof_young_samples_total"]
     print("  %d children: %d samples in child_work, %.0f from its CPU time (%d samples in all), "
-          "%d with unresolved user frames; %d children named from their parent's maps, %d maps "
-          "reads" % (children, named, expected, total, lost, deferred, m1[reads] - m0[reads]))
+          "%d with unresolved user frames; %d children named from their parent's maps, %d "
+          "young samples, %d maps reads" % (children, named, expected, total, lost, deferred,
+                                            young, m1[reads] - m0[reads]))
     assert children >= 200, children
-    assert deferred >= 0.9 * children, (deferred, children)
+    # each child either deferred, or sampled only while young (at least one sample each)
+    assert deferred + young >= 0.9 * children, (deferred, young, children)
     # the parent's, and whatever else runs on the machine meanwhile: not one per child (11-13
     # here alone; 49 in a fresh-clone CI run, where 28 forks more than the test's were seen)
     assert m1[reads] - m0[reads] <= 0.25 * children, (m0[reads], m1[reads])

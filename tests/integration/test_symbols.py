@@ -469,6 +469,32 @@ def test_mmap_records_match_proc(d, bare):
     assert any(f["function"] == "main" for s in short for f in s["frames"]), short[:3]
 
 
+def test_young_processes_named_after_exit(d):
+    """Processes that live 3 ms (tp_short, some 3 samples each at 997 Hz) are young while their
+    thread has run less than 5 sampling periods: their samples wake nobody and wait for the next
+    drain, when most of them have exited; they are named from the mmap records all the same,
+    short_lived_spin called from main."""
+    m0 = d.metrics()
+    for _ in range(40):
+        subprocess.run([os.path.join(WL, "tp_short"), "0.003"], stdout=subprocess.DEVNULL,
+                       check=True)
+    wait_drained()
+    m1 = d.metrics()
+    young = m1["tailprof_young_samples_total"] - m0["tailprof_young_samples_total"]
+    exited = m1["tailprof_mmap_records_exited_total"] - m0["tailprof_mmap_records_exited_total"]
+    prof, _ = d.profile("last=1m")
+    short = [s for s in prof.samples if s["labels"].get("comm") == "tp_short" and
+             any(f["function"] == "short_lived_spin" for f in s["frames"])]
+    print("  %d young samples, %d processes' maps served after their exit, %d samples in "
+          "short_lived_spin" % (young, exited, len(short)))
+    assert young >= 1 and exited >= 1, (young, exited)
+    assert len(short) >= 20, len(short)
+    fns = [[f["function"] for f in s["frames"]] for s in short]
+    named = sum(1 for f in fns if f.index("short_lived_spin") + 1 < len(f) and
+                f[f.index("short_lived_spin") + 1] == "main")
+    assert named >= 0.9 * len(short), fns[:5]
+
+
 def main():
     require_bpf()
     debug_dir = tempfile.mkdtemp(dir=BUILD)
@@ -488,7 +514,8 @@ def main():
              test_jit_perf_map_rewritten_entry, test_vdso_leaf, test_source_lines_and_main_mapping,
              test_caller_after_a_noreturn_call,
              test_demangled_cxx_and_rust_names,
-             test_process_and_thread_names, test_mmap_records_match_proc]
+             test_process_and_thread_names, test_mmap_records_match_proc,
+             test_young_processes_named_after_exit]
     def cleanup():
         shutil.rmtree(debug_dir)
         os.rmdir(empty_dir)

@@ -86,7 +86,16 @@ static struct proc_maps maps_of(struct mmap_records *r, uint32_t pid, int want)
 {
 	struct proc_maps m;
 
-	assert_int_equal(mmap_records__maps(r, pid, 100, &m), want);
+	assert_int_equal(mmap_records__maps(r, pid, 0, 100, &m), want);
+	return m;
+}
+
+/* The maps of the process of pid that started at start_ns, live or exited. */
+static struct proc_maps maps_at(struct mmap_records *r, uint32_t pid, uint64_t start_ns, int want)
+{
+	struct proc_maps m;
+
+	assert_int_equal(mmap_records__maps(r, pid, start_ns, 100, &m), want);
 	return m;
 }
 
@@ -200,9 +209,24 @@ static void test_fork_exit_lost(void **state)
 	assert_int_equal(mmap_records__is_process(r, 21, 4), 0);
 	assert_int_equal(mmap_records__is_process(r, 31, 1), 1);
 	assert_int_equal(mmap_records__is_process(r, 20, 1), 0);
+	/* by its start time: the maps of that process, live or exited, and no other's */
+	m = maps_at(r, 21, 2, 2);
+	proc_maps__clear(&m);
+	m = maps_at(r, 21, 4, -ENOENT);
 	task_rec(r, PERF_RECORD_EXIT, 21, 20, 21, 5);
 	m = maps_of(r, 21, -ENOENT);
 	assert_int_equal(mmap_records__is_process(r, 21, 2), 0);
+	m = maps_at(r, 21, 2, 2);
+	assert_int_equal(m.v[0].start, 0x1000);
+	assert_string_equal(m.v[1].path, "/q");
+	proc_maps__clear(&m);
+	mmap_records__stats(r, &st);
+	assert_int_equal(st.served_exited, 1);
+	/* the pid given to another process: the exited one's maps are gone with its table */
+	task_rec(r, PERF_RECORD_FORK, 21, 20, 21, 500000000);
+	m = maps_at(r, 21, 2, -ENOENT);
+	m = maps_at(r, 21, 499999999, 1);
+	proc_maps__clear(&m);
 	memcpy(lost.bytes + 16, &n, 8);
 	mmap_records__apply(r, &lost.h);
 	m = maps_of(r, 20, -ENOENT);
@@ -255,7 +279,7 @@ static void test_kernel_records(void **state)
 	close(fds[1]);
 	assert_int_equal(read(fds[0], &c, 1), 1);
 	assert_true(proc_maps__load("/proc", (uint32_t)pid, 1 << 20, &fresh) > 3);
-	assert_true(mmap_records__maps(r, (uint32_t)pid, 4096, &have) > 3);
+	assert_true(mmap_records__maps(r, (uint32_t)pid, 0, 4096, &have) > 3);
 	for (size_t i = 0; i < fresh.nr; i++) {
 		const struct proc_mapping *f = &fresh.v[i], *h = proc_maps__find(&have, f->start);
 
