@@ -4,6 +4,7 @@
 #include "collector_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,13 @@ static void sync_young(struct collector *c)
 	young = rs.incomplete ? 0 : c->opts.young_ns;
 	if (young == c->young_set && rs.lost == c->young_lost)
 		return;
+	if (!young)
+		pr_warn("a CPU has no mmap records event: every new process's first sample wakes "
+			"tailprofd until it has one again");
+	else if (rs.lost != c->young_lost)
+		pr_warn("%" PRIu64 " mmap records lost (a full ring): processes started before now "
+			"wake tailprofd at their first sample",
+			rs.lost - c->young_lost);
 	loader__set_young(c->opts.loader, young, sysinfo__boot_ns());
 	c->young_set = young;
 	c->young_lost = rs.lost;

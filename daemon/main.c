@@ -305,10 +305,21 @@ static struct mmap_records *start_mmap_records(struct loader *loader, struct fea
 static uint64_t young_ns(uint32_t frequency_hz)
 {
 	const char *env = getenv("TAILPROF_YOUNG_MS");
+	unsigned long long ms;
+	char *end;
 	uint64_t ns;
 
-	if (env && *env)
-		return strtoull(env, NULL, 10) * NSEC_PER_MSEC;
+	if (env && *env) {
+		errno = 0;
+		ms = strtoull(env, &end, 10);
+		if (!errno && !*end && *env != '-' && ms <= 1000) {
+			pr_info("young processes: %llu ms (TAILPROF_YOUNG_MS)", ms);
+			return ms * NSEC_PER_MSEC;
+		}
+		pr_warn("TAILPROF_YOUNG_MS=%s is not a number of ms from 0 to 1000: ignored, the "
+			"default taken (unset it, or give say 0 to turn the youth off)",
+			env);
+	}
 	ns = frequency_hz ? 5 * NSEC_PER_SEC / frequency_hz : 0;
 	if (ns < 5 * NSEC_PER_MSEC)
 		ns = 5 * NSEC_PER_MSEC;
