@@ -225,7 +225,7 @@ there (root and the group tailprof may use it) and answers; else http://127.0.0.
 .nf
 tailprof status
 tailprof windows \-\-last 1m
-tailprof pull \-\-last 5m \-o cpu.pb.gz && go tool pprof \-http :8080 cpu.pb.gz
+tailprof pull \-\-last 5m \-o cpu.pb.gz && go tool pprof \-http 127.0.0.1:8080 cpu.pb.gz
 tailprof pull \-\-type offcpu \-\-pid 1234 \-\-last 5m \-o offcpu.pb.gz
 tailprof spikes \-\-stage compute
 tailprof explain latest
