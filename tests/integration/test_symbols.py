@@ -92,14 +92,19 @@ def symbol_extent(path, name):
 
 def check_fde_names(frames, prefix, fdes):
     """Frames named prefix+0xSTART are named after the FDE that holds them: START is that FDE's
-    start, so all the addresses of one function have one name. Returns how many there were."""
+    start, so all the addresses of one function have one name; an address no FDE holds is named
+    by itself (crtstuff's __do_global_dtors_aux has no FDE, and a CI run once sampled it at the
+    exit, at its first instruction: its load of a .bss byte, a page fault). Returns how many
+    were named by an FDE."""
     seen = 0
     for f in frames:
         if not f["function"].startswith(prefix):
             continue
-        seen += 1
         start = int(f["function"][len(prefix):], 16)
         holding = [a for a, b in fdes if a <= f["address"] < b]
+        if not holding and start == f["address"]:
+            continue
+        seen += 1
         assert holding == [start], (f, holding)
     return seen
 
