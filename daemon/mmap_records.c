@@ -96,6 +96,15 @@ static void drop_all(struct mmap_records *r)
 	r->st.processes = 0;
 }
 
+/* Empties p's table; complete: it holds every mapping from now on (an exec, a fork from a known
+ * process), else it is not served until the process's next exec. */
+static void empty(struct rec_proc *p, bool complete)
+{
+	proc_maps__clear(&p->maps);
+	p->cap = 0;
+	p->complete = complete;
+}
+
 /* pid's table, emptied (made if new), complete as of time ns; NULL when memory ran out. */
 static struct rec_proc *reset(struct mmap_records *r, uint32_t pid, uint64_t ns)
 {
@@ -109,10 +118,8 @@ static struct rec_proc *reset(struct mmap_records *r, uint32_t pid, uint64_t ns)
 		*pp = p;
 		r->st.processes++;
 	}
-	proc_maps__clear(&p->maps);
-	p->cap = 0;
+	empty(p, true);
 	p->exited = false;
-	p->complete = true;
 	p->since_ns = ns;
 	return p;
 }
@@ -202,9 +209,7 @@ static void take_mmap2(struct mmap_records *r, const struct perf_event_header *h
 	    !b->len || b->addr + b->len < b->addr || (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID))
 		return;
 	if (p->maps.nr >= MMAP_RECORDS_MAX_PER_PROCESS) {
-		proc_maps__clear(&p->maps);
-		p->cap = 0;
-		p->complete = false;
+		empty(p, false);
 		return;
 	}
 	len = strnlen(b->filename, room);
@@ -230,9 +235,7 @@ static void take_mmap2(struct mmap_records *r, const struct perf_event_header *h
 	}
 	if (!m.path || insert(p, &m)) {
 		free(m.path);
-		proc_maps__clear(&p->maps);
-		p->cap = 0;
-		p->complete = false;
+		empty(p, false);
 	}
 }
 

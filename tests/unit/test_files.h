@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Whole files for the tests of on-disk stores (test_spike_store.c, test_snapshots.c): read one,
- * write one, remove a tree (and a fixture's); and stderr captured to count what was reported. A
- * failure fails the test. Include after <cmocka.h>.
+ * write one, remove a tree (and a fixture's); stderr captured to count what was reported; and a
+ * field of /proc/PID/stat. A failure fails the test. Include after <cmocka.h>.
  */
 #ifndef TAILPROF_TEST_FILES_H
 #define TAILPROF_TEST_FILES_H
@@ -15,6 +15,28 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Field number field (3 or more, as proc(5) numbers them: 22 starttime, 26 startcode) of
+ * /proc/PID/stat, a decimal number. The fields are counted after the last ')', which ends the
+ * comm a process may fill with spaces and parentheses. */
+static inline unsigned long long test_proc_stat_field(pid_t pid, int field)
+{
+	char path[64], buf[4096], *f;
+	FILE *in;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	in = fopen(path, "r");
+	assert_non_null(in);
+	assert_non_null(fgets(buf, sizeof(buf), in));
+	fclose(in);
+	f = strrchr(buf, ')');
+	assert_non_null(f);
+	/* the space before field 3 follows the ')' */
+	for (int i = 3; i <= field && f; i++)
+		f = strchr(f + 1, ' ');
+	assert_non_null(f);
+	return strtoull(f + 1, NULL, 10);
+}
 
 /* The bytes of the file at path (malloc'd, one spare byte at the end) and *len. */
 static inline uint8_t *test_slurp(const char *path, size_t *len)

@@ -21,6 +21,7 @@
 #include "mmap_records.h"
 #include "proc_maps.h"
 #include "sysinfo.h"
+#include "test_files.h"
 
 static union {
 	struct perf_event_header h;
@@ -294,23 +295,9 @@ static void test_kernel_records(void **state)
 	/* its fork record names it: /proc/PID/stat's start time (ticks since boot, the records'
 	 * clock) is at most a tick before the exact one */
 	{
-		char path[64], buf[1024], *p;
-		unsigned long long ticks = 0;
+		unsigned long long ticks = test_proc_stat_field(pid, 22); /* starttime */
 		uint64_t ns_per_tick = 1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK);
-		FILE *f;
 
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-		f = fopen(path, "r");
-		assert_non_null(f);
-		assert_non_null(fgets(buf, sizeof(buf), f));
-		fclose(f);
-		p = strrchr(buf, ')');
-		assert_non_null(p);
-		p++; /* the space before field 3 */
-		for (int field = 3; field < 22 && p; field++)
-			p = strchr(p + 1, ' ');
-		assert_non_null(p);
-		ticks = strtoull(p + 1, NULL, 10);
 		assert_int_equal(mmap_records__is_process(r, (uint32_t)pid, ticks * ns_per_tick),
 				 1);
 		assert_int_equal(mmap_records__is_process(r, (uint32_t)pid,

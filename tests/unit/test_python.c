@@ -21,6 +21,7 @@
 
 #include "python.h"
 #include "python_versions.h"
+#include "test_files.h"
 
 /* co_linetable of this function as compiled by CPython 3.11.7, 3.12.1 and 3.13.0 (first line 2):
  *   def f(a, b):
@@ -448,28 +449,16 @@ static void kill_two(FILE *in[2], const pid_t pid[2])
  * its start_code from field 26 of /proc/PID/stat), walker_set as given. */
 static struct python_exec exec_of(pid_t pid, bool walker_set)
 {
-	char path[64], buf[4096], *f;
+	char path[64];
 	struct python_exec x = {.walker_set = walker_set};
 	struct stat st;
-	FILE *in;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	assert_int_equal(stat(path, &st), 0);
 	x.exe_dev = st.st_dev;
 	x.exe_kdev = (major(st.st_dev) << 20) | minor(st.st_dev);
 	x.exe_ino = st.st_ino;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	in = fopen(path, "r");
-	assert_non_null(in);
-	assert_non_null(fgets(buf, sizeof(buf), in));
-	fclose(in);
-	f = strrchr(buf, ')');
-	assert_non_null(f);
-	/* field 3 follows the ')'; startcode is field 26 */
-	for (int field = 3; field <= 26 && f; field++)
-		f = strchr(f + 1, ' ');
-	assert_non_null(f);
-	x.start_code = strtoull(f + 1, NULL, 10);
+	x.start_code = test_proc_stat_field(pid, 26); /* startcode */
 	assert_true(x.start_code != 0);
 	return x;
 }
