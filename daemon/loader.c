@@ -318,8 +318,14 @@ fail_load:
 }
 
 /* BPF_ENABLE_STATS: counts the run time of every program while the fd is open. */
-static void enable_stats(struct loader *l, struct features *f)
+static void enable_stats(struct loader *l, const struct loader_opts *opts, struct features *f)
 {
+	if (!opts->bpf_stats) {
+		features__set(f, FEATURE_BPF_STATS, false, "",
+			      "--bpf-stats=off: the self-overhead figures read 0");
+		features__set_quiet(f, FEATURE_BPF_STATS);
+		return;
+	}
 	if (features__forced_off(f, FEATURE_BPF_STATS)) {
 		features__set(f, FEATURE_BPF_STATS, false, "", "%s",
 			      features__forced_reason(f, FEATURE_BPF_STATS));
@@ -520,7 +526,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	if (opts->python_frames)
 		features__set(opts->features, FEATURE_PYTHON_FRAMES, true, "bpf_loop", NULL);
 	load_sched(l, opts);
-	enable_stats(l, opts->features);
+	enable_stats(l, opts, opts->features);
 	if (opts->load_only)
 		return l;
 	if (loader__sync_cpus(l, NULL) <= 0) {

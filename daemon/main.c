@@ -245,6 +245,7 @@ static int load_objects(struct options *o, const struct config *cfg, struct feat
 	    .unwind_rows = o->unwind_memory_bytes / sizeof(struct tp_unwind_row),
 	    .unwind_max_processes = o->unwind_max_processes,
 	    .python_frames = o->python_frames,
+	    .bpf_stats = o->bpf_stats,
 	    /* tests/bench/python.py times the sampler on one process */
 	    .bench_pid = getenv("TAILPROF_BENCH_PID") ? atoi(getenv("TAILPROF_BENCH_PID")) : 0,
 	    .features = ft,

@@ -29,6 +29,7 @@ enum {
 	OPT_GC,
 	OPT_UNWIND,
 	OPT_PYTHON_FRAMES,
+	OPT_BPF_STATS,
 	OPT_UNWIND_MEMORY,
 	OPT_UNWIND_PROCS,
 	OPT_OFFCPU_MIN,
@@ -112,6 +113,9 @@ void options__usage(FILE *f)
 	    "                          (frame pointers only) (default dwarf)\n"
 	    "      --python-frames=on|off  CPython 3.11-3.13 function names, files and lines in\n"
 	    "                          stacks (default on)\n"
+	    "      --bpf-stats=on|off  hold BPF run-time statistics on, for tailprofd's own\n"
+	    "                          BPF cost (default on; two clock reads around every BPF\n"
+	    "                          program run on the host while on)\n"
 	    "      --unwind-memory BYTES  BPF memory for unwind tables, 1M-4096M; K/M\n"
 	    "                          suffix allowed (default 64M)\n"
 	    "      --unwind-max-processes N  processes with unwind tables, 1-65536\n"
@@ -164,6 +168,15 @@ static int parse_size(const char *s, size_t *out)
 	if (!err)
 		*out = v;
 	return err;
+}
+
+/* flag=on|off into *out. Returns 0, or options__usage_error()'s return for another value. */
+static int on_off(const char *flag, const char *arg, bool *out)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		return options__usage_error("%s '%s': give on or off", flag, arg);
+	*out = !strcmp(arg, "on");
+	return 0;
 }
 
 /* Checks and sets one setting (a flag's or the config's). Returns 0, or -1 after writing what
@@ -278,6 +291,7 @@ int options__parse(int argc, char **argv, struct options *o)
 	    {"gc", required_argument, NULL, OPT_GC},
 	    {"unwind", required_argument, NULL, OPT_UNWIND},
 	    {"python-frames", required_argument, NULL, OPT_PYTHON_FRAMES},
+	    {"bpf-stats", required_argument, NULL, OPT_BPF_STATS},
 	    {"unwind-memory", required_argument, NULL, OPT_UNWIND_MEMORY},
 	    {"unwind-max-processes", required_argument, NULL, OPT_UNWIND_PROCS},
 	    {"offcpu-min", required_argument, NULL, OPT_OFFCPU_MIN},
@@ -297,7 +311,7 @@ int options__parse(int argc, char **argv, struct options *o)
 	    {},
 	};
 	char msg[256];
-	int c;
+	int c, err;
 
 	*o = (struct options){
 	    .frequency_hz = 99,
@@ -309,6 +323,7 @@ int options__parse(int argc, char **argv, struct options *o)
 	    .gc = GC_OPTS_DEFAULT,
 	    .unwind_tables = true,
 	    .python_frames = true,
+	    .bpf_stats = true,
 	    .unwind_memory_bytes = 64 << 20,
 	    .unwind_max_processes = 1024,
 	    .offcpu_min_ns = NSEC_PER_MSEC,
@@ -367,10 +382,12 @@ int options__parse(int argc, char **argv, struct options *o)
 			o->unwind_tables = !strcmp(optarg, "dwarf");
 			break;
 		case OPT_PYTHON_FRAMES:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
-				return options__usage_error("--python-frames '%s': give on or off",
-							    optarg);
-			o->python_frames = !strcmp(optarg, "on");
+			if ((err = on_off("--python-frames", optarg, &o->python_frames)))
+				return err;
+			break;
+		case OPT_BPF_STATS:
+			if ((err = on_off("--bpf-stats", optarg, &o->bpf_stats)))
+				return err;
 			break;
 		case OPT_UNWIND_MEMORY:
 			if (parse_size(optarg, &o->unwind_memory_bytes) ||

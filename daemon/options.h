@@ -44,6 +44,7 @@ struct options {
 	uint32_t unwind_max_processes;	 /* --unwind-max-processes */
 	bool check;			 /* --check */
 	bool python_frames;		 /* --python-frames=on|off */
+	bool bpf_stats;			 /* --bpf-stats=on|off */
 	struct spikes_opts spikes;	 /* [spikes], --spike-*, --pin-budget, --state-dir */
 	struct snapshots_opts snapshots; /* [snapshots], --snapshot-* */
 	struct push_opts push;		 /* [push], --push-url */

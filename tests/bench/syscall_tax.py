@@ -8,11 +8,11 @@ on the way back to user space) sends every syscall of every thread through the k
 exit path; BPF statistics add two clock reads to every run of every BPF program on the host.
 
 Each round runs tp_bench_syscalls (getppid() COUNT times, pinned to the last CPU, the median of
-5 runs) in four setups, in turn: no tailprofd; tailprofd at its defaults; with BPF statistics
-forced off (TAILPROF_FEATURES_OFF=bpf_stats); with the scheduler programs forced off
-(TAILPROF_FEATURES_OFF=offcpu: no sched_switch, no sys_exit). Prints each setup's median ns per
-call and, paired within each round, its difference from no tailprofd, with what that costs a
-host at 10,000 and 100,000 syscalls a second (as a share of one CPU). Asserts nothing.
+5 runs) in four setups, in turn: no tailprofd; tailprofd at its defaults; with --bpf-stats=off;
+with the scheduler programs forced off (TAILPROF_FEATURES_OFF=offcpu: no sched_switch, no
+sys_exit). Prints each setup's median ns per call and, paired within each round, its difference
+from no tailprofd, with what that costs a host at 10,000 and 100,000 syscalls a second (as a
+share of one CPU). Asserts nothing.
 
 Usage (root): tests/bench/syscall_tax.py [ROUNDS] [COUNT]  (default 5 rounds, 1,000,000 calls)"""
 import os
@@ -23,8 +23,9 @@ import time
 
 from common import build_dir, daemon
 
-SETUPS = [("none", None), ("defaults", {}), ("no bpf_stats", {"TAILPROF_FEATURES_OFF": "bpf_stats"}),
-          ("no offcpu", {"TAILPROF_FEATURES_OFF": "offcpu"})]
+# name, tailprofd's environment (None: no tailprofd) and flags
+SETUPS = [("none", None, []), ("defaults", {}, []), ("bpf-stats off", {}, ["--bpf-stats=off"]),
+          ("no offcpu", {"TAILPROF_FEATURES_OFF": "offcpu"}, [])]
 SETTLE = 2  # seconds after tailprofd is healthy
 
 
@@ -48,15 +49,16 @@ def main():
                  "(default 5 rounds of 1000000 calls)")
     if os.geteuid() != 0:
         sys.exit("syscall_tax.py: run it as root (it starts tailprofd)")
-    ns = {name: [] for name, _ in SETUPS}
+    ns = {name: [] for name, _, _ in SETUPS}
     returns = set()
     for r in range(rounds):
         # alternate the order, so that a drift of the host does not favour one setup
         order = SETUPS if r % 2 == 0 else SETUPS[::-1]
-        for name, env in order:
+        for name, env, args in order:
             d = None
             if env is not None:
-                d = daemon.Daemon(os.path.join(build_dir(), "daemon", "tailprofd"), env=env)
+                d = daemon.Daemon(os.path.join(build_dir(), "daemon", "tailprofd"), *args,
+                                  env=env)
                 time.sleep(SETTLE)
                 if name == "defaults":
                     returns.add(d.json("/api/v1/status")["offcpu_return"])
@@ -65,12 +67,12 @@ def main():
             finally:
                 if d:
                     d.stop()
-        print("round %d: %s" % (r + 1, ", ".join("%s %.0f ns" % (n, ns[n][-1]) for n, _ in SETUPS)))
+        print("round %d: %s" % (r + 1, ", ".join("%s %.0f ns" % (n, ns[n][-1]) for n, _, _ in SETUPS)))
         sys.stdout.flush()
     print("\ntailprofd's off-CPU user stacks on the way back to user space: %s"
           % ", ".join(sorted(returns)))
     print("%-13s %12s %14s %24s" % ("setup", "ns a call", "tax (paired)", "at 10k / 100k calls/s"))
-    for name, _ in SETUPS:
+    for name, _, _ in SETUPS:
         tax = statistics.median(a - b for a, b in zip(ns[name], ns["none"]))
         cost = "" if name == "none" else "%.2f%% / %.2f%%" % (tax * 1e4 / 1e7, tax * 1e5 / 1e7)
         print("%-13s %12.1f %14s %24s" % (name, statistics.median(ns[name]),

@@ -288,6 +288,46 @@ def test_mmap_records_forced_off_reads_proc():
         d.stop()
 
 
+def stats_fds(pid):
+    """tailprofd's BPF_ENABLE_STATS handles: the anonymous inodes that hold statistics on."""
+    fds = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:bpf-stats":
+                fds.append(fd)
+        except OSError:
+            pass
+    return fds
+
+
+def test_bpf_stats_off_by_flag(d):
+    """--bpf-stats=off: tailprofd holds no statistics handle (the shared daemon holds one), says
+    so at info, and profiles as before; a value other than on or off stops it at once."""
+    assert len(stats_fds(d.proc.pid)) == 1, stats_fds(d.proc.pid)
+    r = run([DAEMON, "--bpf-stats=maybe"], timeout=10)
+    assert r.returncode == 2 and "--bpf-stats 'maybe': give on or off" in r.stderr, r
+    off = own_daemon({}, "--bpf-stats=off")
+    try:
+        f = off.json("/api/v1/status")["features"]
+        assert f["bpf_stats"] == {"enabled": False, "variant": "",
+                                  "reason": "--bpf-stats=off: the self-overhead figures read 0"}, f
+        assert stats_fds(off.proc.pid) == [], stats_fds(off.proc.pid)
+        m = off.metrics()
+        assert m['tailprof_feature_enabled{feature="bpf_stats"}'] == 0, m
+        out = off.output()
+        assert "tailprofd: feature bpf_stats: off: --bpf-stats=off" in out, out[-3000:]
+        assert "warning: feature bpf_stats" not in out, out[-3000:]
+        p, pid = start_workload("tp_hotcold", 1)
+        p.wait()
+        wait_drained()
+        prof, _ = off.profile("pid=%d&last=2m" % pid)
+        hot = sum(s["values"][0] for s in prof.samples if "hot_function" in names(s))
+        print("  %d of %d samples in hot_function without BPF statistics" % (hot, prof.total()))
+        assert hot >= 0.5 * FREQ * 0.75, (hot, prof.total())
+    finally:
+        off.stop()
+
+
 def main():
     require_bpf()
     d = start_daemons(lambda: Daemon("--frequency", str(FREQ), "--window", "1s",
@@ -297,7 +337,7 @@ def main():
              test_check_follows_flags_and_the_test_switch,
              test_task_work_forced_off_falls_back_to_sys_exit,
              test_offcpu_forced_off_keeps_cpu_sampling,
-             test_mmap_records_forced_off_reads_proc]
+             test_mmap_records_forced_off_reads_proc, test_bpf_stats_off_by_flag]
     run_tests(tests, [d])
 
 
