@@ -289,11 +289,12 @@ static int set_setting(struct parse *p, const char *const *keys,
 
 static int set_daemon(struct parse *p, const char *key, const char *value)
 {
-	static const char *const keys[] = {"frequency",	   "window", "retention",      "listen",
-					   "ringbuf_size", "socket", "auth_token_file"};
+	static const char *const keys[] = {"frequency",	      "window",	      "retention",
+					   "listen",	      "ringbuf_size", "socket",
+					   "auth_token_file", "bpf_stats"};
 	struct config_setting *const s[] = {
-	    &p->c->frequency,	 &p->c->window, &p->c->retention,      &p->c->listen,
-	    &p->c->ringbuf_size, &p->c->socket, &p->c->auth_token_file};
+	    &p->c->frequency,	 &p->c->window, &p->c->retention,	&p->c->listen,
+	    &p->c->ringbuf_size, &p->c->socket, &p->c->auth_token_file, &p->c->bpf_stats};
 
 	return set_setting(p, keys, s, sizeof(keys) / sizeof(keys[0]), key, value);
 }
@@ -520,6 +521,7 @@ void config__free(struct config *c)
 	free(c->ringbuf_size.value);
 	free(c->socket.value);
 	free(c->auth_token_file.value);
+	free(c->bpf_stats.value);
 	free(c->gc_enabled.value);
 	free(c->gc_jvm.value);
 	free(c->gc_python.value);

@@ -56,6 +56,8 @@ struct config {
 	struct config_setting frequency, window, retention, listen, ringbuf_size;
 	/* [daemon] socket and auth_token_file (docs/security.md) */
 	struct config_setting socket, auth_token_file;
+	/* [daemon] bpf_stats: on or off, as --bpf-stats */
+	struct config_setting bpf_stats;
 	/* [gc]: enabled is "auto" or "off", the runtimes "on" or "off" (checked here) */
 	struct config_setting gc_enabled, gc_jvm, gc_python, gc_go;
 	/* [spikes]: as written, checked by spikes_opts__set when applied (flags win) */

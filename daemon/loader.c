@@ -322,7 +322,8 @@ static void enable_stats(struct loader *l, const struct loader_opts *opts, struc
 {
 	if (!opts->bpf_stats) {
 		features__set(f, FEATURE_BPF_STATS, false, "",
-			      "--bpf-stats=off: the self-overhead figures read 0");
+			      "--bpf-stats=off (or [daemon] bpf_stats = off): the self-overhead "
+			      "figures read 0 unless another process holds BPF statistics on");
 		features__set_quiet(f, FEATURE_BPF_STATS);
 		return;
 	}

@@ -35,7 +35,8 @@ struct loader_opts {
 	 * off: the verifier drops the walker */
 	bool python_frames;
 	/* BPF_ENABLE_STATS held for the loader's life (the programs' run time and count); off
-	 * (--bpf-stats=off): bpf_stats is off and those figures read 0 */
+	 * (--bpf-stats=off): bpf_stats is off and those figures read 0 (unless another process
+	 * holds statistics on) */
 	bool bpf_stats;
 	uint32_t bench_pid; /* benchmark: time perf_sample for this process (loader__bench_cost) */
 	/* Filled in: cpu_sampling, eh_frame_unwinding (when unwind_tables), offcpu, runq_latency,

@@ -107,12 +107,12 @@ static void put_gc_metrics(struct text *t, const struct query_ctx *ctx)
 	text_put(t, "tailprof_gc_late_total %" PRIu64 "\n", gs.late);
 	np = ctx->gc_probes ? gc_probes__prog_stats(ctx->gc_probes, progs, 16) : 0;
 	text_metric(t, "tailprof_gc_bpf_run_time_seconds_total", "counter",
-		    "Run time of each GC BPF program (BPF_ENABLE_STATS).");
+		    "Run time of each GC BPF program (BPF_ENABLE_STATS; 0 with --bpf-stats=off).");
 	for (size_t i = 0; i < np; i++)
 		text_put(t, "tailprof_gc_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n",
 			 progs[i].name, progs[i].run_time_ns / 1e9);
 	text_metric(t, "tailprof_gc_bpf_run_count_total", "counter",
-		    "Runs of each GC BPF program.");
+		    "Runs of each GC BPF program (0 with --bpf-stats=off).");
 	for (size_t i = 0; i < np; i++)
 		text_put(t, "tailprof_gc_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n",
 			 progs[i].name, progs[i].run_cnt);
@@ -244,7 +244,8 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	size_t nr = ctx->loader ? loader__prog_stats(ctx->loader, progs, 16) : 0;
 
 	text_metric(t, "tailprof_context_switches_total", "counter",
-		    "Context switches seen (runs of the sched_switch program).");
+		    "Context switches seen (runs of the sched_switch program; 0 with "
+		    "--bpf-stats=off).");
 	for (size_t p = 0; p < nr; p++)
 		if (!strcmp(progs[p].name, "sched_switch"))
 			text_put(t, "tailprof_context_switches_total %" PRIu64 "\n",
@@ -714,11 +715,13 @@ char *query__metrics_text(const struct query_ctx *ctx)
 		nr_progs = loader__prog_stats(ctx->loader, progs, 32);
 	text_metric(
 	    &t, "tailprof_bpf_run_time_seconds_total", "counter",
-	    "Run time of each BPF program (BPF_ENABLE_STATS): the in-kernel self-overhead.");
+	    "Run time of each BPF program (BPF_ENABLE_STATS): the in-kernel self-overhead (0 "
+	    "with --bpf-stats=off).");
 	for (size_t i = 0; i < nr_progs; i++)
 		text_put(&t, "tailprof_bpf_run_time_seconds_total{program=\"%s\"} %.9f\n",
 			 progs[i].name, progs[i].run_time_ns / 1e9);
-	text_metric(&t, "tailprof_bpf_run_count_total", "counter", "Runs of each BPF program.");
+	text_metric(&t, "tailprof_bpf_run_count_total", "counter",
+		    "Runs of each BPF program (0 with --bpf-stats=off).");
 	for (size_t i = 0; i < nr_progs; i++)
 		text_put(&t, "tailprof_bpf_run_count_total{program=\"%s\"} %" PRIu64 "\n",
 			 progs[i].name, progs[i].run_cnt);

@@ -186,6 +186,13 @@ static int set_option(struct options *o, int c, const char *val, char *msg, size
 	uint64_t v;
 
 	switch (c) {
+	case OPT_BPF_STATS:
+		if (strcmp(val, "on") && strcmp(val, "off")) {
+			snprintf(msg, len, "'%s': give on or off", val);
+			return -1;
+		}
+		o->bpf_stats = !strcmp(val, "on");
+		return 0;
 	case 'F':
 		if (tp_parse_uint(val, 1, 10000, &v)) {
 			snprintf(
@@ -254,6 +261,7 @@ static unsigned opt_bit(int c)
 	       : c == 'l'		  ? 8
 	       : c == OPT_SOCKET	  ? 32
 	       : c == OPT_AUTH_TOKEN_FILE ? 64
+	       : c == OPT_BPF_STATS	  ? 128
 					  : 16;
 }
 
@@ -272,6 +280,8 @@ static const char *flag_name(int c)
 		return "--socket";
 	case OPT_AUTH_TOKEN_FILE:
 		return "--auth-token-file";
+	case OPT_BPF_STATS:
+		return "--bpf-stats";
 	default:
 		return "--ringbuf-size";
 	}
@@ -339,6 +349,7 @@ int options__parse(int argc, char **argv, struct options *o)
 		case OPT_RINGBUF:
 		case OPT_SOCKET:
 		case OPT_AUTH_TOKEN_FILE:
+		case OPT_BPF_STATS:
 			if (set_option(o, c, optarg, msg, sizeof(msg)))
 				return options__usage_error("%s %s", flag_name(c), msg);
 			o->set |= opt_bit(c);
@@ -383,10 +394,6 @@ int options__parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_PYTHON_FRAMES:
 			if ((err = on_off("--python-frames", optarg, &o->python_frames)))
-				return err;
-			break;
-		case OPT_BPF_STATS:
-			if ((err = on_off("--bpf-stats", optarg, &o->bpf_stats)))
 				return err;
 			break;
 		case OPT_UNWIND_MEMORY:
@@ -482,6 +489,7 @@ int options__apply_config(struct options *o, const struct config *cfg)
 	    {OPT_RINGBUF, "ringbuf_size", &cfg->ringbuf_size},
 	    {OPT_SOCKET, "socket", &cfg->socket},
 	    {OPT_AUTH_TOKEN_FILE, "auth_token_file", &cfg->auth_token_file},
+	    {OPT_BPF_STATS, "bpf_stats", &cfg->bpf_stats},
 	};
 	char msg[256];
 

@@ -302,15 +302,35 @@ def stats_fds(pid):
 
 def test_bpf_stats_off_by_flag(d):
     """--bpf-stats=off: tailprofd holds no statistics handle (the shared daemon holds one), says
-    so at info, and profiles as before; a value other than on or off stops it at once."""
+    so at info, and profiles as before; a value other than on or off stops it at once. The
+    config's [daemon] bpf_stats does the same, and the flag wins over it."""
     assert len(stats_fds(d.proc.pid)) == 1, stats_fds(d.proc.pid)
     r = run([DAEMON, "--bpf-stats=maybe"], timeout=10)
     assert r.returncode == 2 and "--bpf-stats 'maybe': give on or off" in r.stderr, r
+    # the config key, bad and good, and the flag over it (--check: nothing attached)
+    conf = os.path.join(BUILD, "test_features_bpf_stats.conf")
+    for value, flags, want in (("maybe", [], None), ("off", [], "off"),
+                               ("off", ["--bpf-stats=on"], "on")):
+        with open(conf, "w") as f:
+            f.write("[daemon]\nbpf_stats = %s\n" % value)
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            r = run([DAEMON, "--check", "-c", conf, "--socket", "none", "--listen",
+                     "127.0.0.1:%d" % busy.getsockname()[1]] + flags, timeout=60)
+        if want is None:
+            assert r.returncode == 2 and "%s:2: bpf_stats 'maybe': give on or off" % conf \
+                in r.stderr, r
+        else:
+            assert r.returncode == 0, r
+            assert check_table(r.stdout)["bpf_stats"][0] == want, (value, flags, r.stdout)
+    os.unlink(conf)
     off = own_daemon({}, "--bpf-stats=off")
     try:
         f = off.json("/api/v1/status")["features"]
         assert f["bpf_stats"] == {"enabled": False, "variant": "",
-                                  "reason": "--bpf-stats=off: the self-overhead figures read 0"}, f
+                                  "reason": "--bpf-stats=off (or [daemon] bpf_stats = off): the "
+                                            "self-overhead figures read 0 unless another "
+                                            "process holds BPF statistics on"}, f
         assert stats_fds(off.proc.pid) == [], stats_fds(off.proc.pid)
         m = off.metrics()
         assert m['tailprof_feature_enabled{feature="bpf_stats"}'] == 0, m

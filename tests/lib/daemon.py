@@ -61,19 +61,24 @@ class Daemon:
                                      list(args), stdout=self.log, stderr=subprocess.STDOUT,
                                      env=dict(os.environ, **(env or {})))
         deadline = time.time() + wait_s
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("tailprofd exited: " + self.output())
-            try:
-                if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
-                    return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.1)
-        # not left running (and holding its socket or port) after the caller gives up
-        self.proc.kill()
-        self.proc.wait()
-        raise RuntimeError("tailprofd not healthy in %d s: %s" % (wait_s, self.output()))
+        try:
+            while time.time() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("tailprofd exited: " + self.output())
+                try:
+                    if urllib.request.urlopen(self.url + "/healthz", timeout=2).status == 200:
+                        return
+                except (urllib.error.URLError, ConnectionError, TimeoutError):
+                    pass
+                time.sleep(0.1)
+            raise RuntimeError("tailprofd not healthy in %d s: %s" % (wait_s, self.output()))
+        except BaseException:
+            # not left running (and holding its socket or port) after the caller gives up or is
+            # interrupted meanwhile
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            raise
 
     def output(self):
         self.log.seek(0)
