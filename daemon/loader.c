@@ -318,8 +318,10 @@ fail_load:
 }
 
 /* BPF_ENABLE_STATS: counts the run time of every program while the fd is open. */
-static void enable_stats(struct loader *l, const struct loader_opts *opts, struct features *f)
+static void enable_stats(struct loader *l, const struct loader_opts *opts)
 {
+	struct features *f = opts->features;
+
 	if (!opts->bpf_stats) {
 		features__set(f, FEATURE_BPF_STATS, false, "",
 			      "--bpf-stats=off (or [daemon] bpf_stats = off): the self-overhead "
@@ -527,7 +529,7 @@ struct loader *loader__new(const struct loader_opts *opts)
 	if (opts->python_frames)
 		features__set(opts->features, FEATURE_PYTHON_FRAMES, true, "bpf_loop", NULL);
 	load_sched(l, opts);
-	enable_stats(l, opts, opts->features);
+	enable_stats(l, opts);
 	if (opts->load_only)
 		return l;
 	if (loader__sync_cpus(l, NULL) <= 0) {

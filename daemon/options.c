@@ -170,13 +170,13 @@ static int parse_size(const char *s, size_t *out)
 	return err;
 }
 
-/* flag=on|off into *out. Returns 0, or options__usage_error()'s return for another value. */
-static int on_off(const char *flag, const char *arg, bool *out)
+/* "on" or "off" into *out. Returns false (*out untouched) for any other value. */
+static bool on_off(const char *val, bool *out)
 {
-	if (strcmp(arg, "on") && strcmp(arg, "off"))
-		return options__usage_error("%s '%s': give on or off", flag, arg);
-	*out = !strcmp(arg, "on");
-	return 0;
+	if (strcmp(val, "on") && strcmp(val, "off"))
+		return false;
+	*out = !strcmp(val, "on");
+	return true;
 }
 
 /* Checks and sets one setting (a flag's or the config's). Returns 0, or -1 after writing what
@@ -187,11 +187,10 @@ static int set_option(struct options *o, int c, const char *val, char *msg, size
 
 	switch (c) {
 	case OPT_BPF_STATS:
-		if (strcmp(val, "on") && strcmp(val, "off")) {
+		if (!on_off(val, &o->bpf_stats)) {
 			snprintf(msg, len, "'%s': give on or off", val);
 			return -1;
 		}
-		o->bpf_stats = !strcmp(val, "on");
 		return 0;
 	case 'F':
 		if (tp_parse_uint(val, 1, 10000, &v)) {
@@ -321,7 +320,7 @@ int options__parse(int argc, char **argv, struct options *o)
 	    {},
 	};
 	char msg[256];
-	int c, err;
+	int c;
 
 	*o = (struct options){
 	    .frequency_hz = 99,
@@ -393,8 +392,9 @@ int options__parse(int argc, char **argv, struct options *o)
 			o->unwind_tables = !strcmp(optarg, "dwarf");
 			break;
 		case OPT_PYTHON_FRAMES:
-			if ((err = on_off("--python-frames", optarg, &o->python_frames)))
-				return err;
+			if (!on_off(optarg, &o->python_frames))
+				return options__usage_error("--python-frames '%s': give on or off",
+							    optarg);
 			break;
 		case OPT_UNWIND_MEMORY:
 			if (parse_size(optarg, &o->unwind_memory_bytes) ||

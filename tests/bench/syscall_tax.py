@@ -63,8 +63,7 @@ def others():
     return None
 
 
-def run(rounds, count):
-    tailprofd = os.path.join(build_dir(), "daemon", "tailprofd")
+def run(tailprofd, rounds, count):
     ns = {name: [] for name, _, _ in SETUPS}
     returns = set()
     for r in range(rounds):
@@ -105,18 +104,18 @@ def main():
                  "(default 5 rounds of 1000000 calls)")
     if os.geteuid() != 0:
         sys.exit("syscall_tax.py: run it as root (it starts tailprofd)")
-    for path in (os.path.join(build_dir(), "daemon", "tailprofd"),
-                 os.path.join(build_dir(), "tests", "bench", "tp_bench_syscalls")):
+    tailprofd = os.path.join(build_dir(), "daemon", "tailprofd")
+    for path in (tailprofd, os.path.join(build_dir(), "tests", "bench", "tp_bench_syscalls")):
         if not os.access(path, os.X_OK):
             sys.exit("syscall_tax.py: no %s: build first (packaging/setup.sh build), or point "
                      "TAILPROF_BUILD_DIR at the build" % path)
     why = others()
     if why:
         sys.exit("syscall_tax.py: %s" % why)
-    # a SIGTERM stops the tailprofd of the moment too (the finally above), as Ctrl-C does
+    # a SIGTERM stops the tailprofd of the moment too (run()'s finally), as Ctrl-C does
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        run(rounds, count)
+        run(tailprofd, rounds, count)
     except KeyboardInterrupt:
         sys.exit("syscall_tax.py: interrupted")
     except (subprocess.CalledProcessError, RuntimeError) as e:
