@@ -145,6 +145,9 @@ try {
             view: window,
           }),
         );
+      // a real pointer enters the plot first: uPlot takes the plot's position then (it keeps
+      // the one it last took, which a layout change since, a tab shown, leaves stale)
+      ev("mouseenter", a.x);
       ev("mousemove", a.x);
       ev("mousedown", a.x);
       for (let i = 1; i <= 8; i++) ev("mousemove", a.x + ((b.x - a.x) * i) / 8);
