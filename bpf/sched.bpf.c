@@ -2,7 +2,7 @@
 /* The scheduler: off-CPU time (where threads block, and for how long) and run-queue latency (how
  * long runnable threads wait for a CPU), from tp_btf/sched_switch; the stacks of captured blocks
  * are taken at switch-out where predicted, else at switch-in (kernel) and by a task work (or
- * raw_tp/sys_exit) on the way back to user space (user).
+ * fexit/schedule, or raw_tp/sys_exit) on the way back to user space (user).
  *
  * Cost is the design problem: a context switch must stay cheap when nothing is captured, and on
  * this machine kind every helper call, bpf_loop step and return costs tens of ns (retpolines,
@@ -32,9 +32,11 @@
  *   its stacks from switch-out the sample goes to user space at once. Otherwise (not predicted:
  *   the thread's first such block there) the user stack is the one the thread has on its way
  *   back to user space from that syscall: a task work (bpf_task_work_schedule_resume, Linux
- *   6.18, some 7 us a capture) takes it there; on older kernels raw_tp/sys_exit does, one
- *   per-CPU load and compare on every syscall's return. Shorter blocks are counted per process
- *   and drain period in sched_ptab (an array: no hashing, no locks);
+ *   6.18, some 7 us a capture) takes it there; on older kernels fexit/schedule takes it as the
+ *   thread returns from schedule() (one per-CPU load and compare on each return), and where the
+ *   kernel has no BPF trampolines raw_tp/sys_exit does (the same on every syscall's return,
+ *   which also sends every syscall through the slow exit path). Shorter blocks are counted per
+ *   process and drain period in sched_ptab (an array: no hashing, no locks);
  * - a block outside a syscall (a page fault), of a kernel thread, or of an io_uring or vhost
  *   worker (user threads that never return to user space) is sent at switch-in with its kernel
  *   stack and TP_SAMPLE_NO_USER_STACK.
@@ -227,6 +229,7 @@ static __always_inline int switch_body(unsigned long long *ctx, bool preempt,
 		/* its capture waits for its return from the syscall, here */
 		c->pending_tid = next->pid;
 		c->pending_regs = (__u64)bpf_task_pt_regs(next);
+		c->pending_task = (__u64)next;
 	}
 	if (st && blocked >= offcpu_min_ns)
 		(task_work ? capture_tw : capture)(next, st, blocked,
@@ -305,37 +308,80 @@ static __always_inline void release_slot(struct tp_offcpu_slot *sl)
 	}
 }
 
-/* The return from a syscall: the user stack of a captured block (without use_task_work). One
- * per-CPU load and compare (of the registers it is given: no helper call) unless this is the
- * thread a capture waits for on this CPU. */
+/* Thread t (current) is back from the block a capture of this CPU waits for, in syscall nr with
+ * user registers regs: the capture gets its user stack and is sent. c: this CPU's state. With
+ * same_regs (a constant) the registers must be those it blocked with: the return from schedule()
+ * misses a block whose wait bypasses schedule() (rt_mutex_schedule, PI futexes from Linux 6.7),
+ * and its capture is then taken at a later block's, after the thread has been back in user
+ * space. */
+static __always_inline void returned(struct tp_sched_cpu *c, struct task_struct *t,
+				     struct pt_regs *regs, const bool same_regs)
+{
+	__s64 nr = BPF_CORE_READ(regs, orig_ax);
+	struct tp_offcpu_slot *sl;
+	struct tp_sched_task *st;
+	struct tp_sample *o;
+
+	c->pending_tid = 0;
+	c->pending_regs = 0;
+	c->pending_task = 0;
+	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
+	if (!st || !st->pending)
+		return;
+	o = take_pending(st, st->key_tid, t, &sl);
+	if (!o)
+		return;
+	if (same_regs &&
+	    (BPF_CORE_READ(regs, ip) != st->block_ip || BPF_CORE_READ(regs, sp) != st->block_sp))
+		nr = -2; /* not the block's syscall: finish_user_stack sends it without */
+	finish_user_stack(o, t, st, nr);
+	send(o, st);
+	release_slot(sl);
+}
+
+/* The return from schedule(): the user stack of a captured block (without use_task_work), where
+ * the kernel has BPF trampolines (fentry/fexit: ftrace's direct calls). The thread is current
+ * there, in its own context, with the user registers and stack its syscall will return to, and
+ * this runs once per return from schedule() rather than on every syscall's return: no syscall
+ * takes the slow exit path for it. One per-CPU load and compare unless a capture waits on this
+ * CPU. The trampoline's return address is on the kernel stack of every thread blocked in
+ * schedule(): tailprofd leaves that frame out of the stacks it symbolizes. */
+SEC("fexit/schedule")
+int BPF_PROG(sched_return)
+{
+	__u32 zero = 0;
+	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
+	struct task_struct *t;
+	struct pt_regs *regs;
+
+	if (!c || !c->pending_tid)
+		return 0;
+	/* the task, not its pid: a thread that exec'd meanwhile has taken its leader's */
+	t = bpf_get_current_task_btf();
+	if (c->pending_task != (__u64)t)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	if (!regs)
+		return 0;
+	returned(c, t, regs, true);
+	return 0;
+}
+
+/* The return from a syscall: the same where the kernel has no BPF trampolines. One per-CPU load
+ * and compare (of the registers it is given: no helper call) unless this is the thread a
+ * capture waits for on this CPU; but while it is attached every syscall of every thread takes
+ * the kernel's slow exit path (docs/kernels.md). */
 SEC("raw_tp/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	__u32 zero = 0;
 	struct tp_sched_cpu *c = bpf_map_lookup_elem(&sched_cpu, &zero);
-	struct tp_offcpu_slot *sl;
-	struct task_struct *t;
-	struct tp_sched_task *st;
-	struct tp_sample *o;
-	__u32 tid;
 
 	/* the registers are the thread's own (the top of its kernel stack) even where it has
 	 * taken its leader's pid in an exec meanwhile */
 	if (!c || c->pending_regs != (__u64)regs)
 		return 0;
-	c->pending_tid = 0;
-	c->pending_regs = 0;
-	t = bpf_get_current_task_btf();
-	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
-	if (!st || !st->pending)
-		return 0;
-	tid = st->key_tid;
-	o = take_pending(st, tid, t, &sl);
-	if (!o)
-		return 0;
-	finish_user_stack(o, t, st, BPF_CORE_READ(regs, orig_ax));
-	send(o, st);
-	release_slot(sl);
+	returned(c, bpf_get_current_task_btf(), regs, false);
 	return 0;
 }
 

@@ -526,7 +526,8 @@ enum tp_sched_metric {
 	TP_SCH_EARLY_USTACK,	/* captured blocks whose user stack was taken at switch-out */
 	TP_SCH_EARLY_WASTED,	/* user stacks taken at switch-out for blocks that were short */
 	TP_SCH_TASK_WORK,	/* captured blocks given a task work for their user stack */
-	TP_SCH_SYS_EXIT,	/* captured blocks held for sys_exit for their user stack */
+	TP_SCH_SYS_EXIT,	/* captured blocks held for their user stack until the return from
+				 * schedule() (fexit) or from the syscall (sys_exit) */
 	TP_SCH_STALE_BLOCK,	/* block starts found after the thread had run again (their end
 				 * was missed: no task storage at that switch-in): dropped */
 	TP_SCH_KSTACK_EARLY,	/* captured kernel stacks: the thread's own copy, verified at

@@ -266,8 +266,8 @@ static uint32_t splice_python(struct collector *c, const struct tp_sample *s, ui
 
 	/* after all the user frames BPF sent, not after those kept (a cut stack keeps fewer) */
 	np = python__resolve(c->opts.python, s->hdr.pid, s->hdr.start_ns,
-			     (const struct tp_py_frame *)&s->addrs[nk + s->nr_user], s->nr_python,
-			     (s->flags & TP_SAMPLE_PY_NEW) != 0, py);
+			     (const struct tp_py_frame *)&s->addrs[s->nr_kernel + s->nr_user],
+			     s->nr_python, (s->flags & TP_SAMPLE_PY_NEW) != 0, py);
 	for (uint32_t i = 0; i < np; i++)
 		nreal += py[i].f.obj != NULL;
 	if (!nreal)
@@ -341,12 +341,15 @@ static struct stack *sample_stack(struct collector *c, const struct tp_sample *s
 		c->key->flags |= STACK_USER_FAILED;
 	if (s->flags & TP_SAMPLE_NO_USER_STACK)
 		c->key->flags |= STACK_NO_USER;
-	symbolizer__resolve_kernel(c->opts.symbolizer, (const uint64_t *)s->addrs, nk,
-				   c->key->frames);
+	/* (frames in BPF trampolines left out: nk becomes the frames kept) */
+	nk = symbolizer__resolve_kernel(c->opts.symbolizer, (const uint64_t *)s->addrs, nk,
+					s->blocked_ns != 0, c->key->frames);
+	c->key->nr_kernel = nk;
+	n = nk + nu;
 	if (nu) {
 		int valid = symbolizer__resolve_user(
 		    c->opts.symbolizer, s->hdr.pid, s->hdr.start_ns, s->hdr.ts_ns,
-		    (const uint64_t *)s->addrs + nk, nu, c->key->frames + nk);
+		    (const uint64_t *)s->addrs + s->nr_kernel, nu, c->key->frames + nk);
 
 		/* A frame-pointer walk through code built without frame pointers returns stack
 		 * or heap words as return addresses: end the stack at the first address in no

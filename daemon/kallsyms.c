@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "elf_object.h"
@@ -188,4 +189,58 @@ struct object *kallsyms__load(const char *path, const char *notes_path)
 	pr_debug("read %zu kernel symbols (%zu modules) from %s", t->nr_spans, obj->nr_modules,
 		 path);
 	return obj;
+}
+
+int kallsyms__trampolines(const char *path, struct kernel_range *out, size_t max)
+{
+	static const char prefix[] = "bpf_trampoline_";
+	size_t len, n = 0;
+	char *buf, *p, *end;
+	int err;
+
+	err = proc_read_file(path, KALLSYMS_MAX_BYTES, &buf, &len);
+	if (err)
+		return err;
+	end = buf + len;
+	/* first the trampolines' starts, then each one's end: the nearest symbol above it */
+	for (p = buf; p < end && n < max;) {
+		char *eol = memchr(p, '\n', end - p), *name, *q = p;
+		uint64_t addr;
+
+		p = eol ? eol + 1 : end;
+		addr = strtoull(q, &name, 16);
+		if (name == q || name[0] != ' ' || !name[1] || name[2] != ' ' || !addr)
+			continue;
+		name += 3;
+		if (strncmp(name, prefix, sizeof(prefix) - 1))
+			continue;
+		q = name + sizeof(prefix) - 1;
+		while (q < p && *q >= '0' && *q <= '9')
+			q++;
+		if (q == name + sizeof(prefix) - 1 || q + 6 > p || memcmp(q, "\t[bpf]", 6))
+			continue;
+		out[n++] = (struct kernel_range){.start = addr, .end = addr + KALLSYMS_LAST_LEN};
+	}
+	for (p = buf; n && p < end;) {
+		char *eol = memchr(p, '\n', end - p), *rest, *q = p;
+		uint64_t addr;
+
+		p = eol ? eol + 1 : end;
+		addr = strtoull(q, &rest, 16);
+		if (rest == q)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (addr > out[i].start && addr < out[i].end)
+				out[i].end = addr;
+	}
+	free(buf);
+	/* lowest first */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && out[j].start < out[j - 1].start; j--) {
+			struct kernel_range t = out[j];
+
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
+	return (int)n;
 }

@@ -3,6 +3,9 @@
 #ifndef TAILPROF_KALLSYMS_H
 #define TAILPROF_KALLSYMS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 struct object;
 
 /* Returns the kernel object "[kernel.kallsyms]" with one reference: the text symbols (types t T w
@@ -14,5 +17,17 @@ struct object;
  * An unreadable file, or one whose addresses are all 0 (kptr_restrict), gives an object with no
  * symbols (logged once as a warning). Aborts only when a fixed-size allocation fails. */
 struct object *kallsyms__load(const char *path, const char *notes_path);
+
+/* A range of kernel addresses, [start, end). */
+struct kernel_range {
+	uint64_t start, end;
+};
+
+/* The BPF trampolines in the kallsyms file at path, read now: symbols "bpf_trampoline_KEY" of
+ * module [bpf] (kernel/bpf/trampoline.c names each after its key; an fexit program's return
+ * address into one is on the kernel stack of every thread blocked in the function it traces).
+ * Each range runs to the next symbol, at most 4 KiB (an image is at most a page). Up to max into
+ * out, lowest first; returns how many, or a negative errno when the file cannot be read. */
+int kallsyms__trampolines(const char *path, struct kernel_range *out, size_t max);
 
 #endif

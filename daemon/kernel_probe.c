@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -192,6 +193,44 @@ int kernel_probe__sched(char *why, size_t len)
 bool kernel_probe__task_work(void)
 {
 	return vmlinux_has("bpf_task_work_schedule_resume_impl", BTF_KIND_FUNC) == 1;
+}
+
+int kernel_probe__fexit_schedule(char *why, size_t len)
+{
+	const struct bpf_insn ret0[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+	struct btf *btf = vmlinux();
+	int id, fd;
+
+	if (!btf) {
+		snprintf(why, len, "the kernel has no BTF (%s)", strerror(errno));
+		return -ENOTSUP;
+	}
+	id = btf__find_by_name_kind(btf, "schedule", BTF_KIND_FUNC);
+	if (id <= 0) {
+		snprintf(why, len, "the kernel's BTF has no function schedule");
+		return -ENOTSUP;
+	}
+	/* refused before anything is verified by a kernel without BPF trampolines (ENOTSUPP:
+	 * no CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and by this machine kind's 6.18 (EPERM: it
+	 * is locked down, and its tracefs is closed too) */
+	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", ret0, 2,
+			   &(struct bpf_prog_load_opts){.sz = sizeof(struct bpf_prog_load_opts),
+							.expected_attach_type = BPF_TRACE_FEXIT,
+							.attach_btf_id = (__u32)id});
+	if (fd < 0) {
+		int err = errno;
+
+		snprintf(why, len,
+			 "the kernel refuses fexit programs on schedule() (%s: kernel lockdown, or "
+			 "no BPF trampolines)",
+			 err == 524 ? "ENOTSUPP" : strerror(err));
+		return -ENOTSUP;
+	}
+	close(fd);
+	return 0;
 }
 
 int kernel_probe__unwind_tables(char *why, size_t len)

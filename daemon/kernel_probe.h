@@ -25,6 +25,9 @@ int kernel_probe__python_frames(char *why, size_t len);
 int kernel_probe__sched(char *why, size_t len);
 /* Whether the kernel has the kfunc bpf_task_work_schedule_resume (Linux 6.18), from its BTF. */
 bool kernel_probe__task_work(void);
+/* Whether the kernel loads an fexit program on schedule() (BPF trampolines: a tiny program is
+ * loaded and closed, not attached). 0, or -ENOTSUP with why. */
+int kernel_probe__fexit_schedule(char *why, size_t len);
 /* What uprobe programs need (the stage and GC objects): the uprobe PMU and programs of kprobe
  * type; with stage_helpers also the helpers the stage programs call. 0 or -ENOTSUP with why. */
 int kernel_probe__uprobes(bool stage_helpers, char *why, size_t len);

@@ -22,6 +22,16 @@
 #include "profile.skel.h"
 #include "sched.skel.h"
 
+/* Where a captured block whose user stack was not taken at switch-out gets it, on its thread's
+ * way back to user space: the order tried (loader__return_path() names them). */
+enum sched_return {
+	RET_TASK_WORK, /* a task work (bpf_task_work_schedule_resume, Linux 6.18) */
+	RET_FEXIT,     /* fexit/schedule (BPF trampolines) */
+	RET_SYS_EXIT,  /* raw_tp/sys_exit: every syscall's return */
+};
+
+static const char *const return_names[] = {"task_work", "fexit_schedule", "sys_exit"};
+
 struct loader {
 	struct profile_bpf *skel;
 	bool unwind_tables;
@@ -38,7 +48,7 @@ struct loader {
 	size_t runq_bytes;
 	struct tp_sched_pentry *ptab; /* mmap of sched_ptab */
 	bool block_clock_rq;	      /* blocks timed with rq clocks (else CLOCK_MONOTONIC) */
-	bool task_work;		      /* unpredicted captures' user stacks from a task work */
+	enum sched_return ret;	      /* how unpredicted captures get their user stacks */
 	size_t ptab_bytes;
 	uint64_t procs_taken;	    /* sched_procs entries deleted (against sched_procs_added) */
 	struct tp_unwind_row *rows; /* mmap of unwind_rows */
@@ -169,10 +179,10 @@ static void sched_off(struct features *f, bool quiet, const char *reason)
 	}
 }
 
-/* Opens, sizes and loads the scheduler object into l->sched with the task work's switch program
- * (task_work) or the sys_exit one. Returns 0 or a negative errno; l->sched stays for free_sched()
- * either way (NULL when it could not be opened). */
-static int sched_open_load(struct loader *l, const struct loader_opts *opts, bool task_work)
+/* Opens, sizes and loads the scheduler object into l->sched with the return program ret says.
+ * Returns 0 or a negative errno; l->sched stays for free_sched() either way (NULL when it could
+ * not be opened). */
+static int sched_open_load(struct loader *l, const struct loader_opts *opts, enum sched_return ret)
 {
 	int err;
 
@@ -183,13 +193,14 @@ static int sched_open_load(struct loader *l, const struct loader_opts *opts, boo
 	l->sched->rodata->offcpu_min_ns = opts->offcpu_min_ns;
 	l->sched->rodata->wakeup_bytes = opts->ringbuf_bytes / 4;
 	l->sched->rodata->block_clock_rq = l->block_clock_rq;
-	l->task_work = task_work;
-	l->sched->rodata->use_task_work = task_work;
+	l->ret = ret;
+	l->sched->rodata->use_task_work = ret == RET_TASK_WORK;
 	/* two variants of the switch program: the task work's is verified only by kernels that
 	 * have it (see capture_tw() in sched.bpf.c) */
-	bpf_program__set_autoload(l->sched->progs.sched_switch, !task_work);
-	bpf_program__set_autoload(l->sched->progs.sched_switch_tw, task_work);
-	bpf_program__set_autoload(l->sched->progs.sys_exit, !task_work);
+	bpf_program__set_autoload(l->sched->progs.sched_switch, ret != RET_TASK_WORK);
+	bpf_program__set_autoload(l->sched->progs.sched_switch_tw, ret == RET_TASK_WORK);
+	bpf_program__set_autoload(l->sched->progs.sched_return, ret == RET_FEXIT);
+	bpf_program__set_autoload(l->sched->progs.sys_exit, ret == RET_SYS_EXIT);
 
 	/* the sampler's maps, one set for both objects: its ring buffer, the stage and GC labels,
 	 * the processes it knows, and its unwind tables (off-CPU user stacks are walked with them)
@@ -226,31 +237,53 @@ static int sched_open_load(struct loader *l, const struct loader_opts *opts, boo
 	return err;
 }
 
-/* The reason of the task_work capability on sys_exit: why (the failed load's reason, ending in
- * "; tailprofd --check prints more", or the missing kfunc) with what runs instead. */
-static void task_work_fallback(struct features *f, const char *why)
+/* The task_work capability's reason where ret, a fallback, runs: why the better ones do not
+ * (each the failed load's reason, ending in "; tailprofd --check prints more", or a missing
+ * kernel piece; "" for one not tried), then what runs instead. */
+static void return_fallback(struct features *f, enum sched_return ret, const char *tw_why,
+			    const char *fx_why)
 {
 	static const char more[] = "; tailprofd --check prints more";
-	size_t n = strlen(why);
+	const char *whys[] = {tw_why, fx_why};
+	bool any_more = false;
+	char out[sizeof(features__get(f, FEATURE_TASK_WORK)->reason)];
+	size_t o = 0;
 
-	if (n >= sizeof(more) - 1 && !strcmp(why + n - (sizeof(more) - 1), more))
-		n -= sizeof(more) - 1;
-	features__set(f, FEATURE_TASK_WORK, true, "sys_exit",
-		      "%.*s; instead a program on every syscall's return (raw_tp/sys_exit) takes "
-		      "those stacks%s",
-		      (int)n, why, why[n] ? more : "");
+	out[0] = '\0';
+	for (int i = 0; i < 2; i++) {
+		size_t n = strlen(whys[i]);
+
+		if (!n)
+			continue;
+		if (n >= sizeof(more) - 1 && !strcmp(whys[i] + n - (sizeof(more) - 1), more)) {
+			n -= sizeof(more) - 1;
+			any_more = true;
+		}
+		/* each cut to 140 bytes: what runs instead must fit in the 400 */
+		if (o < sizeof(out))
+			o += snprintf(out + o, sizeof(out) - o, "%s%.*s", o ? "; " : "",
+				      (int)(n < 140 ? n : 140), whys[i]);
+	}
+	features__set(f, FEATURE_TASK_WORK, true, return_names[ret],
+		      "%s; instead %s takes those stacks%s", out,
+		      ret == RET_FEXIT ? "a program on the return from schedule() (fexit/schedule)"
+				       : "a program on every syscall's return (raw_tp/sys_exit)",
+		      any_more ? more : "");
 }
 
 /* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load
  * them (no task storage for tracing programs, no tp_btf) still gets CPU profiles. Their samples
- * go into the profile program's `events` ring buffer. The task work's variant falls back to
- * sys_exit's where the kernel lacks its kfunc or refuses the program (6.18.44-fc-v1272 refuses
- * bpf_task_work in any program that cannot sleep). */
+ * go into the profile program's `events` ring buffer. The return program is the task work's
+ * where the kernel has its kfunc and accepts it (6.18.44-fc-v1272 refuses bpf_task_work in any
+ * program that cannot sleep), else fexit/schedule where it has BPF trampolines (Debian's 6.1 and
+ * 6.12), else sys_exit (this machine kind's kernel): each tried in turn. */
 static void load_sched(struct loader *l, const struct loader_opts *opts)
 {
 	struct features *f = opts->features;
 	char why[200], tw_why[sizeof(features__get(f, FEATURE_TASK_WORK)->reason)] = "";
-	bool task_work;
+	char fx_why[sizeof(tw_why)] = "";
+	bool forced = features__forced_off(f, FEATURE_TASK_WORK);
+	enum sched_return ret;
 	int err;
 
 	if (features__forced_off(f, FEATURE_OFFCPU)) {
@@ -269,25 +302,47 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	l->ptab_bytes =
 	    (size_t)l->nr_cpus * TP_SCHED_SLOTS * TP_SCHED_PTAB * sizeof(struct tp_sched_pentry);
 
-	task_work = !features__forced_off(f, FEATURE_TASK_WORK) && kernel_probe__task_work();
-	libbpf_log__reset();
-	err = sched_open_load(l, opts, task_work);
-	if (err && task_work) {
-		/* the task work's variant refused: what the verifier said, then sys_exit's */
-		libbpf_log__load_failed(f, FEATURE_TASK_WORK, "sys_exit", "sched_bpf", err);
-		snprintf(tw_why, sizeof(tw_why), "%s",
-			 f ? features__get(f, FEATURE_TASK_WORK)->reason : strerror(-err));
-		free_sched(l);
+	/* forced off (TAILPROF_FEATURES_OFF=task_work, TAILPROF_SCHED_RETURN=sys_exit): sys_exit */
+	ret = forced ? RET_SYS_EXIT : kernel_probe__task_work() ? RET_TASK_WORK : RET_FEXIT;
+	if (!forced && ret == RET_FEXIT)
+		snprintf(tw_why, sizeof(tw_why),
+			 "the kernel lacks the kfunc bpf_task_work_schedule_resume (Linux 6.18)");
+	for (;;) {
+		if (ret == RET_FEXIT && kernel_probe__fexit_schedule(fx_why, sizeof(fx_why))) {
+			ret = RET_SYS_EXIT;
+			continue;
+		}
 		libbpf_log__reset();
-		err = sched_open_load(l, opts, false);
+		err = sched_open_load(l, opts, ret);
+		if (err && ret != RET_SYS_EXIT) {
+			/* refused: what the verifier said, then the next one's */
+			char *to = ret == RET_TASK_WORK ? tw_why : fx_why;
+
+			libbpf_log__load_failed(f, FEATURE_TASK_WORK, return_names[ret + 1],
+						"sched_bpf", err);
+			snprintf(to, sizeof(tw_why), "%s",
+				 f ? features__get(f, FEATURE_TASK_WORK)->reason : strerror(-err));
+			free_sched(l);
+			ret++;
+			continue;
+		}
+		if (err)
+			goto fail_load;
+		l->runq = map_shared(l->sched->maps.runq_hist, l->runq_bytes, &err);
+		if (!err)
+			l->ptab = map_shared(l->sched->maps.sched_ptab, l->ptab_bytes, &err);
+		if (!err && !opts->load_only)
+			err = sched_bpf__attach(l->sched);
+		if (err && ret == RET_FEXIT) {
+			/* loaded but not attached (ftrace refused the trampoline): sys_exit */
+			snprintf(fx_why, sizeof(fx_why), "fexit/schedule did not attach: %s",
+				 strerror(-err));
+			free_sched(l);
+			ret = RET_SYS_EXIT;
+			continue;
+		}
+		break;
 	}
-	if (err)
-		goto fail_load;
-	l->runq = map_shared(l->sched->maps.runq_hist, l->runq_bytes, &err);
-	if (!err)
-		l->ptab = map_shared(l->sched->maps.sched_ptab, l->ptab_bytes, &err);
-	if (!err && !opts->load_only)
-		err = sched_bpf__attach(l->sched);
 	if (err) {
 		snprintf(why, sizeof(why), "the scheduler programs did not attach: %s",
 			 strerror(-err));
@@ -297,17 +352,14 @@ static void load_sched(struct loader *l, const struct loader_opts *opts)
 	}
 	features__set(f, FEATURE_OFFCPU, true, "tp_btf/sched_switch", NULL);
 	features__set(f, FEATURE_RUNQ, true, "tp_btf/sched_switch", NULL);
-	if (l->task_work) {
+	if (ret == RET_TASK_WORK) {
 		features__set(f, FEATURE_TASK_WORK, true, "task_work", NULL);
-	} else if (*tw_why) {
-		task_work_fallback(f, tw_why);
-	} else if (features__forced_off(f, FEATURE_TASK_WORK)) {
+	} else if (forced) {
 		features__set(f, FEATURE_TASK_WORK, true, "sys_exit", "%s",
 			      features__forced_reason(f, FEATURE_TASK_WORK));
 		features__set_quiet(f, FEATURE_TASK_WORK);
 	} else {
-		task_work_fallback(f, "the kernel lacks the kfunc bpf_task_work_schedule_resume "
-				      "(Linux 6.18)");
+		return_fallback(f, ret, tw_why, ret == RET_SYS_EXIT ? fx_why : "");
 	}
 	return;
 fail_load:
@@ -586,8 +638,8 @@ int loader__nr_attached(const struct loader *l)
 
 	for (uint32_t cpu = 0; cpu < l->nr_cpus; cpu++)
 		n += l->perf_fds[cpu] >= 0;
-	if (l->sched) /* sched_switch, thread exit, and sys_exit without task works */
-		n += l->task_work ? 2 : 3;
+	if (l->sched) /* sched_switch, thread exit, and fexit/schedule or sys_exit */
+		n += l->ret == RET_TASK_WORK ? 2 : 3;
 	return n;
 }
 
@@ -612,7 +664,7 @@ struct tp_runq_hist *loader__runq_hist(const struct loader *l)
 
 const char *loader__return_path(const struct loader *l)
 {
-	return !l->sched ? "none" : l->task_work ? "task_work" : "sys_exit";
+	return !l->sched ? "none" : return_names[l->ret];
 }
 
 const char *loader__block_clock(const struct loader *l)

@@ -138,9 +138,10 @@ int loader__take_sched_procs(struct loader *l, uint32_t before,
 					void *),
 			     void *ctx);
 /* How a captured block whose user stack was not taken at switch-out gets it on its thread's way
- * back to user space: "task_work" (bpf_task_work_schedule_resume, Linux 6.18), "sys_exit" (a
- * program on every syscall's return: older kernels, or TAILPROF_SCHED_RETURN=sys_exit in the
- * environment, for tests), "none" without the scheduler programs. */
+ * back to user space: "task_work" (bpf_task_work_schedule_resume, Linux 6.18), "fexit_schedule"
+ * (a program on the return from schedule(): older kernels with BPF trampolines), "sys_exit" (a
+ * program on every syscall's return: kernels without them, or TAILPROF_SCHED_RETURN=sys_exit in
+ * the environment, for tests), "none" without the scheduler programs. */
 const char *loader__return_path(const struct loader *l);
 /* The scheduler programs' counters (TP_SCH_NR values, cumulative); zeros without them. */
 void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR]);

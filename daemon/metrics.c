@@ -227,7 +227,7 @@ static void put_sched_counter(struct text *t, const struct collector_status *st,
 	text_metric(t, name, "counter", help);
 	for (size_t i = 0; i < n; i++)
 		text_put(t, "%s{%s=\"%s\"} %" PRIu64 "\n", name, label, labels[i],
-			 st->sched_metrics[metrics[i]]);
+			 metrics[i] < 0 ? 0 : st->sched_metrics[metrics[i]]);
 }
 
 static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
@@ -242,6 +242,7 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	const uint64_t *b = collector__runq_buckets(ctx->collector);
 	struct loader_prog_stats progs[16];
 	size_t nr = ctx->loader ? loader__prog_stats(ctx->loader, progs, 16) : 0;
+	bool fexit;
 
 	text_metric(t, "tailprof_context_switches_total", "counter",
 		    "Context switches seen (runs of the sched_switch program; 0 with "
@@ -285,13 +286,18 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    "last one, verified so where it blocked) or walk.",
 	    "source", 3, sources,
 	    (const int[]){TP_SCH_USTACK_CACHED, TP_SCH_USTACK_EARLY, TP_SCH_USTACK_WALKED});
+	/* (BPF counts the blocks held for the return from schedule() or the syscall as one) */
+	fexit = ctx->loader && !strcmp(loader__return_path(ctx->loader), "fexit_schedule");
 	put_sched_counter(
 	    t, st, "tailprof_offcpu_user_stack_path_total",
 	    "Captured blocks of user threads, by where their user stack was taken: at switch-out "
-	    "(predicted: the thread's last captured block had the same registers), by a task work "
-	    "or by sys_exit on the thread's way back to user space.",
-	    "path", 3, (const char *const[]){"switch_out", "task_work", "sys_exit"},
-	    (const int[]){TP_SCH_EARLY_USTACK, TP_SCH_TASK_WORK, TP_SCH_SYS_EXIT});
+	    "(predicted: the thread's last captured block had the same registers), by a task "
+	    "work, on the return from schedule() (fexit_schedule) or from the syscall (sys_exit) "
+	    "on the thread's way back to user space.",
+	    "path", 4,
+	    (const char *const[]){"switch_out", "task_work", "fexit_schedule", "sys_exit"},
+	    (const int[]){TP_SCH_EARLY_USTACK, TP_SCH_TASK_WORK, fexit ? TP_SCH_SYS_EXIT : -1,
+			  fexit ? -1 : TP_SCH_SYS_EXIT});
 	text_metric(t, "tailprof_offcpu_early_stacks_wasted_total", "counter",
 		    "User stacks taken at switch-out for blocks that turned out shorter than "
 		    "--offcpu-min (mispredicted).");
@@ -475,6 +481,10 @@ char *query__metrics_text(const struct query_ctx *ctx)
 	text_metric(&t, "tailprof_unresolved_frames_total", "counter",
 		    "User frames in no known mapping.");
 	text_put(&t, "tailprof_unresolved_frames_total %" PRIu64 "\n", st.sym.unresolved);
+	text_metric(&t, "tailprof_trampoline_frames_total", "counter",
+		    "Kernel frames left out of stacks because they are in BPF trampolines (the "
+		    "return from schedule() puts one on every blocked thread's kernel stack).");
+	text_put(&t, "tailprof_trampoline_frames_total %" PRIu64 "\n", st.sym.trampoline_frames);
 	if (st.python) {
 		text_metric(&t, "tailprof_python_unsupported_total", "counter",
 			    "Processes with a CPython whose frames are not walked, by reason.");

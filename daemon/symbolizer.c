@@ -666,6 +666,48 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 
 /* --- the public interface --- */
 
+/* Blocked stacks' leaves in none of the trampolines known: read them again at most this often */
+#define TRAMPOLINES_REREAD_NS (60 * 1000000000ull)
+
+/* The BPF trampolines, read from kallsyms now (their frames are left out of kernel stacks). A
+ * failed read keeps those read before, said once. */
+static void read_trampolines(struct symbolizer *s)
+{
+	int n = kallsyms__trampolines(s->kallsyms_path, s->trampolines, SYM_TRAMPOLINES_MAX);
+
+	s->trampolines_read_ns = sysinfo__mono_ns();
+	s->trampoline_misses = 0;
+	s->stats.trampoline_reads++;
+	if (n < 0) {
+		if (s->stats.trampoline_reads == 1)
+			pr_warn("cannot read BPF trampolines from %s: %s: their frames stay in "
+				"kernel stacks",
+				s->kallsyms_path, strerror(-n));
+		return;
+	}
+	s->nr_trampolines = (size_t)n;
+	pr_debug("%d BPF trampolines in %s: their frames are left out of kernel stacks", n,
+		 s->kallsyms_path);
+}
+
+/* Whether kernel address addr is in one of the trampolines read (a binary search). */
+static bool in_trampoline(const struct symbolizer *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nr_trampolines;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < s->trampolines[mid].start)
+			hi = mid;
+		else if (addr >= s->trampolines[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 {
 	const struct symbolizer_opts none = {};
@@ -698,9 +740,13 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->layout_ctx = opts->layout_ctx;
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
-	s->kernel = kallsyms__load(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms",
+	s->kallsyms_path = sym_xstrdup(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms");
+	s->kernel = kallsyms__load(s->kallsyms_path,
 				   opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes");
 	object_cache__add(&s->objects, s->kernel, false);
+	s->hide_trampolines = opts->hide_trampolines;
+	if (s->hide_trampolines)
+		read_trampolines(s);
 	return s;
 }
 
@@ -715,6 +761,7 @@ void symbolizer__free(struct symbolizer *s)
 	for (size_t i = 0; i < STATIC_LAYOUTS; i++)
 		drop_layout(s, &s->layouts[i], false);
 	object__put(s->kernel);
+	free(s->kallsyms_path);
 	object_cache__detach_all(&s->objects);
 	free(s->procs);
 	for (size_t i = 0; i < s->nr_debug_dirs; i++)
@@ -869,12 +916,24 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 	return valid;
 }
 
-void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
-				struct frame *out)
+uint32_t symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
+				    bool blocked, struct frame *out)
 {
+	uint32_t o = 0;
+
 	release_stale(s);
-	for (uint32_t i = 0; i < n; i++)
-		out[i] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
+	if (s->hide_trampolines && blocked && n && !in_trampoline(s, addrs[0]) &&
+	    ++s->trampoline_misses >= 16 &&
+	    sysinfo__mono_ns() - s->trampolines_read_ns >= TRAMPOLINES_REREAD_NS)
+		read_trampolines(s);
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->hide_trampolines && in_trampoline(s, addrs[i])) {
+			s->stats.trampoline_frames++;
+			continue;
+		}
+		out[o++] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
+	}
+	return o;
 }
 
 int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,

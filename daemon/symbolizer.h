@@ -78,6 +78,10 @@ struct symbolizer_opts {
 	const char *proc_root;	  /* default "/proc" */
 	const char *kallsyms;	  /* default "/proc/kallsyms" */
 	const char *kernel_notes; /* kernel build ID; default "/sys/kernel/notes" */
+	/* Leave frames in BPF trampolines out of kernel stacks: with tailprofd's fexit/schedule
+	 * (loader__return_path) one is on the kernel stack of every thread blocked in schedule().
+	 */
+	bool hide_trampolines;
 	/* Where separate debug files live, searched in order (copied); NULL/0: "/usr/lib/debug".
 	 * For an object without .symtab: DIR/.build-id/NN/REST.debug for its build ID, then its
 	 * .gnu_debuglink name next to the object, in .debug/ beside it, and under DIR + the
@@ -164,6 +168,8 @@ struct symbolizer_stats {
 	uint64_t processes_held;	 /* processes cached now, those without maps included */
 	uint64_t identities_from_exec;	 /* processes whose identity came from their exec event
 					  * (symbolizer__note_exec) rather than from /proc */
+	uint64_t trampoline_frames;	 /* kernel frames left out: in BPF trampolines */
+	uint64_t trampoline_reads;	 /* times the trampolines were read from kallsyms */
 	uint64_t identities_from_fork;	 /* forked children sampled before their exec whose
 					  * identity came from their fork event */
 	uint64_t cgroup_reads_saved;	 /* of those, whose cgroup path was known for their v2
@@ -190,9 +196,15 @@ void symbolizer__free(struct symbolizer *s);
  * all (out is then filled with unresolved frames). */
 int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			     const uint64_t *addrs, uint32_t n, struct frame *out);
-/* Resolves n kernel addresses into out (obj = the kernel object). Frames borrowed as above. */
-void symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
-				struct frame *out);
+/* Resolves n kernel addresses (leaf first) into out (obj = the kernel object), leaving out those
+ * in BPF trampolines where opts.hide_trampolines. blocked: the stack of a thread blocked in
+ * schedule() (an off-CPU sample), whose leaf is then the return address into the trampoline of
+ * tailprofd's fexit/schedule; a leaf in none of the trampolines known means that one was rebuilt
+ * (another program attached to schedule() or left it), and after 16 such leaves the trampolines
+ * are read again from kallsyms (some 40 ms), at most once a minute. Frames borrowed as above.
+ * Returns the frames written. */
+uint32_t symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
+				    bool blocked, struct frame *out);
 struct exec_identity;
 /* Remembers that process (pid, start_ns) was forked by (parent_pid, parent_start_ns): until it
  * execs (symbolizer__forget_process) its maps are the parent's, which are used when its own

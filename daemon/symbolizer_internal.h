@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "elf_object.h"
+#include "kallsyms.h"
 #include "proc_maps.h"
 #include "symbolizer.h"
 
@@ -148,6 +149,16 @@ struct symbolizer {
 	int (*cgroup_id)(void *ctx, bool v1, const char *path, uint64_t *id);
 	void *cgroup_ctx;
 	struct object *kernel;
+/* BPF trampolines kept to leave out of kernel stacks: each function that fentry/fexit programs
+ * trace has one */
+#define SYM_TRAMPOLINES_MAX 256
+	/* BPF trampolines whose frames are left out (hide_trampolines), lowest first */
+	bool hide_trampolines;
+	char *kallsyms_path;
+	struct kernel_range trampolines[SYM_TRAMPOLINES_MAX];
+	size_t nr_trampolines;
+	uint32_t trampoline_misses;   /* blocked stacks' leaves in none since they were read */
+	uint64_t trampolines_read_ns; /* CLOCK_MONOTONIC of that read */
 	struct object_cache objects;
 	struct process **procs;
 	size_t nr_buckets;

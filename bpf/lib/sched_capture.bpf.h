@@ -324,6 +324,7 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 	if (c) {
 		c->pending_tid = tid;
 		c->pending_regs = (__u64)bpf_task_pt_regs(next);
+		c->pending_task = (__u64)next;
 	}
 }
 

@@ -97,7 +97,7 @@ struct {
 } sched_tasks SEC(".maps");
 
 /* Per-CPU state: the drain period, the offset between CLOCK_MONOTONIC and this CPU's rq clock,
- * and the thread whose capture waits for its return from a syscall on this CPU. */
+ * and the thread whose capture waits on this CPU for its return from schedule() or its syscall. */
 struct tp_sched_cpu {
 	__u64 period;	     /* CLOCK_MONOTONIC / slot_ns */
 	__u64 period_end;    /* its end, CLOCK_MONOTONIC; 0: not set yet */
@@ -108,6 +108,7 @@ struct tp_sched_cpu {
 	__u32 pending_tid;  /* 0: none */
 	__u32 calls;	    /* switch-ins, for the clock's sampling */
 	__u64 pending_regs; /* its user registers (task_pt_regs), which sys_exit is given */
+	__u64 pending_task; /* its task_struct, which the return from schedule() compares */
 	/* the process and its unwind_procs entry's gen (+ 1) that a walk cut at a PC in no mapping
 	 * last woke user space for from this CPU: once per entry, not once per block */
 	__u32 rescan_pid, rescan_gen;

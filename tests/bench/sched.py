@@ -5,8 +5,9 @@ per context switch that is not captured; all-in at most 1% of one CPU at 20,000 
 switches per second of which 10% pass --offcpu-min.
 
 1. Handler cost from BPF statistics (BPF_ENABLE_STATS run time / run count): sched_switch with
-   short blocks only (ping-pong), and with captured blocks only (2 ms sleeps); sys_exit runs
-   only on kernels without bpf_task_work (or with TAILPROF_SCHED_RETURN=sys_exit set).
+   short blocks only (ping-pong), and with captured blocks only (2 ms sleeps); sched_return
+   (fexit/schedule) runs on kernels without bpf_task_work that have BPF trampolines, sys_exit
+   on those that have neither (or with TAILPROF_SCHED_RETURN=sys_exit set).
 2. All-in (BPF programs + the daemon's own CPU) at about 20,000 and 100,000 blocking switches a
    second, 10% of them captured, with CPU sampling at 1 Hz so that it does not count.
    Empty programs on the same hooks (tp_hook_floor) run in the same interval: their cost at
@@ -26,7 +27,7 @@ from common import Daemon, median, workload
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 8
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-SCHED_PROGS = ("sched_switch", "sys_exit",
+SCHED_PROGS = ("sched_switch", "sched_return", "sys_exit",
                "sched_thread_exit")
 
 
@@ -74,9 +75,9 @@ def measure(d, args):
         out[name + "_ns"] = (tb - ta) / max(cb - ca, 1) * 1e9
         out[name + "_per_s"] = (cb - ca) / elapsed
         bpf += tb - ta
-    for path in ("switch_out", "task_work", "sys_exit"):
+    for path in ("switch_out", "task_work", "fexit_schedule", "sys_exit"):
         key = 'tailprof_offcpu_user_stack_path_total{path="%s"}' % path
-        out[path + "_per_s"] = (b.get(key, 0) - a.get(key, 0)) / elapsed
+        out["path_" + path + "_per_s"] = (b.get(key, 0) - a.get(key, 0)) / elapsed
     out["bpf_pct"] = 100 * bpf / elapsed
     out["daemon_pct"] = 100 * out["daemon_s"] / elapsed
     out["all_in_pct"] = out["bpf_pct"] + out["daemon_pct"]
@@ -160,16 +161,17 @@ def main():
     for name, rs in results.items():
         med = {k: median([r[k] for r in rs]) for k in rs[0]}
         print("  %-22s %8.0f switches/s %6.0f captured/s  sched_switch %5.0f ns (floor %2.0f)  "
-              "sys_exit %4.0f ns (floor %2.0f, %6.0f/s)  all-in %.2f%% (BPF %.2f%% + daemon "
-              "%.2f%%; floor %.2f%%)" %
+              "sched_return %4.0f ns (%6.0f/s)  sys_exit %4.0f ns (floor %2.0f, %6.0f/s)  "
+              "all-in %.2f%% (BPF %.2f%% + daemon %.2f%%; floor %.2f%%)" %
               (name, med["switches_per_s"], med["captured_per_s"], med["sched_switch_ns"],
-               med["sched_switch_floor_ns"], med["sys_exit_ns"], med["sys_exit_floor_ns"],
-               med["sys_exit_per_s"], med["all_in_pct"], med["bpf_pct"], med["daemon_pct"],
-               med["floor_pct"]))
+               med["sched_switch_floor_ns"], med["sched_return_ns"], med["sched_return_per_s"],
+               med["sys_exit_ns"], med["sys_exit_floor_ns"], med["sys_exit_per_s"],
+               med["all_in_pct"], med["bpf_pct"], med["daemon_pct"], med["floor_pct"]))
         print("  %-22s all-in per run: %s; user stacks taken at switch-out %.0f/s, by a task "
-              "work %.0f/s, at sys_exit %.0f/s" %
-              ("", " ".join("%.2f%%" % r["all_in_pct"] for r in rs), med["switch_out_per_s"],
-               med["task_work_per_s"], med["sys_exit_per_s"]))
+              "work %.0f/s, at the return from schedule() %.0f/s, at sys_exit %.0f/s" %
+              ("", " ".join("%.2f%%" % r["all_in_pct"] for r in rs),
+               med["path_switch_out_per_s"], med["path_task_work_per_s"],
+               med["path_fexit_schedule_per_s"], med["path_sys_exit_per_s"]))
     nt, no, worst, rows = compare_runqlat(d)
     print("run-queue latency with 3 hogs on CPU 1, %.0f s: runqlat %d events, tailprof %d" %
           (SECONDS, nt, no))

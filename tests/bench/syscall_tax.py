@@ -3,9 +3,9 @@
 """The per-syscall tax: what one system call costs a program with tailprofd running, against
 the same call without it. All-in (always_on.py) counts the run time of tailprofd's BPF programs;
 this counts what the program pays around them too. A program on a syscall tracepoint
-(raw_tp/sys_exit: on kernels without the task work, tailprofd's way to take off-CPU user stacks
-on the way back to user space) sends every syscall of every thread through the kernel's slow
-exit path; BPF statistics add two clock reads to every run of every BPF program on the host.
+(raw_tp/sys_exit: on kernels with neither the task work nor BPF trampolines for fexit/schedule,
+tailprofd's way to take off-CPU user stacks on the way back to user space) sends every syscall
+of every thread through the kernel's slow exit path; BPF statistics add two clock reads to every run of every BPF program on the host.
 
 Each round runs tp_bench_syscalls (getppid() COUNT times, pinned to the last CPU, the median of
 5 runs) in four setups, in turn: no tailprofd; tailprofd at its defaults; with --bpf-stats=off;

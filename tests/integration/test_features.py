@@ -16,7 +16,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from runner import require_bpf, run_tests, start_daemons  # noqa: E402
-from task_work_probe import NO_KFUNC, task_work_verdict  # noqa: E402
+from task_work_probe import (NO_KFUNC, expected_return, fexit_verdict,  # noqa: E402
+                             task_work_verdict)
 from test_daemon import (BUILD, DAEMON, Daemon, bpf_prog_ids, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
@@ -34,16 +35,22 @@ ALWAYS_ON = {"cpu_sampling": "perf_event/cpu-clock", "eh_frame_unwinding": "bpf_
 
 
 def check_task_work_fallback(reason):
-    """The task_work capability's reason on sys_exit: the missing kfunc, or, where the kernel
+    """The task_work capability's reason on a fallback: the missing kfunc, or, where the kernel
     has it and refuses it in a switch program (task_work_probe says so apart from tailprofd),
-    the verifier's own words."""
+    the verifier's own words; then, on sys_exit, why fexit/schedule did not load; and what runs
+    instead."""
     accepted, why = task_work_verdict(BUILD)
     assert not accepted, reason
     if why == NO_KFUNC:
         assert "bpf_task_work_schedule_resume" in reason and "6.18" in reason, reason
     else:
         assert reason.startswith("the verifier rejected sched_switch_tw: " + why), (reason, why)
-    assert "raw_tp/sys_exit" in reason, reason
+    if fexit_verdict(BUILD):
+        assert "instead a program on the return from schedule() (fexit/schedule)" in reason, \
+            reason
+    else:
+        assert "the kernel refuses fexit programs on schedule()" in reason, reason
+        assert "raw_tp/sys_exit" in reason, reason
 
 
 def has_ref_ctr():
@@ -100,7 +107,7 @@ def test_check_loads_everything_and_does_not_listen():
         assert rows[name][:2] == ("on", variant), (name, rows[name])
         assert rows[name][2] == "-", (name, rows[name])
     tw_ok, tw_why = task_work_verdict(BUILD)
-    assert rows["task_work"][:2] == ("on", "task_work" if tw_ok else "sys_exit"), rows
+    assert rows["task_work"][:2] == ("on", expected_return(BUILD)), rows
     if not tw_ok:
         check_task_work_fallback(rows["task_work"][2])
     assert rows["usdt_semaphores"][0] == ("on" if has_ref_ctr() else "off"), rows
@@ -155,7 +162,7 @@ def test_status_features(d):
     if task_work_verdict(BUILD)[0]:
         assert tw == {"enabled": True, "variant": "task_work", "reason": ""}, tw
     else:
-        assert tw["enabled"] and tw["variant"] == "sys_exit", tw
+        assert tw["enabled"] and tw["variant"] == expected_return(BUILD), tw
         check_task_work_fallback(tw["reason"])
     assert f["usdt_semaphores"]["enabled"] == has_ref_ctr(), f["usdt_semaphores"]
     assert f["gc"] == {"enabled": True, "variant": "usdt+uprobe", "reason": ""}, f["gc"]

@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from runner import IN_CI, require_bpf, run_tests, start_daemons  # noqa: E402
-from task_work_probe import task_work_verdict  # noqa: E402
+from task_work_probe import expected_return  # noqa: E402
 from test_daemon import (BUILD, DAEMON, WL, Daemon, names, run,  # noqa: E402
                          start_workload, wait_drained)
 
@@ -83,8 +83,9 @@ def test_offcpu_time_equals_blocked_time(d):
         tsc = f.read().strip() == "tsc"
     st = d.json("/api/v1/status")
     assert st["offcpu_clock"] == ("rq" if tsc else "monotonic")
-    # the kfunc, and a verifier that accepts it in a switch program (task_work_probe)
-    ret = "task_work" if task_work_verdict(BUILD)[0] else "sys_exit"
+    # the kfunc and a verifier that accepts it in a switch program, else BPF trampolines
+    # (task_work_probe)
+    ret = expected_return(BUILD)
     assert st["offcpu_return"] == ret, st
     offcpu_checks(d, ret)
 
@@ -119,7 +120,7 @@ def test_offcpu_with_the_monotonic_block_clock():
 
 def offcpu_checks(d, ret):
     """The known answers of tp_offcpu; ret: the return path expected for the blocks whose user
-    stack was not taken at switch-out (task_work or sys_exit)."""
+    stack was not taken at switch-out (task_work, fexit_schedule or sys_exit)."""
     m0 = d.metrics()
     p, pid = start_workload("tp_offcpu", 3)
     measured = {}
@@ -208,8 +209,8 @@ def offcpu_checks(d, ret):
     path = 'tailprof_offcpu_user_stack_path_total{path="%s"}'
     for where in ("switch_out", ret):
         assert m[path % where] > m0[path % where], (where, m)
-    other = {"task_work": "sys_exit", "sys_exit": "task_work"}[ret]
-    assert m[path % other] == m0[path % other], m
+    for other in {"task_work", "fexit_schedule", "sys_exit"} - {ret}:
+        assert m[path % other] == m0[path % other] == 0, (other, m)
     # the same blocks in a wall profile, next to the threads' CPU time
     wall, _ = d.profile("type=wall&last=1m&pid=%d" % pid)
     assert wall.sample_types == [("cpu", "nanoseconds"), ("off_cpu", "nanoseconds"),

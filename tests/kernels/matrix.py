@@ -383,14 +383,16 @@ FEATURES = ("cpu_sampling", "eh_frame_unwinding", "offcpu", "runq_latency", "tas
 
 def check_features(keys, files):
     """Every capability the kernel can support is on (the guests are 6.1+: all of them; task
-    work by its kfunc from 6.18, else by its fallback sys_exit), in the status and on /metrics
-    alike."""
+    work by its kfunc from 6.18, else by its fallback fexit/schedule), in the status and on
+    /metrics alike."""
     st, feats = features(files)
     assert isinstance(feats, dict) and sorted(feats) == sorted(FEATURES), \
         "status features: %s" % feats
     off = {k: v for k, v in feats.items() if not v["enabled"]}
     assert not off, "off: %s" % off
-    assert feats["task_work"]["variant"] in ("task_work", "sys_exit"), feats["task_work"]
+    # Debian's kernels have BPF trampolines: the return from schedule() where the task work is
+    # not there, never sys_exit (every syscall's slow exit path)
+    assert feats["task_work"]["variant"] in ("task_work", "fexit_schedule"), feats["task_work"]
     assert feats["request_accounting"]["variant"] == "sum_exec_runtime", \
         feats["request_accounting"]
     assert st.get("sched") is True, "status sched: %s" % st.get("sched")
@@ -501,9 +503,26 @@ def check_offcpu(keys, files):
                 name, "<-".join(chain), 100 * with_chain / max(slept, 1),
                 100 * early / max(slept, 1), [names(s) for s in sleeps[:3]],
                 unwind_metrics(files))
+        # the kernel stack starts where it blocked: the return into fexit/schedule's
+        # trampoline (on every blocked thread's stack) is left out
+        tramp = [names(s) for s in samples if any(f.startswith("bpf_trampoline") for f in
+                                                  names(s))]
+        assert not tramp, "%s: BPF trampoline frames in %d stacks: %s" % (name, len(tramp),
+                                                                           tramp[:2])
+        leaves = collections.Counter(names(s)[0] for s in sleeps)
+        assert leaves.most_common(1)[0][0] == "hrtimer_nanosleep", \
+            "%s: the sleeps' kernel leaves: %s" % (name, dict(leaves))
         detail.append("%s %.2f/%.2f s" % (name, got / 1e9, ns / 1e9))
         if early:
             detail.append("%s before its tables %.0f%%" % (name, 100 * early / slept))
+    # blocks not predicted got their user stack on the return from schedule(), none at sys_exit
+    path = 'tailprof_offcpu_user_stack_path_total{path="%s"}'
+    fx, sx = metric_value(files, path % "fexit_schedule"), metric_value(files, path % "sys_exit")
+    assert fx >= 1 and sx == 0, "user stacks taken by fexit/schedule %d, by sys_exit %d" % (
+        fx, sx)
+    trampolines = metric_value(files, "tailprof_trampoline_frames_total")
+    detail.append("%d user stacks from fexit/schedule, %d trampoline frames left out" % (
+        fx, trampolines))
     return ", ".join(detail) + ", stacks whole"
 
 

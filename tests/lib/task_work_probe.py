@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Whether this kernel lets a tp_btf/sched_switch program schedule a BPF task work, found apart
-from tailprofd: a program of a few instructions that does only that, built with clang against the
-build's vmlinux.h and loaded with bpftool. The tests' oracle for tailprofd's task_work variant.
-6.18 has the kfunc; 6.18.44-fc-v1272's verifier refuses it in any program that cannot sleep."""
+"""Whether this kernel lets a tp_btf/sched_switch program schedule a BPF task work, and whether it
+loads an fexit program on schedule(), found apart from tailprofd: programs of a few instructions
+that do only that, built with clang against the build's vmlinux.h and loaded with bpftool. The
+tests' oracle for tailprofd's task_work variant (task_work, else fexit_schedule, else sys_exit).
+6.18 has the kfunc; 6.18.44-fc-v1272's verifier refuses it in any program that cannot sleep, and
+that kernel (locked down) refuses fexit programs; Debian's 6.1 and 6.12 load them."""
 import os
 import re
 import subprocess
@@ -49,6 +51,20 @@ int BPF_PROG(probe_tw, bool preempt, struct task_struct *prev, struct task_struc
 }
 """
 
+FEXIT_SOURCE = r"""
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+SEC("fexit/schedule")
+int BPF_PROG(probe_fexit)
+{
+	return 0;
+}
+"""
+
 # why, where the kernel lacks the kfunc (nothing was loaded)
 NO_KFUNC = "no kfunc"
 
@@ -58,6 +74,48 @@ _cached = None
 def kernel_has_task_work_kfunc():
     with open("/proc/kallsyms") as f:
         return any(line.rstrip().endswith(" bpf_task_work_schedule_resume_impl") for line in f)
+
+
+def load_probe(build, name, source):
+    """bpftool's CompletedProcess for loading source (a BPF C file) built against the build's
+    vmlinux.h; pinned under /sys/fs/bpf for the load alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, name + ".bpf.c")
+        obj = os.path.join(tmp, name + ".bpf.o")
+        with open(src, "w") as f:
+            f.write(source)
+        multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True,
+                                   text=True).stdout.strip()
+        cmd = ["clang", "-target", "bpf", "-D__TARGET_ARCH_x86", "-g", "-O2",
+               "-I", os.path.join(os.path.abspath(build), "bpf")]
+        if multiarch:
+            cmd += ["-I", "/usr/include/" + multiarch]
+        subprocess.run(cmd + ["-c", src, "-o", obj], check=True, capture_output=True, text=True)
+        pin = "/sys/fs/bpf/tailprof_test_%s_%d" % (name, os.getpid())
+        r = subprocess.run(["bpftool", "-d", "prog", "loadall", obj, pin], capture_output=True,
+                           text=True)
+        subprocess.run(["rm", "-rf", pin])
+    return r
+
+
+_fexit = None
+
+
+def fexit_verdict(build):
+    """True when the kernel loads an fexit program on schedule() (BPF trampolines, and no
+    lockdown that refuses them)."""
+    global _fexit
+    if _fexit is None:
+        _fexit = load_probe(build, "probe_fexit", FEXIT_SOURCE).returncode == 0
+    return _fexit
+
+
+def expected_return(build):
+    """The variant of tailprofd's task_work capability on this kernel: task_work, else
+    fexit_schedule, else sys_exit."""
+    if task_work_verdict(build)[0]:
+        return "task_work"
+    return "fexit_schedule" if fexit_verdict(build) else "sys_exit"
 
 
 def task_work_verdict(build):
@@ -71,22 +129,7 @@ def task_work_verdict(build):
     if not kernel_has_task_work_kfunc():
         _cached = (False, NO_KFUNC)
         return _cached
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "probe_tw.bpf.c")
-        obj = os.path.join(tmp, "probe_tw.bpf.o")
-        with open(src, "w") as f:
-            f.write(SOURCE)
-        multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True,
-                                   text=True).stdout.strip()
-        cmd = ["clang", "-target", "bpf", "-D__TARGET_ARCH_x86", "-g", "-O2",
-               "-I", os.path.join(os.path.abspath(build), "bpf")]
-        if multiarch:
-            cmd += ["-I", "/usr/include/" + multiarch]
-        subprocess.run(cmd + ["-c", src, "-o", obj], check=True, capture_output=True, text=True)
-        pin = "/sys/fs/bpf/tailprof_test_probe_tw_%d" % os.getpid()
-        r = subprocess.run(["bpftool", "-d", "prog", "loadall", obj, pin], capture_output=True,
-                           text=True)
-        subprocess.run(["rm", "-rf", pin])
+    r = load_probe(build, "probe_tw", SOURCE)
     if r.returncode == 0:
         _cached = (True, "")
         return _cached
