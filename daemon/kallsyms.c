@@ -209,7 +209,9 @@ int kallsyms__trampolines(const char *path, struct kernel_range *out, size_t max
 
 		p = eol ? eol + 1 : end;
 		addr = strtoull(q, &name, 16);
-		if (name == q || name[0] != ' ' || !name[1] || name[2] != ' ' || !addr)
+		/* (an address past 64 bits reads as ULLONG_MAX: no room for its page) */
+		if (name == q || name[0] != ' ' || !name[1] || name[2] != ' ' || !addr ||
+		    addr > UINT64_MAX - KALLSYMS_LAST_LEN)
 			continue;
 		name += 3;
 		if (strncmp(name, prefix, sizeof(prefix) - 1))
