@@ -191,19 +191,30 @@ struct object *kallsyms__load(const char *path, const char *notes_path)
 	return obj;
 }
 
-int kallsyms__trampolines(const char *path, struct kernel_range *out, size_t max)
+static int range_cmp(const void *a, const void *b)
+{
+	const struct kernel_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int kallsyms__trampolines(const char *path, struct kernel_range **out)
 {
 	static const char prefix[] = "bpf_trampoline_";
-	size_t len, n = 0;
+	struct kernel_range *r = NULL;
+	size_t len, n = 0, seen = 0, cap = 0, kept;
 	char *buf, *p, *end;
 	int err;
 
+	*out = NULL;
 	err = proc_read_file(path, KALLSYMS_MAX_BYTES, &buf, &len);
 	if (err)
 		return err;
 	end = buf + len;
-	/* first the trampolines' starts, then each one's end: the nearest symbol above it */
-	for (p = buf; p < end && n < max;) {
+	/* first the trampolines' starts: past KALLSYMS_TRAMPOLINES_MAX the newest (the kernel
+	 * lists BPF symbols in the order they were added: the last ones, tailprofd's own among
+	 * them, replace the first) */
+	for (p = buf; p < end;) {
 		char *eol = memchr(p, '\n', end - p), *name, *q = p;
 		uint64_t addr;
 
@@ -221,28 +232,55 @@ int kallsyms__trampolines(const char *path, struct kernel_range *out, size_t max
 			q++;
 		if (q == name + sizeof(prefix) - 1 || q + 6 > p || memcmp(q, "\t[bpf]", 6))
 			continue;
-		out[n++] = (struct kernel_range){.start = addr, .end = addr + KALLSYMS_LAST_LEN};
+		if (seen == cap && cap < KALLSYMS_TRAMPOLINES_MAX) {
+			size_t ncap = cap ? 2 * cap : 16;
+			struct kernel_range *nr;
+
+			if (ncap > KALLSYMS_TRAMPOLINES_MAX)
+				ncap = KALLSYMS_TRAMPOLINES_MAX;
+			nr = realloc(r, ncap * sizeof(*r));
+			if (!nr) {
+				free(r);
+				free(buf);
+				return -ENOMEM;
+			}
+			r = nr;
+			cap = ncap;
+		}
+		r[seen++ % KALLSYMS_TRAMPOLINES_MAX] =
+		    (struct kernel_range){.start = addr, .end = addr + KALLSYMS_LAST_LEN};
 	}
+	n = seen < KALLSYMS_TRAMPOLINES_MAX ? seen : KALLSYMS_TRAMPOLINES_MAX;
+	/* lowest first, each start once */
+	if (n)
+		qsort(r, n, sizeof(*r), range_cmp);
+	for (size_t i = kept = 0; i < n; i++)
+		if (!kept || r[i].start != r[kept - 1].start)
+			r[kept++] = r[i];
+	n = kept;
+	/* each one ends at the nearest symbol above it: for every symbol, the trampoline just
+	 * below it (a binary search) */
 	for (p = buf; n && p < end;) {
 		char *eol = memchr(p, '\n', end - p), *rest, *q = p;
+		size_t lo = 0, hi = n;
 		uint64_t addr;
 
 		p = eol ? eol + 1 : end;
 		addr = strtoull(q, &rest, 16);
 		if (rest == q)
 			continue;
-		for (size_t i = 0; i < n; i++)
-			if (addr > out[i].start && addr < out[i].end)
-				out[i].end = addr;
+		while (lo < hi) { /* the first range starting at or above addr */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (r[mid].start < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo && addr < r[lo - 1].end)
+			r[lo - 1].end = addr;
 	}
 	free(buf);
-	/* lowest first */
-	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && out[j].start < out[j - 1].start; j--) {
-			struct kernel_range t = out[j];
-
-			out[j] = out[j - 1];
-			out[j - 1] = t;
-		}
+	*out = r;
 	return (int)n;
 }

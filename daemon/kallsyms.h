@@ -23,11 +23,16 @@ struct kernel_range {
 	uint64_t start, end;
 };
 
+/* BPF trampolines kallsyms__trampolines() keeps at most: the newest (1 MiB of ranges) */
+#define KALLSYMS_TRAMPOLINES_MAX 65536
+
 /* The BPF trampolines in the kallsyms file at path, read now: symbols "bpf_trampoline_KEY" of
  * module [bpf] (kernel/bpf/trampoline.c names each after its key; an fexit program's return
  * address into one is on the kernel stack of every thread blocked in the function it traces).
- * Each range runs to the next symbol, at most 4 KiB (an image is at most a page). Up to max into
- * out, lowest first; returns how many, or a negative errno when the file cannot be read. */
-int kallsyms__trampolines(const char *path, struct kernel_range *out, size_t max);
+ * Each range runs to the next symbol, at most 4 KiB (an image is at most a page). *out gets a
+ * malloc'd array (free() it; NULL when none), lowest first, each start once; past
+ * KALLSYMS_TRAMPOLINES_MAX the newest are kept. Returns how many, or a negative errno when the
+ * file cannot be read or memory runs out. */
+int kallsyms__trampolines(const char *path, struct kernel_range **out);
 
 #endif

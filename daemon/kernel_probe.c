@@ -214,8 +214,9 @@ int kernel_probe__fexit_schedule(char *why, size_t len)
 		return -ENOTSUP;
 	}
 	/* refused before anything is verified by a kernel without BPF trampolines (ENOTSUPP:
-	 * no CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and by this machine kind's 6.18 (EPERM: it
-	 * is locked down, and its tracefs is closed too) */
+	 * no CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) and by this machine kind's 6.18, which has
+	 * them (EPERM, with its tracefs closed to root too: a policy of that kernel's, cause not
+	 * known) */
 	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", ret0, 2,
 			   &(struct bpf_prog_load_opts){.sz = sizeof(struct bpf_prog_load_opts),
 							.expected_attach_type = BPF_TRACE_FEXIT,
@@ -224,8 +225,8 @@ int kernel_probe__fexit_schedule(char *why, size_t len)
 		int err = errno;
 
 		snprintf(why, len,
-			 "the kernel refuses fexit programs on schedule() (%s: kernel lockdown, or "
-			 "no BPF trampolines)",
+			 "the kernel refuses fexit programs on schedule() (%s: no BPF trampolines, "
+			 "or a policy against them)",
 			 err == 524 ? "ENOTSUPP" : strerror(err));
 		return -ENOTSUP;
 	}

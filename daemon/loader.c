@@ -259,10 +259,10 @@ static void return_fallback(struct features *f, enum sched_return ret, const cha
 			n -= sizeof(more) - 1;
 			any_more = true;
 		}
-		/* each cut to 140 bytes: what runs instead must fit in the 400 */
+		/* each cut to 140 bytes, said so: what runs instead must fit in the 400 */
 		if (o < sizeof(out))
-			o += snprintf(out + o, sizeof(out) - o, "%s%.*s", o ? "; " : "",
-				      (int)(n < 140 ? n : 140), whys[i]);
+			o += snprintf(out + o, sizeof(out) - o, "%s%.*s%s", o ? "; " : "",
+				      (int)(n < 140 ? n : 140), whys[i], n > 140 ? "..." : "");
 	}
 	features__set(f, FEATURE_TASK_WORK, true, return_names[ret],
 		      "%s; instead %s takes those stacks%s", out,

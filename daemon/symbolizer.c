@@ -673,7 +673,8 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
  * failed read keeps those read before, said once. */
 static void read_trampolines(struct symbolizer *s)
 {
-	int n = kallsyms__trampolines(s->kallsyms_path, s->trampolines, SYM_TRAMPOLINES_MAX);
+	struct kernel_range *r;
+	int n = kallsyms__trampolines(s->kallsyms_path, &r);
 
 	s->trampolines_read_ns = sysinfo__mono_ns();
 	s->trampoline_misses = 0;
@@ -685,6 +686,8 @@ static void read_trampolines(struct symbolizer *s)
 				s->kallsyms_path, strerror(-n));
 		return;
 	}
+	free(s->trampolines);
+	s->trampolines = r;
 	s->nr_trampolines = (size_t)n;
 	pr_debug("%d BPF trampolines in %s: their frames are left out of kernel stacks", n,
 		 s->kallsyms_path);
@@ -762,6 +765,7 @@ void symbolizer__free(struct symbolizer *s)
 		drop_layout(s, &s->layouts[i], false);
 	object__put(s->kernel);
 	free(s->kallsyms_path);
+	free(s->trampolines);
 	object_cache__detach_all(&s->objects);
 	free(s->procs);
 	for (size_t i = 0; i < s->nr_debug_dirs; i++)

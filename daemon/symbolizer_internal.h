@@ -149,13 +149,11 @@ struct symbolizer {
 	int (*cgroup_id)(void *ctx, bool v1, const char *path, uint64_t *id);
 	void *cgroup_ctx;
 	struct object *kernel;
-/* BPF trampolines kept to leave out of kernel stacks: each function that fentry/fexit programs
- * trace has one */
-#define SYM_TRAMPOLINES_MAX 256
-	/* BPF trampolines whose frames are left out (hide_trampolines), lowest first */
+	/* BPF trampolines whose frames are left out (hide_trampolines), lowest first: each
+	 * function that fentry/fexit programs trace has one */
 	bool hide_trampolines;
 	char *kallsyms_path;
-	struct kernel_range trampolines[SYM_TRAMPOLINES_MAX];
+	struct kernel_range *trampolines;
 	size_t nr_trampolines;
 	uint32_t trampoline_misses;   /* blocked stacks' leaves in none since they were read */
 	uint64_t trampolines_read_ns; /* CLOCK_MONOTONIC of that read */

@@ -271,19 +271,20 @@ static void test_trampolines(void **state)
 	    0xffffffffc0b01fffull, /* the first trampoline's last byte, left out */
 	};
 	const size_t n = sizeof(addrs) / sizeof(addrs[0]);
-	struct kernel_range r[4];
+	struct kernel_range *r;
 	struct symbolizer_stats st;
 	struct symbolizer *s;
 	struct frame f[16];
 
 	(void)state;
-	assert_int_equal(kallsyms__trampolines(path, r, 4), 2);
+	assert_int_equal(kallsyms__trampolines(path, &r), 2);
 	assert_int_equal(r[0].start, 0xffffffffc0b01000ull);
 	assert_int_equal(r[0].end, 0xffffffffc0b02000ull);
 	assert_int_equal(r[1].start, 0xffffffffc0b02000ull);
 	assert_int_equal(r[1].end, 0xffffffffc0b020cdull);
-	assert_int_equal(kallsyms__trampolines(path, r, 1), 1);
-	assert_int_equal(kallsyms__trampolines("/nonexistent/kallsyms", r, 4), -ENOENT);
+	free(r);
+	assert_int_equal(kallsyms__trampolines("/nonexistent/kallsyms", &r), -ENOENT);
+	assert_null(r);
 
 	s = symbolizer__new(&(struct symbolizer_opts){.kallsyms = path, .hide_trampolines = true});
 	assert_non_null(s);
@@ -309,13 +310,54 @@ static void test_trampolines(void **state)
 	symbolizer__free(s);
 }
 
+/* More trampolines than are kept: the newest (listed last: the kernel appends new BPF symbols),
+ * tailprofd's own among them, are; duplicates count once. */
+static void test_many_trampolines(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	const size_t extra = 10;
+	const uint64_t base = 0xffffffffc1000000ull;
+	struct kernel_range *r;
+	char path[4096];
+	FILE *f;
+	int fd, n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tailprof-kallsyms-XXXXXX", tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	/* listed from the highest address down, as a rebuilt one can be anywhere */
+	for (size_t i = 0; i < KALLSYMS_TRAMPOLINES_MAX + extra; i++)
+		fprintf(f, "%" PRIx64 " t bpf_trampoline_%zu\t[bpf]\n",
+			base + (KALLSYMS_TRAMPOLINES_MAX + extra - 1 - i) * 0x100, 6442450944 + i);
+	fprintf(f, "%" PRIx64 " t bpf_trampoline_1\t[bpf]\n", base); /* again */
+	fprintf(f, "%" PRIx64 " t bpf_prog_end\t[bpf]\n",
+		base + (KALLSYMS_TRAMPOLINES_MAX + extra) * 0x100);
+	assert_int_equal(fclose(f), 0);
+	n = kallsyms__trampolines(path, &r);
+	unlink(path);
+	/* the first `extra + 1` listed (the highest addresses) gave way; base, listed last twice,
+	 * is kept once */
+	assert_int_equal(n, KALLSYMS_TRAMPOLINES_MAX - 1);
+	assert_int_equal(r[0].start, base);
+	assert_int_equal(r[0].end, base + 0x100);
+	for (int i = 1; i < n; i++) {
+		assert_true(r[i - 1].start < r[i].start);
+		assert_int_equal(r[i].end - r[i].start, 0x100);
+	}
+	assert_int_equal(r[n - 1].start, base + (uint64_t)(KALLSYMS_TRAMPOLINES_MAX - 2) * 0x100);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fixture_core),   cmocka_unit_test(test_fixture_modules),
 	    cmocka_unit_test(test_resolve_kernel), cmocka_unit_test(test_hidden_addresses),
 	    cmocka_unit_test(test_notes),	   cmocka_unit_test(test_real_kallsyms),
-	    cmocka_unit_test(test_trampolines),
+	    cmocka_unit_test(test_trampolines),	   cmocka_unit_test(test_many_trampolines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
