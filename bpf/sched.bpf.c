@@ -269,12 +269,12 @@ int BPF_PROG(sched_switch_tw, bool preempt, struct task_struct *prev, struct tas
 
 /* The captured block of thread tid (task t) that st says is pending, taken out: from its
  * offcpu_slot (in place: the slot is TP_SLOT_BUSY until released with release_slot()), else
- * from `pending` into the exit scratch sample. NULL: gone. */
+ * from `pending` into the scratch sample of key (its caller's). NULL: gone. */
 static __always_inline struct tp_sample *take_pending(struct tp_sched_task *st, __u32 tid,
 						      struct task_struct *t,
-						      struct tp_offcpu_slot **slp)
+						      struct tp_offcpu_slot **slp, __u32 key)
 {
-	__u32 zero = 0, key = TP_SCRATCH_EXIT;
+	__u32 zero = 0;
 	struct tp_offcpu_slot *sl;
 	struct tp_pending *e;
 	struct tp_sample *o;
@@ -328,7 +328,7 @@ static __always_inline void returned(struct tp_sched_cpu *c, struct task_struct 
 	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	if (!st || !st->pending)
 		return;
-	o = take_pending(st, st->key_tid, t, &sl);
+	o = take_pending(st, st->key_tid, t, &sl, TP_SCRATCH_EXIT);
 	if (!o)
 		return;
 	if (same_regs &&
@@ -411,7 +411,7 @@ int BPF_PROG(sched_thread_exit, struct task_struct *p)
 		}
 		return 0;
 	}
-	o = take_pending(st, st->key_tid, p, &sl);
+	o = take_pending(st, st->key_tid, p, &sl, TP_SCRATCH_THREAD_EXIT);
 	if (!o)
 		return 0;
 	no_user_stack(o);

@@ -199,7 +199,7 @@ static __always_inline void capture_block(struct task_struct *next, struct tp_sc
 	       !(next->flags & (TP_PF_IO_WORKER | TP_PF_USER_WORKER | TP_PF_EXITING)) &&
 	       st->syscall_nr >= 0;
 	/* the sample is built where it waits: the tw_pending entry in the making, this CPU's
-	 * offcpu_slot (sys_exit), or, when it is sent from here, a scratch */
+	 * offcpu_slot (fexit/schedule, sys_exit), or, when it is sent from here, a scratch */
 	if (twice) {
 		user = false;
 		o = bpf_map_lookup_elem(&off_scratch, &key);

@@ -90,7 +90,7 @@ static __always_inline long send(struct tp_sample *o, struct tp_sched_task *st)
 	return 0;
 }
 
-/* The off-CPU sample of pending block pd of thread tid (task t, the current one at sys_exit), in
+/* The off-CPU sample of pending block pd of thread tid (task t, the current one at its return), in
  * o, kernel stack and labels filled; no user stack yet. */
 static __always_inline void sample_of(struct tp_sample *o, struct tp_pending *pd, __u32 tid,
 				      struct task_struct *t)

@@ -139,7 +139,8 @@ struct tp_pending {
 };
 
 /* pending: tid -> its captured block, waiting for the thread's return from the syscall for the
- * user stack. Written at switch-in, read and deleted at sys_exit, deleted at thread exit. Bounded:
+ * user stack. Written at switch-in, read and deleted by the return program (fexit/schedule or
+ * sys_exit), deleted at thread exit. Bounded:
  * 4096 threads woken from long blocks but not yet back in user space at once; beyond that a sample
  * is sent with its kernel stack only. */
 struct {
@@ -248,11 +249,13 @@ struct {
 } sched_metrics SEC(".maps");
 
 /* Per-CPU scratch, too big for the BPF stack: the sample a switch-in builds when the CPU's
- * offcpu_slot is not free, the one sys_exit or thread exit builds from `pending`, and the
- * record hold() builds (separate: a preemptible kernel may switch in the middle of sys_exit). */
+ * offcpu_slot is not free, the one the return program (fexit/schedule or sys_exit) builds from
+ * `pending`, the one thread exit builds so, and the record hold() builds. Each its own: a
+ * preemptible kernel may switch (and run the switch and thread exit programs) in the middle of
+ * the return program, which fexit/schedule always is (migration off, preemption on). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 3);
+	__uint(max_entries, 4);
 	__type(key, __u32);
 	__type(value, struct tp_sample);
 } off_scratch SEC(".maps");
@@ -260,5 +263,6 @@ struct {
 #define TP_SCRATCH_SWITCH 0
 #define TP_SCRATCH_EXIT	  1
 #define TP_SCRATCH_HOLD	  2 /* hold(): a `pending` record in the making */
+#define TP_SCRATCH_THREAD_EXIT 3
 
 #endif

@@ -31,7 +31,8 @@ static __always_inline void read_block_regs(struct tp_sched_task *st, struct pt_
  * else (tables_only 0) by frame pointers. Returns frames (0: none).
  *
  * A global function: the verifier checks it once, not once per caller (sched_switch at a
- * blocking switch-out, sys_exit, the task work), which together would pass its limit. */
+ * blocking switch-out, fexit/schedule or sys_exit, the task work), which together would pass
+ * its limit. */
 __noinline int current_user_stack(__u32 key, __u32 tables_only)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
