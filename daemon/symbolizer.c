@@ -677,7 +677,7 @@ static void read_trampolines(struct symbolizer *s)
 	int n = kallsyms__trampolines(s->kallsyms_path, &r);
 
 	s->trampolines_read_ns = sysinfo__mono_ns();
-	s->trampoline_misses = 0;
+	s->trampoline_misses = s->trampoline_hits = 0;
 	s->stats.trampoline_reads++;
 	if (n < 0) {
 		if (s->stats.trampoline_reads == 1)
@@ -926,10 +926,16 @@ uint32_t symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs,
 	uint32_t o = 0;
 
 	release_stale(s);
-	if (s->hide_trampolines && blocked && n && !in_trampoline(s, addrs[0]) &&
-	    ++s->trampoline_misses >= 16 &&
-	    sysinfo__mono_ns() - s->trampolines_read_ns >= TRAMPOLINES_REREAD_NS)
-		read_trampolines(s);
+	/* A rebuilt trampoline makes nearly every blocked leaf miss; a wait that bypasses
+	 * schedule() (PI futexes) misses now and then, and must not cost a read a minute. */
+	if (s->hide_trampolines && blocked && n) {
+		if (in_trampoline(s, addrs[0]))
+			s->trampoline_hits++;
+		else if (++s->trampoline_misses >= 16 &&
+			 s->trampoline_misses > s->trampoline_hits &&
+			 sysinfo__mono_ns() - s->trampolines_read_ns >= TRAMPOLINES_REREAD_NS)
+			read_trampolines(s);
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		if (s->hide_trampolines && in_trampoline(s, addrs[i])) {
 			s->stats.trampoline_frames++;

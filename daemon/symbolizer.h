@@ -199,10 +199,10 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_
 /* Resolves n kernel addresses (leaf first) into out (obj = the kernel object), leaving out those
  * in BPF trampolines where opts.hide_trampolines. blocked: the stack of a thread blocked in
  * schedule() (an off-CPU sample), whose leaf is then the return address into the trampoline of
- * tailprofd's fexit/schedule; a leaf in none of the trampolines known means that one was rebuilt
- * (another program attached to schedule() or left it), and after 16 such leaves the trampolines
- * are read again from kallsyms (some 40 ms), at most once a minute. Frames borrowed as above.
- * Returns the frames written. */
+ * tailprofd's fexit/schedule; leaves in none of the trampolines known, at least 16 and more than
+ * those in one, mean that it was rebuilt (another program attached to schedule() or left it),
+ * and the trampolines are read again from kallsyms (some 40 ms), at most once a minute. Frames
+ * borrowed as above. Returns the frames written. */
 uint32_t symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
 				    bool blocked, struct frame *out);
 struct exec_identity;

@@ -156,6 +156,7 @@ struct symbolizer {
 	struct kernel_range *trampolines;
 	size_t nr_trampolines;
 	uint32_t trampoline_misses;   /* blocked stacks' leaves in none since they were read */
+	uint32_t trampoline_hits;     /* and in one */
 	uint64_t trampolines_read_ns; /* CLOCK_MONOTONIC of that read */
 	struct object_cache objects;
 	struct process **procs;
