@@ -97,6 +97,20 @@ static int module_tag(struct object *obj, size_t *cap, const char *name, uint16_
 	return 0;
 }
 
+/* The fields of the kallsyms line at q, "ADDR TYPE NAME[\t[MODULE]]" (not modified): the address
+ * into *addr (ULLONG_MAX past 64 bits) and the type into *type; returns NAME (up to the tab or
+ * the line's end), or NULL for a line of another form. */
+static char *line_fields(char *q, uint64_t *addr, char *type)
+{
+	char *name;
+
+	*addr = strtoull(q, &name, 16);
+	if (name == q || name[0] != ' ' || !name[1] || name[2] != ' ')
+		return NULL;
+	*type = name[1];
+	return name + 3;
+}
+
 /* Parses "ADDR TYPE NAME[\t[MODULE]]" lines of buf (modified in place). Returns 0 or -ENOMEM;
  * *zero counts text symbols at address 0. */
 static int parse_kallsyms(char *buf, size_t len, struct object *obj, size_t *zero)
@@ -110,17 +124,17 @@ static int parse_kallsyms(char *buf, size_t len, struct object *obj, size_t *zer
 		char *eol = memchr(p, '\n', end - p), *name, *module, *q;
 		uint64_t addr;
 		uint16_t tag = 0;
+		char type;
 		int rank;
 
 		if (eol)
 			*eol = '\0';
 		q = p;
 		p = eol ? eol + 1 : end;
-		addr = strtoull(q, &name, 16);
-		if (name == q || name[0] != ' ' || !name[1] || name[2] != ' ')
+		name = line_fields(q, &addr, &type);
+		if (!name)
 			continue;
-		rank = type_rank(name[1]);
-		name += 3;
+		rank = type_rank(type);
 		if (rank < 0 || !*name)
 			continue;
 		module = strchr(name, '\t');
@@ -153,7 +167,15 @@ fail:
 	return err;
 }
 
+static int trampolines_in(char *buf, size_t len, struct kernel_range **out);
+
 struct object *kallsyms__load(const char *path, const char *notes_path)
+{
+	return kallsyms__load_with_trampolines(path, notes_path, NULL, NULL);
+}
+
+struct object *kallsyms__load_with_trampolines(const char *path, const char *notes_path,
+					       struct kernel_range **trampolines, int *nr)
 {
 	struct object *obj = object__new("[kernel.kallsyms]");
 	const struct symtab *t = &obj->symtab;
@@ -163,11 +185,18 @@ struct object *kallsyms__load(const char *path, const char *notes_path)
 
 	obj->is_kernel = true;
 	read_kernel_build_id(notes_path, obj->build_id);
+	if (trampolines)
+		*trampolines = NULL;
 	err = proc_read_file(path, KALLSYMS_MAX_BYTES, &buf, &len);
 	if (err) {
+		if (trampolines)
+			*nr = err;
 		pr_warn("cannot read kernel symbols from %s: %s", path, strerror(-err));
 		return obj;
 	}
+	/* before the symbols' parse, which cuts the lines */
+	if (trampolines)
+		*nr = trampolines_in(buf, len, trampolines);
 	err = parse_kallsyms(buf, len, obj, &zero);
 	free(buf);
 	if (err) {
@@ -200,31 +229,40 @@ static int range_cmp(const void *a, const void *b)
 
 int kallsyms__trampolines(const char *path, struct kernel_range **out)
 {
-	static const char prefix[] = "bpf_trampoline_";
-	struct kernel_range *r = NULL;
-	size_t len, n = 0, seen = 0, cap = 0, kept;
-	char *buf, *p, *end;
-	int err;
+	size_t len;
+	char *buf;
+	int err, n;
 
 	*out = NULL;
 	err = proc_read_file(path, KALLSYMS_MAX_BYTES, &buf, &len);
 	if (err)
 		return err;
-	end = buf + len;
+	n = trampolines_in(buf, len, out);
+	free(buf);
+	return n;
+}
+
+/* kallsyms__trampolines() of the file's text in buf (len bytes, not modified). */
+static int trampolines_in(char *buf, size_t len, struct kernel_range **out)
+{
+	static const char prefix[] = "bpf_trampoline_";
+	struct kernel_range *r = NULL;
+	size_t n = 0, seen = 0, cap = 0, kept;
+	char *p, *end = buf + len;
+
+	*out = NULL;
 	/* first the trampolines' starts: past KALLSYMS_TRAMPOLINES_MAX the newest (the kernel
 	 * lists BPF symbols in the order they were added: the last ones, tailprofd's own among
 	 * them, replace the first) */
 	for (p = buf; p < end;) {
-		char *eol = memchr(p, '\n', end - p), *name, *q = p;
+		char *eol = memchr(p, '\n', end - p), *name, *q = p, type;
 		uint64_t addr;
 
 		p = eol ? eol + 1 : end;
-		addr = strtoull(q, &name, 16);
+		name = line_fields(q, &addr, &type);
 		/* (an address past 64 bits reads as ULLONG_MAX: no room for its page) */
-		if (name == q || name[0] != ' ' || !name[1] || name[2] != ' ' || !addr ||
-		    addr > UINT64_MAX - KALLSYMS_LAST_LEN)
+		if (!name || !addr || addr > UINT64_MAX - KALLSYMS_LAST_LEN)
 			continue;
-		name += 3;
 		if (strncmp(name, prefix, sizeof(prefix) - 1))
 			continue;
 		q = name + sizeof(prefix) - 1;
@@ -241,7 +279,6 @@ int kallsyms__trampolines(const char *path, struct kernel_range **out)
 			nr = realloc(r, ncap * sizeof(*r));
 			if (!nr) {
 				free(r);
-				free(buf);
 				return -ENOMEM;
 			}
 			r = nr;
@@ -280,7 +317,6 @@ int kallsyms__trampolines(const char *path, struct kernel_range **out)
 		if (lo && addr < r[lo - 1].end)
 			r[lo - 1].end = addr;
 	}
-	free(buf);
 	*out = r;
 	return (int)n;
 }

@@ -34,5 +34,9 @@ struct kernel_range {
  * KALLSYMS_TRAMPOLINES_MAX the newest are kept. Returns how many, or a negative errno when the
  * file cannot be read or memory runs out. */
 int kallsyms__trampolines(const char *path, struct kernel_range **out);
+/* kallsyms__load() and kallsyms__trampolines() from one read of the file: *trampolines and *nr
+ * get what kallsyms__trampolines() gives (*nr a negative errno when the file cannot be read). */
+struct object *kallsyms__load_with_trampolines(const char *path, const char *notes_path,
+					       struct kernel_range **trampolines, int *nr);
 
 #endif

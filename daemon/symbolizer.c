@@ -669,13 +669,11 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 /* Blocked stacks' leaves in none of the trampolines known: read them again at most this often */
 #define TRAMPOLINES_REREAD_NS (60 * 1000000000ull)
 
-/* The BPF trampolines, read from kallsyms now (their frames are left out of kernel stacks). A
- * failed read keeps those read before, said once. */
-static void read_trampolines(struct symbolizer *s)
+/* Takes the BPF trampolines read from kallsyms (their frames are left out of kernel stacks): n
+ * of them in r (malloc'd), or n a negative errno: a failed read keeps those read before, said
+ * once. */
+static void set_trampolines(struct symbolizer *s, int n, struct kernel_range *r)
 {
-	struct kernel_range *r;
-	int n = kallsyms__trampolines(s->kallsyms_path, &r);
-
 	s->trampolines_read_ns = sysinfo__mono_ns();
 	s->trampoline_misses = s->trampoline_hits = 0;
 	s->stats.trampoline_reads++;
@@ -691,6 +689,15 @@ static void read_trampolines(struct symbolizer *s)
 	s->nr_trampolines = (size_t)n;
 	pr_debug("%d BPF trampolines in %s: their frames are left out of kernel stacks", n,
 		 s->kallsyms_path);
+}
+
+/* The BPF trampolines, read from kallsyms now. */
+static void read_trampolines(struct symbolizer *s)
+{
+	struct kernel_range *r;
+	int n = kallsyms__trampolines(s->kallsyms_path, &r);
+
+	set_trampolines(s, n, r);
 }
 
 /* Whether kernel address addr is in one of the trampolines read (a binary search). */
@@ -744,12 +751,22 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
 	s->kallsyms_path = sym_xstrdup(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms");
-	s->kernel = kallsyms__load(s->kallsyms_path,
-				   opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes");
-	object_cache__add(&s->objects, s->kernel, false);
 	s->hide_trampolines = opts->hide_trampolines;
-	if (s->hide_trampolines)
-		read_trampolines(s);
+	if (s->hide_trampolines) {
+		/* the symbols and the trampolines from one read (some 40 ms each) */
+		struct kernel_range *r;
+		int n;
+
+		s->kernel = kallsyms__load_with_trampolines(
+		    s->kallsyms_path, opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes",
+		    &r, &n);
+		set_trampolines(s, n, r);
+	} else {
+		s->kernel =
+		    kallsyms__load(s->kallsyms_path,
+				   opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes");
+	}
+	object_cache__add(&s->objects, s->kernel, false);
 	return s;
 }
 

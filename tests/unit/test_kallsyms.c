@@ -310,6 +310,50 @@ static void test_trampolines(void **state)
 	symbolizer__free(s);
 }
 
+/* One read for both: the symbols kallsyms__load() gives and the trampolines
+ * kallsyms__trampolines() gives, from the same file (the lines the symbols' parse cuts are read
+ * for the trampolines first); an unreadable file gives its errno and an object without symbols. */
+static void test_load_with_trampolines(void **state)
+{
+	const char *path = fixture("TAILPROF_FIXTURE_KALLSYMS_TRAMPOLINES");
+	struct object *alone = kallsyms__load(path, NULL), *both;
+	struct kernel_range *r, *r2;
+	int n, n2;
+
+	(void)state;
+	both = kallsyms__load_with_trampolines(path, NULL, &r, &n);
+	n2 = kallsyms__trampolines(path, &r2);
+	assert_int_equal(n, 2);
+	assert_int_equal(n2, 2);
+	assert_memory_equal(r, r2, 2 * sizeof(*r));
+	/* every symbol of the fixture, and the gaps after them, name the same */
+	for (uint64_t a = 0xffffffff81000000ull; a < 0xffffffff81000500ull; a += 0x10)
+		assert_ptr_equal(!object__lookup(both, a, NULL), !object__lookup(alone, a, NULL));
+	for (uint64_t a = 0xffffffffc0b00000ull; a < 0xffffffffc0b07000ull; a += 0x80) {
+		uint64_t s1 = 0, s2 = 0;
+		const char *n1 = object__lookup(both, a, &s1), *n2 = object__lookup(alone, a, &s2);
+
+		assert_true((n1 == NULL) == (n2 == NULL));
+		if (n1) {
+			assert_string_equal(n1, n2);
+			assert_int_equal(s1, s2);
+		}
+	}
+	assert_string_equal(object__lookup(both, 0xffffffff81000210ull, NULL), "hrtimer_nanosleep");
+	assert_string_equal(object__lookup(both, 0xffffffffc0b01023ull, NULL),
+			    "bpf_trampoline_6442458716");
+	free(r);
+	free(r2);
+	object__put(both);
+	object__put(alone);
+
+	both = kallsyms__load_with_trampolines("/nonexistent/kallsyms", NULL, &r, &n);
+	assert_int_equal(n, -ENOENT);
+	assert_null(r);
+	assert_null(object__lookup(both, 0xffffffff81000210ull, NULL));
+	object__put(both);
+}
+
 /* More trampolines than are kept: the newest (listed last: the kernel appends new BPF symbols),
  * tailprofd's own among them, are; duplicates count once. */
 static void test_many_trampolines(void **state)
@@ -354,10 +398,15 @@ static void test_many_trampolines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_fixture_core),   cmocka_unit_test(test_fixture_modules),
-	    cmocka_unit_test(test_resolve_kernel), cmocka_unit_test(test_hidden_addresses),
-	    cmocka_unit_test(test_notes),	   cmocka_unit_test(test_real_kallsyms),
-	    cmocka_unit_test(test_trampolines),	   cmocka_unit_test(test_many_trampolines),
+	    cmocka_unit_test(test_fixture_core),
+	    cmocka_unit_test(test_fixture_modules),
+	    cmocka_unit_test(test_resolve_kernel),
+	    cmocka_unit_test(test_hidden_addresses),
+	    cmocka_unit_test(test_notes),
+	    cmocka_unit_test(test_real_kallsyms),
+	    cmocka_unit_test(test_trampolines),
+	    cmocka_unit_test(test_many_trampolines),
+	    cmocka_unit_test(test_load_with_trampolines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
