@@ -667,6 +667,11 @@ const char *loader__return_path(const struct loader *l)
 	return !l->sched ? "none" : return_names[l->ret];
 }
 
+bool loader__fexit_schedule(const struct loader *l)
+{
+	return l && l->sched && l->ret == RET_FEXIT;
+}
+
 const char *loader__block_clock(const struct loader *l)
 {
 	return !l->sched ? "none" : l->block_clock_rq ? "rq" : "monotonic";

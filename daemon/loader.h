@@ -143,6 +143,10 @@ int loader__take_sched_procs(struct loader *l, uint32_t before,
  * program on every syscall's return: kernels without them, or TAILPROF_SCHED_RETURN=sys_exit in
  * the environment, for tests), "none" without the scheduler programs. */
 const char *loader__return_path(const struct loader *l);
+/* True when that is "fexit_schedule": its BPF trampoline's return address is then on the kernel
+ * stack of every thread blocked in schedule() (symbolizer_opts.hide_trampolines). False for a
+ * NULL l. */
+bool loader__fexit_schedule(const struct loader *l);
 /* The scheduler programs' counters (TP_SCH_NR values, cumulative); zeros without them. */
 void loader__sched_metrics(const struct loader *l, uint64_t out[TP_SCH_NR]);
 /* True when the loaded programs walk user stacks with unwind tables. */

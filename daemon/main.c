@@ -535,7 +535,7 @@ int main(int argc, char **argv)
 				   !strcmp(getenv("TAILPROF_MAPS_RECORDS_CHECK"), "1"));
 	features__log(features);
 	sym = symbolizer__new(&(struct symbolizer_opts){
-	    .hide_trampolines = !strcmp(loader__return_path(loader), "fexit_schedule"),
+	    .hide_trampolines = loader__fexit_schedule(loader),
 	    .debug_dirs = o.debug_dirs,
 	    .nr_debug_dirs = o.nr_debug_dirs,
 	    .max_processes = o.limits.v[LIMIT_PROCESSES],

@@ -287,7 +287,7 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    "source", 3, sources,
 	    (const int[]){TP_SCH_USTACK_CACHED, TP_SCH_USTACK_EARLY, TP_SCH_USTACK_WALKED});
 	/* (BPF counts the blocks held for the return from schedule() or the syscall as one) */
-	fexit = ctx->loader && !strcmp(loader__return_path(ctx->loader), "fexit_schedule");
+	fexit = loader__fexit_schedule(ctx->loader);
 	put_sched_counter(
 	    t, st, "tailprof_offcpu_user_stack_path_total",
 	    "Captured blocks of user threads, by where their user stack was taken: at switch-out "
