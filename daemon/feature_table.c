@@ -61,6 +61,18 @@ void features__free(struct features *f)
 	free(f);
 }
 
+/* How much of the n bytes at s an error quotes: at most 64, cut before a UTF-8 continuation
+ * byte so that a character is never split. */
+static int quoted_len(const char *s, size_t n)
+{
+	if (n <= 64)
+		return (int)n;
+	n = 64;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return (int)n;
+}
+
 int features__parse_off(struct features *f, const char *off, const char *sched_return, char *err,
 			size_t len)
 {
@@ -81,7 +93,7 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 			    "comma-separated list of eh_frame_unwinding, offcpu, runq_latency, "
 			    "task_work, stages, gc, bpf_stats, request_accounting, python_frames, "
 			    "mmap_records",
-			    n > 64 ? 64 : (int)n, p, n > 64 ? "..." : "");
+			    quoted_len(p, n), p, n > 64 ? "..." : "");
 			return -EINVAL;
 		}
 		if (id >= 0)
@@ -95,9 +107,10 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 		if (strcmp(sched_return, "sys_exit")) {
 			snprintf(
 			    err, len,
-			    "TAILPROF_SCHED_RETURN: '%.64s%s' is not allowed; the only value is "
+			    "TAILPROF_SCHED_RETURN: '%.*s%s' is not allowed; the only value is "
 			    "sys_exit (tests; the same as TAILPROF_FEATURES_OFF=task_work)",
-			    sched_return, strlen(sched_return) > 64 ? "..." : "");
+			    quoted_len(sched_return, strlen(sched_return)), sched_return,
+			    strlen(sched_return) > 64 ? "..." : "");
 			return -EINVAL;
 		}
 		if (!(f->forced & (1u << FEATURE_TASK_WORK)))
@@ -145,6 +158,19 @@ void features__set_quiet(struct features *f, enum feature_id id)
 		f->v[id].quiet = true;
 }
 
+/* Appends src to the n bytes of dst (size bytes) as far as it fits, NUL-terminated. Returns the
+ * new length. */
+static size_t append(char *dst, size_t size, size_t n, const char *src)
+{
+	size_t m = strlen(src);
+
+	if (m > size - 1 - n)
+		m = size - 1 - n;
+	memcpy(dst + n, src, m);
+	dst[n + m] = '\0';
+	return n + m;
+}
+
 void features__set_load_failure(struct features *f, enum feature_id id, const char *object,
 				const char *program, bool verifier, const char *log)
 {
@@ -153,10 +179,32 @@ void features__set_load_failure(struct features *f, enum feature_id id, const ch
 	if (!f)
 		return;
 	ft = &f->v[id];
+	object = object ? object : "";
+	program = program ? program : "";
+	/* a fallback of the same object refused too (task_work: sched_switch_tw, then
+	 * sched_return): both kept, each log under its program's name */
+	if (ft->load_failed && !strcmp(ft->object, object) && *program &&
+	    strcmp(ft->program, program)) {
+		size_t n = strlen(ft->program);
+		char *both = NULL;
+
+		/* each log under its program's name, "(no log)" for one without */
+		if (asprintf(&both, "[%s]%s%s\n[%s]%s%s", ft->program, ft->log ? "\n" : " (no log)",
+			     ft->log ? ft->log : "", program, log ? "\n" : " (no log)",
+			     log ? log : "") < 0)
+			abort();
+		free(ft->log);
+		ft->log = both;
+		ft->verifier = ft->verifier && verifier;
+		/* "FIRST, then SECOND", cut to fit */
+		n = append(ft->program, sizeof(ft->program), n, ", then ");
+		append(ft->program, sizeof(ft->program), n, program);
+		return;
+	}
 	ft->load_failed = true;
 	ft->verifier = verifier;
-	snprintf(ft->object, sizeof(ft->object), "%s", object ? object : "");
-	snprintf(ft->program, sizeof(ft->program), "%s", program ? program : "");
+	snprintf(ft->object, sizeof(ft->object), "%s", object);
+	snprintf(ft->program, sizeof(ft->program), "%s", program);
 	free(ft->log);
 	ft->log = NULL;
 	if (log && !(ft->log = strdup(log)))
@@ -254,7 +302,11 @@ void features__print(const struct features *f, FILE *out)
 			continue;
 		fprintf(out, "\n%s%s%s (%s): %s\n", ft->object, *ft->program ? ", program " : "",
 			ft->program, ft->name,
-			!ft->log       ? ft->reason
+			!ft->log ? ft->reason
+			: strstr(ft->program, ", then ")
+			    ? (ft->verifier
+				   ? "the verifier rejected both; the last lines of each log:"
+				   : "neither loaded; the last messages of each:")
 			: ft->verifier ? "the verifier rejected it; the last lines of its log:"
 				       : "libbpf failed to load it; its last messages:");
 		for (line = ft->log; line && *line; line = *end ? end + 1 : end) {

@@ -100,6 +100,31 @@ static void test_parse_off(void **state)
 	}
 }
 
+/* A long bad value is quoted cut at 64 bytes, never inside a UTF-8 character. */
+static void test_parse_off_quotes_whole_characters(void **state)
+{
+	/* 63 ASCII bytes then "é" (2 bytes): byte 64 is the middle of the "é" */
+	char val[80], err[300];
+	const char *q;
+
+	(void)state;
+	memset(val, 'a', 63);
+	strcpy(val + 63, "\xc3\xa9zzz");
+	for (int which = 0; which < 2; which++) {
+		struct features *f = features__new();
+
+		assert_int_equal(features__parse_off(f, which ? NULL : val, which ? val : NULL, err,
+						     sizeof(err)),
+				 -EINVAL);
+		q = strchr(err, '\'');
+		assert_non_null(q);
+		/* the 63 ASCII bytes, then the cut: no half of the "é" */
+		assert_int_equal(strspn(q + 1, "a"), 63);
+		assert_memory_equal(q + 64, "...'", 4);
+		features__free(f);
+	}
+}
+
 static void test_forced_reason_names_the_switch(void **state)
 {
 	struct features *f = features__new();
@@ -279,17 +304,69 @@ static void test_fallback_failure_is_not_fatal(void **state)
 	features__free(f);
 }
 
+/* The fallback refused too (task_work: sched_switch_tw, then sched_return): --check prints both
+ * logs, each under its program's name; the same program again replaces its record. */
+static void test_two_failures_keep_both_logs(void **state)
+{
+	struct features *f = features__new();
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	(void)state;
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_switch_tw", true,
+				   "R1 type=scalar\nsleepable callback in a program that is not "
+				   "sleepable");
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_return", true,
+				   "attach_btf_id 1234 is not a function");
+	features__set(f, FEATURE_TASK_WORK, false, "", "the verifier rejected both");
+	assert_true(features__any_load_failed(f));
+	m = open_memstream(&out, &len);
+	features__print(f, m);
+	fclose(m);
+	assert_non_null(strstr(out, "\nsched_bpf, program sched_switch_tw, then sched_return "
+				    "(task_work): the verifier rejected both; the last lines of "
+				    "each log:\n"
+				    "  [sched_switch_tw]\n"
+				    "  R1 type=scalar\n"
+				    "  sleepable callback in a program that is not sleepable\n"
+				    "  [sched_return]\n"
+				    "  attach_btf_id 1234 is not a function\n"));
+	free(out);
+	features__free(f);
+
+	/* one without a log, and libbpf's messages: said so */
+	f = features__new();
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_switch_tw", false,
+				   NULL);
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_return", true,
+				   "invalid argument");
+	features__set(f, FEATURE_TASK_WORK, false, "", "off");
+	out = NULL;
+	m = open_memstream(&out, &len);
+	features__print(f, m);
+	fclose(m);
+	assert_non_null(strstr(out, "neither loaded; the last messages of each:\n"
+				    "  [sched_switch_tw] (no log)\n"
+				    "  [sched_return]\n"
+				    "  invalid argument\n"));
+	free(out);
+	features__free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_new_table_is_all_off),
 	    cmocka_unit_test(test_parse_off),
+	    cmocka_unit_test(test_parse_off_quotes_whole_characters),
 	    cmocka_unit_test(test_forced_reason_names_the_switch),
 	    cmocka_unit_test(test_set),
 	    cmocka_unit_test(test_json),
 	    cmocka_unit_test(test_metrics_text),
 	    cmocka_unit_test(test_print),
 	    cmocka_unit_test(test_fallback_failure_is_not_fatal),
+	    cmocka_unit_test(test_two_failures_keep_both_logs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
