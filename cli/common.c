@@ -1013,6 +1013,13 @@ void profile_file__summary(const struct profile_file *pf)
 	fprintf(stderr, "%s\n", line);
 }
 
+long long profile_file__samples(const struct profile_file *pf)
+{
+	long long v;
+
+	return hdr_int(pf->r.hdr[HDR_SAMPLES], &v) && v >= 0 ? v : -1;
+}
+
 void profile_file__close(struct profile_file *pf)
 {
 	if (pf->f)

@@ -287,6 +287,10 @@ int profile_file__commit(struct profile_file *pf);
  * "wrote FILE (WHAT): N samples, START to END (SPAN, N windows)". */
 void profile_file__summary(const struct profile_file *pf);
 
+/* The samples a fetched pf holds (its X-Tailprof-Samples header), or -1 when the server did not
+ * say. */
+long long profile_file__samples(const struct profile_file *pf);
+
 /* Removes pf's temporary file if it is still there and frees pf's resources. */
 void profile_file__close(struct profile_file *pf);
 

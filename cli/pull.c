@@ -44,9 +44,10 @@ static char *shell_word(const char *name)
 }
 
 /* Fetches query into out and, when base_query is set, base_query into base_out; puts both in
- * place only once both are whole, so a failure leaves neither. Returns 0 or 1. */
+ * place only once both are whole, so a failure leaves neither. *samples (NULL: not wanted) gets
+ * the first file's samples (-1: not said). Returns 0 or 1. */
 static int pull_files(const char *query, const char *out, const char *what, const char *base_query,
-		      const char *base_out, const char *base_what)
+		      const char *base_out, const char *base_what, long long *samples)
 {
 	struct profile_file pf[2] = {};
 	int n = base_query ? 2 : 1, ret = 1;
@@ -62,6 +63,8 @@ static int pull_files(const char *query, const char *out, const char *what, cons
 			goto out;
 	for (int i = 0; i < n; i++)
 		profile_file__summary(&pf[i]);
+	if (samples)
+		*samples = profile_file__samples(&pf[0]);
 	ret = 0;
 out:
 	for (int i = 0; i < n; i++)
@@ -69,9 +72,38 @@ out:
 	return ret;
 }
 
+/* After a filtered range profile came back empty: what to check. A hint, not an error: no
+ * sample in a range is an answer (an idle process, say). */
+static void empty_hint(const struct pull_args *a)
+{
+	fprintf(stderr, "tailprof pull: no sample in that range matched");
+	if (a->pid)
+		fprintf(stderr, " --pid %s", a->pid);
+	if (a->comm)
+		fprintf(stderr, " --comm %s", a->comm);
+	if (a->container)
+		fprintf(stderr, " --container %s", a->container);
+	if (a->stage)
+		fprintf(stderr, " --stage %s", a->stage);
+	fprintf(stderr, ". ");
+	/* the kernel keeps 15 bytes of a process's name: a longer one never matches */
+	if (a->comm && strlen(a->comm) > 15)
+		fprintf(stderr,
+			"A command name (comm) is at most 15 characters: try --comm %.15s. ",
+			a->comm);
+	if (a->comm || a->pid)
+		fprintf(stderr, "Check the %s with `ps -eo pid,comm`, or ",
+			a->comm ? "name" : "pid");
+	else
+		fprintf(stderr, "Try ");
+	fprintf(stderr, "a wider range (--last 1h; this one: %s).\n",
+		a->range.last ? a->range.last : "--from/--to");
+}
+
 /* The profile of a time range, as pull has always written it. */
 static int pull_range(struct pull_args *a)
 {
+	long long samples = -1;
 	size_t qsize = 0;
 	char *query = NULL;
 	FILE *q;
@@ -87,8 +119,10 @@ static int pull_range(struct pull_args *a)
 	query_add(q, "container", a->container);
 	query_add(q, "stage", a->stage);
 	query_end(q);
-	ret = pull_files(query, a->out, NULL, NULL, NULL, NULL);
+	ret = pull_files(query, a->out, NULL, NULL, NULL, NULL, &samples);
 	free(query);
+	if (!ret && !samples && (a->pid || a->comm || a->container || a->stage))
+		empty_hint(a);
 	return ret;
 }
 
@@ -115,7 +149,7 @@ static int pull_spike(const struct pull_args *a)
 	}
 	what = xasprintf("spike %s", id);
 	base_what = xasprintf("baseline of spike %s", id);
-	ret = pull_files(query, a->out, what, base_query, a->baseline, base_what);
+	ret = pull_files(query, a->out, what, base_query, a->baseline, base_what, NULL);
 	if (!ret && strcmp(a->out, "-")) {
 		char *spike_w = shell_word(a->out),
 		     *base_w = a->baseline ? shell_word(a->baseline) : NULL;
@@ -152,7 +186,7 @@ static int pull_request(const struct pull_args *a)
 	query_add(q, "type", a->type); /* not given: the server's default */
 	query_end(q);
 	what = xasprintf("request %s", a->request);
-	ret = pull_files(query, a->out, what, NULL, NULL, NULL);
+	ret = pull_files(query, a->out, what, NULL, NULL, NULL, NULL);
 	free(what);
 	free(query);
 	return ret;
@@ -286,7 +320,8 @@ void usage_pull(FILE *f)
 		"\n"
 		"Writes a gzip-compressed pprof profile of a time range, of a spike's windows or\n"
 		"of one request, for go tool pprof, speedscope, Pyroscope or Parca. Files are\n"
-		"written whole or not at all; a summary line per file goes to stderr.\n"
+		"written whole or not at all; a summary line per file goes to stderr, and a hint\n"
+		"when --pid, --comm, --container or --stage matched no sample (exit status 0).\n"
 		"\n"
 		"Options:\n"
 		"  --type TYPE    cpu (the default: where CPU time went), offcpu (where threads\n"
@@ -295,7 +330,8 @@ void usage_pull(FILE *f)
 		"  --from TIME    from TIME: RFC 3339 (2026-11-29T21:00:00Z) or Unix seconds\n"
 		"  --to TIME      up to TIME (default now)\n"
 		"  --pid PID      only this process\n"
-		"  --comm NAME    only processes with this name (comm)\n"
+		"  --comm NAME    only processes with this name (comm: the kernel's, at most 15\n"
+		"                 characters, as ps -o comm shows it)\n"
 		"  --container ID only processes of this container (its ID or first 12+ hex\n"
 		"                 digits, as docker ps or crictl ps show it)\n"
 		"  --stage NAME   only samples taken while the thread was in stage NAME; with\n"

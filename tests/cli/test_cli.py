@@ -380,6 +380,9 @@ class FakeDaemon(http.server.BaseHTTPRequestHandler):
         elif url.path == "/api/v1/snapshots":
             self.reply(200, json.dumps({"snapshots": FakeDaemon.snapshots, "max_count": 32,
                                         "max_bytes": 268435456}).encode())
+        elif url.path == "/api/v1/profile" and q.get("comm", [""])[0].startswith("nosuch"):
+            self.reply(200, PROFILE_BODY, "application/octet-stream",
+                       dict(PROFILE_HEADERS, **{"X-Tailprof-Samples": "0"}))
         elif url.path == "/api/v1/profile":
             if q.get("type") != ["cpu"]:
                 self.reply(400, b'{"error": "type: \'%s\' is not supported (allowed: cpu)"}'
@@ -599,6 +602,28 @@ def main():
         check(FakeDaemon.requests == ["/api/v1/profile?type=cpu&last=5m&pid=42&comm=my%20app"
                                       "%2F1"], FakeDaemon.requests)
         check(sorted(os.listdir(tmp)) == ["cpu.pb.gz"], os.listdir(tmp))
+
+    def pull_nothing_matched():
+        # a filter that matched nothing: the (empty) profile is written, exit 0, and a hint
+        path = os.path.join(tmp, "none.pb.gz")
+        rc, out, err = t.run("pull", "--server", url, "--comm", "nosuchproc", "--last", "2m",
+                             "-o", path)
+        check(rc == 0, f"rc {rc}, stderr {err}")
+        lines = err.splitlines()
+        check(lines[0].startswith(f"wrote {path}: 0 samples"), lines)
+        check(lines[1] == "tailprof pull: no sample in that range matched --comm nosuchproc. "
+              "Check the name with `ps -eo pid,comm`, or a wider range (--last 1h; this one: "
+              "2m).", lines)
+        os.unlink(path)
+        # a name longer than the kernel keeps: the 15 bytes to try
+        rc, _, err = t.run("pull", "--server", url, "--comm", "nosuchprocess-worker", "-o", path)
+        check(rc == 0 and "at most 15 characters: try --comm nosuchprocess-w." in err,
+              f"rc {rc}, {err!r}")
+        os.unlink(path)
+        # samples, or no filter: no hint
+        rc, _, err = t.run("pull", "--server", url, "--comm", "my app/1", "-o", path)
+        check(rc == 0 and "no sample" not in err, f"rc {rc}, {err!r}")
+        os.unlink(path)
 
     def pull_stdout():
         rc, out, err = t.run("--server", url, "pull", "--last", "90s", "-o", "-")
@@ -1381,6 +1406,7 @@ def main():
     t.case("windows --json with --from/--to sends the escaped originals", windows_json_range)
     t.case("TAILPROF_SERVER is used, --server wins over it", server_from_env)
     t.case("pull writes the body atomically and prints one summary", pull_file)
+    t.case("pull says when a filter matched no sample", pull_nothing_matched)
     t.case("pull -o - writes the body to stdout only", pull_stdout)
     t.case("pull -o DEVICE or SYMLINK writes through it", pull_write_through)
     t.case("pull with a server 400 exits 1 and leaves no file", pull_server_error)
