@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "utf8.h"
 
 struct features {
 	struct feature v[FEATURE_NR];
@@ -61,18 +62,6 @@ void features__free(struct features *f)
 	free(f);
 }
 
-/* How much of the n bytes at s an error quotes: at most 64, cut before a UTF-8 continuation
- * byte so that a character is never split. */
-static int quoted_len(const char *s, size_t n)
-{
-	if (n <= 64)
-		return (int)n;
-	n = 64;
-	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return (int)n;
-}
-
 int features__parse_off(struct features *f, const char *off, const char *sched_return, char *err,
 			size_t len)
 {
@@ -93,7 +82,7 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 			    "comma-separated list of eh_frame_unwinding, offcpu, runq_latency, "
 			    "task_work, stages, gc, bpf_stats, request_accounting, python_frames, "
 			    "mmap_records",
-			    quoted_len(p, n), p, n > 64 ? "..." : "");
+			    (int)utf8_cut(p, n, 64), p, n > 64 ? "..." : "");
 			return -EINVAL;
 		}
 		if (id >= 0)
@@ -109,7 +98,7 @@ int features__parse_off(struct features *f, const char *off, const char *sched_r
 			    err, len,
 			    "TAILPROF_SCHED_RETURN: '%.*s%s' is not allowed; the only value is "
 			    "sys_exit (tests; the same as TAILPROF_FEATURES_OFF=task_work)",
-			    quoted_len(sched_return, strlen(sched_return)), sched_return,
+			    (int)utf8_cut(sched_return, strlen(sched_return), 64), sched_return,
 			    strlen(sched_return) > 64 ? "..." : "");
 			return -EINVAL;
 		}
@@ -171,6 +160,12 @@ static size_t append(char *dst, size_t size, size_t n, const char *src)
 	return n + m;
 }
 
+/* How a load failure's program is named in a joined record. */
+static const char *program_label(const char *program)
+{
+	return *program ? program : "no program named";
+}
+
 void features__set_load_failure(struct features *f, enum feature_id id, const char *object,
 				const char *program, bool verifier, const char *log)
 {
@@ -181,30 +176,40 @@ void features__set_load_failure(struct features *f, enum feature_id id, const ch
 	ft = &f->v[id];
 	object = object ? object : "";
 	program = program ? program : "";
-	/* a fallback of the same object refused too (task_work: sched_switch_tw, then
-	 * sched_return): both kept, each log under its program's name */
-	if (ft->load_failed && !strcmp(ft->object, object) && *program &&
-	    strcmp(ft->program, program)) {
+	/* another program of the same object (its name compared as far as the field keeps it) */
+	if (ft->failures && !strcmp(ft->object, object) &&
+	    strncmp(ft->last_program, program, sizeof(ft->last_program) - 1)) {
 		size_t n = strlen(ft->program);
-		char *both = NULL;
+		char *joined = NULL;
 
-		/* each log under its program's name, "(no log)" for one without */
-		if (asprintf(&both, "[%s]%s%s\n[%s]%s%s", ft->program, ft->log ? "\n" : " (no log)",
-			     ft->log ? ft->log : "", program, log ? "\n" : " (no log)",
-			     log ? log : "") < 0)
+		/* each log under its program's name, "(no log)" for one without; the first one's
+		 * name goes in front of its log now that a second comes */
+		if (asprintf(&joined, "%s%s%s%s%s\n[%s]%s%s", ft->failures == 1 ? "[" : "",
+			     ft->failures == 1 ? program_label(ft->last_program) : "",
+			     ft->failures == 1 ? "]" : "",
+			     ft->failures == 1 ? (ft->log ? "\n" : " (no log)") : "",
+			     ft->log ? ft->log : "", program_label(program),
+			     log ? "\n" : " (no log)", log ? log : "") < 0)
 			abort();
 		free(ft->log);
-		ft->log = both;
+		ft->log = joined;
 		ft->verifier = ft->verifier && verifier;
 		/* "FIRST, then SECOND", cut to fit */
+		if (ft->failures == 1)
+			n = append(ft->program, sizeof(ft->program), 0,
+				   program_label(ft->last_program));
 		n = append(ft->program, sizeof(ft->program), n, ", then ");
-		append(ft->program, sizeof(ft->program), n, program);
+		append(ft->program, sizeof(ft->program), n, program_label(program));
+		snprintf(ft->last_program, sizeof(ft->last_program), "%s", program);
+		ft->failures++;
 		return;
 	}
 	ft->load_failed = true;
+	ft->failures = 1;
 	ft->verifier = verifier;
 	snprintf(ft->object, sizeof(ft->object), "%s", object);
 	snprintf(ft->program, sizeof(ft->program), "%s", program);
+	snprintf(ft->last_program, sizeof(ft->last_program), "%s", program);
 	free(ft->log);
 	ft->log = NULL;
 	if (log && !(ft->log = strdup(log)))
@@ -300,13 +305,16 @@ void features__print(const struct features *f, FILE *out)
 
 		if (!ft->load_failed || failure_seen(f, i))
 			continue;
-		fprintf(out, "\n%s%s%s (%s): %s\n", ft->object, *ft->program ? ", program " : "",
+		fprintf(out, "\n%s%s%s (%s): %s\n", ft->object,
+			ft->failures > 1 ? ", programs "
+			: *ft->program	 ? ", program "
+					 : "",
 			ft->program, ft->name,
-			!ft->log ? ft->reason
-			: strstr(ft->program, ", then ")
+			ft->failures > 1
 			    ? (ft->verifier
-				   ? "the verifier rejected both; the last lines of each log:"
-				   : "neither loaded; the last messages of each:")
+				   ? "the verifier rejected each; the last lines of each log:"
+				   : "none loaded; the last messages of each:")
+			: !ft->log     ? ft->reason
 			: ft->verifier ? "the verifier rejected it; the last lines of its log:"
 				       : "libbpf failed to load it; its last messages:");
 		for (line = ft->log; line && *line; line = *end ? end + 1 : end) {

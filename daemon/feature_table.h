@@ -10,6 +10,7 @@
 #define TAILPROF_FEATURE_TABLE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -43,10 +44,14 @@ struct feature {
 	/* A load that failed for a reason no probe found (a verifier rejection, a libbpf error):
 	 * `tailprofd --check` exits 1 and prints it. */
 	bool load_failed;
-	bool verifier;	  /* log is the verifier's, else libbpf's own messages */
-	char object[32];  /* e.g. "sched_bpf" */
-	char program[64]; /* the program libbpf named, "" if none */
-	char *log;	  /* its last lines, '\n'-separated; NULL when none */
+	bool verifier;	       /* log is the verifier's, else libbpf's own messages */
+	char object[32];       /* e.g. "sched_bpf" */
+	char program[64];      /* the program libbpf named, "" if none; after a fallback of the same
+				* object failed too, "FIRST, then SECOND" (cut to fit) */
+	char *log;	       /* its last lines, '\n'-separated; NULL when none; after several
+				* failures each one's under a line "[PROGRAM]" */
+	uint32_t failures;     /* load failures recorded in these fields */
+	char last_program[64]; /* the last one's program */
 };
 
 /* A table with every capability off, reason "not probed". Aborts on ENOMEM (small, fixed). */
@@ -77,7 +82,10 @@ void features__set(struct features *f, enum feature_id id, bool enabled, const c
 void features__set_quiet(struct features *f, enum feature_id id);
 /* Records a load failure of capability id: the object, the program libbpf named (may be "" or
  * NULL) and the last lines libbpf gave (verifier: its log; may be NULL). Copies the strings;
- * leaves enabled, variant and reason as they are. NULL f: nothing. */
+ * leaves enabled, variant and reason as they are. A failure of the same object by another
+ * program than the last one recorded (a fallback refused too: task_work's sched_switch_tw, then
+ * sched_return) is added to the record, each log under its program's name; else the record is
+ * replaced. NULL f: nothing. */
 void features__set_load_failure(struct features *f, enum feature_id id, const char *object,
 				const char *program, bool verifier, const char *log);
 /* Capability id. */

@@ -37,6 +37,7 @@
 #include "sysinfo.h"
 #include "tailprof.h"
 #include "timeparse.h"
+#include "utf8.h"
 
 #define MAX_PROFILE_SECONDS 3600
 
@@ -162,11 +163,15 @@ int parse_filter(const struct params *p, struct profile_filter *f, char *err, si
 		return -1;
 	}
 	if (f->comm && strlen(f->comm) >= TP_COMM_LEN) {
+		/* the kernel keeps its first 15 bytes, and a character that cut splits is dropped
+		 * from the names tailprofd shows (task__sanitize_name): those are what match */
+		int keep = (int)utf8_cut(f->comm, strlen(f->comm), TP_COMM_LEN - 1);
+
 		snprintf(err, len,
-			 "comm: '%s' is longer than the kernel keeps (%d characters); "
-			 "use its first %d: '%.*s'",
-			 http_printable(f->comm, v, sizeof(v), ECHO_MAX), TP_COMM_LEN - 1,
-			 TP_COMM_LEN - 1, TP_COMM_LEN - 1, f->comm);
+			 "comm: '%s' is longer than the kernel keeps (%d bytes); use what it "
+			 "keeps: '%.*s'",
+			 http_printable(f->comm, v, sizeof(v), ECHO_MAX), TP_COMM_LEN - 1, keep,
+			 f->comm);
 		return -1;
 	}
 	return 0;

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -316,6 +317,15 @@ def test_bad_parameters(d):
         assert status == 400 and word in err, (path, status, err)
     status, _, body = get(d, "/api/v1/flamegraph?spike=nosuch")
     assert status == 404, (status, body)
+    # a name longer than the kernel's 15 bytes: what it keeps, less a character that cut splits
+    # (14 ASCII bytes, then a 2-byte "é" across byte 15)
+    for name, keep in (("averyveryverylongname", "averyveryverylo"),
+                       ("abcdefghijklmn\u00e9", "abcdefghijklmn"),
+                       ("\u00e9" * 9, "\u00e9" * 7)):
+        status, _, body = get(d, "/api/v1/profile?comm=" + urllib.parse.quote(name))
+        err = json.loads(body).get("error", "")
+        assert status == 400 and "(15 bytes)" in err and err.endswith("'%s'" % keep), \
+            (name, status, err)
 
 
 def test_timeline_keys(d):

@@ -123,6 +123,19 @@ static void test_parse_off_quotes_whole_characters(void **state)
 		assert_memory_equal(q + 64, "...'", 4);
 		features__free(f);
 	}
+	/* not UTF-8 at the cut (a run of continuation bytes): cut at 64, nothing dropped before */
+	{
+		struct features *f = features__new();
+
+		val[0] = 'a';
+		memset(val + 1, 0x80, 70);
+		val[71] = 0;
+		assert_int_equal(features__parse_off(f, NULL, val, err, sizeof(err)), -EINVAL);
+		q = strchr(err, '\'');
+		assert_int_equal(q[1], 'a');
+		assert_memory_equal(q + 65, "...'", 4);
+		features__free(f);
+	}
 }
 
 static void test_forced_reason_names_the_switch(void **state)
@@ -304,14 +317,25 @@ static void test_fallback_failure_is_not_fatal(void **state)
 	features__free(f);
 }
 
+/* Prints f's load failures into a malloc'd string. */
+static char *printed(const struct features *f)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len);
+
+	assert_non_null(m);
+	features__print(f, m);
+	fclose(m);
+	return out;
+}
+
 /* The fallback refused too (task_work: sched_switch_tw, then sched_return): --check prints both
  * logs, each under its program's name; the same program again replaces its record. */
 static void test_two_failures_keep_both_logs(void **state)
 {
 	struct features *f = features__new();
-	char *out = NULL;
-	size_t len = 0;
-	FILE *m;
+	char *out;
 
 	(void)state;
 	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_switch_tw", true,
@@ -321,11 +345,9 @@ static void test_two_failures_keep_both_logs(void **state)
 				   "attach_btf_id 1234 is not a function");
 	features__set(f, FEATURE_TASK_WORK, false, "", "the verifier rejected both");
 	assert_true(features__any_load_failed(f));
-	m = open_memstream(&out, &len);
-	features__print(f, m);
-	fclose(m);
-	assert_non_null(strstr(out, "\nsched_bpf, program sched_switch_tw, then sched_return "
-				    "(task_work): the verifier rejected both; the last lines of "
+	out = printed(f);
+	assert_non_null(strstr(out, "\nsched_bpf, programs sched_switch_tw, then sched_return "
+				    "(task_work): the verifier rejected each; the last lines of "
 				    "each log:\n"
 				    "  [sched_switch_tw]\n"
 				    "  R1 type=scalar\n"
@@ -333,23 +355,52 @@ static void test_two_failures_keep_both_logs(void **state)
 				    "  [sched_return]\n"
 				    "  attach_btf_id 1234 is not a function\n"));
 	free(out);
+	/* a third: added under its name */
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sys_exit", false,
+				   "no memory");
+	out = printed(f);
+	assert_non_null(strstr(out, "programs sched_switch_tw, then sched_return, then sys_exit "
+				    "(task_work): none loaded; the last messages of each:\n"
+				    "  [sched_switch_tw]\n"));
+	assert_non_null(strstr(out, "  [sched_return]\n  attach_btf_id 1234 is not a function\n"
+				    "  [sys_exit]\n  no memory\n"));
+	free(out);
 	features__free(f);
 
-	/* one without a log, and libbpf's messages: said so */
+	/* no program named, or no log: said so; the first one's log is kept */
 	f = features__new();
-	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_switch_tw", false,
-				   NULL);
-	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_return", true,
-				   "invalid argument");
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", NULL, false, "map failed");
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", "sched_return", true, NULL);
 	features__set(f, FEATURE_TASK_WORK, false, "", "off");
-	out = NULL;
-	m = open_memstream(&out, &len);
-	features__print(f, m);
-	fclose(m);
-	assert_non_null(strstr(out, "neither loaded; the last messages of each:\n"
-				    "  [sched_switch_tw] (no log)\n"
-				    "  [sched_return]\n"
-				    "  invalid argument\n"));
+	out = printed(f);
+	assert_non_null(strstr(out, "sched_bpf, programs no program named, then sched_return "
+				    "(task_work): none loaded; the last messages of each:\n"
+				    "  [no program named]\n"
+				    "  map failed\n"
+				    "  [sched_return] (no log)\n"));
+	free(out);
+	features__free(f);
+
+	/* the same program again (a name longer than the field compared as far as it keeps it):
+	 * the record is replaced, not joined */
+	f = features__new();
+	char long_name[100];
+
+	memset(long_name, 'p', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = 0;
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", long_name, true, "one");
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", long_name, true, "two");
+	assert_int_equal(features__get(f, FEATURE_TASK_WORK)->failures, 1);
+	assert_string_equal(features__get(f, FEATURE_TASK_WORK)->log, "two");
+	/* another long one: joined, the names cut to fit the field */
+	long_name[0] = 'q';
+	features__set_load_failure(f, FEATURE_TASK_WORK, "sched_bpf", long_name, true, "three");
+	assert_int_equal(features__get(f, FEATURE_TASK_WORK)->failures, 2);
+	assert_int_equal(strlen(features__get(f, FEATURE_TASK_WORK)->program),
+			 sizeof(features__get(f, FEATURE_TASK_WORK)->program) - 1);
+	features__set(f, FEATURE_TASK_WORK, false, "", "off");
+	out = printed(f);
+	assert_non_null(strstr(out, "the verifier rejected each"));
 	free(out);
 	features__free(f);
 }

@@ -87,7 +87,9 @@ static void test_verifier_rejection(void **state)
 	features__free(f);
 }
 
-/* A second rejection replaces the first log; a reset forgets both. */
+/* A second rejection replaces the first log; a reset forgets both: a later failure of the
+ * object (a fallback's, say) comes with none of them, and the record keeps the first failure's
+ * log beside it (features__set_load_failure). */
 static void test_latest_log_and_reset(void **state)
 {
 	struct features *f = features__new();
@@ -105,8 +107,11 @@ static void test_latest_log_and_reset(void **state)
 	libbpf_log__reset();
 	libbpf_log__load_failed(f, FEATURE_GC, "", "gc_bpf", -ENOENT);
 	assert_false(ft->verifier);
-	assert_null(ft->log);
-	assert_string_equal(ft->program, "");
+	assert_int_equal(ft->failures, 2);
+	assert_string_equal(ft->program, "dlopen_return, then no program named");
+	assert_true(!strncmp(ft->log, "[dlopen_return]\n", 16));
+	assert_non_null(strstr(ft->log, "\n[no program named] (no log)"));
+	assert_null(strstr(ft->log, "map_value_or_null"));
 	assert_string_equal(ft->reason, "libbpf could not load gc_bpf: No such file or directory; "
 					"tailprofd --check prints more");
 	features__free(f);
