@@ -72,32 +72,43 @@ out:
 	return ret;
 }
 
+/* Prints " FLAG VALUE" on stderr, the value as one shell word with control characters shown as
+ * '?' (it is echoed to a terminal). */
+static void put_arg(const char *flag, const char *value)
+{
+	char *w = shell_word(value);
+
+	for (char *c = w; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	fprintf(stderr, " %s %s", flag, w);
+	free(w);
+}
+
 /* After a filtered range profile came back empty: what to check. A hint, not an error: no
  * sample in a range is an answer (an idle process, say). */
 static void empty_hint(const struct pull_args *a)
 {
+	const char *flags[] = {"--pid", "--comm", "--container", "--stage"},
+		   *values[] = {a->pid, a->comm, a->container, a->stage};
+
 	fprintf(stderr, "tailprof pull: no sample in that range matched");
-	if (a->pid)
-		fprintf(stderr, " --pid %s", a->pid);
-	if (a->comm)
-		fprintf(stderr, " --comm %s", a->comm);
-	if (a->container)
-		fprintf(stderr, " --container %s", a->container);
-	if (a->stage)
-		fprintf(stderr, " --stage %s", a->stage);
-	fprintf(stderr, ". ");
-	/* the kernel keeps 15 bytes of a process's name: a longer one never matches */
-	if (a->comm && strlen(a->comm) > 15)
-		fprintf(stderr,
-			"A command name (comm) is at most 15 characters: try --comm %.15s. ",
-			a->comm);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (values[i])
+			put_arg(flags[i], values[i]);
 	if (a->comm || a->pid)
-		fprintf(stderr, "Check the %s with `ps -eo pid,comm`, or ",
+		fprintf(stderr,
+			". Check the %s with `ps -eo pid,comm`, or widen the range (this one:",
 			a->comm ? "name" : "pid");
 	else
-		fprintf(stderr, "Try ");
-	fprintf(stderr, "a wider range (--last 1h; this one: %s).\n",
-		a->range.last ? a->range.last : "--from/--to");
+		fprintf(stderr, ". Try a wider range (this one:");
+	if (a->range.last)
+		put_arg("--last", a->range.last);
+	if (a->range.from)
+		put_arg("--from", a->range.from);
+	if (a->range.to)
+		put_arg("--to", a->range.to);
+	fprintf(stderr, ").\n");
 }
 
 /* The profile of a time range, as pull has always written it. */
@@ -331,7 +342,7 @@ void usage_pull(FILE *f)
 		"  --to TIME      up to TIME (default now)\n"
 		"  --pid PID      only this process\n"
 		"  --comm NAME    only processes with this name (comm: the kernel's, at most 15\n"
-		"                 characters, as ps -o comm shows it)\n"
+		"                 bytes, as ps -o comm shows it)\n"
 		"  --container ID only processes of this container (its ID or first 12+ hex\n"
 		"                 digits, as docker ps or crictl ps show it)\n"
 		"  --stage NAME   only samples taken while the thread was in stage NAME; with\n"

@@ -612,12 +612,14 @@ def main():
         lines = err.splitlines()
         check(lines[0].startswith(f"wrote {path}: 0 samples"), lines)
         check(lines[1] == "tailprof pull: no sample in that range matched --comm nosuchproc. "
-              "Check the name with `ps -eo pid,comm`, or a wider range (--last 1h; this one: "
-              "2m).", lines)
+              "Check the name with `ps -eo pid,comm`, or widen the range (this one: --last 2m).",
+              lines)
         os.unlink(path)
-        # a name longer than the kernel keeps: the 15 bytes to try
-        rc, _, err = t.run("pull", "--server", url, "--comm", "nosuchprocess-worker", "-o", path)
-        check(rc == 0 and "at most 15 characters: try --comm nosuchprocess-w." in err,
+        # values echoed as shell words, control characters as '?'; the range as given
+        rc, _, err = t.run("pull", "--server", url, "--comm", "nosuch $(id)\n`x`", "--stage",
+                           "s", "--from", "1795986000", "-o", path)
+        check(rc == 0 and "matched --comm 'nosuch $(id)?`x`' --stage s. Check the name with "
+              "`ps -eo pid,comm`, or widen the range (this one: --from 1795986000).\n" in err,
               f"rc {rc}, {err!r}")
         os.unlink(path)
         # samples, or no filter: no hint
