@@ -54,6 +54,7 @@ install_node() {
 	install_missing nodejs npm
 }
 
+# Builds TARGETS (ninja's names; none: everything).
 build() {
 	werror=false
 	[ "${CI:-}" = true ] && werror=true
@@ -63,7 +64,7 @@ build() {
 		# a build directory that `run` configured: CI builds with warnings as errors all the same
 		meson configure "$BUILD" -Dwerror=true
 	fi
-	ninja -C "$BUILD"
+	ninja -C "$BUILD" "$@"
 }
 
 cmd=${1:-}
@@ -71,7 +72,9 @@ cmd=${1:-}
 case "$cmd" in
 run)
 	install_missing $DEPS
-	build
+	# what running it takes, and the README tour's workload: not the tests, benchmarks and
+	# fuzzers (the test command builds those)
+	build daemon/tailprofd cli/tailprof tests/workloads/tp_pipeline
 	# the unix socket's group (docs/security.md): its members use the CLI without sudo
 	if [ "$(id -u)" = 0 ] && ! getent group tailprof >/dev/null; then
 		groupadd --system tailprof &&
