@@ -295,9 +295,13 @@ void features__print(const struct features *f, FILE *out)
 	fprintf(out, "%-20s %-5s %-22s %s\n", "FEATURE", "STATE", "VARIANT", "REASON");
 	for (int i = 0; i < FEATURE_NR; i++) {
 		const struct feature *ft = &f->v[i];
+		size_t n = strlen(ft->reason), more = strlen(FEATURE_CHECK_MORE);
+		bool cut = n >= more && !strcmp(ft->reason + n - more, FEATURE_CHECK_MORE);
 
-		fprintf(out, "%-20s %-5s %-22s %s\n", ft->name, ft->enabled ? "on" : "off",
-			*ft->variant ? ft->variant : "-", *ft->reason ? ft->reason : "-");
+		/* this is --check: what the reason points to follows the table */
+		fprintf(out, "%-20s %-5s %-22s %.*s%s\n", ft->name, ft->enabled ? "on" : "off",
+			*ft->variant ? ft->variant : "-", n ? (int)(cut ? n - more : n) : 1,
+			n ? ft->reason : "-", cut ? "; its log is below" : "");
 	}
 	for (int i = 0; i < FEATURE_NR; i++) {
 		const struct feature *ft = &f->v[i];

@@ -31,6 +31,10 @@ enum feature_id {
 	FEATURE_NR,
 };
 
+/* How a reason that a failed load gave ends: `tailprofd --check` prints the load's log (its own
+ * table says "; its log is below" in its place). */
+#define FEATURE_CHECK_MORE "; tailprofd --check prints more"
+
 /* The reason of a capability turned off by TAILPROF_FEATURES_OFF. */
 #define FEATURE_FORCED_OFF "forced off by TAILPROF_FEATURES_OFF (tests)"
 

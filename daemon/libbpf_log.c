@@ -170,12 +170,12 @@ void libbpf_log__load_failed(struct features *f, enum feature_id id, const char 
 	fclose(m);
 	if (t == &load_log.verifier)
 		features__set(f, id, false, variant,
-			      "the verifier rejected %s: %s; tailprofd --check prints more",
-			      t->program, cause ? cause : "(its log says nothing more)");
+			      "the verifier rejected %s: %s" FEATURE_CHECK_MORE, t->program,
+			      cause ? cause : "(its log says nothing more)");
 	else
 		features__set(f, id, false, variant,
-			      "libbpf could not load %s: %s%s; tailprofd --check prints more",
-			      object, cause ? cause : strerror(-err), load_fix(err));
+			      "libbpf could not load %s: %s%s" FEATURE_CHECK_MORE, object,
+			      cause ? cause : strerror(-err), load_fix(err));
 	features__set_load_failure(f, id, object, t->program, t == &load_log.verifier,
 				   n ? text : NULL);
 	pthread_mutex_unlock(&load_log.lock);

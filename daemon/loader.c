@@ -238,12 +238,12 @@ static int sched_open_load(struct loader *l, const struct loader_opts *opts, enu
 }
 
 /* The task_work capability's reason where ret, a fallback, runs: why the better ones do not
- * (each the failed load's reason, ending in "; tailprofd --check prints more", or a missing
+ * (each the failed load's reason, ending in FEATURE_CHECK_MORE, or a missing
  * kernel piece; "" for one not tried), then what runs instead. */
 static void return_fallback(struct features *f, enum sched_return ret, const char *tw_why,
 			    const char *fx_why)
 {
-	static const char more[] = "; tailprofd --check prints more";
+	static const char more[] = FEATURE_CHECK_MORE;
 	const char *whys[] = {tw_why, fx_why};
 	bool any_more = false;
 	char out[sizeof(features__get(f, FEATURE_TASK_WORK)->reason)];

@@ -258,7 +258,8 @@ static void test_print(void **state)
 
 	for (int i = 0; i < FEATURE_NR; i++)
 		features__set(f, i, true, "v", NULL);
-	features__set(f, FEATURE_OFFCPU, false, "", "the verifier rejected sched_switch: R1");
+	features__set(f, FEATURE_OFFCPU, false, "",
+		      "the verifier rejected sched_switch: R1" FEATURE_CHECK_MORE);
 	features__set(f, FEATURE_RUNQ, false, "", "the verifier rejected sched_switch: R1");
 	/* one object load, two capabilities: printed once */
 	features__set_load_failure(f, FEATURE_OFFCPU, "sched_bpf", "sched_switch", true,
@@ -274,8 +275,10 @@ static void test_print(void **state)
 	fclose(m);
 	assert_non_null(strstr(out, "FEATURE              STATE VARIANT                REASON\n"
 				    "cpu_sampling         on    v                      -\n"));
+	/* --check's own table does not send the reader to --check: the log follows it */
 	assert_non_null(strstr(out, "\noffcpu               off   -                      the "
-				    "verifier rejected sched_switch: R1\n"));
+				    "verifier rejected sched_switch: R1; its log is below\n"));
+	assert_null(strstr(out, "prints more"));
 	assert_non_null(strstr(out, "\nsched_bpf, program sched_switch (offcpu): the verifier "
 				    "rejected it; the last lines of its log:\n"
 				    "  0: (85) call\n"
