@@ -290,30 +290,44 @@ static bool failure_seen(const struct features *f, int upto)
 	return false;
 }
 
+/* The length of ft's reason to print in --check's output: without the ending that sends the
+ * reader to --check (*cut then true). */
+static int reason_len(const struct feature *ft, bool *cut)
+{
+	size_t n = strlen(ft->reason), more = strlen(FEATURE_CHECK_MORE);
+
+	*cut = n >= more && !strcmp(ft->reason + n - more, FEATURE_CHECK_MORE);
+	return (int)(*cut ? n - more : n);
+}
+
 void features__print(const struct features *f, FILE *out)
 {
 	fprintf(out, "%-20s %-5s %-22s %s\n", "FEATURE", "STATE", "VARIANT", "REASON");
 	for (int i = 0; i < FEATURE_NR; i++) {
 		const struct feature *ft = &f->v[i];
-		size_t n = strlen(ft->reason), more = strlen(FEATURE_CHECK_MORE);
-		bool cut = n >= more && !strcmp(ft->reason + n - more, FEATURE_CHECK_MORE);
+		bool cut;
+		int n = reason_len(ft, &cut);
 
 		/* this is --check: what the reason points to follows the table */
 		fprintf(out, "%-20s %-5s %-22s %.*s%s\n", ft->name, ft->enabled ? "on" : "off",
-			*ft->variant ? ft->variant : "-", n ? (int)(cut ? n - more : n) : 1,
-			n ? ft->reason : "-", cut ? "; its log is below" : "");
+			*ft->variant ? ft->variant : "-", n ? n : 1, n ? ft->reason : "-",
+			cut ? "; more below" : "");
 	}
 	for (int i = 0; i < FEATURE_NR; i++) {
 		const struct feature *ft = &f->v[i];
 		const char *line, *end;
+		bool cut;
+		int n;
 
 		if (!ft->load_failed || failure_seen(f, i))
 			continue;
-		fprintf(out, "\n%s%s%s (%s): %s\n", ft->object,
+		/* a reason printed here (no log) needs no pointer to --check either */
+		n = reason_len(ft, &cut);
+		fprintf(out, "\n%s%s%s (%s): %.*s\n", ft->object,
 			ft->failures > 1 ? ", programs "
 			: *ft->program	 ? ", program "
 					 : "",
-			ft->program, ft->name,
+			ft->program, ft->name, ft->failures > 1 || ft->log ? -1 : n,
 			ft->failures > 1
 			    ? (ft->verifier
 				   ? "the verifier rejected each; the last lines of each log:"

@@ -267,7 +267,7 @@ static void test_print(void **state)
 	features__set_load_failure(f, FEATURE_RUNQ, "sched_bpf", "sched_switch", true,
 				   "0: (85) call\nR1 pointer ^= pointer prohibited");
 	features__set(f, FEATURE_GC, false, "",
-		      "libbpf could not load gc_bpf: Too many open files");
+		      "libbpf could not load gc_bpf: Too many open files" FEATURE_CHECK_MORE);
 	features__set_load_failure(f, FEATURE_GC, "gc_bpf", "", false, NULL);
 	assert_true(features__any_load_failed(f));
 	m = open_memstream(&out, &len);
@@ -275,9 +275,9 @@ static void test_print(void **state)
 	fclose(m);
 	assert_non_null(strstr(out, "FEATURE              STATE VARIANT                REASON\n"
 				    "cpu_sampling         on    v                      -\n"));
-	/* --check's own table does not send the reader to --check: the log follows it */
+	/* --check's own table does not send the reader to --check: what it would print follows */
 	assert_non_null(strstr(out, "\noffcpu               off   -                      the "
-				    "verifier rejected sched_switch: R1; its log is below\n"));
+				    "verifier rejected sched_switch: R1; more below\n"));
 	assert_null(strstr(out, "prints more"));
 	assert_non_null(strstr(out, "\nsched_bpf, program sched_switch (offcpu): the verifier "
 				    "rejected it; the last lines of its log:\n"
