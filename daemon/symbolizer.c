@@ -11,7 +11,6 @@
 
 #include "elf_object.h"
 #include "hashmap.h"
-#include "kallsyms.h"
 #include "log.h"
 #include "proc_maps.h"
 #include "sysinfo.h"
@@ -39,7 +38,7 @@ static void release_mappings(struct proc_maps *maps, struct mapping_obj *mobjs)
 	proc_maps__clear(maps);
 }
 
-static void release_stale(struct symbolizer *s)
+void symbolizer_release_stale(struct symbolizer *s)
 {
 	release_mappings(&s->stale_maps, s->stale_mobjs);
 	s->stale_mobjs = NULL;
@@ -520,7 +519,7 @@ static int read_process(struct symbolizer *s, struct process *p)
 	else
 		p->backoff = 0;
 	carry_objects(&p->maps, p->mobjs, &maps, mobjs);
-	release_stale(s);
+	symbolizer_release_stale(s);
 	s->stale_maps = p->maps;
 	s->stale_mobjs = p->mobjs;
 	p->maps = maps;
@@ -666,58 +665,6 @@ static bool resolve_in(struct symbolizer *s, struct process *p, uint64_t addr, s
 
 /* --- the public interface --- */
 
-/* Blocked stacks' leaves in none of the trampolines known: read them again at most this often */
-#define TRAMPOLINES_REREAD_NS (60 * 1000000000ull)
-
-/* Takes the BPF trampolines read from kallsyms (their frames are left out of kernel stacks): n
- * of them in r (malloc'd), or n a negative errno: a failed read keeps those read before, said
- * once. */
-static void set_trampolines(struct symbolizer *s, int n, struct kernel_range *r)
-{
-	s->trampolines_read_ns = sysinfo__mono_ns();
-	s->trampoline_misses = s->trampoline_hits = 0;
-	s->stats.trampoline_reads++;
-	if (n < 0) {
-		if (s->stats.trampoline_reads == 1)
-			pr_warn("cannot read BPF trampolines from %s: %s: their frames stay in "
-				"kernel stacks",
-				s->kallsyms_path, strerror(-n));
-		return;
-	}
-	free(s->trampolines);
-	s->trampolines = r;
-	s->nr_trampolines = (size_t)n;
-	pr_debug("%d BPF trampolines in %s: their frames are left out of kernel stacks", n,
-		 s->kallsyms_path);
-}
-
-/* The BPF trampolines, read from kallsyms now. */
-static void read_trampolines(struct symbolizer *s)
-{
-	struct kernel_range *r;
-	int n = kallsyms__trampolines(s->kallsyms_path, &r);
-
-	set_trampolines(s, n, r);
-}
-
-/* Whether kernel address addr is in one of the trampolines read (a binary search). */
-static bool in_trampoline(const struct symbolizer *s, uint64_t addr)
-{
-	size_t lo = 0, hi = s->nr_trampolines;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < s->trampolines[mid].start)
-			hi = mid;
-		else if (addr >= s->trampolines[mid].end)
-			lo = mid + 1;
-		else
-			return true;
-	}
-	return false;
-}
-
 struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 {
 	const struct symbolizer_opts none = {};
@@ -750,22 +697,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	s->layout_ctx = opts->layout_ctx;
 	s->nr_buckets = PROC_BUCKETS_MIN;
 	s->procs = sym_xcalloc(s->nr_buckets, sizeof(*s->procs));
-	s->kallsyms_path = sym_xstrdup(opts->kallsyms ? opts->kallsyms : "/proc/kallsyms");
-	s->hide_trampolines = opts->hide_trampolines;
-	if (s->hide_trampolines) {
-		/* the symbols and the trampolines from one read (some 40 ms each) */
-		struct kernel_range *r;
-		int n;
-
-		s->kernel = kallsyms__load_with_trampolines(
-		    s->kallsyms_path, opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes",
-		    &r, &n);
-		set_trampolines(s, n, r);
-	} else {
-		s->kernel =
-		    kallsyms__load(s->kallsyms_path,
-				   opts->kernel_notes ? opts->kernel_notes : "/sys/kernel/notes");
-	}
+	symbolizer_load_kernel(s, opts);
 	object_cache__add(&s->objects, s->kernel, false);
 	return s;
 }
@@ -774,7 +706,7 @@ void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	release_stale(s);
+	symbolizer_release_stale(s);
 	for (size_t i = 0; i < s->nr_buckets; i++)
 		while (s->procs[i])
 			proc_drop(s, s->procs[i]);
@@ -866,7 +798,7 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 	struct process *p;
 	int err;
 
-	release_stale(s);
+	symbolizer_release_stale(s);
 	enforce_caps(s);
 	for (uint32_t i = 0; i < n; i++)
 		out[i] = (struct frame){.obj = NULL, .addr = addrs[i]};
@@ -937,32 +869,6 @@ static int resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, u
 	return valid;
 }
 
-uint32_t symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, uint32_t n,
-				    bool blocked, struct frame *out)
-{
-	uint32_t o = 0;
-
-	release_stale(s);
-	/* A rebuilt trampoline makes nearly every blocked leaf miss; a wait that bypasses
-	 * schedule() (PI futexes) misses now and then, and must not cost a read a minute. */
-	if (s->hide_trampolines && blocked && n) {
-		if (in_trampoline(s, addrs[0]))
-			s->trampoline_hits++;
-		else if (++s->trampoline_misses >= 16 &&
-			 s->trampoline_misses > s->trampoline_hits &&
-			 sysinfo__mono_ns() - s->trampolines_read_ns >= TRAMPOLINES_REREAD_NS)
-			read_trampolines(s);
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		if (s->hide_trampolines && in_trampoline(s, addrs[i])) {
-			s->stats.trampoline_frames++;
-			continue;
-		}
-		out[o++] = (struct frame){.obj = s->kernel, .addr = addrs[i]};
-	}
-	return o;
-}
-
 int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, uint64_t start_ns, uint64_t ts_ns,
 			     const uint64_t *addrs, uint32_t n, struct frame *out)
 {
@@ -986,7 +892,7 @@ int symbolizer__note_process(struct symbolizer *s, uint32_t pid, uint64_t start_
 {
 	int err = 0;
 
-	release_stale(s);
+	symbolizer_release_stale(s);
 	enforce_caps(s);
 	if (get_process(s, pid, start_ns, &err))
 		err = 0;
@@ -999,7 +905,7 @@ int symbolizer__reread_process(struct symbolizer *s, uint32_t pid, uint64_t star
 	struct process *p;
 	int err = 0;
 
-	release_stale(s);
+	symbolizer_release_stale(s);
 	enforce_caps(s);
 	p = proc_find(s, pid); /* enforce_caps may have dropped it */
 	if (p && p->start_ns == start_ns)
@@ -1162,7 +1068,7 @@ static void drop_process(struct symbolizer *s, uint32_t pid)
 {
 	struct process *p;
 
-	release_stale(s);
+	symbolizer_release_stale(s);
 	p = proc_find(s, pid);
 	if (p)
 		proc_drop(s, p);

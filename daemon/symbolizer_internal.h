@@ -179,6 +179,18 @@ struct symbolizer {
 	struct static_layout layouts[STATIC_LAYOUTS];
 };
 
+/* ---- symbolizer.c ---- */
+
+/* Releases what a rescan replaced (s->stale_*): called at the start of each call that may
+ * return frames, when no frame of an earlier call is borrowed any more. */
+void symbolizer_release_stale(struct symbolizer *s);
+
+/* ---- sym_kernel.c ---- */
+
+/* Sets s's kallsyms path and kernel object from opts, and, with opts->hide_trampolines, its BPF
+ * trampolines, from one read of the file. */
+void symbolizer_load_kernel(struct symbolizer *s, const struct symbolizer_opts *opts);
+
 /* ---- sym_process.c ---- */
 
 /* 0 when pid is the process that started at start_ns (boot-time ns), else -ESRCH (gone, or the
