@@ -290,14 +290,12 @@ static bool failure_seen(const struct features *f, int upto)
 	return false;
 }
 
-/* The length of ft's reason to print in --check's output: without the ending that sends the
- * reader to --check (*cut then true). */
-static int reason_len(const struct feature *ft, bool *cut)
+size_t features__without_check_more(const char *reason, bool *more)
 {
-	size_t n = strlen(ft->reason), more = strlen(FEATURE_CHECK_MORE);
+	size_t n = strlen(reason), m = strlen(FEATURE_CHECK_MORE);
 
-	*cut = n >= more && !strcmp(ft->reason + n - more, FEATURE_CHECK_MORE);
-	return (int)(*cut ? n - more : n);
+	*more = n >= m && !strcmp(reason + n - m, FEATURE_CHECK_MORE);
+	return *more ? n - m : n;
 }
 
 void features__print(const struct features *f, FILE *out)
@@ -306,9 +304,9 @@ void features__print(const struct features *f, FILE *out)
 	for (int i = 0; i < FEATURE_NR; i++) {
 		const struct feature *ft = &f->v[i];
 		bool cut;
-		int n = reason_len(ft, &cut);
-
 		/* this is --check: what the reason points to follows the table */
+		int n = (int)features__without_check_more(ft->reason, &cut);
+
 		fprintf(out, "%-20s %-5s %-22s %.*s%s\n", ft->name, ft->enabled ? "on" : "off",
 			*ft->variant ? ft->variant : "-", n ? n : 1, n ? ft->reason : "-",
 			cut ? "; more below" : "");
@@ -322,7 +320,7 @@ void features__print(const struct features *f, FILE *out)
 		if (!ft->load_failed || failure_seen(f, i))
 			continue;
 		/* a reason printed here (no log) needs no pointer to --check either */
-		n = reason_len(ft, &cut);
+		n = (int)features__without_check_more(ft->reason, &cut);
 		fprintf(out, "\n%s%s%s (%s): %.*s\n", ft->object,
 			ft->failures > 1 ? ", programs "
 			: *ft->program	 ? ", program "

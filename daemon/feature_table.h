@@ -32,8 +32,11 @@ enum feature_id {
 };
 
 /* How a reason that a failed load gave ends: `tailprofd --check` prints the load's log (its own
- * table says "; its log is below" in its place). */
+ * table says "; more below" in its place). */
 #define FEATURE_CHECK_MORE "; tailprofd --check prints more"
+
+/* The length of reason without the ending FEATURE_CHECK_MORE; *more: whether it had it. */
+size_t features__without_check_more(const char *reason, bool *more);
 
 /* The reason of a capability turned off by TAILPROF_FEATURES_OFF. */
 #define FEATURE_FORCED_OFF "forced off by TAILPROF_FEATURES_OFF (tests)"

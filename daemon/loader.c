@@ -243,7 +243,6 @@ static int sched_open_load(struct loader *l, const struct loader_opts *opts, enu
 static void return_fallback(struct features *f, enum sched_return ret, const char *tw_why,
 			    const char *fx_why)
 {
-	static const char more[] = FEATURE_CHECK_MORE;
 	const char *whys[] = {tw_why, fx_why};
 	bool any_more = false;
 	char out[sizeof(features__get(f, FEATURE_TASK_WORK)->reason)];
@@ -251,14 +250,12 @@ static void return_fallback(struct features *f, enum sched_return ret, const cha
 
 	out[0] = '\0';
 	for (int i = 0; i < 2; i++) {
-		size_t n = strlen(whys[i]);
+		bool more;
+		size_t n = features__without_check_more(whys[i], &more);
 
+		any_more |= more;
 		if (!n)
 			continue;
-		if (n >= sizeof(more) - 1 && !strcmp(whys[i] + n - (sizeof(more) - 1), more)) {
-			n -= sizeof(more) - 1;
-			any_more = true;
-		}
 		/* each cut to 140 bytes, said so: what runs instead must fit in the 400 */
 		if (o < sizeof(out))
 			o += snprintf(out + o, sizeof(out) - o, "%s%.*s%s", o ? "; " : "",
@@ -268,7 +265,7 @@ static void return_fallback(struct features *f, enum sched_return ret, const cha
 		      "%s; instead %s takes those stacks%s", out,
 		      ret == RET_FEXIT ? "a program on the return from schedule() (fexit/schedule)"
 				       : "a program on every syscall's return (raw_tp/sys_exit)",
-		      any_more ? more : "");
+		      any_more ? FEATURE_CHECK_MORE : "");
 }
 
 /* The scheduler programs: off-CPU and run-queue latency. Optional: a kernel that cannot load

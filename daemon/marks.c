@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "timeparse.h"
+#include "utf8.h"
 
 #define ECHO_BUF (MARKS_ERR_ECHO_BYTES + 8)
 
@@ -50,11 +51,7 @@ static void append_cut(char *dst, size_t size, size_t *used, const char *src)
 {
 	size_t room = size - 1 - *used, n = strlen(src);
 
-	if (n > room) {
-		n = room;
-		while (n && ((unsigned char)src[n] & 0xc0) == 0x80)
-			n--;
-	}
+	n = utf8_cut(src, n, room);
 	/* control characters (a terminal's escapes, CR/LF) become spaces: reasons are printed */
 	for (size_t i = 0; i < n; i++)
 		dst[*used + i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? ' ' : src[i];
