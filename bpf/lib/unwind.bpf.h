@@ -91,6 +91,34 @@ static __always_inline __u64 tp_unwind_epoch_bump(void)
 	return *(volatile __u64 *)e;
 }
 
+/* unwind_memo: per CPU, where recent lookups were found: a direct-mapped cache of
+ * TP_UNWIND_MEMO_SLOTS slots, each the mapping (its index in the process's unwind_procs entry) and
+ * the row (its index in unwind_rows) of one lookup address. A slot is only a guess, checked
+ * before use: the mapping must hold the address, and the row must be the one a search would find
+ * (its table's, at or before the address, with the next row past it). So a slot from another
+ * process, from a table since rewritten or half written by a nested program is a search, never a
+ * wrong frame, and nothing needs to invalidate it. What it saves is the search's cold memory:
+ * at 99 Hz every walk is cold, and a frame's search touches some ten cache lines of the process's
+ * entry, the page index and the rows, where a checked guess touches two or three. */
+#define TP_UNWIND_MEMO_SLOTS 256
+
+struct tp_unwind_memo_slot {
+	__u64 addr; /* the lookup address (0: empty) */
+	__u32 mi;   /* its mapping's index in the process's entry */
+	__u32 row;  /* its row's index in unwind_rows */
+};
+
+struct tp_unwind_memo {
+	struct tp_unwind_memo_slot s[TP_UNWIND_MEMO_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tp_unwind_memo);
+} unwind_memo SEC(".maps");
+
 struct tp_unwind_result {
 	__u32 nr;      /* frames written */
 	__u32 reason;  /* enum tp_unwind_reason */
@@ -174,6 +202,7 @@ struct tp_unwind_state {
 	__u64 *out;		   /* TP_MAX_STACK_DEPTH slots */
 	struct tp_unwind_log *log; /* NULL: not logged */
 	struct tp_proc_mappings *procs;
+	struct tp_unwind_memo *memo; /* this CPU's unwind_memo, NULL: none */
 };
 
 /* Binary searches run in bpf_loop callbacks: unrolled, the verifier would follow every path
@@ -265,11 +294,33 @@ static __always_inline long tp_unwind_find_mapping(struct tp_unwind_state *st, _
 	return i;
 }
 
+/* Row idx of unwind_rows if it is the row in effect at rel in mapping m's table (the row a
+ * search would find: in the table, its pc <= rel, and the next row's, if any, > rel: rows are
+ * sorted by pc), else NULL. */
+static __always_inline struct tp_unwind_row *tp_unwind_memo_row(struct tp_exec_mapping *m,
+								__u32 rel, __u32 idx)
+{
+	struct tp_unwind_row *r, *next;
+	__u32 i = idx - m->row_start;
+
+	if (idx < m->row_start || i >= m->nr_rows)
+		return NULL;
+	r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!r || r->pc > rel)
+		return NULL;
+	if (i + 1 < m->nr_rows) {
+		i = idx + 1;
+		next = bpf_map_lookup_elem(&unwind_rows, &i);
+		if (!next || next->pc <= rel)
+			return NULL;
+	}
+	return r;
+}
+
 /* The row in effect at rel (the last row whose pc <= rel) of mapping m's table, or NULL. The
  * page index narrows the search to one page's rows; 24 halvings cover 16M rows. */
-static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_unwind_state *st,
-								struct tp_exec_mapping *m,
-								__u32 rel)
+static __always_inline struct tp_unwind_row *
+tp_unwind_find_row(struct tp_unwind_state *st, struct tp_exec_mapping *m, __u32 rel)
 {
 	struct tp_unwind_walk *w = st->w;
 	struct tp_unwind_row *first;
@@ -320,10 +371,10 @@ static __always_inline struct tp_unwind_row *tp_unwind_find_row(struct tp_unwind
  * of the current task, in one chain of reads without a branch (a failed read gives 0: no xol
  * area, no uprobe ever hit the process), so that the verifier follows one walk, not two. A
  * return address is compared with it as it is read, not when it is found in no mapping: a
- * lookup then would be a second mapping search in the frame step. Only the current task's instances are known here:
- * walks of another task's stack pass is_current 0. struct xol_area is private to uprobes.c but in
- * the kernel's BTF; the field checks keep the object loadable where it were not (the walk then
- * stops at the trampoline, as before). */
+ * lookup then would be a second mapping search in the frame step. Only the current task's instances
+ * are known here: walks of another task's stack pass is_current 0. struct xol_area is private to
+ * uprobes.c but in the kernel's BTF; the field checks keep the object loadable where it were not
+ * (the walk then stops at the trampoline, as before). */
 #define TP_UNWIND_URET_MAX 8 /* instances passed over at most per trampoline met */
 
 struct tp_unwind_uret_scan {
@@ -392,6 +443,7 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	struct tp_unwind_walk *w = st->w;
 	struct tp_exec_mapping *m = NULL;
 	struct tp_unwind_row *rp, row, *r = &row;
+	struct tp_unwind_memo_slot *slot;
 	__u64 lookup, cfa, ra = 0, bp = w->bp, pc = w->pc, sp = w->sp;
 	__u32 mi;
 	long found;
@@ -405,6 +457,25 @@ static long tp_unwind_step(__u32 index, void *ctx)
 
 	/* a return address points after the call, which may be the next function */
 	lookup = w->exact_pc ? pc : pc - 1;
+	/* this CPU's memo: where the same address was found last, if that still holds */
+	slot = st->memo
+		   ? &st->memo->s[((lookup >> 4) ^ (lookup >> 12)) & (TP_UNWIND_MEMO_SLOTS - 1)]
+		   : NULL;
+	if (slot && slot->addr == lookup) {
+		mi = slot->mi;
+		if (mi < TP_MAX_PROC_MAPPINGS && mi < st->procs->nr) {
+			m = &st->procs->m[mi];
+			if (lookup >= m->start && lookup < m->end && m->nr_rows) {
+				rp = tp_unwind_memo_row(m, (__u32)(lookup - m->bias), slot->row);
+				if (rp) {
+					w->last_m = mi + 1;
+					row = *rp;
+					goto have_row;
+				}
+			}
+			m = NULL;
+		}
+	}
 	/* consecutive frames are mostly in one object: try the last mapping first */
 	mi = w->last_m - 1;
 	if (mi < TP_MAX_PROC_MAPPINGS) {
@@ -422,6 +493,7 @@ static long tp_unwind_step(__u32 index, void *ctx)
 			return tp_unwind_stop(w, w->after_fp ? TP_UNWIND_BAD_FRAME
 							     : TP_UNWIND_NO_MAPPING);
 		}
+		mi = found;
 		w->last_m = found + 1;
 		m = &st->procs->m[found];
 	}
@@ -431,6 +503,13 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	if (!rp)
 		goto frame_pointer;
 	row = *rp;
+	if (slot) {
+		slot->addr = lookup;
+		slot->mi = mi;
+		/* the row tp_unwind_find_row returned: its index is the search's end, less one */
+		slot->row = m->row_start + w->lo - 1;
+	}
+have_row:
 
 	switch (r->cfa_type) {
 	case TP_CFA_RSP:
@@ -549,11 +628,13 @@ static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64
 					   struct tp_unwind_log *log, int is_current,
 					   struct tp_unwind_walk *w)
 {
+	__u32 zero = 0;
 	struct tp_unwind_state st = {
 	    .w = w,
 	    .out = out,
 	    .log = log,
 	    .procs = procs,
+	    .memo = bpf_map_lookup_elem(&unwind_memo, &zero),
 	};
 
 	__builtin_memset(w, 0, sizeof(*w));
