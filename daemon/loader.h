@@ -27,7 +27,8 @@ struct loader_opts {
 				  (bpf/lib/label_sources.bpf.h); 0: a map of its own (stays 0) */
 	uint64_t offcpu_min_ns; /* blocks at least this long get stacks (bpf/sched.bpf.c) */
 	/* The table unwinder (bpf/lib/unwind.bpf.h): off, user stacks are walked by frame
-	 * pointers only and its maps take no memory. */
+	 * pointers only and its maps take no memory but their per-CPU memo's (4 KiB a CPU in
+	 * each of the sampler's and the scheduler's objects). */
 	bool unwind_tables;
 	uint32_t unwind_rows;	       /* rows of unwind_rows (8 bytes each), >= 1 */
 	uint32_t unwind_max_processes; /* processes in unwind_procs, >= 1 */

@@ -348,7 +348,7 @@ tp_unwind_find_row(struct tp_unwind_state *st, struct tp_exec_mapping *m, __u32 
 	i = w->lo;
 	if (w->failed || i == 0)
 		return NULL;
-	i = m->row_start + i - 1;
+	i = w->base + i - 1;
 	return bpf_map_lookup_elem(&unwind_rows, &i);
 }
 
@@ -506,8 +506,8 @@ static long tp_unwind_step(__u32 index, void *ctx)
 	if (slot) {
 		slot->addr = lookup;
 		slot->mi = mi;
-		/* the row tp_unwind_find_row returned: its index is the search's end, less one */
-		slot->row = m->row_start + w->lo - 1;
+		/* the row tp_unwind_find_row returned: the search's base and end, less one */
+		slot->row = w->base + w->lo - 1;
 	}
 have_row:
 
