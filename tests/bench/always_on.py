@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from common import ROOT, Daemon, build_dir, median, workload
+from common import ROOT, Daemon, build_dir, daemon, median, workload
 
 SECONDS = 20  # per run (argv[1])
 RUNS = 3  # per scenario and kind (argv[2])
@@ -51,6 +51,18 @@ def go_program(tmp):
                                 GO111MODULE="off", CGO_ENABLED="0"),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return out if r.returncode == 0 else None
+
+
+def churn_kinds(tmp):
+    """The churn's kinds of process by name (true, short, python and, with a Go toolchain, go),
+    each the command that starts one; tmp: where the Go program is built."""
+    kinds = {"true": ["/bin/true"],
+             "short": [os.path.join(build_dir(), "tests", "workloads", "tp_short"), "0.002"],
+             "python": ["/usr/bin/python3.11", "-c", "pass"]}
+    gobin = go_program(tmp)
+    if gobin:
+        kinds["go"] = [gobin, "1"]
+    return kinds
 
 
 class Churn:
@@ -98,6 +110,48 @@ def proc_cpu(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return max(ns / 1e9, (int(fields[11]) + int(fields[12])) / CLK)
+
+
+def side_run(binary, freq, programs, seconds):
+    """One run of a side-by-side comparison: tailprofd binary at its defaults but freq Hz, with
+    Churn(programs) (none if programs is empty) once it is up, measured for seconds after a
+    settling 2 s. Returns a dict: its metrics before and after (m0, m1), its CPU seconds over the
+    span (cpu), the span in seconds (span) and the processes the churn started in it (starts)."""
+    d = daemon.Daemon(binary, *(["--frequency", str(freq)] if freq != 99 else []))
+    churn = None
+    try:
+        time.sleep(3)
+        churn = Churn(programs) if programs else None
+        time.sleep(2)  # the programs' objects known: steady state
+        m0, c0, s0, t0 = d.metrics(), proc_cpu(d.proc.pid), churn.started if churn else 0, \
+            time.time()
+        time.sleep(seconds)
+        m1, c1, s1, t1 = d.metrics(), proc_cpu(d.proc.pid), churn.started if churn else 0, \
+            time.time()
+    finally:
+        if churn:
+            churn.stop()
+        d.stop()
+    return {"m0": m0, "m1": m1, "cpu": c1 - c0, "span": t1 - t0, "starts": s1 - s0}
+
+
+def alternate(a, b, rounds, one_run, show):
+    """Side by side: one_run(binary) for tailprofd binaries a and b alternately, rounds times
+    each, with tp_hotcold on every CPU; show(binary, result) prints each result as it comes.
+    Returns {binary: [results]}."""
+    spinners = [workload("tp_hotcold", 100000) for _ in range(os.cpu_count())]
+    res = {a: [], b: []}
+    try:
+        for _ in range(rounds):
+            for binary in (a, b):
+                r = one_run(binary)
+                res[binary].append(r)
+                show(binary, r)
+                sys.stdout.flush()
+    finally:
+        for p in spinners:
+            p.kill()
+    return res
 
 
 def bpf_progs(pid):
@@ -195,11 +249,7 @@ def main():
     if len(sys.argv) > 3:
         SCENARIOS = sys.argv[3].split(",")
     tmp = tempfile.mkdtemp()
-    gobin = go_program(tmp)
-    short = os.path.join(build_dir(), "tests", "workloads", "tp_short")
-    programs = [["/bin/true"], [short, "0.002"], ["/usr/bin/python3.11", "-c", "pass"]]
-    if gobin:
-        programs.append([gobin, "1"])
+    programs = list(churn_kinds(tmp).values())
     print("always_on: %d CPUs, %d runs of %.0f s per scenario, %d process starts/s of %s" % (
         os.cpu_count(), RUNS, SECONDS, RATE, ", ".join(os.path.basename(p[0])
                                                        for p in programs)))

@@ -13,28 +13,17 @@ Usage (root): tests/bench/per_process.py DAEMON_A DAEMON_B [SECONDS] [RUNS] [FRE
 import os
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from always_on import Churn, go_program, proc_cpu  # noqa: E402
-from common import build_dir, median, workload  # noqa: E402
-import daemon as daemon_lib  # noqa: E402  (tests/lib, on the path common.py sets)
+from always_on import alternate, churn_kinds, side_run  # noqa: E402
+from common import median  # noqa: E402
 
 
 def run(binary, programs, seconds, freq):
-    d = daemon_lib.Daemon(binary, *(["--frequency", str(freq)] if freq != 99 else []))
-    time.sleep(3)
-    churn = Churn(programs)
-    time.sleep(2)  # the programs' objects known: steady state
-    c0, s0, t0 = proc_cpu(d.proc.pid), churn.started, time.time()
-    time.sleep(seconds)
-    c1, s1, t1 = proc_cpu(d.proc.pid), churn.started, time.time()
-    churn.stop()
-    m = d.metrics()
-    d.stop()
-    n = s1 - s0
-    return {"us_per_process": 1e6 * (c1 - c0) / max(n, 1), "pct": 100 * (c1 - c0) / (t1 - t0),
-            "starts_per_s": n / (t1 - t0),
+    r = side_run(binary, freq, programs, seconds)
+    m, n, cpu, span = r["m1"], r["starts"], r["cpu"], r["span"]
+    return {"us_per_process": 1e6 * cpu / max(n, 1), "pct": 100 * cpu / span,
+            "starts_per_s": n / span,
             "maps_shared": m.get('tailprof_maps_reads_total{source="shared"}', 0),
             "maps_file": m.get('tailprof_maps_reads_total{source="file"}', 0),
             "maps_records": m.get('tailprof_maps_reads_total{source="records"}', 0),
@@ -51,34 +40,19 @@ def main():
     freq = int(sys.argv[5]) if len(sys.argv) > 5 else 99
     kinds = sys.argv[6].split(",") if len(sys.argv) > 6 else ["true", "short", "python", "go"]
     tmp = tempfile.mkdtemp()
-    known = {"true": ["/bin/true"],
-             "short": [os.path.join(build_dir(), "tests", "workloads", "tp_short"), "0.002"],
-             "python": ["/usr/bin/python3.11", "-c", "pass"]}
-    if "go" in kinds:
-        gobin = go_program(tmp)
-        if gobin:
-            known["go"] = [gobin, "1"]
-        elif len(kinds) == 1:
-            sys.exit("per_process.py: the go kind needs a Go toolchain")
+    known = churn_kinds(tmp)
+    if kinds == ["go"] and "go" not in known:
+        sys.exit("per_process.py: the go kind needs a Go toolchain")
     if any(k not in known and k != "go" for k in kinds):
         sys.exit("per_process.py: KINDS is a comma-separated subset of true,short,python,go")
     programs = [known[k] for k in kinds if k in known]
-    spinners = [workload("tp_hotcold", 100000) for _ in range(os.cpu_count())]
-    res = {a: [], b: []}
-    try:
-        for _ in range(runs):
-            for binary in (a, b):
-                r = run(binary, programs, seconds, freq)
-                res[binary].append(r)
-                print("  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
-                      "shared + %d from records, %d wake-ups, %d table builds" % (
-                          binary, r["us_per_process"], r["pct"], r["starts_per_s"],
-                          r["maps_file"], r["maps_shared"], r["maps_records"], r["wakeups"],
-                          r["builds"]))
-                sys.stdout.flush()
-    finally:
-        for p in spinners:
-            p.kill()
+    res = alternate(a, b, runs, lambda binary: run(binary, programs, seconds, freq),
+                    lambda binary, r: print(
+                        "  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
+                        "shared + %d from records, %d wake-ups, %d table builds" % (
+                            binary, r["us_per_process"], r["pct"], r["starts_per_s"],
+                            r["maps_file"], r["maps_shared"], r["maps_records"], r["wakeups"],
+                            r["builds"])))
     ma = median([r["us_per_process"] for r in res[a]])
     mb = median([r["us_per_process"] for r in res[b]])
     print("median daemon CPU per process started: A %.0f us, B %.0f us (B/A %.2f); "

@@ -12,11 +12,9 @@ Usage (root): tests/bench/sample_cost.py DAEMON_A DAEMON_B [FREQ] [SECONDS] [ROU
 import os
 import sys
 import tempfile
-import time
 
-from always_on import Churn, go_program, proc_cpu
-from common import build_dir, median, workload
-import daemon as daemon_lib  # tests/lib, on the path common.py sets
+from always_on import alternate, churn_kinds, side_run
+from common import median
 
 
 def bpf_programs(m):
@@ -30,58 +28,29 @@ def bpf_programs(m):
 
 
 def run(binary, freq, seconds, programs):
-    d = daemon_lib.Daemon(binary, *(["--frequency", str(freq)] if freq != 99 else []))
-    churn = None
-    try:
-        time.sleep(3)
-        churn = Churn(programs) if programs else None
-        time.sleep(2)  # the programs' objects known: steady state
-        m0, c0, t0 = d.metrics(), proc_cpu(d.proc.pid), time.time()
-        time.sleep(seconds)
-        m1, c1, t1 = d.metrics(), proc_cpu(d.proc.pid), time.time()
-    finally:
-        if churn:
-            churn.stop()
-        d.stop()
-    b0, b1 = bpf_programs(m0), bpf_programs(m1)
+    r = side_run(binary, freq, programs, seconds)
+    b0, b1 = bpf_programs(r["m0"]), bpf_programs(r["m1"])
     bpf_s = sum(t - b0.get(p, (0, 0))[0] for p, (t, _) in b1.items())
     st, sn = b1.get("perf_sample", (0, 0))
     st0, sn0 = b0.get("perf_sample", (0, 0))
     return {"sample_ns": 1e9 * (st - st0) / max(sn - sn0, 1),
-            "bpf_pct": 100 * bpf_s / (t1 - t0),
-            "daemon_pct": 100 * (c1 - c0) / (t1 - t0)}
+            "bpf_pct": 100 * bpf_s / r["span"],
+            "daemon_pct": 100 * r["cpu"] / r["span"]}
 
 
 def main():
     if os.geteuid() != 0 or len(sys.argv) < 3:
         sys.exit(__doc__)
     a, b = sys.argv[1], sys.argv[2]
-    freq = int(sys.argv[3]) if len(sys.argv) > 3 else 99
-    seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 8
-    rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 4
-    load = sys.argv[6] if len(sys.argv) > 6 else "churn"
+    given = [conv(v) for conv, v in zip((int, float, int, str), sys.argv[3:7])]
+    freq, seconds, rounds, load = given + [99, 8.0, 4, "churn"][len(given):]
     if load not in ("busy", "churn") or freq <= 0 or seconds <= 0 or rounds <= 0:
         sys.exit(__doc__)
-    programs = []
-    if load == "churn":
-        programs = [["/bin/true"],
-                    [os.path.join(build_dir(), "tests", "workloads", "tp_short"), "0.002"],
-                    ["/usr/bin/python3.11", "-c", "pass"]]
-        gobin = go_program(tempfile.mkdtemp())
-        if gobin:
-            programs.append([gobin, "1"])
-    spinners = [workload("tp_hotcold", 100000) for _ in range(os.cpu_count())]
-    res = {a: [], b: []}
-    try:
-        for _ in range(rounds):
-            for binary in (a, b):
-                r = run(binary, freq, seconds, programs)
-                res[binary].append(r)
-                print("  %s: perf_sample %.0f ns a sample, BPF %.3f%%, daemon %.3f%%" % (
-                    binary, r["sample_ns"], r["bpf_pct"], r["daemon_pct"]), flush=True)
-    finally:
-        for p in spinners:
-            p.kill()
+    programs = list(churn_kinds(tempfile.mkdtemp()).values()) if load == "churn" else []
+    res = alternate(a, b, rounds, lambda binary: run(binary, freq, seconds, programs),
+                    lambda binary, r: print(
+                        "  %s: perf_sample %.0f ns a sample, BPF %.3f%%, daemon %.3f%%" % (
+                            binary, r["sample_ns"], r["bpf_pct"], r["daemon_pct"])))
     print("%s, %d Hz, %d rounds of %.0f s, medians:" % (load, freq, rounds, seconds))
     for key, what in (("sample_ns", "perf_sample ns a sample"), ("bpf_pct", "BPF % of one CPU"),
                       ("daemon_pct", "daemon % of one CPU")):
