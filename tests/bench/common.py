@@ -27,3 +27,15 @@ def median(xs):
     xs = sorted(xs)
     n = len(xs)
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def bpf_prog(m, name):
+    """(run time in s, runs) of tailprofd's BPF program name, from its metrics m (BPF
+    statistics); (0, 0) for a program it did not load."""
+    return (m.get('tailprof_bpf_run_time_seconds_total{program="%s"}' % name, 0),
+            m.get('tailprof_bpf_run_count_total{program="%s"}' % name, 0))
+
+
+def bpf_run_s(m):
+    """The run time in s of every BPF program tailprofd loaded, from its metrics m."""
+    return sum(v for k, v in m.items() if k.startswith("tailprof_bpf_run_time_seconds_total"))

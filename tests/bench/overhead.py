@@ -12,17 +12,14 @@ import sys
 import tempfile
 import time
 
-from common import Daemon, median, workload
+from common import Daemon, bpf_prog, bpf_run_s, median, workload
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 15
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 
 
 def bpf_totals(m):
-    run_time = sum(v for k, v in m.items() if k.startswith("tailprof_bpf_run_time_seconds_total"))
-    sample_time = m.get('tailprof_bpf_run_time_seconds_total{program="perf_sample"}', 0)
-    sample_cnt = m.get('tailprof_bpf_run_count_total{program="perf_sample"}', 0)
-    return run_time, sample_time, sample_cnt, m["tailprof_cpu_seconds_total"]
+    return (bpf_run_s(m),) + bpf_prog(m, "perf_sample") + (m["tailprof_cpu_seconds_total"],)
 
 
 def run_tailprofd(freq):

@@ -14,27 +14,15 @@ import sys
 import tempfile
 
 from always_on import alternate, churn_kinds, side_run
-from common import median
-
-
-def bpf_programs(m):
-    """program -> (run time s, runs) from tailprofd's metrics m."""
-    out = {}
-    for k, v in m.items():
-        if k.startswith("tailprof_bpf_run_time_seconds_total{"):
-            name = k.split('"')[1]
-            out[name] = (v, m.get(k.replace("run_time_seconds", "run_count"), 0))
-    return out
+from common import bpf_prog, bpf_run_s, median
 
 
 def run(binary, freq, seconds, programs):
     r = side_run(binary, freq, programs, seconds)
-    b0, b1 = bpf_programs(r["m0"]), bpf_programs(r["m1"])
-    bpf_s = sum(t - b0.get(p, (0, 0))[0] for p, (t, _) in b1.items())
-    st, sn = b1.get("perf_sample", (0, 0))
-    st0, sn0 = b0.get("perf_sample", (0, 0))
+    m0, m1 = r["m0"], r["m1"]
+    (st0, sn0), (st, sn) = bpf_prog(m0, "perf_sample"), bpf_prog(m1, "perf_sample")
     return {"sample_ns": 1e9 * (st - st0) / max(sn - sn0, 1),
-            "bpf_pct": 100 * bpf_s / r["span"],
+            "bpf_pct": 100 * (bpf_run_s(m1) - bpf_run_s(m0)) / r["span"],
             "daemon_pct": 100 * r["cpu"] / r["span"]}
 
 

@@ -23,17 +23,12 @@ import subprocess
 import sys
 import time
 
-from common import Daemon, median, workload
+from common import Daemon, bpf_prog, median, workload
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 8
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 SCHED_PROGS = ("sched_switch", "sched_return", "sys_exit",
                "sched_thread_exit")
-
-
-def prog(m, name):
-    return (m.get('tailprof_bpf_run_time_seconds_total{program="%s"}' % name, 0),
-            m.get('tailprof_bpf_run_count_total{program="%s"}' % name, 0))
 
 
 def hook_floor(seconds):
@@ -70,8 +65,8 @@ def measure(d, args):
            "daemon_s": b["tailprof_cpu_seconds_total"] - a["tailprof_cpu_seconds_total"]}
     bpf = 0
     for name in SCHED_PROGS:
-        ta, ca = prog(a, name)
-        tb, cb = prog(b, name)
+        ta, ca = bpf_prog(a, name)
+        tb, cb = bpf_prog(b, name)
         out[name + "_ns"] = (tb - ta) / max(cb - ca, 1) * 1e9
         out[name + "_per_s"] = (cb - ca) / elapsed
         bpf += tb - ta

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from common import Daemon, build_dir, median, workload
+from common import Daemon, bpf_prog, build_dir, median, workload
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 10
 FREQ = 999
@@ -27,9 +27,7 @@ ROOTS = ["/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec", "/usr/local", "/op
 
 
 def bpf_per_sample(d):
-    m = d.metrics()
-    return (m.get('tailprof_bpf_run_time_seconds_total{program="perf_sample"}', 0),
-            m.get('tailprof_bpf_run_count_total{program="perf_sample"}', 0))
+    return bpf_prog(d.metrics(), "perf_sample")
 
 
 def cost(mode, name, *args):
