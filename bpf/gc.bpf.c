@@ -30,7 +30,7 @@ struct {
 /* gc_pausing: tgid -> number of GC pauses open in the process (0 or 1 in practice). Written
  * here; read by perf_sample in profile.bpf.c (the same map, through reuse) for the gc=1 label;
  * deleted there at the process's exec and exit, with its gc_open entries. LRU all the same. 4096
- * processes pausing at once. */
+ * processes pausing at once. Its entries are counted in label_sources (TP_LABEL_GC_PAUSING). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -81,11 +81,13 @@ static __always_inline void pausing_add(__u32 pid, int delta)
 			*n += 1;
 		else if (bpf_map_update_elem(&gc_pausing, &pid, &one, BPF_NOEXIST))
 			bump(TP_GCM_OPEN_FULL);
-	} else if (n) {
-		if (*n <= 1)
-			bpf_map_delete_elem(&gc_pausing, &pid);
 		else
+			tp_label_add(TP_LABEL_GC_PAUSING, 1);
+	} else if (n) {
+		if (*n > 1)
 			*n -= 1;
+		else if (!bpf_map_delete_elem(&gc_pausing, &pid))
+			tp_label_add(TP_LABEL_GC_PAUSING, -1);
 	}
 }
 

@@ -142,8 +142,11 @@ static __always_inline void count(__u64 ts, __u32 metric)
 }
 
 /* Walks the user stack of the current task with its process's unwind tables into s->addrs[nk ..].
- * Returns the number of frames, or -1 when the process has no tables (yet): frame pointers then. */
-static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u64 ts)
+ * Returns the number of frames, or -1 when the process has no tables (yet): frame pointers then.
+ * *by_user_space: the tables are ones tailprofd wrote (not the exec program's from a static
+ * layout), so it has read the process's maps: the process is known. */
+static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u64 ts,
+					      bool *by_user_space)
 {
 	struct tp_unwind_result res = {};
 	struct tp_proc_mappings *procs;
@@ -165,6 +168,7 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 		return -1;
 	if (nk < 0 || nk > TP_MAX_STACK_DEPTH)
 		return -1;
+	*by_user_space = !(procs->gen & TP_GEN_FROM_LAYOUT);
 	tp_unwind_user(procs, regs->ip, regs->sp, regs->bp, &s->addrs[nk], &res, NULL, 1, w);
 	s->flags |= TP_SAMPLE_UNWIND_TABLES;
 	count(ts, TP_M_UNWIND_STACKS);
@@ -217,8 +221,8 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	struct tp_sample *s;
 	__u64 t0 = 0;
 	__u32 zero = 0;
+	bool unknown, tables_known = false;
 	__u64 *known;
-	bool unknown;
 	long n, nk = 0, nu = 0;
 
 	count(ts, TP_M_SAMPLES);
@@ -273,7 +277,7 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	if (!task->mm) {
 		s->flags |= TP_SAMPLE_KERNEL_THREAD;
 	} else {
-		nu = user_stack_tables(s, nk, ts);
+		nu = user_stack_tables(s, nk, ts, &tables_known);
 		if (nu < 0) {
 			nu = 0;
 			n = bpf_get_stack(ctx, &s->addrs[nk], TP_MAX_STACK_DEPTH * 8,
@@ -312,9 +316,13 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 
 	/* A new process is read at once (and marked known), but not one whose thread exits now:
 	 * its maps are going (exit_mm), and its exit event may have deleted its entry already; nor
-	 * a young one (young_ns): its samples wait for the next drain. */
-	known = bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
-	unknown = (!known || *known != s->hdr.start_ns) && !(task->flags & TP_PF_EXITING);
+	 * a young one (young_ns): its samples wait for the next drain. One whose unwind tables
+	 * tailprofd wrote is known without a lookup (a cold one costs 0.5-1 us at 99 Hz): should
+	 * tailprofd have dropped it from known_procs (its cap), this sample is read at the next
+	 * drain rather than at once. */
+	known = tables_known ? NULL : bpf_map_lookup_elem(&known_procs, &s->hdr.pid);
+	unknown = !tables_known && (!known || *known != s->hdr.start_ns) &&
+		  !(task->flags & TP_PF_EXITING);
 	if (unknown && young_ns && s->hdr.start_ns >= young_since_ns &&
 	    task->se.sum_exec_runtime < young_ns) {
 		unknown = false;
@@ -372,7 +380,9 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 
 			bpf_map_delete_elem(&gc_open, &key);
 		}
-		bpf_map_delete_elem(&gc_pausing, &ev->pid);
+		if (tp_label_count(TP_LABEL_GC_PAUSING) &&
+		    !bpf_map_delete_elem(&gc_pausing, &ev->pid))
+			tp_label_add(TP_LABEL_GC_PAUSING, -1);
 	}
 	/* After exec the maps must be read again: the next sample of the new image wakes user
 	 * space because the process is no longer known (the samples mark it, in this order, so a
@@ -547,7 +557,7 @@ int BPF_PROG(sched_process_exec, struct task_struct *p, pid_t old_pid, struct li
 	if (tables) {
 		/* the epoch first (unwind_epoch); the entry's gen is the new epoch's, its top bit
 		 * set (tailprofd's count from 1): caches of another image's walks never match it */
-		tables->gen = 0x80000000u | (__u32)tp_unwind_epoch_bump();
+		tables->gen = TP_GEN_FROM_LAYOUT | (__u32)tp_unwind_epoch_bump();
 		if (!bpf_map_update_elem(&unwind_procs, &ev.hdr.pid, tables, BPF_ANY))
 			ev.flags |= TP_EXEC_TABLES_SET;
 	}

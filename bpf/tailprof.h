@@ -604,11 +604,12 @@ struct tp_proc_mappings {
 	__u32 nr;
 	__u32 gen; /* tailprofd's count of entries written: a new value each time the entry is;
 		    * one the exec program made from a static layout's tables: its epoch
-		    * (unwind_epoch) with the top bit set */
+		    * (unwind_epoch) with TP_GEN_FROM_LAYOUT set */
 	struct tp_exec_mapping m[TP_MAX_PROC_MAPPINGS];
 };
 _Static_assert(sizeof(struct tp_proc_mappings) == 16 + 40 * TP_MAX_PROC_MAPPINGS,
 	       "tp_proc_mappings layout");
+#define TP_GEN_FROM_LAYOUT 0x80000000u /* tp_proc_mappings.gen: made by BPF, not by tailprofd */
 
 /* The executable's mappings (up to 4) and the vDSO's in a static layout's tables */
 #define TP_LAYOUT_MAPPINGS 5

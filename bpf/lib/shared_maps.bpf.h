@@ -9,12 +9,13 @@
 #include "label_sources.bpf.h"
 
 /* known_procs: tgid -> start_ns of processes user space has been woken for. A sample of a process
- * not in it wakes user space at once, so the maps are read while the process lives (and, for the
- * scheduler, its unwind tables are in place for its next blocks). The sample or block (TP_EV_SEEN)
- * that wakes user space inserts the process (tp_mark_known), so each image wakes it once and
- * tailprofd spends no bpf() call on it; the sampler's exec/exit programs delete it, and tailprofd
- * deletes what its cap on known processes evicts. Sized for a host with many processes; when full,
- * samples just wake user space more often. */
+ * not in it wakes user space at once (unless tailprofd wrote its unwind tables: perf_sample), so
+ * the maps are read while the process lives (and, for the scheduler, its unwind tables are in
+ * place for its next blocks). The sample or block (TP_EV_SEEN) that wakes user space inserts the
+ * process (tp_mark_known), so each image wakes it once and tailprofd spends no bpf() call on it;
+ * the sampler's exec/exit programs delete it, and tailprofd deletes what its cap on known
+ * processes evicts. Sized for a host with many processes; when full, samples just wake user space
+ * more often. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
@@ -43,7 +44,7 @@ struct {
 } stage_stacks SEC(".maps");
 
 /* gc_pausing: tgid -> GC pauses open in the process, written by gc.bpf.c; read for the gc=1
- * label. */
+ * label. Its entries are counted in label_sources (TP_LABEL_GC_PAUSING). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -67,12 +68,12 @@ static __always_inline __u32 tp_stage_of(struct task_struct *task)
 	return stages->frames[(d - 1) & (TP_STAGE_DEPTH - 1)].stage;
 }
 
-/* Whether process pid is in a GC pause now. */
+/* Whether process pid is in a GC pause now: a lookup only while some process may be. */
 static __always_inline bool tp_in_gc(__u32 pid)
 {
 	__u32 *pausing;
 
-	if (!tp_label_seen(TP_LABEL_GC))
+	if (!tp_label_count(TP_LABEL_GC_PAUSING))
 		return false;
 	pausing = bpf_map_lookup_elem(&gc_pausing, &pid);
 	return pausing && *pausing;
