@@ -4,8 +4,10 @@
 build and this one) run alternately, ROUNDS times each, at FREQ Hz on the same load: tp_hotcold
 on every CPU ("busy"), plus always_on.py's process churn ("churn"). Each run prints perf_sample's
 ns a sample (BPF statistics), every program's run time and tailprofd's CPU as shares of one CPU;
-then the medians and B/A. Asserts nothing. What always_on.py cannot show for a change: it
-measures one build at a time, and this VM drifts by more than most changes move.
+then the medians and B/A, and those of each program that takes at least 0.01% of a CPU (a
+change to the scheduler programs shows there: sched_switch against sys_exit, say). Asserts
+nothing. What always_on.py cannot show for a change: it measures one build at a time, and this
+VM drifts by more than most changes move.
 
 Usage (root): tests/bench/sample_cost.py DAEMON_A DAEMON_B [FREQ] [SECONDS] [ROUNDS] [busy|churn]
 (defaults 99, 8, 4, churn)"""
@@ -17,13 +19,19 @@ from always_on import alternate, churn_kinds, side_run
 from common import bpf_prog, bpf_run_s, median
 
 
+BPF_TIME = 'tailprof_bpf_run_time_seconds_total{program="'
+
+
 def run(binary, freq, seconds, programs):
     r = side_run(binary, freq, programs, seconds)
     m0, m1 = r["m0"], r["m1"]
     (st0, sn0), (st, sn) = bpf_prog(m0, "perf_sample"), bpf_prog(m1, "perf_sample")
+    names = [k.split('"')[1] for k in m1 if k.startswith(BPF_TIME)]
     return {"sample_ns": 1e9 * (st - st0) / max(sn - sn0, 1),
             "bpf_pct": 100 * (bpf_run_s(m1) - bpf_run_s(m0)) / r["span"],
-            "daemon_pct": 100 * r["cpu"] / r["span"]}
+            "daemon_pct": 100 * r["cpu"] / r["span"],
+            "programs": {n: 100 * (bpf_prog(m1, n)[0] - bpf_prog(m0, n)[0]) / r["span"]
+                         for n in names}}
 
 
 def main():
@@ -45,6 +53,13 @@ def main():
         ma = median([r[key] for r in res[a]])
         mb = median([r[key] for r in res[b]])
         print("  %-24s A %.3f  B %.3f  (B/A %.2f)" % (what, ma, mb, mb / ma if ma else 0))
+    print("  BPF % of one CPU by program:")
+    names = sorted({n for r in res[a] + res[b] for n in r["programs"]})
+    for n in names:
+        ma = median([r["programs"].get(n, 0) for r in res[a]])
+        mb = median([r["programs"].get(n, 0) for r in res[b]])
+        if max(ma, mb) >= 0.01:
+            print("    %-22s A %.3f  B %.3f  (B/A %.2f)" % (n, ma, mb, mb / ma if ma else 0))
 
 
 if __name__ == "__main__":
