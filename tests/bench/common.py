@@ -29,13 +29,21 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+BPF_RUN_TIME = "tailprof_bpf_run_time_seconds_total"
+
+
 def bpf_prog(m, name):
     """(run time in s, runs) of tailprofd's BPF program name, from its metrics m (BPF
     statistics); (0, 0) for a program it did not load."""
-    return (m.get('tailprof_bpf_run_time_seconds_total{program="%s"}' % name, 0),
+    return (m.get('%s{program="%s"}' % (BPF_RUN_TIME, name), 0),
             m.get('tailprof_bpf_run_count_total{program="%s"}' % name, 0))
+
+
+def bpf_names(m):
+    """The names of the BPF programs tailprofd loaded, from its metrics m."""
+    return [k.split('"')[1] for k in m if k.startswith(BPF_RUN_TIME + "{")]
 
 
 def bpf_run_s(m):
     """The run time in s of every BPF program tailprofd loaded, from its metrics m."""
-    return sum(v for k, v in m.items() if k.startswith("tailprof_bpf_run_time_seconds_total"))
+    return sum(v for k, v in m.items() if k.startswith(BPF_RUN_TIME))

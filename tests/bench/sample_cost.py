@@ -16,22 +16,18 @@ import sys
 import tempfile
 
 from always_on import alternate, churn_kinds, side_run
-from common import bpf_prog, bpf_run_s, median
-
-
-BPF_TIME = 'tailprof_bpf_run_time_seconds_total{program="'
+from common import bpf_names, bpf_prog, bpf_run_s, median
 
 
 def run(binary, freq, seconds, programs):
     r = side_run(binary, freq, programs, seconds)
     m0, m1 = r["m0"], r["m1"]
     (st0, sn0), (st, sn) = bpf_prog(m0, "perf_sample"), bpf_prog(m1, "perf_sample")
-    names = [k.split('"')[1] for k in m1 if k.startswith(BPF_TIME)]
     return {"sample_ns": 1e9 * (st - st0) / max(sn - sn0, 1),
             "bpf_pct": 100 * (bpf_run_s(m1) - bpf_run_s(m0)) / r["span"],
             "daemon_pct": 100 * r["cpu"] / r["span"],
             "programs": {n: 100 * (bpf_prog(m1, n)[0] - bpf_prog(m0, n)[0]) / r["span"]
-                         for n in names}}
+                         for n in bpf_names(m1)}}
 
 
 def main():
