@@ -26,12 +26,19 @@ struct {
 	__type(value, __u32);
 } label_sources SEC(".maps");
 
-/* Whether label source i has ever been written (sticky). */
-static __always_inline bool tp_label_seen(__u32 i)
+/* Entry i now: a flag (TP_LABEL_STAGE, TP_LABEL_GC: 0 or 1) or the count TP_LABEL_GC_PAUSING,
+ * never below the number of entries it counts. */
+static __always_inline __u32 tp_label_count(__u32 i)
 {
 	__u32 *v = bpf_map_lookup_elem(&label_sources, &i);
 
-	return v && *(volatile __u32 *)v;
+	return v ? *(volatile __u32 *)v : 0;
+}
+
+/* Whether label source i has ever been written (sticky). */
+static __always_inline bool tp_label_seen(__u32 i)
+{
+	return tp_label_count(i) != 0;
 }
 
 /* Marks label source i written (a load first: no store to a shared line once set). */
@@ -50,14 +57,6 @@ static __always_inline void tp_label_add(__u32 i, int delta)
 
 	if (v)
 		__sync_fetch_and_add(v, delta);
-}
-
-/* Count i (TP_LABEL_GC_PAUSING) now: never below the number of entries it counts. */
-static __always_inline __u32 tp_label_count(__u32 i)
-{
-	__u32 *v = bpf_map_lookup_elem(&label_sources, &i);
-
-	return v ? *(volatile __u32 *)v : 0;
 }
 
 #endif
