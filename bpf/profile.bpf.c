@@ -169,7 +169,7 @@ static __always_inline long user_stack_tables(struct tp_sample *s, long nk, __u6
 	if (nk < 0 || nk > TP_MAX_STACK_DEPTH)
 		return -1;
 	*by_user_space = !(procs->gen & TP_GEN_FROM_LAYOUT);
-	tp_unwind_user(procs, regs->ip, regs->sp, regs->bp, &s->addrs[nk], &res, NULL, 1, w);
+	tp_unwind_user(procs, regs->ip, regs->sp, regs->bp, &s->addrs[nk], &res, NULL, 1, w, 1);
 	s->flags |= TP_SAMPLE_UNWIND_TABLES;
 	count(ts, TP_M_UNWIND_STACKS);
 	if (res.used_fp)

@@ -157,7 +157,7 @@ static __always_inline __u32 user_stack(struct tp_proc_mappings *procs, __u32 pi
 	bump(TP_SCH_USTACK_WALKED);
 	tp_unwind_log_reset(log);
 	__builtin_memset(res, 0, sizeof(*res));
-	tp_unwind_user(procs, pc, sp, bp, out, res, log, 1, &sc->walk);
+	tp_unwind_user(procs, pc, sp, bp, out, res, log, 1, &sc->walk, 0);
 	if (res->reason == TP_UNWIND_TRUNCATED)
 		*flags |= TP_SAMPLE_USTACK_TRUNCATED;
 	/* a PC in no mapping of the process's tables (read while it was still being mapped, in

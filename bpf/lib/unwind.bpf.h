@@ -172,6 +172,13 @@ static __always_inline void tp_unwind_logged(struct tp_unwind_log *log, __u64 ad
 	log->unaligned |= addr & 7;
 }
 
+/* The stack window (tp_unwind_read): bytes copied at most, a power of two (masks bound its
+ * indexes for the verifier). 512: at 99 Hz, where every walk is cold, the rest of a whole page
+ * cost more to copy than the reads it saved (docs/sampling-and-unwinding.md). A copy never
+ * crosses the end of its first byte's page (x86-64's 4 KiB). */
+#define TP_UNWIND_WIN_BYTES 512
+#define TP_UNWIND_PAGE	    4096
+
 /* The values of one walk that change from frame to frame, and the search of the frame's mapping
  * and row: in the caller's map memory (a per-CPU scratch), where the verifier tracks no values.
  * So every frame looks the same to it, and bpf_loop's callbacks, which verifiers since Linux 6.8
@@ -193,6 +200,13 @@ struct tp_unwind_walk {
 	__u32 after_fp; /* pc came from a frame-pointer step */
 	__u32 done;
 	__u32 last_m; /* 1 + the index in procs of the previous frame's mapping, 0: none */
+	/* the stack window: a copy of user memory [win_lo, win_lo + win_len) taken by
+	 * tp_unwind_read; win_len 0: none */
+	__u64 win_lo;
+	__u32 win_len;
+	__u32 win_on; /* 0: every word read directly (see tp_unwind_read) */
+	/* its words: not cleared between walks (only win_len is), so past the fields above */
+	__u64 win[TP_UNWIND_WIN_BYTES / 8];
 };
 
 /* The bpf_loop context of a walk, on the caller's stack: pointers only, the same in every
@@ -436,6 +450,44 @@ static __always_inline int tp_unwind_stop(struct tp_unwind_walk *w, __u32 reason
 	return 1;
 }
 
+/* Reads nw words (1 or 2, a constant) of the current task's user memory at addr into dst,
+ * through the walk's stack window. Returns 0, or non-zero where the memory cannot be read.
+ *
+ * A frame's words are mostly a few hundred bytes above the last frame's, and here a helper
+ * call costs more than the bytes it copies (indirect calls through retpolines, returns through
+ * the SRSO thunk: some 130 ns warm); a walk took one or two a frame. A read outside the window
+ * first copies TP_UNWIND_WIN_BYTES from addr into it, in one call, cut at the end of addr's
+ * page: every byte of a page can be read if one can, so that copy fails exactly where the read
+ * would have. Unaligned words and words that cross a page are read directly, and every word
+ * where w->win_on is 0. */
+static __always_inline long tp_unwind_read(struct tp_unwind_walk *w, __u64 *dst, __u32 nw,
+					   __u64 addr)
+{
+	__u64 off = addr - w->win_lo, len;
+	__u32 i;
+
+	if (!w->win_on || (addr & 7))
+		return bpf_probe_read_user(dst, nw * 8, (void *)addr);
+	if (off >= w->win_len || w->win_len - off < nw * 8) {
+		len = TP_UNWIND_PAGE - (addr & (TP_UNWIND_PAGE - 1));
+		if (len > TP_UNWIND_WIN_BYTES)
+			len = TP_UNWIND_WIN_BYTES;
+		if (len < nw * 8)
+			return bpf_probe_read_user(dst, nw * 8, (void *)addr);
+		w->win_len = 0;
+		if (bpf_probe_read_user(w->win, len, (void *)addr))
+			return -1;
+		w->win_lo = addr;
+		w->win_len = len;
+		off = 0;
+	}
+	i = (off / 8) & (TP_UNWIND_WIN_BYTES / 8 - 1);
+	dst[0] = w->win[i];
+	if (nw == 2)
+		dst[1] = w->win[(i + 1) & (TP_UNWIND_WIN_BYTES / 8 - 1)];
+	return 0;
+}
+
 /* One frame: record pc, then find the caller's pc, sp and bp. Returns 1 to stop. */
 static long tp_unwind_step(__u32 index, void *ctx)
 {
@@ -555,14 +607,14 @@ have_row:
 		/* RBP pushed right after the call (frame-pointer code): one read for both */
 		__u64 fr[2];
 
-		if (bpf_probe_read_user(fr, sizeof(fr), (void *)(cfa - 16)))
+		if (tp_unwind_read(w, fr, 2, cfa - 16))
 			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		bp = fr[0];
 		ra = fr[1];
 		tp_unwind_logged(st->log, cfa - 16, bp);
 		tp_unwind_logged(st->log, cfa - 8, ra);
 	} else {
-		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		if (tp_unwind_read(w, &ra, 1, cfa - 8))
 			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		tp_unwind_logged(st->log, cfa - 8, ra);
 		if (r->rbp_off8 == TP_RBP_LOST) {
@@ -570,7 +622,7 @@ have_row:
 		} else if (r->rbp_off8) {
 			__u64 at = cfa + ((__s64)r->rbp_off8 << 3);
 
-			if (bpf_probe_read_user(&bp, sizeof(bp), (void *)at))
+			if (tp_unwind_read(w, &bp, 1, at))
 				return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 			tp_unwind_logged(st->log, at, bp);
 		}
@@ -586,7 +638,7 @@ frame_pointer:
 	{
 		__u64 fr[2], fp = bp;
 
-		if (bpf_probe_read_user(fr, sizeof(fr), (void *)fp))
+		if (tp_unwind_read(w, fr, 2, fp))
 			return tp_unwind_stop(w, TP_UNWIND_READ_FAILED);
 		bp = fr[0];
 		ra = fr[1];
@@ -622,11 +674,13 @@ next:
  * a time on it. log: NULL, or where the words it read are recorded (emptied by the caller:
  * tp_unwind_log_reset). is_current: the stack is the current task's: uretprobe trampolines met
  * are replaced by the return addresses the kernel keeps for it (tp_unwind_uretprobe); 0 for
- * another task's. Needs bpf_loop (Linux 5.17). */
+ * another task's. window: 1, the stack is read through w's window (tp_unwind_read), which pays
+ * where the stack is warm or its frames close together; 0, a word at a time. Needs bpf_loop
+ * (Linux 5.17). */
 static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64 pc, __u64 sp,
 					   __u64 bp, __u64 *out, struct tp_unwind_result *res,
 					   struct tp_unwind_log *log, int is_current,
-					   struct tp_unwind_walk *w)
+					   struct tp_unwind_walk *w, int window)
 {
 	__u32 zero = 0;
 	struct tp_unwind_state st = {
@@ -637,11 +691,12 @@ static __always_inline void tp_unwind_user(struct tp_proc_mappings *procs, __u64
 	    .memo = bpf_map_lookup_elem(&unwind_memo, &zero),
 	};
 
-	__builtin_memset(w, 0, sizeof(*w));
+	__builtin_memset(w, 0, __builtin_offsetof(struct tp_unwind_walk, win));
 	w->pc = pc;
 	w->sp = sp;
 	w->bp = bp;
 	w->exact_pc = 1;
+	w->win_on = window;
 	if (is_current)
 		w->uret_tramp = tp_unwind_uret_tramp();
 
