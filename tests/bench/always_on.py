@@ -135,11 +135,12 @@ def side_run(binary, freq, programs, seconds):
     return {"m0": m0, "m1": m1, "cpu": c1 - c0, "span": t1 - t0, "starts": s1 - s0}
 
 
-def alternate(a, b, rounds, one_run, show):
+def alternate(a, b, rounds, one_run, show, load=None):
     """Side by side: one_run(binary) for tailprofd binaries a and b alternately, rounds times
-    each, with tp_hotcold on every CPU; show(binary, result) prints each result as it comes.
+    each, with tp_hotcold on every CPU (or the processes load(), if given, starts: a list of
+    Popen, killed at the end); show(binary, result) prints each result as it comes.
     Returns {binary: [results]}."""
-    spinners = [workload("tp_hotcold", 100000) for _ in range(os.cpu_count())]
+    spinners = load() if load else [workload("tp_hotcold", 100000) for _ in range(os.cpu_count())]
     res = {a: [], b: []}
     try:
         for _ in range(rounds):
