@@ -45,12 +45,22 @@ struct {
 	__type(value, __u8);
 } py_seen SEC(".maps");
 
+/* The frame window's size (tp_py_read_head): bytes copied at most, a power of two (masks bound
+ * its indexes for the verifier). */
+#define TP_PY_WIN_BYTES 512
+
 /* py_frame_head: the first TP_PY_FRAME_HEAD bytes of the frame a walk is at, per CPU: one
- * bpf_probe_read_user() a frame instead of one a field (five). A walk does not nest in another of
- * its object on a CPU (the sampler's does not nest in itself; the scheduler's runs with interrupts
- * off), and each object has its own. */
+ * bpf_probe_read_user() a frame instead of one a field (five), and the window they may come from.
+ * A walk does not nest in another of its object on a CPU (the sampler's does not nest in itself;
+ * the scheduler's runs with interrupts off), and each object has its own. Include after
+ * unwind.bpf.h (TP_UNWIND_PAGE). */
 struct tp_py_frame_head {
 	__u8 b[TP_PY_FRAME_HEAD];
+	/* the frame window: a copy of user memory [win_lo, win_lo + win_len), taken by
+	 * tp_py_read_head; win_len 0: none */
+	__u64 win_lo;
+	__u64 win_len;
+	__u64 win[TP_PY_WIN_BYTES / 8];
 };
 
 struct {
@@ -140,6 +150,46 @@ static __always_inline __u8 tp_py_head_byte(const struct tp_py_frame_head *h, __
 	return h->b[off];
 }
 
+/* Reads the head of the frame at frame (TP_PY_FRAME_HEAD bytes) into h->b, through h's window.
+ * Returns 0, or non-zero where it cannot be read.
+ *
+ * From CPython 3.11 a thread's frames are pushed on its data stack, each above its caller, a few
+ * hundred bytes apart; a helper call costs more here than the bytes it copies (some 130 ns warm:
+ * retpolines, the SRSO return thunk). A head outside the window copies the TP_PY_WIN_BYTES that
+ * end where the head does (from the start of its page at most) in one call, and its callers'
+ * heads are then plain loads. The copy stays in one page, and every byte of a page can be read if
+ * one can, so it fails exactly where the head's read would have. A head across a page and an
+ * unaligned one are read directly. */
+static __always_inline long tp_py_read_head(struct tp_py_frame_head *h, __u64 frame)
+{
+	__u64 off = frame - h->win_lo, end = frame + TP_PY_FRAME_HEAD, page, lo, len;
+	__u32 i;
+
+	if (frame & 7)
+		return bpf_probe_read_user(h->b, sizeof(h->b), (const void *)frame);
+	if (off >= h->win_len || h->win_len - off < TP_PY_FRAME_HEAD) {
+		page = (end - 1) & ~(__u64)(TP_UNWIND_PAGE - 1);
+		if (frame < page)
+			return bpf_probe_read_user(h->b, sizeof(h->b), (const void *)frame);
+		lo = end - TP_PY_WIN_BYTES;
+		if (lo < page || lo > frame)
+			lo = page;
+		len = end - lo;
+		if (len > TP_PY_WIN_BYTES) /* never: a bound for the verifier */
+			len = TP_PY_WIN_BYTES;
+		h->win_len = 0;
+		if (bpf_probe_read_user(h->win, len, (const void *)lo))
+			return -1;
+		h->win_lo = lo;
+		h->win_len = len;
+		off = frame - lo;
+	}
+	i = off / 8;
+	for (int k = 0; k < TP_PY_FRAME_HEAD / 8; k++)
+		((__u64 *)h->b)[k] = h->win[(i + k) & (TP_PY_WIN_BYTES / 8 - 1)];
+	return 0;
+}
+
 /* Copies frame st->frame as the index-th, and moves to its previous one. Returns 1 to stop. */
 static long tp_py_frame_step(__u32 index, void *ctx)
 {
@@ -154,7 +204,7 @@ static long tp_py_frame_step(__u32 index, void *ctx)
 	if (index >= TP_PY_MAX_FRAMES || !frame || !h)
 		return 1;
 	/* the header holds every field read (a frame is never shorter: localsplus follows it) */
-	if (!bpf_probe_read_user(h, sizeof(*h), (const void *)frame))
+	if (!tp_py_read_head(h, frame))
 		code = tp_py_head_word(h, o->frame_code);
 	if (!code) {
 		/* a process's own stack: BPF adds it to py_seen, as any stack left incomplete */
@@ -233,6 +283,7 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	st.head = bpf_map_lookup_elem(&py_frame_head, &zero);
 	if (!st.o || !st.head)
 		return TP_PY_FAILED;
+	st.head->win_len = 0;
 	if (py->image_hi > py->image_lo) {
 		st.image_lo = py->image_lo;
 		st.image_len = py->image_hi - py->image_lo;
