@@ -51,9 +51,12 @@ struct {
 
 /* py_frame_head: the first TP_PY_FRAME_HEAD bytes of the frame a walk is at, per CPU: one
  * bpf_probe_read_user() a frame instead of one a field (five), and the window they may come from.
- * A walk does not nest in another of its object on a CPU (the sampler's does not nest in itself;
- * the scheduler's runs with interrupts off), and each object has its own. Include after
- * unwind.bpf.h (TP_UNWIND_PAGE). */
+ * Each object has its own, and a walk does not nest in another of its object on a CPU: the
+ * sampler's does not nest in itself; the scheduler's run on the return paths only (sched_switch
+ * never walks Python), sys_exit with preemption off and fexit/schedule under BPF's recursion
+ * guard. Not so the task work, whose callback runs preemptible: two threads' walks on one CPU
+ * could interleave here and in ustack_scratch's return entry (no guard yet: no kernel we run
+ * loads it). Include after unwind.bpf.h (TP_UNWIND_PAGE). */
 struct tp_py_frame_head {
 	__u8 b[TP_PY_FRAME_HEAD];
 	/* the frame window: a copy of user memory [win_lo, win_lo + win_len), taken by
