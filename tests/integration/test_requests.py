@@ -79,18 +79,23 @@ def sleep_of(t):
     return SLEEP_NS if t is None or t[4] else 0
 
 
-def off_truth(t):
-    """The off-CPU time a span of logged request t should hold: its sleep, or more where the
-    thread's own account (duration - CPU clock - run-queue wait) says so."""
+def off_truths(t):
+    """The off-CPU times a span of logged request t may hold: its sleep, or more where the
+    thread's own account (duration - its CPU clock - its sched_info.run_delay, both the
+    kernel's) says so; or that account where it says less, because the kernel counted part of
+    the sleep as run-queue wait (a sleeping thread migrated while its dequeue was delayed, Linux
+    6.12 and later: docs/kernels.md). The account alone is not the truth: its run_delay is read
+    just outside the request's clocks, so a wait there makes it too small."""
     if not t or t[3] < 0:
-        return sleep_of(t)
-    return max(sleep_of(t), t[1] - t[2] - t[3])
+        return [sleep_of(t)]
+    own = t[1] - t[2] - t[3]
+    return [max(sleep_of(t), own), own]
 
 
 def off_error(s, t):
-    """How far span s's off-CPU time is from logged request t's, as a share of at least the
-    30 ms sleep (a fast request's truth is about 0)."""
-    return abs(s["offcpu_ns"] - off_truth(t)) / max(off_truth(t), SLEEP_NS)
+    """How far span s's off-CPU time is from the nearest of logged request t's off_truths, as a
+    share of at least the 30 ms sleep (a fast request's truth is about 0)."""
+    return min(abs(s["offcpu_ns"] - v) / max(v, SLEEP_NS) for v in off_truths(t))
 
 
 def slow_spans(d, pid):
@@ -125,25 +130,34 @@ def exact_checks(d, label, seconds=6):
     truths = [(s, truth_of(s, logged)) for s in spans]
     assert sum(t is not None for _, t in truths) >= 0.9 * len(spans), "unmatched spans"
     vs_log = max(abs(s["cpu_ns"] - t[2]) / max(t[2], SPIN_NS) for s, t in truths if t)
-    # Off-CPU is 30 ms, unless the thread's own account (duration - its CPU clock - its
-    # sched_info.run_delay, both the kernel's) says more: on a VM a timer fires late now and
-    # then, and a hypervisor's steal while the thread runs is neither its CPU time nor its
-    # run-queue wait (5.6 ms more in CI once, and here), and the span holds that as the kernel.
+    # Off-CPU is the 30 ms sleep, or more where the thread's own account (off_truths) says so:
+    # on a VM a timer fires late now and then, and a hypervisor's steal while the thread runs is
+    # neither its CPU time nor its run-queue wait (5.6 ms more in CI once); or that account where
+    # the kernel counted part of the sleep as run-queue wait (46.5 ms of run_delay in a request
+    # with a 30 ms sleep once in CI, on 6.18.44). The span holds what the kernel says; most
+    # spans must still show the 30 ms (below).
     bad = [s for s, t in truths if off_error(s, t) > 0.1 or
            (t and abs(s["cpu_ns"] - t[2]) > 0.1 * SPIN_NS) or
            (not t and not within(s["cpu_ns"], SPIN_NS, 0.1))]
     near = [s for s in spans if within(s["cpu_ns"], SPIN_NS, 0.1)]
     assert len(near) >= 0.9 * len(spans), "%d of %d within 10%% of 20 ms" % (len(near),
                                                                              len(spans))
+    # and the known answer: most slow requests' off-CPU is their 30 ms sleep
+    slept = [s for s, t in truths if t and t[4]]
+    near_sleep = [s for s in slept if within(s["offcpu_ns"], SLEEP_NS, 0.1)]
+    # those whose run_delay holds part of the sleep (docs/kernels.md): counted, not failed
+    as_runq = [s for s, t in truths if t and t[4] and s not in near_sleep and
+               off_error(s, t) <= 0.1 and s["offcpu_ns"] < SLEEP_NS]
     cpu_err = max(abs(s["cpu_ns"] - SPIN_NS) / SPIN_NS for s in spans)
     off_err = max(off_error(s, t) for s, t in truths)
     stolen = [t[1] - t[2] - t[3] - sleep_of(t) for _, t in truths if t and t[3] >= 0]
     runq = sorted(s["runq_ns"] for s in spans)
     print("  %s: %d slow spans, largest error cpu %.2f%% (against the thread's clock %.2f%%), "
           "off-CPU %.2f%%, run-queue median %.2f ms max %.2f ms; the thread's own off-CPU "
-          "beyond the sleep at most %.2f ms" % (
+          "beyond the sleep at most %.2f ms; sleeps counted as run-queue wait by the kernel %d" % (
               label, len(spans), 100 * cpu_err, 100 * vs_log, 100 * off_err,
-              runq[len(runq) // 2] / 1e6, runq[-1] / 1e6, max(stolen or [0]) / 1e6))
+              runq[len(runq) // 2] / 1e6, runq[-1] / 1e6, max(stolen or [0]) / 1e6,
+              len(as_runq)))
     for s in bad:
         t = truth_of(s, logged)
         print("  outside 10%%: cpu %.3f ms (thread clock %s), run queue %.3f ms (thread %s), "
@@ -152,6 +166,8 @@ def exact_checks(d, label, seconds=6):
                   s["runq_ns"] / 1e6, "%.3f ms" % (t[3] / 1e6) if t and t[3] >= 0 else "?",
                   s["offcpu_ns"] / 1e6, s["duration_ns"] / 1e6))
     assert not bad, bad
+    assert len(near_sleep) >= 0.9 * len(slept), "%d of %d within 10%% of 30 ms" % (
+        len(near_sleep), len(slept))
     return runq
 
 
