@@ -539,6 +539,8 @@ enum tp_sched_metric {
 			     * stack, on the same kernel path: added to that sample */
 	TP_SCH_AGAIN_OTHER, /* on another kernel path: a sample of their own, without user stack */
 	TP_SCH_REPEAT,	    /* captured blocks sent as repeats (TP_SAMPLE_REPEAT) */
+	TP_SCH_RETURN_BUSY, /* task works that found another one's user stack walk under way on
+			     * their CPU (preempted): sent without user stack */
 	TP_SCH_NR,
 };
 

@@ -237,6 +237,7 @@ static void put_sched_metrics(struct text *t, const struct query_ctx *ctx,
 	    [TP_SCH_NO_STORAGE] = "no_storage",		  [TP_SCH_PENDING_FULL] = "pending_full",
 	    [TP_SCH_SYSCALL_CHANGED] = "syscall_changed", [TP_SCH_RINGBUF_FULL] = "ringbuf_full",
 	    [TP_SCH_PROCS_FULL] = "procs_full",		  [TP_SCH_STALE_BLOCK] = "stale_block",
+	    [TP_SCH_RETURN_BUSY] = "return_busy",
 	};
 	static const char *const sources[] = {"cache", "switch_out", "walk"};
 	const uint64_t *b = collector__runq_buckets(ctx->collector);

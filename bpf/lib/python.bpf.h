@@ -55,8 +55,8 @@ struct {
  * sampler's does not nest in itself; the scheduler's run on the return paths only (sched_switch
  * never walks Python), sys_exit with preemption off and fexit/schedule under BPF's recursion
  * guard. Not so the task work, whose callback runs preemptible: two threads' walks on one CPU
- * could interleave here and in ustack_scratch's return entry (no guard yet: no kernel we run
- * loads it). Include after unwind.bpf.h (TP_UNWIND_PAGE). */
+ * could interleave here and in ustack_scratch's return entry, so tw_returned walks only while it
+ * holds its CPU's return_busy (sched_state.bpf.h). Include after unwind.bpf.h (TP_UNWIND_PAGE). */
 struct tp_py_frame_head {
 	__u8 b[TP_PY_FRAME_HEAD];
 	/* the frame window: a copy of user memory [win_lo, win_lo + win_len), taken by
@@ -180,6 +180,7 @@ static __always_inline long tp_py_read_head(struct tp_py_frame_head *h, __u64 fr
 		len = end - lo;
 		if (len > TP_PY_WIN_BYTES) /* never: a bound for the verifier */
 			len = TP_PY_WIN_BYTES;
+		barrier_var(len); /* kept in the register the read takes: clang may not drop it */
 		h->win_len = 0;
 		if (bpf_probe_read_user(h->win, len, (const void *)lo))
 			return -1;

@@ -15,25 +15,37 @@ static __always_inline void release_tw(struct tp_tw_pending *w, __u32 tid, struc
 		__sync_fetch_and_add(&nr_pending, -1);
 }
 
-/* The task work of a tw_pending entry: its thread, current, is on its way back to user space. */
+/* The task work of a tw_pending entry: its thread, current, is on its way back to user space.
+ * It runs preemptible, with only migration disabled, and BPF guards it against no recursion: a
+ * thread preempted in the middle of its walk may let another thread's task work run on this CPU,
+ * whose walk would overwrite the scratch the first one is using. So one walk at a time per CPU
+ * (sched_cpu's return_busy, taken by compare-and-swap); the other sample goes without its user
+ * stack (TP_SCH_RETURN_BUSY). */
 static int tw_returned(struct bpf_map *map, void *key, void *value)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct tp_tw_pending *w = value;
-	__u32 tid = *(__u32 *)key;
+	__u32 tid = *(__u32 *)key, zero = 0;
 	struct tp_sched_task *st;
+	struct tp_sched_cpu *c;
 	struct pt_regs *regs;
 
 	st = bpf_task_storage_get(&sched_tasks, t, 0, 0);
 	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	c = bpf_map_lookup_elem(&sched_cpu, &zero);
 	if (st)
 		st->pending = 0;
 	/* tid is the key: the thread's pid then, its leader's now if it has exec'd meanwhile
 	 * (finish_user_stack then sees execve) */
-	if (st && regs)
+	if (st && regs && c && !__sync_val_compare_and_swap(&c->return_busy, 0, 1)) {
 		finish_user_stack(&w->s, t, st, regs->orig_ax);
-	else
+		barrier();
+		c->return_busy = 0;
+	} else {
+		if (st && regs && c)
+			bump(TP_SCH_RETURN_BUSY);
 		no_user_stack(&w->s);
+	}
 	release_tw(w, tid, st);
 	return 0;
 }

@@ -112,6 +112,10 @@ struct tp_sched_cpu {
 	/* the process and its unwind_procs entry's gen (+ 1) that a walk cut at a PC in no mapping
 	 * last woke user space for from this CPU: once per entry, not once per block */
 	__u32 rescan_pid, rescan_gen;
+	/* 1 while a task work (tw_returned) walks a user stack on this CPU: it runs preemptible
+	 * (only migration disabled), and the walk's scratch (ustack_scratch[TP_USCRATCH_RETURN],
+	 * py_frame_head) is this CPU's, so another thread's task work here must not walk too */
+	__u32 return_busy, pad;
 };
 
 struct {
