@@ -35,9 +35,11 @@ SECONDS = 20  # per run (argv[1])
 RUNS = 3  # per scenario and kind (argv[2])
 SCENARIOS = ["idle", "busy", "churn", "churn999"]  # argv[3]
 RATE = 50  # process starts a second
+PY_SHARE = 0.25  # the churn's share of Python processes (main() sets it)
 SETTLE = 3  # seconds after tailprofd is healthy before measuring
 CLK = os.sysconf("SC_CLK_TCK")
 MAPS_READS = 'tailprof_maps_reads_total{source="file"}'  # /proc/PID/maps opened and read
+FROM_EXEC = "tailprof_python_processes_from_exec_total"  # Python processes walked from exec
 
 
 def go_program(tmp):
@@ -95,6 +97,27 @@ class Churn:
         self.thread.join()
 
 
+def register_interpreters(d, programs):
+    """Makes daemon d know the churn's Python interpreter (its executable walked from each new
+    process's exec), as it does on any host within seconds of a Python process that lives long
+    enough for its maps to be read: without that, each short-lived Python process costs less and
+    gets no Python frames, and runs of the same build differed 4x (29 against 130 us a process).
+    Runs each Python program of programs (an argv list) for a second's sleep and waits up to 10 s
+    for tailprofd's tailprof_python_interpreter_executables. Returns whether it counts them."""
+    pythons = [p[0] for p in programs if os.path.basename(p[0]).startswith("python")]
+    if not pythons:
+        return True
+    for exe in set(pythons):
+        subprocess.run([exe, "-c", "import time; time.sleep(1)"])
+    for _ in range(100):
+        if d.metrics().get("tailprof_python_interpreter_executables", 0) >= len(set(pythons)):
+            return True
+        time.sleep(0.1)
+    print("always_on: tailprofd did not take %s as a Python interpreter: its processes are "
+          "measured without their Python frames" % ", ".join(sorted(set(pythons))))
+    return False
+
+
 def proc_cpu(pid):
     """CPU seconds of process pid, its threads included, from their schedstat (ns, unlike the
     10 ms ticks of /proc/PID/stat). Threads that exited are in the process's stat only: both
@@ -121,6 +144,7 @@ def side_run(binary, freq, programs, seconds):
     churn = None
     try:
         time.sleep(3)
+        register_interpreters(d, programs or [])
         churn = Churn(programs) if programs else None
         time.sleep(2)  # the programs' objects known: steady state
         m0, c0, s0, t0 = d.metrics(), proc_cpu(d.proc.pid), churn.started if churn else 0, \
@@ -189,6 +213,7 @@ def measure(spinners, churn_programs, run, freq):
     if run == "tailprofd":
         d = Daemon(*(["--frequency", str(freq)] if freq != 99 else []))
         time.sleep(SETTLE)
+        register_interpreters(d, churn_programs or [])
     churn = Churn(churn_programs) if churn_programs else None
     if churn:
         time.sleep(1)
@@ -212,6 +237,7 @@ def measure(spinners, churn_programs, run, freq):
         c1, b1 = proc_cpu(d.proc.pid), bpf_progs(d.proc.pid)
         m1 = d.metrics()
         res["maps_reads"] = m1.get(MAPS_READS, 0) - m0.get(MAPS_READS, 0)
+        res["from_exec"] = m1.get(FROM_EXEC, 0) - m0.get(FROM_EXEC, 0)
         res["daemon_pct"] = 100 * (c1 - c0) / elapsed
         names = prog_names()
         res["progs"] = {}
@@ -240,7 +266,7 @@ def measure(spinners, churn_programs, run, freq):
 
 
 def main():
-    global SECONDS, RUNS, SCENARIOS
+    global SECONDS, RUNS, SCENARIOS, PY_SHARE
     if os.geteuid() != 0:
         sys.exit("always_on.py: run as root")
     if len(sys.argv) > 1:
@@ -251,6 +277,7 @@ def main():
         SCENARIOS = sys.argv[3].split(",")
     tmp = tempfile.mkdtemp()
     programs = list(churn_kinds(tmp).values())
+    PY_SHARE = sum(os.path.basename(p[0]).startswith("python") for p in programs) / len(programs)
     print("always_on: %d CPUs, %d runs of %.0f s per scenario, %d process starts/s of %s" % (
         os.cpu_count(), RUNS, SECONDS, RATE, ", ".join(os.path.basename(p[0])
                                                        for p in programs)))
@@ -302,6 +329,8 @@ def report(sc, freq, runs, results):
         line += "; daemon %.0f us and %.2f maps reads per process started" % (
             1e6 * (churn - busy) / max(starts / SECONDS, 1),
             median([r["maps_reads"] for r in ours]) / max(starts, 1))
+        line += "; Python processes walked from exec %.0f%%" % (
+            100 * median([r["from_exec"] for r in ours]) / max(starts * PY_SHARE, 1))
     print(line)
     names = sorted({k for r in ours for k in r["progs"]})
     for n in names:

@@ -7,7 +7,8 @@ busy; each run's daemon CPU (schedstat of its threads) over the processes starte
 medians and the ratio. Asserts nothing. FREQ: the sampling rate in Hz (default 99, the default's:
 at 999 the processes' samples, symbolized and spliced with their Python frames, weigh more).
 KINDS: a comma-separated subset of true,short,python,go (default all), to see what one kind of
-process costs (A and B may then be the same binary).
+process costs (A and B may then be the same binary). Each run first makes tailprofd know the
+Python interpreter (always_on.register_interpreters), as it would on any host after a while.
 
 Usage (root): tests/bench/per_process.py DAEMON_A DAEMON_B [SECONDS] [RUNS] [FREQ] [KINDS]"""
 import os
@@ -28,6 +29,8 @@ def run(binary, programs, seconds, freq):
             "maps_file": m.get('tailprof_maps_reads_total{source="file"}', 0),
             "maps_records": m.get('tailprof_maps_reads_total{source="records"}', 0),
             "wakeups": m.get("tailprof_wakeups_total", 0),
+            "from_exec": m.get("tailprof_python_processes_from_exec_total", 0) -
+            r["m0"].get("tailprof_python_processes_from_exec_total", 0),
             "builds": m.get("tailprof_unwind_table_builds_total", -1)}
 
 
@@ -49,10 +52,11 @@ def main():
     res = alternate(a, b, runs, lambda binary: run(binary, programs, seconds, freq),
                     lambda binary, r: print(
                         "  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
-                        "shared + %d from records, %d wake-ups, %d table builds" % (
+                        "shared + %d from records, %d wake-ups, %d table builds, %d Python "
+                        "processes walked from exec" % (
                             binary, r["us_per_process"], r["pct"], r["starts_per_s"],
                             r["maps_file"], r["maps_shared"], r["maps_records"], r["wakeups"],
-                            r["builds"])))
+                            r["builds"], r["from_exec"])))
     ma = median([r["us_per_process"] for r in res[a]])
     mb = median([r["us_per_process"] for r in res[b]])
     print("median daemon CPU per process started: A %.0f us, B %.0f us (B/A %.2f); "
