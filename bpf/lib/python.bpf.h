@@ -178,9 +178,11 @@ static __always_inline long tp_py_read_head(struct tp_py_frame_head *h, __u64 fr
 		if (lo < page || lo > frame)
 			lo = page;
 		len = end - lo;
+		/* opaque to clang, which could otherwise prove the cap below never changes len and
+		 * drop it: it is the verifier's only bound on the read's length */
+		barrier_var(len);
 		if (len > TP_PY_WIN_BYTES) /* never: a bound for the verifier */
 			len = TP_PY_WIN_BYTES;
-		barrier_var(len); /* kept in the register the read takes: clang may not drop it */
 		h->win_len = 0;
 		if (bpf_probe_read_user(h->win, len, (const void *)lo))
 			return -1;

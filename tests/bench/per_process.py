@@ -28,7 +28,8 @@ def run(binary, programs, seconds, freq):
             "maps_shared": m.get('tailprof_maps_reads_total{source="shared"}', 0),
             "maps_file": m.get('tailprof_maps_reads_total{source="file"}', 0),
             "maps_records": m.get('tailprof_maps_reads_total{source="records"}', 0),
-            "wakeups": m.get("tailprof_wakeups_total", 0),
+            "wakeups": m.get("tailprof_wakeups_total", 0) -
+            r["m0"].get("tailprof_wakeups_total", 0),
             "from_exec": m.get("tailprof_python_processes_from_exec_total", 0) -
             r["m0"].get("tailprof_python_processes_from_exec_total", 0),
             "builds": m.get("tailprof_unwind_table_builds_total", -1)}
@@ -52,11 +53,11 @@ def main():
     res = alternate(a, b, runs, lambda binary: run(binary, programs, seconds, freq),
                     lambda binary, r: print(
                         "  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
-                        "shared + %d from records, %d wake-ups, %d table builds, %d Python "
-                        "processes walked from exec" % (
+                        "shared + %d from records, %d table builds; in the span %d wake-ups, "
+                        "%d Python processes walked from exec" % (
                             binary, r["us_per_process"], r["pct"], r["starts_per_s"],
-                            r["maps_file"], r["maps_shared"], r["maps_records"], r["wakeups"],
-                            r["builds"], r["from_exec"])))
+                            r["maps_file"], r["maps_shared"], r["maps_records"], r["builds"],
+                            r["wakeups"], r["from_exec"])))
     ma = median([r["us_per_process"] for r in res[a]])
     mb = median([r["us_per_process"] for r in res[b]])
     print("median daemon CPU per process started: A %.0f us, B %.0f us (B/A %.2f); "
