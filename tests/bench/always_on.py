@@ -97,6 +97,11 @@ class Churn:
         self.thread.join()
 
 
+def is_python(argv):
+    """Whether the program of argv (a list) is a Python interpreter."""
+    return os.path.basename(argv[0]).startswith("python")
+
+
 def register_interpreters(d, programs):
     """Makes daemon d know the churn's Python interpreters (each new process of one walked from
     its exec), as it does on any host within seconds of a Python process that lives long enough
@@ -107,7 +112,7 @@ def register_interpreters(d, programs):
     such a one from its exec (tailprof_python_processes_from_exec_total grows); three tries.
     Returns whether it does for all of them."""
     ok = True
-    for exe in sorted({p[0] for p in programs if os.path.basename(p[0]).startswith("python")}):
+    for exe in sorted({p[0] for p in programs if is_python(p)}):
         for _ in range(3):
             subprocess.run([exe, "-c", "import time; time.sleep(1)"])
             before = d.metrics().get(FROM_EXEC, 0)
@@ -283,7 +288,7 @@ def main():
         SCENARIOS = sys.argv[3].split(",")
     tmp = tempfile.mkdtemp()
     programs = list(churn_kinds(tmp).values())
-    PY_SHARE = sum(os.path.basename(p[0]).startswith("python") for p in programs) / len(programs)
+    PY_SHARE = sum(is_python(p) for p in programs) / len(programs)
     print("always_on: %d CPUs, %d runs of %.0f s per scenario, %d process starts/s of %s" % (
         os.cpu_count(), RUNS, SECONDS, RATE, ", ".join(os.path.basename(p[0])
                                                        for p in programs)))

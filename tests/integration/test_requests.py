@@ -145,8 +145,7 @@ def exact_checks(d, label, seconds=6):
     # and the known answer: most slow requests' off-CPU is their 30 ms sleep (or more where the
     # thread's own account says so: the first of off_truths)
     slept = [(s, t) for s, t in truths if t and t[4]]
-    near_sleep = [s for s, t in slept if abs(s["offcpu_ns"] - off_truths(t)[0]) <=
-                  0.1 * off_truths(t)[0]]
+    near_sleep = [s for s, t in slept if within(s["offcpu_ns"], off_truths(t)[0], 0.1)]
     # those whose run_delay holds part of the sleep (docs/kernels.md): counted, not failed
     as_runq = [s for s, t in slept if s not in near_sleep and off_error(s, t) <= 0.1]
     cpu_err = max(abs(s["cpu_ns"] - SPIN_NS) / SPIN_NS for s in spans)
