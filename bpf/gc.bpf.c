@@ -27,15 +27,19 @@ struct {
 	__uint(max_entries, 256 << 10);
 } gc_events SEC(".maps");
 
-/* gc_pausing: tgid -> number of GC pauses open in the process (0 or 1 in practice). Written
- * here; read by perf_sample in profile.bpf.c (the same map, through reuse) for the gc=1 label;
- * deleted there at the process's exec and exit, with its gc_open entries. LRU all the same. 4096
- * processes pausing at once. Its entries are counted in label_sources (TP_LABEL_GC_PAUSING). */
+/* gc_pausing: tgid -> number of GC pauses open in the process (0 or 1 in practice), for every
+ * process that has opened a GC phase of any kind: made at its first, kept (0 between pauses)
+ * until the sampler's exec and exit programs (profile.bpf.c, the same map through reuse) delete
+ * it with the process's gc_open entries. Read by the samplers for the gc=1 label. Kept rather
+ * than made and deleted at each pause: a CPython collects some 12 times in its start-up alone,
+ * and an LRU insert and delete cost a cold probe hit more than the rest of it. LRU all the same
+ * (4096 processes with GC state at once; an evicted process's gc_open entries are evicted in
+ * turn). The processes with a pause open are counted in label_sources (TP_LABEL_GC_PAUSING). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } gc_pausing SEC(".maps");
 
 /* gc_calls: thread (pid_tgid) -> its open calls of CPython's collector (struct tp_gc_calls),
@@ -71,27 +75,60 @@ static __always_inline void bump(__u32 metric)
 	bump_by(metric, 1);
 }
 
-static __always_inline void pausing_add(__u32 pid, int delta)
+/* Process pid's gc_pausing entry, made (0) if it has none; NULL without room. */
+static __always_inline __u64 *gc_proc(__u32 pid)
 {
-	__u32 *n = bpf_map_lookup_elem(&gc_pausing, &pid), one = 1;
+	__u64 *n = bpf_map_lookup_elem(&gc_pausing, &pid), zero = 0;
 
-	if (delta > 0) {
-		tp_label_mark(TP_LABEL_GC);
-		if (n)
-			*n += 1;
-		else if (bpf_map_update_elem(&gc_pausing, &pid, &one, BPF_NOEXIST))
-			bump(TP_GCM_OPEN_FULL);
-		else
-			tp_label_add(TP_LABEL_GC_PAUSING, 1);
-	} else if (n) {
-		if (*n > 1)
-			*n -= 1;
-		else if (!bpf_map_delete_elem(&gc_pausing, &pid))
-			tp_label_add(TP_LABEL_GC_PAUSING, -1);
-	}
+	if (n)
+		return n;
+	tp_label_mark(TP_LABEL_GC);
+	/* BPF_NOEXIST: another thread of the process may have made it meanwhile */
+	bpf_map_update_elem(&gc_pausing, &pid, &zero, BPF_NOEXIST);
+	n = bpf_map_lookup_elem(&gc_pausing, &pid);
+	if (!n)
+		bump(TP_GCM_OPEN_FULL);
+	return n;
 }
 
-/* Opens phase slot of the current process; a begin while open restarts it (a missed end). */
+/* One more (delta 1) or one fewer (-1) pause open in process pid; the process enters or leaves
+ * TP_LABEL_GC_PAUSING's count as its pauses go from 0 or to 0. The decrement never takes the
+ * count below 0 (an exit may have zeroed it meanwhile: profile.bpf.c). */
+static __always_inline void pausing_add(__u32 pid, int delta)
+{
+	__u64 *n, old;
+
+	if (delta > 0) {
+		n = gc_proc(pid);
+		if (n && !__sync_fetch_and_add(n, 1))
+			tp_label_add(TP_LABEL_GC_PAUSING, 1);
+		return;
+	}
+	n = bpf_map_lookup_elem(&gc_pausing, &pid);
+	if (!n)
+		return;
+	old = *(volatile __u64 *)n;
+	if (old && __sync_val_compare_and_swap(n, old, old - 1) == old && old == 1)
+		tp_label_add(TP_LABEL_GC_PAUSING, -1);
+}
+
+/* The open phase slot of process pid, or NULL when it has none open. */
+static __always_inline struct tp_gc_open *open_phase(__u32 pid, __u32 slot)
+{
+	struct tp_gc_open_key key = {.pid = pid, .slot = slot};
+	struct tp_gc_open *o = bpf_map_lookup_elem(&gc_open, &key);
+
+	return o && (o->flags & TP_GC_OPEN_ACTIVE) ? o : NULL;
+}
+
+/* Closes phase o (an entry of gc_open), keeping the entry for the process's next phase there. */
+static __always_inline void close_phase(struct tp_gc_open *o)
+{
+	o->flags = 0;
+}
+
+/* Opens phase slot of the current process; a begin while open restarts it (a missed end). A
+ * slot's entry is made at the process's first phase there and written in place after that. */
 static __always_inline void phase_begin(__u32 slot, __s64 arg, __u32 flags)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -100,20 +137,25 @@ static __always_inline void phase_begin(__u32 slot, __s64 arg, __u32 flags)
 	    .start_ns = bpf_ktime_get_ns(),
 	    .arg = arg,
 	    .tid = (__u32)pid_tgid,
-	    .flags = flags,
+	    .flags = flags | TP_GC_OPEN_ACTIVE,
 	};
 	struct tp_gc_open *old = bpf_map_lookup_elem(&gc_open, &key);
-	int was = old && (old->flags & TP_GC_OPEN_PAUSING), is = flags & TP_GC_OPEN_PAUSING;
+	int was = old && (old->flags & TP_GC_OPEN_ACTIVE) && (old->flags & TP_GC_OPEN_PAUSING),
+	    is = flags & TP_GC_OPEN_PAUSING;
 
 	bump(TP_GCM_HITS);
-	/* from now on the sampler looks up gc=1 and deletes GC state at exec and exit */
-	tp_label_mark(TP_LABEL_GC);
+	/* the process's entry, pausing or not: the sampler deletes its GC state at exec and exit
+	 * where it has one (and looks up gc=1 from the first) */
+	if (!gc_proc(key.pid))
+		return;
 	/* the process is counted once per open slot */
 	if (is && !was)
 		pausing_add(key.pid, 1);
 	else if (was && !is)
 		pausing_add(key.pid, -1);
-	if (bpf_map_update_elem(&gc_open, &key, &v, BPF_ANY)) {
+	if (old) {
+		*old = v;
+	} else if (bpf_map_update_elem(&gc_open, &key, &v, BPF_ANY)) {
 		bump(TP_GCM_OPEN_FULL);
 		if (is)
 			pausing_add(key.pid, -1);
@@ -144,8 +186,8 @@ static __always_inline void emit(__u32 pid, const struct tp_gc_open *o, __u64 no
 static __always_inline void phase_end(__u32 slot, __u32 runtime, __u32 kind, __s64 arg2)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct tp_gc_open_key key = {.pid = bpf_get_current_pid_tgid() >> 32, .slot = slot};
-	struct tp_gc_open *o = bpf_map_lookup_elem(&gc_open, &key), v;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct tp_gc_open *o = open_phase(pid, slot), v;
 
 	bump(TP_GCM_HITS);
 	if (!o) {
@@ -153,10 +195,10 @@ static __always_inline void phase_end(__u32 slot, __u32 runtime, __u32 kind, __s
 		return;
 	}
 	v = *o;
-	bpf_map_delete_elem(&gc_open, &key);
+	close_phase(o);
 	if (v.flags & TP_GC_OPEN_PAUSING)
-		pausing_add(key.pid, -1);
-	emit(key.pid, &v, now, runtime, kind, v.arg, arg2);
+		pausing_add(pid, -1);
+	emit(pid, &v, now, runtime, kind, v.arg, arg2);
 }
 
 /* ---- HotSpot ---- */
@@ -307,9 +349,8 @@ int go_gc_reset(struct pt_regs *ctx)
 SEC("uprobe")
 int go_stop_world(struct pt_regs *ctx)
 {
-	struct tp_gc_open_key key = {.pid = bpf_get_current_pid_tgid() >> 32,
-				     .slot = TP_GC_SLOT_GO_CYCLE};
-	struct tp_gc_open *cycle = bpf_map_lookup_elem(&gc_open, &key);
+	struct tp_gc_open *cycle =
+	    open_phase(bpf_get_current_pid_tgid() >> 32, TP_GC_SLOT_GO_CYCLE);
 
 	/* a stop inside a cycle is one of its pauses: the label applies from here */
 	phase_begin(TP_GC_SLOT_GO_STW, cycle ? cycle->arg : TP_GC_GO_OTHER,
@@ -320,9 +361,7 @@ int go_stop_world(struct pt_regs *ctx)
 SEC("uprobe")
 int go_mark_termination(struct pt_regs *ctx)
 {
-	struct tp_gc_open_key key = {.pid = bpf_get_current_pid_tgid() >> 32,
-				     .slot = TP_GC_SLOT_GO_STW};
-	struct tp_gc_open *stw = bpf_map_lookup_elem(&gc_open, &key);
+	struct tp_gc_open *stw = open_phase(bpf_get_current_pid_tgid() >> 32, TP_GC_SLOT_GO_STW);
 
 	bump(TP_GCM_HITS);
 	if (stw)
@@ -334,9 +373,8 @@ SEC("uprobe")
 int go_start_world(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct tp_gc_open_key key = {.pid = bpf_get_current_pid_tgid() >> 32,
-				     .slot = TP_GC_SLOT_GO_STW};
-	struct tp_gc_open *o = bpf_map_lookup_elem(&gc_open, &key), stw, *cycle;
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct tp_gc_open *o = open_phase(pid, TP_GC_SLOT_GO_STW), stw, *cycle;
 	__s64 cause;
 
 	bump(TP_GCM_HITS);
@@ -345,18 +383,17 @@ int go_start_world(struct pt_regs *ctx)
 		return 0;
 	}
 	stw = *o;
-	bpf_map_delete_elem(&gc_open, &key);
+	close_phase(o);
 	if (stw.flags & TP_GC_OPEN_PAUSING)
-		pausing_add(key.pid, -1);
-	key.slot = TP_GC_SLOT_GO_CYCLE;
-	cycle = bpf_map_lookup_elem(&gc_open, &key);
+		pausing_add(pid, -1);
+	cycle = open_phase(pid, TP_GC_SLOT_GO_CYCLE);
 	if (stw.flags & TP_GC_OPEN_MARK_TERM)
 		cause = TP_GC_GO_MARK_TERM;
 	else if (cycle && stw.arg == TP_GC_GO_SWEEP_TERM)
 		cause = TP_GC_GO_SWEEP_TERM;
 	else
 		cause = TP_GC_GO_OTHER;
-	emit(key.pid, &stw, now, TP_GC_GO, TP_GC_PAUSE, cause, 0);
+	emit(pid, &stw, now, TP_GC_GO, TP_GC_PAUSE, cause, 0);
 	if (!cycle)
 		return 0;
 	if (cause == TP_GC_GO_SWEEP_TERM) {
@@ -366,8 +403,8 @@ int go_start_world(struct pt_regs *ctx)
 	} else if (cause == TP_GC_GO_MARK_TERM) {
 		struct tp_gc_open c = *cycle;
 
-		bpf_map_delete_elem(&gc_open, &key);
-		emit(key.pid, &c, now, TP_GC_GO, TP_GC_COLLECTION, 0, 0);
+		close_phase(cycle);
+		emit(pid, &c, now, TP_GC_GO, TP_GC_COLLECTION, 0, 0);
 	}
 	return 0;
 }

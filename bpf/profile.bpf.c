@@ -370,19 +370,26 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 		count(ev->ts_ns, TP_M_EVENT_LOST);
 		sent = false;
 	}
-	/* The GC state of the old image or the dead process, here rather than from user space: a
-	 * process that ends inside no phase (nearly all) had a bpf() delete per slot that found
-	 * nothing, and the pid may be reused before user space hears of the exit. Only once any
-	 * phase ever opened (gc.bpf.c marks TP_LABEL_GC at the first). */
+	/* The GC state of the old image or the dead process, here rather than from user space (a
+	 * bpf() call per process, and the pid may be reused before user space hears of the exit).
+	 * A process that ever opened a GC phase has a gc_pausing entry (gc.bpf.c), kept with its
+	 * gc_open entries until now: one lookup for every other process, and only once any phase
+	 * ever opened on the host (gc.bpf.c marks TP_LABEL_GC at the first). The pause count is
+	 * taken to 0 before the delete, so that a pause's end racing with this cannot count the
+	 * process out of TP_LABEL_GC_PAUSING twice. */
 	if (tp_label_seen(TP_LABEL_GC)) {
-		for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
-			struct tp_gc_open_key key = {.pid = ev->pid, .slot = slot};
+		__u64 *pausing = bpf_map_lookup_elem(&gc_pausing, &ev->pid);
 
-			bpf_map_delete_elem(&gc_open, &key);
+		if (pausing) {
+			for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
+				struct tp_gc_open_key key = {.pid = ev->pid, .slot = slot};
+
+				bpf_map_delete_elem(&gc_open, &key);
+			}
+			if (__sync_lock_test_and_set(pausing, 0))
+				tp_label_add(TP_LABEL_GC_PAUSING, -1);
+			bpf_map_delete_elem(&gc_pausing, &ev->pid);
 		}
-		if (tp_label_count(TP_LABEL_GC_PAUSING) &&
-		    !bpf_map_delete_elem(&gc_pausing, &ev->pid))
-			tp_label_add(TP_LABEL_GC_PAUSING, -1);
 	}
 	/* After exec the maps must be read again: the next sample of the new image wakes user
 	 * space because the process is no longer known (the samples mark it, in this order, so a

@@ -447,6 +447,7 @@ _Static_assert(sizeof(struct tp_gc_open) == 24, "tp_gc_open layout");
 
 #define TP_GC_OPEN_PAUSING   (1u << 0) /* counted in gc_pausing */
 #define TP_GC_OPEN_MARK_TERM (1u << 1) /* Go: gcMarkTermination ran inside this stop */
+#define TP_GC_OPEN_ACTIVE    (1u << 2) /* open: 0 once closed (the entry is kept, gc.bpf.c) */
 
 /* Counters of the GC programs, in gc_metrics (one __u64 each, atomic adds). */
 enum tp_gc_metric {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* gc_open: (pid, slot) -> the open GC phase (struct tp_gc_open, its start). Written by the GC
- * programs (gc.bpf.c) at a phase's begin, deleted at its end; the sampler's exec and exit programs
- * (profile.bpf.c, the same map through the loader's bpf_map__reuse_fd) delete a process's
- * entries, which a process that dies or execs inside a phase leaves. LRU so that a leak cannot
- * fill it. 8192: four slots of 2048 processes in GC at once. Without GC programs the loader makes
- * the sampler's one entry: nothing writes it then. */
+/* gc_open: (pid, slot) -> the GC phase of that slot (struct tp_gc_open: its start; open while
+ * TP_GC_OPEN_ACTIVE is set). Made by the GC programs (gc.bpf.c) at the process's first phase in
+ * the slot and written in place at later ones (an end clears the flags); the sampler's exec and
+ * exit programs (profile.bpf.c, the same map through the loader's bpf_map__reuse_fd) delete a
+ * process's entries where it has a gc_pausing entry, which every process that opened a phase
+ * has. LRU so that a leak cannot fill it. 8192: two slots each of 4096 processes with GC state
+ * (a JVM's or Go's; a CPython uses one). Without GC programs the loader makes the sampler's one
+ * entry: nothing writes it then. */
 #ifndef TAILPROF_GC_OPEN_BPF_H
 #define TAILPROF_GC_OPEN_BPF_H
 

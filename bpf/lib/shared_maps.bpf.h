@@ -43,13 +43,14 @@ struct {
 	__type(value, struct tp_stage_stack);
 } stage_stacks SEC(".maps");
 
-/* gc_pausing: tgid -> GC pauses open in the process, written by gc.bpf.c; read for the gc=1
- * label. Its entries are counted in label_sources (TP_LABEL_GC_PAUSING). */
+/* gc_pausing: tgid -> GC pauses open in the process (0 between pauses), for each process that
+ * has opened a GC phase; written by gc.bpf.c, deleted at exec and exit by profile.bpf.c; read
+ * for the gc=1 label. The entries above 0 are counted in label_sources (TP_LABEL_GC_PAUSING). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } gc_pausing SEC(".maps");
 
 /* The innermost stage task is in (untimed stages past the depth keep the deepest timed one), 0
@@ -71,7 +72,7 @@ static __always_inline __u32 tp_stage_of(struct task_struct *task)
 /* Whether process pid is in a GC pause now: a lookup only while some process may be. */
 static __always_inline bool tp_in_gc(__u32 pid)
 {
-	__u32 *pausing;
+	__u64 *pausing;
 
 	if (!tp_label_count(TP_LABEL_GC_PAUSING))
 		return false;

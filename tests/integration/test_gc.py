@@ -322,13 +322,17 @@ def test_short_lived_pythons_leave_no_attachment(d):
     """100 short-lived CPythons of one object: attached while they run, nothing left after."""
     py = copy_python("py_short")
     before = d.json("/api/v1/status")["gc"]["probes_attached"]
-    procs = []
+    procs, pids = [], set()
     for i in range(100):
         procs.append(subprocess.Popen([py, "-c", "import gc; gc.collect()"]))
+        pids.add(procs[-1].pid)
         if len(procs) >= 8:
             procs.pop(0).wait()
     for p in procs:
         p.wait()
+    # each collected (its GC state made at its first phase), and the exits deleted it all
+    left = (bpf_map_pids("gc_pausing") | bpf_map_pids("gc_open")) & pids
+    assert not left, sorted(left)
     o = wait_for("detach", lambda: (lambda o: o if o and o["state"] == "detached" else None)(
         gc_object(d, py)), timeout=5)
     assert o["processes"] == 0 and o["probes"] == 0, o
@@ -357,11 +361,12 @@ while True:
 """
 
 
-def bpf_map_pids(name):
+def bpf_map_pids(name, pausing=False):
     """The pids in the keys of every BPF map called name (gc_pausing: the key; gc_open: its
-    pid field)."""
+    pid field); pausing: only gc_pausing's entries above 0 (a pause open: a process that has
+    opened a phase keeps its entry, 0 between pauses, until it exits or execs)."""
     return {e["key"]["pid"] if isinstance(e["key"], dict) else e["key"]
-            for e in daemon.bpf_map_dump(name)}
+            for e in daemon.bpf_map_dump(name) if not pausing or e["value"]}
 
 
 def test_killed_inside_a_collection_leaves_no_state(d):
@@ -373,8 +378,8 @@ def test_killed_inside_a_collection_leaves_no_state(d):
     try:
         wait_attached(d, PYTHON)
         # it spends nearly all its time collecting: caught pausing within a few dumps
-        wait_for("pid %d in gc_pausing" % pid, lambda: pid in bpf_map_pids("gc_pausing"),
-                 timeout=10)
+        wait_for("pid %d pausing in gc_pausing" % pid,
+                 lambda: pid in bpf_map_pids("gc_pausing", pausing=True), timeout=10)
         # tailprofd stopped: what is deleted now was deleted by BPF, not read from the ring
         os.kill(d.proc.pid, signal.SIGSTOP)
         p.kill()
