@@ -6,12 +6,15 @@
 #ifndef TAILPROF_SCHED_RUNQ_BPF_H
 #define TAILPROF_SCHED_RUNQ_BPF_H
 
+/* Counts one of metric (enum tp_sched_metric) on this CPU. An atomic add, though the counter is
+ * per CPU: the task work's callback runs preemptible, so a program that runs on this CPU while
+ * it is preempted (the next sched_switch) could interleave with a plain increment. */
 static __always_inline void bump(__u32 metric)
 {
 	__u64 *v = bpf_map_lookup_elem(&sched_metrics, &metric);
 
 	if (v)
-		(*v)++;
+		__sync_fetch_and_add(v, 1);
 }
 
 /* Takes CLOCK_MONOTONIC time mono, read at rq clock clk, into this CPU's state: the offset
