@@ -32,9 +32,12 @@ struct {
  * until the sampler's exec and exit programs (profile.bpf.c, the same map through reuse) delete
  * it with the process's gc_open entries. Read by the samplers for the gc=1 label. Kept rather
  * than made and deleted at each pause: a CPython collects some 12 times in its start-up alone,
- * and an LRU insert and delete cost a cold probe hit more than the rest of it. LRU all the same
- * (4096 processes with GC state at once; an evicted process's gc_open entries are evicted in
- * turn). The processes with a pause open are counted in label_sources (TP_LABEL_GC_PAUSING). */
+ * and an LRU insert and delete cost a cold probe hit more than the rest of it. LRU all the same:
+ * 4096 live processes with GC state, beyond which the least recently used lose theirs (a live
+ * one makes it again at its next phase; its phase open then goes unmatched). A process whose
+ * entry was evicted leaves its gc_open entries at its exit, so the making of an entry clears
+ * the pid's gc_open slots (gc_proc). The processes with a pause open are counted in
+ * label_sources (TP_LABEL_GC_PAUSING). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -75,7 +78,10 @@ static __always_inline void bump(__u32 metric)
 	bump_by(metric, 1);
 }
 
-/* Process pid's gc_pausing entry, made (0) if it has none; NULL without room. */
+/* Process pid's gc_pausing entry, made (0) if it has none; NULL without room (counted). A new
+ * entry first clears the pid's gc_open slots: an earlier process of the pid whose entry the LRU
+ * evicted left them at its exit (profile.bpf.c deletes them where it finds the entry), and an
+ * open one would pair with this process's first end. Once a process, and mostly misses. */
 static __always_inline __u64 *gc_proc(__u32 pid)
 {
 	__u64 *n = bpf_map_lookup_elem(&gc_pausing, &pid), zero = 0;
@@ -83,6 +89,11 @@ static __always_inline __u64 *gc_proc(__u32 pid)
 	if (n)
 		return n;
 	tp_label_mark(TP_LABEL_GC);
+	for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
+		struct tp_gc_open_key key = {.pid = pid, .slot = slot};
+
+		bpf_map_delete_elem(&gc_open, &key);
+	}
 	/* BPF_NOEXIST: another thread of the process may have made it meanwhile */
 	bpf_map_update_elem(&gc_pausing, &pid, &zero, BPF_NOEXIST);
 	n = bpf_map_lookup_elem(&gc_pausing, &pid);
@@ -91,25 +102,33 @@ static __always_inline __u64 *gc_proc(__u32 pid)
 	return n;
 }
 
-/* One more (delta 1) or one fewer (-1) pause open in process pid; the process enters or leaves
- * TP_LABEL_GC_PAUSING's count as its pauses go from 0 or to 0. The decrement never takes the
- * count below 0 (an exit may have zeroed it meanwhile: profile.bpf.c). */
-static __always_inline void pausing_add(__u32 pid, int delta)
+/* One more pause open in the process of gc_pausing entry n; the process enters
+ * TP_LABEL_GC_PAUSING's count as its pauses leave 0. */
+static __always_inline void pausing_inc(__u64 *n)
 {
-	__u64 *n, old;
+	if (!__sync_fetch_and_add(n, 1))
+		tp_label_add(TP_LABEL_GC_PAUSING, 1);
+}
 
-	if (delta > 0) {
-		n = gc_proc(pid);
-		if (n && !__sync_fetch_and_add(n, 1))
-			tp_label_add(TP_LABEL_GC_PAUSING, 1);
-		return;
-	}
-	n = bpf_map_lookup_elem(&gc_pausing, &pid);
+/* One fewer pause open in process pid; the process leaves TP_LABEL_GC_PAUSING's count as its
+ * pauses return to 0. Never below 0 (compare-and-swap, retried while another runtime of the
+ * process moves the count: a lost decrement would label the process gc=1 until it exits). */
+static __always_inline void pausing_dec(__u32 pid)
+{
+	__u64 *n = bpf_map_lookup_elem(&gc_pausing, &pid), old;
+
 	if (!n)
 		return;
-	old = *(volatile __u64 *)n;
-	if (old && __sync_val_compare_and_swap(n, old, old - 1) == old && old == 1)
-		tp_label_add(TP_LABEL_GC_PAUSING, -1);
+	for (int i = 0; i < 4; i++) {
+		old = *(volatile __u64 *)n;
+		if (!old)
+			return;
+		if (__sync_val_compare_and_swap(n, old, old - 1) == old) {
+			if (old == 1)
+				tp_label_add(TP_LABEL_GC_PAUSING, -1);
+			return;
+		}
+	}
 }
 
 /* The open phase slot of process pid, or NULL when it has none open. */
@@ -139,26 +158,34 @@ static __always_inline void phase_begin(__u32 slot, __s64 arg, __u32 flags)
 	    .tid = (__u32)pid_tgid,
 	    .flags = flags | TP_GC_OPEN_ACTIVE,
 	};
-	struct tp_gc_open *old = bpf_map_lookup_elem(&gc_open, &key);
-	int was = old && (old->flags & TP_GC_OPEN_ACTIVE) && (old->flags & TP_GC_OPEN_PAUSING),
-	    is = flags & TP_GC_OPEN_PAUSING;
+	int was, is = flags & TP_GC_OPEN_PAUSING;
+	struct tp_gc_open *old;
+	__u64 *n;
 
 	bump(TP_GCM_HITS);
 	/* the process's entry, pausing or not: the sampler deletes its GC state at exec and exit
-	 * where it has one (and looks up gc=1 from the first) */
-	if (!gc_proc(key.pid))
+	 * where it has one (and looks up gc=1 from the first). Before the slot's lookup: making it
+	 * clears the pid's slots. */
+	n = gc_proc(key.pid);
+	old = bpf_map_lookup_elem(&gc_open, &key);
+	was = old && (old->flags & TP_GC_OPEN_ACTIVE) && (old->flags & TP_GC_OPEN_PAUSING);
+	if (!n) {
+		/* untimed (counted): an open phase here must not pair with the next end */
+		if (old)
+			close_phase(old);
 		return;
+	}
 	/* the process is counted once per open slot */
 	if (is && !was)
-		pausing_add(key.pid, 1);
+		pausing_inc(n);
 	else if (was && !is)
-		pausing_add(key.pid, -1);
+		pausing_dec(key.pid);
 	if (old) {
 		*old = v;
 	} else if (bpf_map_update_elem(&gc_open, &key, &v, BPF_ANY)) {
 		bump(TP_GCM_OPEN_FULL);
 		if (is)
-			pausing_add(key.pid, -1);
+			pausing_dec(key.pid);
 	}
 }
 
@@ -197,7 +224,7 @@ static __always_inline void phase_end(__u32 slot, __u32 runtime, __u32 kind, __s
 	v = *o;
 	close_phase(o);
 	if (v.flags & TP_GC_OPEN_PAUSING)
-		pausing_add(pid, -1);
+		pausing_dec(pid);
 	emit(pid, &v, now, runtime, kind, v.arg, arg2);
 }
 
@@ -250,8 +277,8 @@ int BPF_USDT(python_gc_done, long collected)
 /* ---- CPython without USDT: gc_collect_main(tstate, generation, ...) -> collected ----
  * The generation is its second argument, read at entry; the return value is what gc__done
  * gives, collected + uncollectable (Modules/gcmodule.c, 3.11). A thread's calls are kept by
- * tp_gc_calls.h: nested calls pair with their own returns. The process counts once in
- * gc_pausing while any of its threads has a call open. */
+ * tp_gc_calls.h: nested calls pair with their own returns. Each thread with a call open counts
+ * once in its process's gc_pausing entry. */
 
 static __always_inline __u64 thread_born_ns(void)
 {
@@ -263,12 +290,17 @@ static __always_inline __u64 thread_born_ns(void)
 SEC("uprobe")
 int python_gc_entry(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), born = thread_born_ns();
+	__u64 id = bpf_get_current_pid_tgid(), born = thread_born_ns(), *n;
 	struct tp_gc_calls *c = bpf_map_lookup_elem(&gc_calls, &id), fresh = {.born_ns = born};
 	__u32 before;
 	int dropped;
 
 	bump(TP_GCM_HITS);
+	/* the process's entry first: a call recorded without its count would take another
+	 * thread's off at its return */
+	n = gc_proc(id >> 32);
+	if (!n)
+		return 0;
 	if (c && c->born_ns != born) {
 		/* a dead thread's calls (its process died inside them: gc_pausing forgot it) */
 		c->born_ns = born;
@@ -294,7 +326,7 @@ int python_gc_entry(struct pt_regs *ctx)
 		bump_by(TP_GCM_ABANDONED, dropped);
 	/* dropped calls of this thread were counted; the new one keeps the count */
 	if (!before)
-		pausing_add(id >> 32, 1);
+		pausing_inc(n);
 	return 0;
 }
 
@@ -326,7 +358,7 @@ int python_gc_return(struct pt_regs *ctx)
 		bump_by(TP_GCM_ABANDONED, closed - 1);
 	if (!c->depth) {
 		bpf_map_delete_elem(&gc_calls, &id);
-		pausing_add(id >> 32, -1);
+		pausing_dec(id >> 32);
 	}
 	o = (struct tp_gc_open){.start_ns = call.start_ns, .arg = call.arg, .tid = (__u32)id};
 	emit(id >> 32, &o, now, TP_GC_PYTHON, TP_GC_PAUSE, call.arg, (long)PT_REGS_RC(ctx));
@@ -385,7 +417,7 @@ int go_start_world(struct pt_regs *ctx)
 	stw = *o;
 	close_phase(o);
 	if (stw.flags & TP_GC_OPEN_PAUSING)
-		pausing_add(pid, -1);
+		pausing_dec(pid);
 	cycle = open_phase(pid, TP_GC_SLOT_GO_CYCLE);
 	if (stw.flags & TP_GC_OPEN_MARK_TERM)
 		cause = TP_GC_GO_MARK_TERM;

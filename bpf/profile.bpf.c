@@ -374,9 +374,11 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 	 * bpf() call per process, and the pid may be reused before user space hears of the exit).
 	 * A process that ever opened a GC phase has a gc_pausing entry (gc.bpf.c), kept with its
 	 * gc_open entries until now: one lookup for every other process, and only once any phase
-	 * ever opened on the host (gc.bpf.c marks TP_LABEL_GC at the first). The pause count is
-	 * taken to 0 before the delete, so that a pause's end racing with this cannot count the
-	 * process out of TP_LABEL_GC_PAUSING twice. */
+	 * ever opened on the host (gc.bpf.c marks TP_LABEL_GC at the first). No thread of the
+	 * process can end a pause meanwhile (the exit program runs for the group's last thread,
+	 * the exec program after the exec killed the others), so a plain read of its pause count
+	 * decides whether it leaves TP_LABEL_GC_PAUSING's count: no atomic exchange, which the
+	 * sampler's kernels need not have (5.12). */
 	if (tp_label_seen(TP_LABEL_GC)) {
 		__u64 *pausing = bpf_map_lookup_elem(&gc_pausing, &ev->pid);
 
@@ -386,7 +388,7 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 
 				bpf_map_delete_elem(&gc_open, &key);
 			}
-			if (__sync_lock_test_and_set(pausing, 0))
+			if (*pausing)
 				tp_label_add(TP_LABEL_GC_PAUSING, -1);
 			bpf_map_delete_elem(&gc_pausing, &ev->pid);
 		}

@@ -422,7 +422,7 @@ struct tp_gc_event {
 };
 _Static_assert(sizeof(struct tp_gc_event) == 48, "tp_gc_event layout");
 
-/* Open GC phases in gc_open, one per process and slot. */
+/* The kinds of GC phase, one gc_open entry each per process (open or closed). */
 enum tp_gc_slot {
 	TP_GC_SLOT_JVM_GC = 0,
 	TP_GC_SLOT_JVM_SAFEPOINT,

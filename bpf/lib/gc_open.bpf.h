@@ -4,9 +4,10 @@
  * the slot and written in place at later ones (an end clears the flags); the sampler's exec and
  * exit programs (profile.bpf.c, the same map through the loader's bpf_map__reuse_fd) delete a
  * process's entries where it has a gc_pausing entry, which every process that opened a phase
- * has. LRU so that a leak cannot fill it. 8192: two slots each of 4096 processes with GC state
- * (a JVM's or Go's; a CPython uses one). Without GC programs the loader makes the sampler's one
- * entry: nothing writes it then. */
+ * has (and the making of that entry clears the pid's slots, gc.bpf.c). LRU so that a leak
+ * cannot fill it. 8192: two slots each of 4096 processes with GC state (a JVM's or Go's; a
+ * CPython uses one). Without GC programs the loader makes the sampler's one entry: nothing
+ * writes it then. */
 #ifndef TAILPROF_GC_OPEN_BPF_H
 #define TAILPROF_GC_OPEN_BPF_H
 

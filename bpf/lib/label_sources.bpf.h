@@ -9,8 +9,8 @@
  * storage list or hashes) are saved for every sample. TP_LABEL_GC_PAUSING counts the processes
  * in a pause: the gc_pausing entries above 0. The GC programs add one as an entry goes from 0 to
  * 1 and take one off as it goes back to 0; the exec and exit programs take one off for an entry
- * they find above 0 (zeroing it first, atomically, so that a racing end of the pause cannot
- * take the process off again). An entry the LRU evicts while above 0 leaves the count too high,
+ * they delete above 0 (no thread of the process is left to end its pause). An entry the LRU
+ * evicts while above 0 leaves the count too high,
  * never too low, so a count of 0 means that no process is in a pause: a sample then needs no
  * lookup (a cold miss some 0.3-0.5 us at 99 Hz). One map shared by every object through the
  * loaders (bpf_map__reuse_fd), created by the first of them. */

@@ -330,7 +330,11 @@ def test_short_lived_pythons_leave_no_attachment(d):
             procs.pop(0).wait()
     for p in procs:
         p.wait()
-    # each collected (its GC state made at its first phase), and the exits deleted it all
+    # GC state is made at a process's first phase (a pause seen: its events), and the exits
+    # deleted it all
+    wait_drained()
+    seen = {e["pid"] for e in d.json("/api/v1/gc?last=5m&runtime=python")["events"]} & pids
+    assert len(seen) >= 20, "%d of 100 processes' pauses seen" % len(seen)
     left = (bpf_map_pids("gc_pausing") | bpf_map_pids("gc_open")) & pids
     assert not left, sorted(left)
     o = wait_for("detach", lambda: (lambda o: o if o and o["state"] == "detached" else None)(
@@ -369,6 +373,12 @@ def bpf_map_pids(name, pausing=False):
             for e in daemon.bpf_map_dump(name) if not pausing or e["value"]}
 
 
+def pausing_count():
+    """label_sources' TP_LABEL_GC_PAUSING (entry 2): the processes the BPF programs count as
+    in a pause."""
+    return {e["key"]: e["value"] for e in daemon.bpf_map_dump("label_sources")}[2]
+
+
 def test_killed_inside_a_collection_leaves_no_state(d):
     """A CPython killed inside gc.collect(): its pause count (gc_pausing) and open phases
     (gc_open) are gone from BPF when its parent's wait returns, with tailprofd stopped (the
@@ -386,6 +396,11 @@ def test_killed_inside_a_collection_leaves_no_state(d):
         p.wait()
         pausing, open_ = bpf_map_pids("gc_pausing"), bpf_map_pids("gc_open")
         assert pid not in pausing and pid not in open_, (pid, pausing, open_)
+        # nor in the count of processes in a pause (label_sources entry 2): back to that of
+        # the processes still pausing (other Pythons here may be, for a moment)
+        wait_for("the pausing count to match gc_pausing",
+                 lambda: pausing_count() == len(bpf_map_pids("gc_pausing", pausing=True)),
+                 timeout=5)
     finally:
         os.kill(d.proc.pid, signal.SIGCONT)
         if p.poll() is None:
