@@ -622,8 +622,8 @@ def check_gc(keys, files):
         len(evs), len(since))
     for e in evs:
         assert e["runtime"] == "python" and e["duration_ns"] >= 4 * 10**6, e
-    return "%d of %d collections (attached after %d), pauses >= 4 ms" % (
-        len(evs), len(made), len(made) - len(since))
+    return "%d of %d collections (attached after %d; alone %s s first), pauses >= 4 ms" % (
+        len(evs), len(made), len(made) - len(since), keys.get("gc-attach-wait-seconds", "?"))
 
 
 def check_gc_uprobe(keys, files):
