@@ -89,11 +89,7 @@ static __always_inline __u64 *gc_proc(__u32 pid)
 	if (n)
 		return n;
 	tp_label_mark(TP_LABEL_GC);
-	for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
-		struct tp_gc_open_key key = {.pid = pid, .slot = slot};
-
-		bpf_map_delete_elem(&gc_open, &key);
-	}
+	tp_gc_open_clear(pid);
 	/* BPF_NOEXIST: another thread of the process may have made it meanwhile */
 	bpf_map_update_elem(&gc_pausing, &pid, &zero, BPF_NOEXIST);
 	n = bpf_map_lookup_elem(&gc_pausing, &pid);

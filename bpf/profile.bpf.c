@@ -383,11 +383,7 @@ static __always_inline bool notify(struct task_struct *task, struct tp_event_hdr
 		__u64 *pausing = bpf_map_lookup_elem(&gc_pausing, &ev->pid);
 
 		if (pausing) {
-			for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
-				struct tp_gc_open_key key = {.pid = ev->pid, .slot = slot};
-
-				bpf_map_delete_elem(&gc_open, &key);
-			}
+			tp_gc_open_clear(ev->pid);
 			if (*pausing)
 				tp_label_add(TP_LABEL_GC_PAUSING, -1);
 			bpf_map_delete_elem(&gc_pausing, &ev->pid);

@@ -18,4 +18,14 @@ struct {
 	__type(value, struct tp_gc_open);
 } gc_open SEC(".maps");
 
+/* Deletes every gc_open entry of process pid (one per slot; a slot it never used is a miss). */
+static __always_inline void tp_gc_open_clear(__u32 pid)
+{
+	for (__u32 slot = 0; slot < TP_GC_SLOT_NR; slot++) {
+		struct tp_gc_open_key key = {.pid = pid, .slot = slot};
+
+		bpf_map_delete_elem(&gc_open, &key);
+	}
+}
+
 #endif
