@@ -10,7 +10,6 @@ first half against its second half: no regression, and the gate exits 0.
 Usage: test_compare.py BUILD_DIR. Outside CI, exits 77 (skip) when not root or BPF cannot load;
 with CI=true that is a failure. TAILPROF_TEST=name runs the tests whose name contains it."""
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+import pipeline_log  # noqa: E402
 from runner import require_bpf, run_tests  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -58,40 +58,26 @@ def pipeline(name, env):
     end = time.time_ns()
     lat = {s: [] for s in STAGES}
     halves = ({s: [] for s in STAGES}, {s: [] for s in STAGES})
-    rows = []
-    with open(log) as f:
-        first = f.readline().split()
-        assert first[:2] == ["#", "start"], first
-        for line in f:
-            req, stage, inside, took = line.split()[:4]
-            rows.append((stage, int(inside), int(took)))
-    # requests run back to back: the log's time is the sum of what each stage took
-    total, t = sum(r[2] for r in rows), 0
-    for stage, inside, took in rows:
+    start, rows = pipeline_log.read(log)
+    total = sum(r[3] for r in rows)
+    for t, stage, inside, _ in rows:
         if stage in lat:
             lat[stage].append(inside)
             halves[t >= total // 2][stage].append(inside)
-        t += took
     lat["halves"] = halves
     time.sleep(1.5)  # the last window closes
-    return int(first[2]), end, lat
-
-
-def rank(values, q):
-    """The nearest-rank quantile q (0.95: p95), as the daemon ranks (on exact values)."""
-    v = sorted(values)
-    return v[max(0, math.ceil(len(v) * q) - 1)]
+    return start, end, lat
 
 
 def p95(values):
-    return rank(values, 0.95)
+    return pipeline_log.nearest_rank(values, 950)
 
 
 def log_stat(values, m):
     """Statistic m (p50, p95, p99, mean) of a stage's logged latencies."""
     if m == "mean":
         return sum(values) / len(values)
-    return rank(values, int(m[1:]) / 100.0)
+    return pipeline_log.nearest_rank(values, int(m[1:]) * 10)
 
 
 def agrees(verdict, true, before):

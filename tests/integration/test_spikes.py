@@ -19,6 +19,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+import pipeline_log  # noqa: E402
 from pprof_decode import Profile  # noqa: E402
 from runner import require_bpf, run_tests  # noqa: E402
 
@@ -61,24 +62,13 @@ def pipeline(binary, seconds, env):
 
 def logged(stage):
     """The last pipeline run's requests of stage as it logged them: [(start Unix ns, ns around
-    the call)]. Requests run back to back, so a request starts at the run's start plus what
-    every call before it took (the logging between calls, some microseconds, is left out)."""
-    out, t = [], None
-    with open(os.path.join(TMP, "pipeline.log")) as f:
-        for line in f:
-            w = line.split()
-            if w[0] == "#":
-                t = int(w[2])
-                continue
-            if w[1] == stage:
-                out.append((t, int(w[3])))
-            t += int(w[3])
-    return out
+    the call)] (pipeline_log.read)."""
+    start, rows = pipeline_log.read(os.path.join(TMP, "pipeline.log"))
+    return [(start + t, around) for t, s, _, around in rows if s == stage]
 
 
 def p95(values):
-    v = sorted(values)
-    return v[max(0, -(-len(v) * 95 // 100) - 1)] if v else 0
+    return pipeline_log.nearest_rank(values, 950)
 
 
 def truly_slow(rows, s, quiet):

@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import daemon  # noqa: E402
+import pipeline_log  # noqa: E402
 from runner import IN_CI, require_bpf, run_tests, start_daemons  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -85,12 +86,6 @@ def run_pipeline(binary, seconds, delay=0):
     return pid, durations
 
 
-def exact_percentile(values, permille):
-    v = sorted(values)
-    rank = max(1, -(-len(v) * permille // 1000))
-    return v[rank - 1]
-
-
 def bucket_width(v):
     """Width of the tp_hist.h bucket holding v."""
     if v < 64:
@@ -121,9 +116,9 @@ def check_against_log(d, durations, names=STAGES, prefix=""):
         assert got["count"] == len(want), (name, got, len(want))
         assert not got["low_sample"], got
         for key, q in (("p50_ns", 500), ("p95_ns", 950), ("p99_ns", 990)):
-            exact = exact_percentile(want, q)
-            around = exact_percentile(want.around, q)
-            marked = exact_percentile(want.marked, q)
+            exact = pipeline_log.nearest_rank(want, q)
+            around = pipeline_log.nearest_rank(want.around, q)
+            marked = pipeline_log.nearest_rank(want.marked, q)
             line += "  %s %.3f/%.3f ms" % (key[:3], got[key] / 1e6, exact / 1e6)
             if not agree(got[key], exact):
                 line += " (around the call %.3f, between the markers %.3f)" % (
