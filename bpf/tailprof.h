@@ -70,7 +70,10 @@ struct tp_py_offsets {
 	__u16 code_filename;	/* PyCodeObject.co_filename */
 	__u16 code_linetable;	/* PyCodeObject.co_linetable */
 	__u16 code_firstlineno; /* PyCodeObject.co_firstlineno (an int) */
-	__u16 pad[5];
+	/* where BPF checks that its copy of a line table (a bytes object) holds it whole */
+	__u16 bytes_size; /* PyVarObject.ob_size */
+	__u16 bytes_data; /* PyBytesObject.ob_sval */
+	__u16 pad[3];
 };
 _Static_assert(sizeof(struct tp_py_offsets) == 48, "tp_py_offsets layout");
 
@@ -288,23 +291,25 @@ _Static_assert(sizeof(struct tp_sample) ==
 
 /* TP_EV_PY_CODE: a code object as BPF read it, for user space to name it from, in place of its
  * own reads of the process (which may be gone by then). */
-#define TP_PY_CODE_FIELDS 256 /* bytes, more than tp_py_offsets.code_fields_len; a power of two */
-#define TP_PY_CODE_BYTES  512 /* bytes of each object the code object points to */
+#define TP_PY_CODE_FIELDS 256  /* bytes, more than tp_py_offsets.code_fields_len; a power of two */
+#define TP_PY_CODE_BYTES  512  /* bytes of the qualname and of the filename (str objects) */
+#define TP_PY_CODE_LINES  2048 /* bytes of the line table (a bytes object) */
 enum { TP_PY_CODE_QUALNAME = 0, TP_PY_CODE_FILENAME, TP_PY_CODE_LINETABLE, TP_PY_CODE_OBJS };
 struct tp_py_code {
 	struct tp_event_hdr hdr; /* the process; ts_ns: when read */
 	__u64 addr;		 /* the code object's address in the process */
-	/* the bytes of fields and of obj[i] that were read (0: none); fields holds the code
-	 * object's [code_fields_lo, code_fields_lo + fields_len) */
+	/* the bytes of fields and of each object (len[TP_PY_CODE_*]) that were read (0: none);
+	 * fields holds the code object's [code_fields_lo, code_fields_lo + fields_len) */
 	__u16 fields_len;
 	__u16 len[TP_PY_CODE_OBJS];
-	/* the first bytes of the qualname (str), filename (str) and line table (bytes), from the
-	 * pointers in fields: TP_PY_CODE_BYTES at most, cut at the end of a page that the next
-	 * cannot be read past */
 	__u8 fields[TP_PY_CODE_FIELDS];
-	__u8 obj[TP_PY_CODE_OBJS][TP_PY_CODE_BYTES];
+	/* the first bytes of the qualname and filename (str) and of the line table (bytes), from
+	 * the pointers in fields, cut at the end of a page that the next cannot be read past */
+	__u8 str[2][TP_PY_CODE_BYTES];
+	__u8 lines[TP_PY_CODE_LINES];
 };
-_Static_assert(sizeof(struct tp_py_code) == 24 + 16 + TP_PY_CODE_FIELDS + 3 * TP_PY_CODE_BYTES,
+_Static_assert(sizeof(struct tp_py_code) ==
+		   24 + 16 + TP_PY_CODE_FIELDS + 2 * TP_PY_CODE_BYTES + TP_PY_CODE_LINES,
 	       "tp_py_code layout");
 
 /* Counters live in the `counters` map, an mmap-able array of __u64 that each CPU writes in its

@@ -94,6 +94,7 @@ struct py_code {
 	uint32_t checked_gen; /* the drain when it was last checked */
 	bool failed;	      /* unreadable: named by address */
 	bool not_code;	      /* readable, but not a code object: its frames are dropped */
+	bool partial;	      /* named, but its line table could not be read: read again */
 	char *function, *file;
 	uint8_t *linetable;
 	size_t linetable_len;
@@ -190,6 +191,8 @@ struct python *python__new(const struct python_opts *opts)
 				o.code_filename = u->co_filename;
 				o.code_linetable = u->co_linetable;
 				o.code_firstlineno = u->co_firstlineno;
+				o.bytes_size = u->bytes_size;
+				o.bytes_data = u->bytes_data;
 			} else {
 				o.code_fields_len = 0;
 			}
@@ -657,7 +660,8 @@ void python__forget_process(struct python *p, uint32_t pid, uint64_t event_ns)
 		p->dropped_pid = pid;
 	}
 	*pp = p->procs[--p->nr_procs];
-	/* its code objects are keyed by start_ns too: stale entries are never hit again */
+	/* its code objects are keyed by start_ns too: a later process of the pid never hits them
+	 * (an exec keeps start_ns: docs/python-frames.md, Limits) */
 }
 
 void python__drain_begin(struct python *p, bool tick)
@@ -667,11 +671,14 @@ void python__drain_begin(struct python *p, bool tick)
 }
 
 /* Fills c from fields cf of the code object of the process of pp and the first bytes of its
- * qualname, filename and line table (pre: BPF's copies, or read ahead here); what pre lacks is
- * read from the process. failed when that fails, not_code too when cf's type is not PyCode_Type
- * (a frame read while it was being set up or torn down). */
+ * qualname and filename (pre[0], pre[1]) and of its line table (lines_len bytes at lines): BPF's
+ * copies, or read ahead here; what they lack is read from the process. failed when the names
+ * cannot be had, not_code when cf's type is not PyCode_Type (a frame read while it was being set
+ * up or torn down), partial when the line table could not (its lines read 0 until it is read
+ * again). */
 static void fill_code(struct python *p, const struct py_proc *pp, const struct py_code_fields *cf,
-		      const struct py_prefetch *pre, struct py_code *c)
+		      const struct py_prefetch *pre, const uint8_t *lines, size_t lines_len,
+		      struct py_code *c)
 {
 	const struct py_user_offsets *u = &pp->v->user;
 	char name[NAME_MAX_BYTES], file[FILE_MAX_BYTES];
@@ -695,15 +702,15 @@ static void fill_code(struct python *p, const struct py_proc *pp, const struct p
 	c->linetable_ptr = cf->linetable;
 	c->function = sym_xstrdup(name);
 	c->file = sym_xstrdup(file);
-	if (pre[2].len >= (size_t)u->bytes_size + 8)
-		memcpy(&size, pre[2].buf + u->bytes_size, 8);
+	if (lines_len >= (size_t)u->bytes_size + 8)
+		memcpy(&size, lines + u->bytes_size, 8);
 	else if (!cf->linetable ||
 		 py_read_mem(pp->pid, cf->linetable + u->bytes_size, &size, 8) != 8)
-		size = 0;
+		c->partial = cf->linetable != 0;
 	if (size <= LINETABLE_MAX_BYTES && size) {
 		c->linetable = malloc(size);
-		if (c->linetable && u->bytes_data + size <= pre[2].len) {
-			memcpy(c->linetable, pre[2].buf + u->bytes_data, size);
+		if (c->linetable && u->bytes_data + size <= lines_len) {
+			memcpy(c->linetable, lines + u->bytes_data, size);
 			c->linetable_len = size;
 		} else if (c->linetable && py_read_mem(pp->pid, cf->linetable + u->bytes_data,
 						       c->linetable, size) == (ssize_t)size) {
@@ -711,6 +718,7 @@ static void fill_code(struct python *p, const struct py_proc *pp, const struct p
 		} else {
 			free(c->linetable);
 			c->linetable = NULL;
+			c->partial = true;
 		}
 	}
 }
@@ -733,7 +741,7 @@ static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr,
 		    cf.linetable ? 3 : 2);
 	if (!cf.linetable)
 		pre[2].len = 0;
-	fill_code(p, pp, &cf, pre, c);
+	fill_code(p, pp, &cf, pre, pre[2].buf, pre[2].len, c);
 }
 
 struct code_key {
@@ -765,8 +773,12 @@ static struct py_code *code_entry(struct python *p, const struct py_proc *pp, ui
 	*found = hashmap__find(&p->code_index, h, code_eq, &k, &i);
 	if (*found)
 		return &p->codes[i];
-	if (p->nr_codes >= MAX_CODE_OBJECTS)
+	if (p->nr_codes >= MAX_CODE_OBJECTS) {
 		clear_codes(p);
+		/* what BPF had sent is gone: it sends again (py_code_epoch) */
+		if (p->opts.loader)
+			loader__python_codes_dropped(p->opts.loader);
+	}
 	if (!p->codes) {
 		p->codes = calloc(MAX_CODE_OBJECTS, sizeof(*p->codes));
 		if (!p->codes)
@@ -783,9 +795,9 @@ static struct py_code *code_entry(struct python *p, const struct py_proc *pp, ui
 static bool code_same(const struct py_proc *pp, const struct py_code *c,
 		      const struct py_code_fields *cf)
 {
-	return !c->failed && cf->firstlineno == c->firstlineno && cf->qualname == c->qualname_ptr &&
-	       cf->filename == c->filename_ptr && cf->linetable == c->linetable_ptr &&
-	       (!pp->code_type || cf->type == pp->code_type);
+	return !c->failed && !c->partial && cf->firstlineno == c->firstlineno &&
+	       cf->qualname == c->qualname_ptr && cf->filename == c->filename_ptr &&
+	       cf->linetable == c->linetable_ptr && (!pp->code_type || cf->type == pp->code_type);
 }
 
 /* Empties cached c for a new read. */
@@ -816,7 +828,7 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 		struct py_code_fields cf;
 
 		if ((c->checked_gen == p->gen && !recheck) ||
-		    (in_image && !c->failed && !c->not_code)) {
+		    (in_image && !c->failed && !c->not_code && !c->partial)) {
 			if (in_image)
 				p->st.code_image_hits++;
 			return c;
@@ -840,12 +852,12 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 void python__note_code(struct python *p, const struct tp_py_code *rec)
 {
 	struct py_proc *pp = find_proc(p, rec->hdr.pid);
-	struct py_prefetch pre[TP_PY_CODE_OBJS];
+	struct py_prefetch pre[2];
 	struct py_code_fields cf;
 	struct py_code *c;
 	bool found;
 
-	_Static_assert(TP_PY_CODE_BYTES <= PY_PREFETCH_BYTES, "a record's bytes fit a prefetch");
+	_Static_assert(TP_PY_CODE_BYTES <= PY_PREFETCH_BYTES, "a record's names fit a prefetch");
 	p->st.code_records++;
 	/* a process the walker no longer has (it exec'd since), or fields that do not fit; one in
 	 * the interpreter file's image is cached by file and offset (code_entry) */
@@ -861,12 +873,15 @@ void python__note_code(struct python *p, const struct tp_py_code *rec)
 		c->checked_gen = p->gen;
 		return;
 	}
-	for (int i = 0; i < TP_PY_CODE_OBJS; i++) {
+	for (int i = 0; i < 2; i++) {
 		pre[i].len = rec->len[i] < TP_PY_CODE_BYTES ? rec->len[i] : TP_PY_CODE_BYTES;
-		memcpy(pre[i].buf, rec->obj[i], pre[i].len);
+		memcpy(pre[i].buf, rec->str[i], pre[i].len);
 	}
 	code_reset(p, c);
-	fill_code(p, pp, &cf, pre, c);
+	fill_code(p, pp, &cf, pre, rec->lines,
+		  rec->len[TP_PY_CODE_LINETABLE] < TP_PY_CODE_LINES ? rec->len[TP_PY_CODE_LINETABLE]
+								    : TP_PY_CODE_LINES,
+		  c);
 }
 
 /* The line id (python_line_intern) of code object c at LASTI units, from its memo when there;

@@ -767,14 +767,15 @@ static void test_refuses_other_versions(void **state)
 }
 
 /* What BPF's sampler sends for the code object at addr of pid (bpf/lib/python_code.bpf.h): the
- * fields' span and the first TP_PY_CODE_BYTES of the qualname, filename and line table, read
- * here the same way (bytes up to the end of what can be read). */
+ * fields' span and the first bytes of the qualname, filename and line table, read here the same
+ * way (bytes up to the end of what can be read). */
 static void record_of(const struct py_version *v, pid_t pid, uint64_t addr, struct tp_py_code *rec)
 {
 	uint16_t lo, len;
 	uint64_t ptr[TP_PY_CODE_OBJS];
 	const uint16_t off[TP_PY_CODE_OBJS] = {v->user.co_qualname, v->user.co_filename,
 					       v->user.co_linetable};
+	ssize_t n;
 
 	memset(rec, 0, sizeof(*rec));
 	assert_int_equal(py_code_fields_span(&v->user, &lo, &len), 0);
@@ -785,29 +786,45 @@ static void record_of(const struct py_version *v, pid_t pid, uint64_t addr, stru
 	rec->hdr.start_ns = 1;
 	rec->addr = addr;
 	rec->fields_len = len;
-	for (int i = 0; i < TP_PY_CODE_OBJS; i++) {
-		ssize_t n;
-
+	for (int i = 0; i < TP_PY_CODE_OBJS; i++)
 		memcpy(&ptr[i], rec->fields + off[i] - lo, 8);
-		n = py_read_mem((uint32_t)pid, ptr[i], rec->obj[i], TP_PY_CODE_BYTES);
+	for (int i = 0; i < 2; i++) {
+		n = py_read_mem((uint32_t)pid, ptr[i], rec->str[i], TP_PY_CODE_BYTES);
 		assert_true(n > 0);
 		rec->len[i] = (uint16_t)n;
 	}
+	n = py_read_mem((uint32_t)pid, ptr[TP_PY_CODE_LINETABLE], rec->lines, TP_PY_CODE_LINES);
+	assert_true(n > 0);
+	rec->len[TP_PY_CODE_LINETABLE] = (uint16_t)n;
 }
 
-/* A code object BPF sent (TP_EV_PY_CODE) names its frames with nothing read from the process:
- * the records are taken after the process is gone. A record of another process, or one too
- * short for the fields, is unused; a record at a cached address that names another code object
- * replaces it (a reused address), one that names the same keeps it. */
+/* The line of the one frame (code, 1 unit: the function's first statement) of process pid as p
+ * names it, with new_stack and sent as the sample's flags say; its function into name. */
+static uint32_t line_of(struct python *p, pid_t pid, uint64_t code, bool sent, const char **name)
+{
+	const struct tp_py_frame frames[1] = {{code, 1}};
+	struct python_frame out[1];
+	struct python_line pl;
+
+	assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, sent, out), 1);
+	assert_true(python__line(out[0].f.addr, &pl));
+	*name = pl.function;
+	return pl.line;
+}
+
+/* Code objects BPF sent (TP_EV_PY_CODE) name their frames, lines included, with nothing read
+ * from the process: the records are taken after it is gone. A sample marked sent trusts them (a
+ * record naming another object at an address wins over the live object, which a sample not so
+ * marked reads again). A record of another process, or one too short for the fields, is unused;
+ * a record whose line table was cut short names the function at line 0 until a whole one comes. */
 static void check_sent_code(const char *python)
 {
 	struct python *p = python__new(NULL);
 	unsigned long long work = 0, other = 0;
 	const struct py_version *v;
-	struct tp_py_code *rec[2], bad;
-	struct python_frame out[2];
+	struct tp_py_code *rec[2], *bad;
 	struct python_stats st;
-	struct python_line pl;
+	const char *name = NULL;
 	char buf[128] = "";
 	bool named;
 	FILE *in;
@@ -820,7 +837,8 @@ static void check_sent_code(const char *python)
 	assert_non_null(p);
 	rec[0] = calloc(1, sizeof(*rec[0]));
 	rec[1] = calloc(1, sizeof(*rec[1]));
-	assert_true(rec[0] && rec[1]);
+	bad = calloc(1, sizeof(*bad));
+	assert_true(rec[0] && rec[1] && bad);
 	in = spawn_python(python,
 			  "import time\n"
 			  "def work():\n"
@@ -835,56 +853,53 @@ static void check_sent_code(const char *python)
 	note_until_known(p, pid);
 	record_of(v, pid, work, rec[0]);
 	record_of(v, pid, other, rec[1]);
+
+	/* other's record at work's address, the process alive: a sent sample names other; one
+	 * not sent checks the address and finds work there */
+	*bad = *rec[1];
+	bad->addr = work;
+	python__note_code(p, bad);
+	assert_int_equal(line_of(p, pid, work, true, &name), 5);
+	assert_string_equal(name, "other");
+	assert_int_equal(line_of(p, pid, work, false, &name), 3);
+	assert_string_equal(name, "work");
+	python__stats(p, &st);
+	assert_int_equal(st.code_reads, 1);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	fclose(in);
 
 	/* another process's, and one cut short: unused */
-	bad = *rec[0];
-	bad.hdr.start_ns = 2;
-	python__note_code(p, &bad);
-	bad = *rec[0];
-	bad.fields_len = 8;
-	python__note_code(p, &bad);
+	*bad = *rec[0];
+	bad->hdr.start_ns = 2;
+	python__note_code(p, bad);
+	*bad = *rec[0];
+	bad->fields_len = 8;
+	python__note_code(p, bad);
 	python__stats(p, &st);
-	assert_int_equal(st.code_records, 2);
+	assert_int_equal(st.code_records, 3);
 	assert_int_equal(st.code_records_unused, 2);
 
-	python__note_code(p, rec[0]);
-	{
-		/* offset 100 code units: past the prologue */
-		const struct tp_py_frame frames[1] = {{work, 100}};
-
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, true, out),
-				 1);
-		assert_true(python__line(out[0].f.addr, &pl));
-		assert_string_equal(pl.function, "work");
-		assert_string_equal(pl.file, "<string>");
-		assert_int_equal(pl.start_line, 2);
-	}
-	python__stats(p, &st);
-	assert_int_equal(st.code_records_unused, 2);
-	assert_int_equal(st.code_reads, 0);
-	assert_int_equal(st.code_read_failed, 0);
-	assert_int_equal(st.sent_stacks, 1);
-	/* other's record at work's address (as after work's object was freed and the address
-	 * reused): it replaces work's */
-	rec[1]->addr = work;
+	/* other's line table cut short: named, no line; then whole */
+	*bad = *rec[1];
+	bad->len[TP_PY_CODE_LINETABLE] = 4;
+	python__note_code(p, bad);
+	assert_int_equal(line_of(p, pid, other, true, &name), 0);
+	assert_string_equal(name, "other");
 	python__note_code(p, rec[1]);
-	{
-		const struct tp_py_frame frames[1] = {{work, 100}};
-
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, true, out),
-				 1);
-		assert_true(python__line(out[0].f.addr, &pl));
-		assert_string_equal(pl.function, "other");
-		assert_int_equal(pl.start_line, 4);
-	}
+	assert_int_equal(line_of(p, pid, other, true, &name), 5);
+	assert_string_equal(name, "other");
+	/* work's own record: the same object as cached, kept */
+	python__note_code(p, rec[0]);
+	assert_int_equal(line_of(p, pid, work, true, &name), 3);
+	assert_string_equal(name, "work");
 	python__stats(p, &st);
-	assert_int_equal(st.code_reads, 0);
+	assert_int_equal(st.code_reads, 1);
 	assert_int_equal(st.code_read_failed, 0);
+	assert_int_equal(st.sent_stacks, 4);
 	free(rec[0]);
 	free(rec[1]);
+	free(bad);
 	python__free(p);
 }
 
