@@ -54,8 +54,6 @@ struct {
 	__uint(max_entries, 8 << 20);
 } events SEC(".maps");
 
-#include "lib/python_code.bpf.h"
-
 /* counters: event counts per CPU and drain period (layout in tailprof.h). Written here with
  * atomic adds, taken by tailprofd with atomic exchanges; sized by the loader to
  * nr_cpus * TP_COUNTER_SLOTS * TP_M_NR. */
@@ -302,14 +300,8 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	s->nr_python = 0;
 	if (python_on && !(s->flags & TP_SAMPLE_KERNEL_THREAD)) {
 		__u64 tp = bench_pid && s->hdr.pid == bench_pid ? bpf_ktime_get_ns() : 0;
-		struct tp_py_new_stack ns = {};
 		enum tp_py_result r = tp_py_walk(s->hdr.pid, s->hdr.start_ns, tp_py_current_tid(),
-						 &s->addrs[nk + nu], &s->nr_python, &s->flags, &ns);
-
-		/* a new stack: its code objects go to user space now */
-		if (ns.key)
-			tp_py_send_codes(s->hdr.pid, s->hdr.start_ns, ts, &s->addrs[nk + nu],
-					 s->nr_python, &ns, &s->flags);
+						 &s->addrs[nk + nu], &s->nr_python, &s->flags);
 
 		if (tp) {
 			__sync_fetch_and_add(&bench_cost[2], bpf_ktime_get_ns() - tp);
@@ -339,11 +331,10 @@ int perf_sample(struct bpf_perf_event_data *ctx)
 	n = TP_SAMPLE_HDR_SIZE + (nk + nu + 2 * (s->nr_python & 127)) * 8;
 	if (n > sizeof(*s))
 		n = sizeof(*s);
-	/* so are new mappings the unwinder needs and new Python code (unless BPF sent it) */
-	if (bpf_ringbuf_output(&events, s, n,
-			       wakeup_flags(unknown || (s->flags & TP_SAMPLE_UNWIND_RESCAN) ||
-					    (s->flags & (TP_SAMPLE_PY_NEW | TP_SAMPLE_PY_SENT)) ==
-						TP_SAMPLE_PY_NEW)))
+	/* so are new mappings the unwinder needs and new Python code */
+	if (bpf_ringbuf_output(
+		&events, s, n,
+		wakeup_flags(unknown || (s->flags & (TP_SAMPLE_UNWIND_RESCAN | TP_SAMPLE_PY_NEW)))))
 		count(ts, TP_M_RINGBUF_FULL);
 	else if (unknown)
 		tp_mark_known(s->hdr.pid, s->hdr.start_ns);

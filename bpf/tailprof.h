@@ -62,20 +62,9 @@ struct tp_py_offsets {
 	__u16 frame_is_entry;	    /* _PyInterpreterFrame.is_entry; TP_PY_NO_OFFSET: none */
 	__u16 frame_owner;	    /* _PyInterpreterFrame.owner */
 	__u16 code_adaptive;	    /* PyCodeObject.co_code_adaptive: the first instruction */
-	/* A code object's fields user space names it by (daemon/python_mem.h): they all lie in
-	 * [code_fields_lo, code_fields_lo + code_fields_len), which BPF sends as it is
-	 * (TP_EV_PY_CODE); code_fields_len 0: BPF sends no code objects for this version */
-	__u16 code_fields_lo, code_fields_len;
-	__u16 code_qualname;	/* PyCodeObject.co_qualname */
-	__u16 code_filename;	/* PyCodeObject.co_filename */
-	__u16 code_linetable;	/* PyCodeObject.co_linetable */
-	__u16 code_firstlineno; /* PyCodeObject.co_firstlineno (an int) */
-	/* where BPF checks that its copy of a line table (a bytes object) holds it whole */
-	__u16 bytes_size; /* PyVarObject.ob_size */
-	__u16 bytes_data; /* PyBytesObject.ob_sval */
 	__u16 pad[3];
 };
-_Static_assert(sizeof(struct tp_py_offsets) == 48, "tp_py_offsets layout");
+_Static_assert(sizeof(struct tp_py_offsets) == 32, "tp_py_offsets layout");
 
 /* Whether o's frame fields (8-byte code, previous and prev_instr; 1-byte is_entry and owner) lie
  * in the first TP_PY_FRAME_HEAD bytes of a frame, all the walker reads of one. */
@@ -146,9 +135,6 @@ enum tp_event_kind {
 	TP_EV_OFFCPU = 5,
 	TP_EV_SEEN = 6, /* struct tp_event_hdr: a thread of a process user space does not know yet
 			 * blocks (bpf/sched.bpf.c): read its maps, load its unwind tables */
-	/* struct tp_py_code: a code object of a Python stack new to BPF, read by the CPU sampler
-	 * (bpf/lib/python_code.bpf.h) before the sample that names it */
-	TP_EV_PY_CODE = 7,
 };
 
 /* Bits of tp_sample.flags. */
@@ -181,10 +167,6 @@ enum tp_event_kind {
  * record woke nobody for it and did not mark it known; user space makes it known at its first
  * sample past its youth, which wakes it */
 #define TP_SAMPLE_YOUNG (1u << 13)
-/* with TP_SAMPLE_PY_NEW: every code object of the stack was sent (TP_EV_PY_CODE) before this
- * sample, or had been, unchanged since: user space reads none from the process, and the record
- * woke nobody */
-#define TP_SAMPLE_PY_SENT (1u << 14)
 
 struct tp_event_hdr {
 	__u32 kind;	/* enum tp_event_kind */
@@ -288,29 +270,6 @@ _Static_assert(sizeof(struct tp_sample) ==
 
 #define TP_SAMPLE_HDR_SIZE                                                                         \
 	(sizeof(struct tp_sample) - 8 * (2 * TP_MAX_STACK_DEPTH + 2 * TP_PY_MAX_FRAMES))
-
-/* TP_EV_PY_CODE: a code object as BPF read it, for user space to name it from, in place of its
- * own reads of the process (which may be gone by then). */
-#define TP_PY_CODE_FIELDS 256  /* bytes, more than tp_py_offsets.code_fields_len; a power of two */
-#define TP_PY_CODE_BYTES  512  /* bytes of the qualname and of the filename (str objects) */
-#define TP_PY_CODE_LINES  2048 /* bytes of the line table (a bytes object) */
-enum { TP_PY_CODE_QUALNAME = 0, TP_PY_CODE_FILENAME, TP_PY_CODE_LINETABLE, TP_PY_CODE_OBJS };
-struct tp_py_code {
-	struct tp_event_hdr hdr; /* the process; ts_ns: when read */
-	__u64 addr;		 /* the code object's address in the process */
-	/* the bytes of fields and of each object (len[TP_PY_CODE_*]) that were read (0: none);
-	 * fields holds the code object's [code_fields_lo, code_fields_lo + fields_len) */
-	__u16 fields_len;
-	__u16 len[TP_PY_CODE_OBJS];
-	__u8 fields[TP_PY_CODE_FIELDS];
-	/* the first bytes of the qualname and filename (str) and of the line table (bytes), from
-	 * the pointers in fields, cut at the end of a page that the next cannot be read past */
-	__u8 str[2][TP_PY_CODE_BYTES];
-	__u8 lines[TP_PY_CODE_LINES];
-};
-_Static_assert(sizeof(struct tp_py_code) ==
-		   24 + 16 + TP_PY_CODE_FIELDS + 2 * TP_PY_CODE_BYTES + TP_PY_CODE_LINES,
-	       "tp_py_code layout");
 
 /* Counters live in the `counters` map, an mmap-able array of __u64 that each CPU writes in its
  * own region, one set per drain period of the last TP_COUNTER_SLOTS periods:

@@ -267,8 +267,7 @@ static uint32_t splice_python(struct collector *c, const struct tp_sample *s, ui
 	/* after all the user frames BPF sent, not after those kept (a cut stack keeps fewer) */
 	np = python__resolve(c->opts.python, s->hdr.pid, s->hdr.start_ns,
 			     (const struct tp_py_frame *)&s->addrs[s->nr_kernel + s->nr_user],
-			     s->nr_python, (s->flags & TP_SAMPLE_PY_NEW) != 0,
-			     (s->flags & TP_SAMPLE_PY_SENT) != 0, py);
+			     s->nr_python, (s->flags & TP_SAMPLE_PY_NEW) != 0, py);
 	for (uint32_t i = 0; i < np; i++)
 		nreal += py[i].f.obj != NULL;
 	if (!nreal)
@@ -546,10 +545,6 @@ int collector_on_event(void *ctx, void *data, size_t size)
 			add_sample(c, s, s->blocked_ns);
 		break;
 	}
-	case TP_EV_PY_CODE:
-		if (size >= sizeof(struct tp_py_code) && c->opts.python)
-			python__note_code(c->opts.python, data);
-		break;
 	case TP_EV_SEEN:
 		/* a process we did not know blocks: its maps now (it may be gone when its sample
 		 * comes), its unwind tables before it wakes */

@@ -760,11 +760,6 @@ uint64_t loader__live_since(const struct loader *l)
 	return l->live_since_ns;
 }
 
-void loader__python_codes_dropped(struct loader *l)
-{
-	__atomic_fetch_add(&l->skel->bss->py_code_epoch, 1, __ATOMIC_RELAXED);
-}
-
 void loader__set_young(struct loader *l, uint64_t young_ns, uint64_t since_ns)
 {
 	/* since first: a reader that sees the new length sees the processes it applies to */

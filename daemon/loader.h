@@ -184,9 +184,6 @@ int loader__python_set_exe(struct loader *l, uint32_t kdev, uint64_t ino,
  * walker's samples of that stack stop waking user space. Returns 0 or a negative errno (-EINVAL:
  * Python frames off). */
 int loader__python_mark_seen(struct loader *l, uint64_t key);
-/* tailprofd dropped its cached code objects: BPF sends again those it had sent
- * (py_code_epoch, bpf/lib/python_code.bpf.h). */
-void loader__python_codes_dropped(struct loader *l);
 /* Benchmark (loader_opts.bench_pid): out[0] ns perf_sample spent on that process's samples,
  * out[1] their number, out[2] ns of their Python walks, out[3] Python frames they took. */
 void loader__bench_cost(const struct loader *l, uint64_t out[4]);

@@ -530,22 +530,9 @@ char *query__metrics_text(const struct query_ctx *ctx)
 			 st.py.code_image_hits);
 		text_metric(
 		    &t, "tailprof_python_new_stacks_total", "counter",
-		    "Samples whose Python stack was new to BPF: BPF sent its code objects "
-		    "(sent_stacks), or the sample woke tailprofd to read them while the process "
-		    "lives.");
+		    "Samples whose Python stack was new to BPF and woke tailprofd to read its "
+		    "code objects while the process lives.");
 		text_put(&t, "tailprof_python_new_stacks_total %" PRIu64 "\n", st.py.new_stacks);
-		text_metric(&t, "tailprof_python_sent_stacks_total", "counter",
-			    "New stacks whose code objects BPF read and sent ahead of the sample "
-			    "(or had sent, unchanged): named with no read of the process and no "
-			    "wake-up.");
-		text_put(&t, "tailprof_python_sent_stacks_total %" PRIu64 "\n", st.py.sent_stacks);
-		text_metric(&t, "tailprof_python_code_records_total", "counter",
-			    "Code objects BPF sent: received (all), or of no process the walker "
-			    "has now, or malformed (unused).");
-		text_put(&t,
-			 "tailprof_python_code_records_total{state=\"all\"} %" PRIu64 "\n"
-			 "tailprof_python_code_records_total{state=\"unused\"} %" PRIu64 "\n",
-			 st.py.code_records, st.py.code_records_unused);
 		text_metric(
 		    &t, "tailprof_python_image_stacks_total", "counter",
 		    "New stacks wholly in an interpreter file's image (3.11 and 3.12's frozen "

@@ -94,7 +94,6 @@ struct py_code {
 	uint32_t checked_gen; /* the drain when it was last checked */
 	bool failed;	      /* unreadable: named by address */
 	bool not_code;	      /* readable, but not a code object: its frames are dropped */
-	bool partial;	      /* named, but its line table could not be read: read again */
 	char *function, *file;
 	uint8_t *linetable;
 	size_t linetable_len;
@@ -179,24 +178,7 @@ struct python *python__new(const struct python_opts *opts)
 				    py_versions[i].name, TP_PY_FRAME_HEAD);
 				continue;
 			}
-			struct tp_py_offsets o = py_versions[i].bpf;
-			const struct py_user_offsets *u = &py_versions[i].user;
-
-			/* where the code object's fields fit a record, BPF sends new stacks'
-			 * code objects (TP_EV_PY_CODE); else (code_fields_len 0) they are
-			 * read from the process */
-			if (!py_code_fields_span(u, &o.code_fields_lo, &o.code_fields_len) &&
-			    o.code_fields_len < TP_PY_CODE_FIELDS) {
-				o.code_qualname = u->co_qualname;
-				o.code_filename = u->co_filename;
-				o.code_linetable = u->co_linetable;
-				o.code_firstlineno = u->co_firstlineno;
-				o.bytes_size = u->bytes_size;
-				o.bytes_data = u->bytes_data;
-			} else {
-				o.code_fields_len = 0;
-			}
-			loader__python_set_offsets(p->opts.loader, i, &o);
+			loader__python_set_offsets(p->opts.loader, i, &py_versions[i].bpf);
 		}
 	return p;
 }
@@ -660,8 +642,7 @@ void python__forget_process(struct python *p, uint32_t pid, uint64_t event_ns)
 		p->dropped_pid = pid;
 	}
 	*pp = p->procs[--p->nr_procs];
-	/* its code objects are keyed by start_ns too: a later process of the pid never hits them
-	 * (an exec keeps start_ns: docs/python-frames.md, Limits) */
+	/* its code objects are keyed by start_ns too: stale entries are never hit again */
 }
 
 void python__drain_begin(struct python *p, bool tick)
@@ -670,69 +651,25 @@ void python__drain_begin(struct python *p, bool tick)
 		p->gen++;
 }
 
-/* Fills c from fields cf of the code object of the process of pp and the first bytes of its
- * qualname and filename (pre[0], pre[1]) and of its line table (lines_len bytes at lines): BPF's
- * copies, or read ahead here; what they lack is read from the process. failed when the names
- * cannot be had, not_code when cf's type is not PyCode_Type (a frame read while it was being set
- * up or torn down), partial when the line table could not (its lines read 0 until it is read
- * again). */
-static void fill_code(struct python *p, const struct py_proc *pp, const struct py_code_fields *cf,
-		      const struct py_prefetch *pre, const uint8_t *lines, size_t lines_len,
-		      struct py_code *c)
+/* Fills c from the code object at addr of the process of pp: failed when it cannot be read,
+ * not_code too when what is there is not a code object (its type is not PyCode_Type: a frame read
+ * while it was being set up or torn down). */
+static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr, struct py_code *c)
 {
 	const struct py_user_offsets *u = &pp->v->user;
 	char name[NAME_MAX_BYTES], file[FILE_MAX_BYTES];
-	uint64_t size = 0;
-
-	c->failed = true;
-	if (pp->code_type && cf->type != pp->code_type) {
-		c->not_code = true;
-		return;
-	}
-	if (py_read_str(pp->pid, u, cf->qualname, &pre[0], name, sizeof(name)) ||
-	    py_read_str(pp->pid, u, cf->filename, &pre[1], file, sizeof(file))) {
-		p->st.code_read_failed++;
-		return;
-	}
-	c->failed = false;
-	c->firstlineno = cf->firstlineno;
-	c->firsttraceable = cf->firsttraceable;
-	c->qualname_ptr = cf->qualname;
-	c->filename_ptr = cf->filename;
-	c->linetable_ptr = cf->linetable;
-	c->function = sym_xstrdup(name);
-	c->file = sym_xstrdup(file);
-	if (lines_len >= (size_t)u->bytes_size + 8)
-		memcpy(&size, lines + u->bytes_size, 8);
-	else if (!cf->linetable ||
-		 py_read_mem(pp->pid, cf->linetable + u->bytes_size, &size, 8) != 8)
-		c->partial = cf->linetable != 0;
-	if (size <= LINETABLE_MAX_BYTES && size) {
-		c->linetable = malloc(size);
-		if (c->linetable && u->bytes_data + size <= lines_len) {
-			memcpy(c->linetable, lines + u->bytes_data, size);
-			c->linetable_len = size;
-		} else if (c->linetable && py_read_mem(pp->pid, cf->linetable + u->bytes_data,
-						       c->linetable, size) == (ssize_t)size) {
-			c->linetable_len = size;
-		} else {
-			free(c->linetable);
-			c->linetable = NULL;
-			c->partial = true;
-		}
-	}
-}
-
-/* Fills c from the code object at addr of the process of pp, read now (fill_code). */
-static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr, struct py_code *c)
-{
 	struct py_prefetch pre[3];
 	struct py_code_fields cf;
+	uint64_t size = 0;
 
 	p->st.code_reads++;
 	c->failed = true;
-	if (py_read_code_fields(pp->pid, &pp->v->user, addr, &cf)) {
+	if (py_read_code_fields(pp->pid, u, addr, &cf)) {
 		p->st.code_read_failed++;
+		return;
+	}
+	if (pp->code_type && cf.type != pp->code_type) {
+		c->not_code = true;
 		return;
 	}
 	/* the name, the file and the location table in one system call (most of them are within
@@ -741,7 +678,36 @@ static void read_code(struct python *p, const struct py_proc *pp, uint64_t addr,
 		    cf.linetable ? 3 : 2);
 	if (!cf.linetable)
 		pre[2].len = 0;
-	fill_code(p, pp, &cf, pre, pre[2].buf, pre[2].len, c);
+	if (py_read_str(pp->pid, u, cf.qualname, &pre[0], name, sizeof(name)) ||
+	    py_read_str(pp->pid, u, cf.filename, &pre[1], file, sizeof(file))) {
+		p->st.code_read_failed++;
+		return;
+	}
+	c->failed = false;
+	c->firstlineno = cf.firstlineno;
+	c->firsttraceable = cf.firsttraceable;
+	c->qualname_ptr = cf.qualname;
+	c->filename_ptr = cf.filename;
+	c->linetable_ptr = cf.linetable;
+	c->function = sym_xstrdup(name);
+	c->file = sym_xstrdup(file);
+	if (pre[2].len >= (size_t)u->bytes_size + 8)
+		memcpy(&size, pre[2].buf + u->bytes_size, 8);
+	else if (!cf.linetable || py_read_mem(pp->pid, cf.linetable + u->bytes_size, &size, 8) != 8)
+		size = 0;
+	if (size <= LINETABLE_MAX_BYTES && size) {
+		c->linetable = malloc(size);
+		if (c->linetable && u->bytes_data + size <= pre[2].len) {
+			memcpy(c->linetable, pre[2].buf + u->bytes_data, size);
+			c->linetable_len = size;
+		} else if (c->linetable && py_read_mem(pp->pid, cf.linetable + u->bytes_data,
+						       c->linetable, size) == (ssize_t)size) {
+			c->linetable_len = size;
+		} else {
+			free(c->linetable);
+			c->linetable = NULL;
+		}
+	}
 }
 
 struct code_key {
@@ -758,58 +724,6 @@ static bool code_eq(const void *ctx, uint32_t val)
 	return c->pid == k->pid && c->start_ns == k->start_ns && c->addr == k->addr;
 }
 
-/* The cache entry of the code object at addr of the process of pp: *found tells whether it was
- * cached; a new one is added empty. NULL: no memory. */
-static struct py_code *code_entry(struct python *p, const struct py_proc *pp, uint64_t addr,
-				  bool *found)
-{
-	bool in_image = addr >= pp->image_lo && addr < pp->image_hi;
-	struct code_key k = {in_image ? 0 : pp->pid, in_image ? pp->file_key : pp->start_ns,
-			     in_image ? addr - pp->bias : addr, p};
-	uint64_t h = hashmap__combine(hashmap__combine(k.pid, k.start_ns), k.addr);
-	struct py_code *c;
-	uint32_t i;
-
-	*found = hashmap__find(&p->code_index, h, code_eq, &k, &i);
-	if (*found)
-		return &p->codes[i];
-	if (p->nr_codes >= MAX_CODE_OBJECTS) {
-		clear_codes(p);
-		/* what BPF had sent is gone: it sends again (py_code_epoch) */
-		if (p->opts.loader)
-			loader__python_codes_dropped(p->opts.loader);
-	}
-	if (!p->codes) {
-		p->codes = calloc(MAX_CODE_OBJECTS, sizeof(*p->codes));
-		if (!p->codes)
-			return NULL;
-	}
-	if (hashmap__insert(&p->code_index, h, p->nr_codes))
-		return NULL;
-	c = &p->codes[p->nr_codes++];
-	*c = (struct py_code){.pid = k.pid, .start_ns = k.start_ns, .addr = k.addr};
-	return c;
-}
-
-/* Whether cached c (read, not failed) is the code object whose fields are cf. */
-static bool code_same(const struct py_proc *pp, const struct py_code *c,
-		      const struct py_code_fields *cf)
-{
-	return !c->failed && !c->partial && cf->firstlineno == c->firstlineno &&
-	       cf->qualname == c->qualname_ptr && cf->filename == c->filename_ptr &&
-	       cf->linetable == c->linetable_ptr && (!pp->code_type || cf->type == pp->code_type);
-}
-
-/* Empties cached c for a new read. */
-static void code_reset(struct python *p, struct py_code *c)
-{
-	free(c->function);
-	free(c->file);
-	free(c->linetable);
-	*c = (struct py_code){.pid = c->pid, .start_ns = c->start_ns, .addr = c->addr};
-	c->checked_gen = p->gen;
-}
-
 /* The cached code object at addr of the process, read now if new or no longer the same. A cached
  * one is checked once per drain tick, and at once where recheck (a stack BPF had not seen: a
  * freed object's address may hold a new one, as a script's functions take the addresses of the
@@ -819,16 +733,19 @@ static void code_reset(struct python *p, struct py_code *c)
 static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint64_t addr,
 			       bool recheck)
 {
-	bool in_image = addr >= pp->image_lo && addr < pp->image_hi, found;
-	struct py_code *c = code_entry(p, pp, addr, &found);
+	bool in_image = addr >= pp->image_lo && addr < pp->image_hi;
+	struct code_key k = {in_image ? 0 : pp->pid, in_image ? pp->file_key : pp->start_ns,
+			     in_image ? addr - pp->bias : addr, p};
+	uint64_t h = hashmap__combine(hashmap__combine(k.pid, k.start_ns), k.addr);
+	struct py_code *c;
+	uint32_t i;
 
-	if (!c)
-		return NULL;
-	if (found) {
+	if (hashmap__find(&p->code_index, h, code_eq, &k, &i)) {
 		struct py_code_fields cf;
 
+		c = &p->codes[i];
 		if ((c->checked_gen == p->gen && !recheck) ||
-		    (in_image && !c->failed && !c->not_code && !c->partial)) {
+		    (in_image && !c->failed && !c->not_code)) {
 			if (in_image)
 				p->st.code_image_hits++;
 			return c;
@@ -841,47 +758,30 @@ static struct py_code *code_of(struct python *p, const struct py_proc *pp, uint6
 			return c;
 		if (pp->code_type && cf.type != pp->code_type && c->not_code)
 			return c;
-		if (code_same(pp, c, &cf))
+		if (!c->failed && cf.firstlineno == c->firstlineno &&
+		    cf.qualname == c->qualname_ptr && cf.filename == c->filename_ptr &&
+		    cf.linetable == c->linetable_ptr &&
+		    (!pp->code_type || cf.type == pp->code_type))
 			return c;
+		free(c->function);
+		free(c->file);
+		free(c->linetable);
+	} else {
+		if (p->nr_codes >= MAX_CODE_OBJECTS)
+			clear_codes(p);
+		if (!p->codes) {
+			p->codes = calloc(MAX_CODE_OBJECTS, sizeof(*p->codes));
+			if (!p->codes)
+				return NULL;
+		}
+		if (hashmap__insert(&p->code_index, h, p->nr_codes))
+			return NULL;
+		c = &p->codes[p->nr_codes++];
 	}
-	code_reset(p, c);
+	*c = (struct py_code){.pid = k.pid, .start_ns = k.start_ns, .addr = k.addr};
+	c->checked_gen = p->gen;
 	read_code(p, pp, addr, c);
 	return c;
-}
-
-void python__note_code(struct python *p, const struct tp_py_code *rec)
-{
-	struct py_proc *pp = find_proc(p, rec->hdr.pid);
-	struct py_prefetch pre[2];
-	struct py_code_fields cf;
-	struct py_code *c;
-	bool found;
-
-	_Static_assert(TP_PY_CODE_BYTES <= PY_PREFETCH_BYTES, "a record's names fit a prefetch");
-	p->st.code_records++;
-	/* a process the walker no longer has (it exec'd since), or fields that do not fit; one in
-	 * the interpreter file's image is cached by file and offset (code_entry) */
-	if (!pp || pp->start_ns != rec->hdr.start_ns || rec->fields_len > TP_PY_CODE_FIELDS ||
-	    py_parse_code_fields(&pp->v->user, rec->fields, rec->fields_len, &cf)) {
-		p->st.code_records_unused++;
-		return;
-	}
-	c = code_entry(p, pp, rec->addr, &found);
-	if (!c)
-		return;
-	if (found && code_same(pp, c, &cf)) {
-		c->checked_gen = p->gen;
-		return;
-	}
-	for (int i = 0; i < 2; i++) {
-		pre[i].len = rec->len[i] < TP_PY_CODE_BYTES ? rec->len[i] : TP_PY_CODE_BYTES;
-		memcpy(pre[i].buf, rec->str[i], pre[i].len);
-	}
-	code_reset(p, c);
-	fill_code(p, pp, &cf, pre, rec->lines,
-		  rec->len[TP_PY_CODE_LINETABLE] < TP_PY_CODE_LINES ? rec->len[TP_PY_CODE_LINETABLE]
-								    : TP_PY_CODE_LINES,
-		  c);
 }
 
 /* The line id (python_line_intern) of code object c at LASTI units, from its memo when there;
@@ -907,7 +807,7 @@ static uint32_t code_line(struct py_code *c, int32_t units)
 }
 
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
-			 const struct tp_py_frame *in, uint32_t n, bool new_stack, bool sent,
+			 const struct tp_py_frame *in, uint32_t n, bool new_stack,
 			 struct python_frame *out)
 {
 	struct py_proc *pp = find_proc(p, pid);
@@ -920,8 +820,6 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 		return 0;
 	if (new_stack)
 		p->st.new_stacks++;
-	if (new_stack && sent)
-		p->st.sent_stacks++;
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t units = (int32_t)(uint32_t)in[i].info;
 		uint8_t owner = (uint8_t)(in[i].info >> TP_PY_INFO_OWNER_SHIFT);
@@ -956,9 +854,7 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 			image_stack = false;
 			continue;
 		}
-		/* a new stack's code objects are checked at once, unless BPF sent them (those it
-		 * sent are in the cache as it read them, and it checked the others unchanged) */
-		c = code_of(p, pp, in[i].code, new_stack && !sent);
+		c = code_of(p, pp, in[i].code, new_stack);
 		if (!c || c->failed || c->not_code)
 			image_stack = false;
 		if (c && c->not_code) {
@@ -990,11 +886,10 @@ uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
 	}
 	p->st.frames += real;
 	/* later processes of the file need no wake-up for this stack: its names are cached by file
-	 * and offset (code_of); BPF added it to py_seen itself where it sent the code objects */
-	if (image_stack && n &&
-	    (sent || (p->opts.loader &&
-		      !loader__python_mark_seen(
-			  p->opts.loader, tp_py_stack_end(key, 1, pp->file_key, pid, start_ns)))))
+	 * and offset (code_of) */
+	if (image_stack && n && p->opts.loader &&
+	    !loader__python_mark_seen(p->opts.loader,
+				      tp_py_stack_end(key, 1, pp->file_key, pid, start_ns)))
 		p->st.image_stacks++;
 	return nr;
 }

@@ -42,15 +42,10 @@ struct python_stats {
 	uint64_t code_image_hits; /* frames whose code object, built into the interpreter file,
 				   * was known from this or another process of that file */
 	uint64_t incomplete;	  /* frames dropped: still in their prologue */
-	uint64_t not_code;    /* frames dropped: their code pointer is no code object (torn read) */
-	uint64_t new_stacks;  /* samples whose stack was new to BPF (TP_SAMPLE_PY_NEW) */
-	uint64_t sent_stacks; /* of those, stacks whose code objects BPF sent (TP_SAMPLE_PY_SENT):
-			       * they woke nobody */
-	uint64_t code_records;	      /* code objects BPF sent (TP_EV_PY_CODE) */
-	uint64_t code_records_unused; /* ... of processes the walker no longer has, or bad */
+	uint64_t not_code;   /* frames dropped: their code pointer is no code object (torn read) */
+	uint64_t new_stacks; /* samples whose stack was new to BPF (TP_SAMPLE_PY_NEW: woke us) */
 	uint64_t image_stacks; /* of those, stacks wholly in an interpreter file's image, named and
-				* given to py_seen for every process of that file (by tailprofd, or
-				* by BPF where it sent them) */
+				* given to py_seen for every process of that file */
 	uint64_t lines;	       /* interned (function, line) entries */
 	uint64_t symbol_reads; /* interpreter files whose symbols were read (once per file) */
 	uint64_t symbol_stats; /* stat()s of an interpreter file that check the symbols cached */
@@ -120,12 +115,6 @@ struct python_frame {
 	bool entry;	/* the eval loop's C frame that ran this frame was entered here */
 };
 
-/* A code object BPF read at a sample of a new stack, ahead of the sample (TP_EV_PY_CODE): cached
- * as it was read there (one in the interpreter file's image by file and offset, for every process
- * of the file), replacing what the cache had at that address unless it is the same code object;
- * parts the record lacks are read from the process. */
-void python__note_code(struct python *p, const struct tp_py_code *rec);
-
 /* Resolves the n Python frames in (innermost first) of process (pid, start_ns) into out,
  * dropping incomplete frames (CPython's _PyFrame_IsIncomplete), frames whose code pointer is
  * not a code object (PyCode_Type checked: a frame read mid-update) and, from 3.12, the eval
@@ -133,11 +122,10 @@ void python__note_code(struct python *p, const struct tp_py_code *rec);
  * entry frame is written, obj NULL). Code objects that cannot be read become
  * "[python code 0x...]" frames. Cached code objects are checked once per drain tick (a changed
  * object at a reused address is read again); new_stack (the sample's TP_SAMPLE_PY_NEW: BPF had
- * not seen this stack) checks those of these frames at once, unless sent (TP_SAMPLE_PY_SENT: BPF
- * sent them, python__note_code(), or found them unchanged). Returns the number of frames
+ * not seen this stack) checks those of these frames at once. Returns the number of frames
  * written (<= n), 0 when the process is not one python__note_process() accepted. */
 uint32_t python__resolve(struct python *p, uint32_t pid, uint64_t start_ns,
-			 const struct tp_py_frame *in, uint32_t n, bool new_stack, bool sent,
+			 const struct tp_py_frame *in, uint32_t n, bool new_stack,
 			 struct python_frame *out);
 
 /* True when obj is an interpreter's synthetic object (its frames' addr are line ids). */

@@ -120,38 +120,32 @@ int py_read_str(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
 
 #define OB_TYPE_OFFSET 8 /* PyObject.ob_type, after ob_refcnt (every version, non-debug builds) */
 
-int py_code_fields_span(const struct py_user_offsets *u, uint16_t *lo, uint16_t *len)
+/* Reads the fields of the code object at addr of process pid. Returns 0, or -1 when they cannot
+ * be read. */
+int py_read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
+			struct py_code_fields *cf)
 {
-	/* every field lies within 8 .. 192 (3.11 to 3.13) */
+	/* one read covering every field: they all lie within 8 .. 192 (3.11 to 3.13) */
 	const uint16_t ptrs[] = {u->co_filename, u->co_qualname, u->co_linetable};
 	const uint16_t ints[] = {u->co_firstlineno, u->co_firsttraceable};
-	uint16_t l = OB_TYPE_OFFSET, h = OB_TYPE_OFFSET + 8;
+	uint16_t lo = OB_TYPE_OFFSET, hi = OB_TYPE_OFFSET + 8;
+	uint8_t buf[256];
 
 	for (size_t i = 0; i < sizeof(ptrs) / sizeof(ptrs[0]); i++) {
-		if (ptrs[i] < l)
+		if (ptrs[i] < lo)
 			return -1;
-		if (ptrs[i] + 8 > h)
-			h = ptrs[i] + 8;
+		if (ptrs[i] + 8 > hi)
+			hi = ptrs[i] + 8;
 	}
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
-		if (ints[i] < l)
+		if (ints[i] < lo)
 			return -1;
-		if (ints[i] + 4 > h)
-			h = ints[i] + 4;
+		if (ints[i] + 4 > hi)
+			hi = ints[i] + 4;
 	}
-	if (h - l > PY_CODE_FIELDS_MAX)
+	if (hi - lo > (int)sizeof(buf))
 		return -1;
-	*lo = l;
-	*len = h - l;
-	return 0;
-}
-
-int py_parse_code_fields(const struct py_user_offsets *u, const uint8_t *buf, size_t len,
-			 struct py_code_fields *cf)
-{
-	uint16_t lo, need;
-
-	if (py_code_fields_span(u, &lo, &need) || len < need)
+	if (py_read_mem(pid, addr + lo, buf, hi - lo) != hi - lo)
 		return -1;
 	memcpy(&cf->type, buf, 8);
 	memcpy(&cf->firstlineno, buf + u->co_firstlineno - lo, 4);
@@ -160,19 +154,4 @@ int py_parse_code_fields(const struct py_user_offsets *u, const uint8_t *buf, si
 	memcpy(&cf->qualname, buf + u->co_qualname - lo, 8);
 	memcpy(&cf->linetable, buf + u->co_linetable - lo, 8);
 	return 0;
-}
-
-/* Reads the fields of the code object at addr of process pid. Returns 0, or -1 when they cannot
- * be read. */
-int py_read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,
-			struct py_code_fields *cf)
-{
-	uint8_t buf[PY_CODE_FIELDS_MAX];
-	uint16_t lo, len;
-
-	/* one read covering every field */
-	if (py_code_fields_span(u, &lo, &len) ||
-	    py_read_mem(pid, addr + lo, buf, len) != (ssize_t)len)
-		return -1;
-	return py_parse_code_fields(u, buf, len, cf);
 }

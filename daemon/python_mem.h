@@ -45,17 +45,6 @@ struct py_code_fields {
 	uint64_t filename, qualname, linetable;
 };
 
-/* The bytes of a code object that hold every field of struct py_code_fields, from ob_type on:
- * [*lo, *lo + *len), *len at most PY_CODE_FIELDS_MAX. Returns 0, or -1 where offsets u do not
- * allow it. */
-#define PY_CODE_FIELDS_MAX 256
-int py_code_fields_span(const struct py_user_offsets *u, uint16_t *lo, uint16_t *len);
-
-/* The fields of a code object from buf, len bytes of it from py_code_fields_span()'s lo (as BPF
- * sends them, TP_EV_PY_CODE). Returns 0, or -1 where buf is too short. */
-int py_parse_code_fields(const struct py_user_offsets *u, const uint8_t *buf, size_t len,
-			 struct py_code_fields *cf);
-
 /* Reads the fields of the code object at addr of process pid (offsets u) in one read. Returns 0,
  * or -1 when they cannot be read. */
 int py_read_code_fields(uint32_t pid, const struct py_user_offsets *u, uint64_t addr,

@@ -32,14 +32,12 @@ struct {
 
 /* py_seen: the Python stacks (tp_py_stack_end(): their frames' code objects, and the process or,
  * for a stack wholly in the interpreter file's image, that file) whose code objects user space
- * has in time. A stack not in it is new (TP_SAMPLE_PY_NEW): the CPU sampler sends its code
- * objects (python_code.bpf.h) and adds it; where that cannot be done (and on the scheduler's
- * walks) its sample wakes user space, at most once per TP_PY_WAKE_GAP_NS per process, to read
- * them while the process lives: a process's own stack goes in at that wake-up, an image stack
- * when tailprofd has named its frames (they never change and need no live process). So the
- * start-ups of later processes of the file (importlib, site: 3.11 and 3.12's deep-frozen
- * modules) find theirs in it, and a busy process's stacks are all in it after its first seconds.
- * LRU: forgetting an old stack costs its code objects' signatures checked again. */
+ * reads in time. A stack not in it makes its sample wake user space (TP_SAMPLE_PY_NEW), at most
+ * once per TP_PY_WAKE_GAP_NS per process. A process's own stacks go in at that wake-up; an image
+ * stack goes in when tailprofd has named its frames (they never change and need no live
+ * process), so the start-ups of later processes of the file (importlib, site: 3.11 and 3.12's
+ * deep-frozen modules) wake nobody. A busy process's stacks are all in it after its first
+ * seconds, so steady sampling wakes nobody. LRU: forgetting an old stack costs one early drain. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -264,49 +262,18 @@ static __always_inline __u32 tp_py_current_tid(void)
 	return nr;
 }
 
-/* A Python stack of process py not in py_seen (key: its tp_py_stack_end()), one of its code
- * objects outside the interpreter's image where outside: sets TP_SAMPLE_PY_NEW in *flags (the
- * sample wakes user space to read its code objects), and adds the stack to py_seen where it is the
- * process's own (outside); at most once per TP_PY_WAKE_GAP_NS per process. */
-static __always_inline void tp_py_stack_new(struct tp_py_proc *py, __u64 key, __u32 outside,
-					    __u32 *flags)
-{
-	__u64 now = bpf_ktime_get_ns();
-	__u8 one = 1;
-
-	if (now - py->woke_ns < TP_PY_WAKE_GAP_NS)
-		return;
-	py->woke_ns = now;
-	/* an image stack: tailprofd adds it once it has named the frames */
-	if (outside)
-		bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
-	*flags |= TP_SAMPLE_PY_NEW;
-}
-
-/* A new stack that tp_py_walk() leaves to its caller: key, its py_seen key (0: none), and
- * whether one of its code objects lies outside the interpreter's image (outside: a stack of the
- * process's own). */
-struct tp_py_new_stack {
-	__u64 key;
-	__u32 outside;
-	__u32 pad;
-};
-
 /* Writes the Python frames of thread tid (as its process sees it: tp_py_current_tid()) of process
  * pid (started at start_ns) into out[0 .. 2 * TP_PY_MAX_FRAMES) as struct tp_py_frame pairs,
  * innermost first, and their number into *nr; sets TP_SAMPLE_PY_NEW in *flags for a stack not in
- * py_seen (see there) (tp_py_stack_new). With ns (non-NULL), a new stack whose frames were all
- * read, in a version whose code objects BPF can send, is left to the caller instead, in *ns (its
- * key 0 where there is none), for tp_py_send_codes(). The thread state is found by
- * native_thread_id in the interpreters' thread lists, so threads that do not hold the GIL have
- * their frames too; at most about TP_PY_MAX_INTERPS x TP_PY_MAX_THREADS thread states are looked
- * at in all, and a thread not found among them gets TP_PY_FAILED (never another thread's frames).
- * Incomplete frames (still in their prologue) are sent as they are, with their (negative or
- * prologue) offset: user space, which reads the code object anyway, drops them as CPython's
- * _PyFrame_IsIncomplete does. Needs bpf_loop (Linux 5.17). */
+ * py_seen (see there). The thread state is found by native_thread_id in the interpreters' thread
+ * lists, so threads that do not hold the GIL have their frames too; at most about
+ * TP_PY_MAX_INTERPS x TP_PY_MAX_THREADS thread states are looked at in all, and a thread not
+ * found among them gets TP_PY_FAILED (never another thread's frames). Incomplete frames (still in
+ * their prologue) are sent as they are, with their (negative or prologue) offset: user space,
+ * which reads the code object anyway, drops them as CPython's _PyFrame_IsIncomplete does. Needs
+ * bpf_loop (Linux 5.17). */
 static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, __u32 tid,
-						    __u64 *out, __u16 *nr, __u32 *flags,
-						    struct tp_py_new_stack *ns)
+						    __u64 *out, __u16 *nr, __u32 *flags)
 {
 	struct tp_py_state st = {.out = out, .tid = tid, .hash = TP_PY_STACK_SEED};
 	struct tp_py_proc *py;
@@ -314,8 +281,6 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	__u64 cur;
 
 	*nr = 0;
-	if (ns)
-		ns->key = 0;
 	py = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!py || py->start_ns != start_ns)
 		return TP_PY_NONE;
@@ -350,14 +315,16 @@ static __always_inline enum tp_py_result tp_py_walk(__u32 pid, __u64 start_ns, _
 	*nr = st.nr;
 	if (st.nr) {
 		__u64 key = tp_py_stack_end(st.hash, !st.outside, py->image_key, pid, start_ns);
+		__u64 now = bpf_ktime_get_ns();
+		__u8 one = 1;
 
-		if (!bpf_map_lookup_elem(&py_seen, &key)) {
-			if (ns && !st.failed && st.o->code_fields_len) {
-				ns->key = key;
-				ns->outside = st.outside;
-			} else {
-				tp_py_stack_new(py, key, st.outside, flags);
-			}
+		if (!bpf_map_lookup_elem(&py_seen, &key) &&
+		    now - py->woke_ns >= TP_PY_WAKE_GAP_NS) {
+			py->woke_ns = now;
+			/* an image stack: tailprofd adds it once it has named the frames */
+			if (st.outside)
+				bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+			*flags |= TP_SAMPLE_PY_NEW;
 		}
 	}
 	if (st.failed)

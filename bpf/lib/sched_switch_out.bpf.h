@@ -92,7 +92,7 @@ __noinline int current_python_stack(__u32 key)
 	if (!python_on)
 		return 0;
 	r = tp_py_walk(t->tgid, process_start_ns(t), tp_py_current_tid(), sc->py, &sc->nr_py,
-		       &flags, NULL);
+		       &flags);
 	if (r == TP_PY_FAILED)
 		flags |= TP_SAMPLE_PY_FAILED;
 	else if (r == TP_PY_TRUNCATED)

@@ -3,9 +3,8 @@
 """tailprofd's CPU per process started, side by side: two tailprofd binaries (A, B: a baseline
 build and this one) run alternately at their defaults while the same churn runs (RATE process
 starts a second of /bin/true, a 2 ms tp_short, python3.11 -c pass and a Go program), every CPU
-busy; each run's daemon CPU (schedstat of its threads) over the processes started, and its BPF
-programs' run time (BPF statistics; the GC probes' included) over the same. Prints the medians
-and the ratios. Asserts nothing. FREQ: the sampling rate in Hz (default 99, the default's:
+busy; each run's daemon CPU (schedstat of its threads) over the processes started. Prints the
+medians and the ratio. Asserts nothing. FREQ: the sampling rate in Hz (default 99, the default's:
 at 999 the processes' samples, symbolized and spliced with their Python frames, weigh more).
 KINDS: a comma-separated subset of true,short,python,go (default all), to see what one kind of
 process costs (A and B may then be the same binary). Each run first makes tailprofd know the
@@ -18,18 +17,13 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from always_on import alternate, churn_kinds, side_run  # noqa: E402
-from common import bpf_run_s, median  # noqa: E402
-
-GC_RUN_TIME = "tailprof_gc_bpf_run_time_seconds_total"
+from common import median  # noqa: E402
 
 
 def run(binary, programs, seconds, freq):
     r = side_run(binary, freq, programs, seconds)
     m, n, cpu, span = r["m1"], r["starts"], r["cpu"], r["span"]
-    bpf = bpf_run_s(m) - bpf_run_s(r["m0"]) + sum(
-        v - r["m0"].get(k, 0) for k, v in m.items() if k.startswith(GC_RUN_TIME))
     return {"us_per_process": 1e6 * cpu / max(n, 1), "pct": 100 * cpu / span,
-            "bpf_us_per_process": 1e6 * bpf / max(n, 1),
             "starts_per_s": n / span,
             "maps_shared": m.get('tailprof_maps_reads_total{source="shared"}', 0),
             "maps_file": m.get('tailprof_maps_reads_total{source="file"}', 0),
@@ -58,22 +52,18 @@ def main():
     programs = [known[k] for k in kinds if k in known]
     res = alternate(a, b, runs, lambda binary: run(binary, programs, seconds, freq),
                     lambda binary, r: print(
-                        "  %s: %.0f us/process (BPF %.0f), daemon %.2f%%, %.0f starts/s, maps "
-                        "%d read + %d shared + %d from records, %d table builds; in the span "
-                        "%d wake-ups, %d Python processes walked from exec" % (
-                            binary, r["us_per_process"], r["bpf_us_per_process"], r["pct"],
-                            r["starts_per_s"],
+                        "  %s: %.0f us/process, daemon %.2f%%, %.0f starts/s, maps %d read + %d "
+                        "shared + %d from records, %d table builds; in the span %d wake-ups, "
+                        "%d Python processes walked from exec" % (
+                            binary, r["us_per_process"], r["pct"], r["starts_per_s"],
                             r["maps_file"], r["maps_shared"], r["maps_records"], r["builds"],
                             r["wakeups"], r["from_exec"])))
     ma = median([r["us_per_process"] for r in res[a]])
     mb = median([r["us_per_process"] for r in res[b]])
-    ba = median([r["bpf_us_per_process"] for r in res[a]])
-    bb = median([r["bpf_us_per_process"] for r in res[b]])
     print("median daemon CPU per process started: A %.0f us, B %.0f us (B/A %.2f); "
-          "daemon %% of one CPU: A %.2f%%, B %.2f%%; BPF run time per process started (every "
-          "program: the busy load's samples too): A %.0f us, B %.0f us (B/A %.2f)" % (
+          "daemon %% of one CPU: A %.2f%%, B %.2f%%" % (
               ma, mb, mb / ma, median([r["pct"] for r in res[a]]),
-              median([r["pct"] for r in res[b]]), ba, bb, bb / ba))
+              median([r["pct"] for r in res[b]])))
 
 
 if __name__ == "__main__":

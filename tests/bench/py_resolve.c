@@ -81,13 +81,13 @@ int main(int argc, char **argv)
 			frames[s][i] = (struct tp_py_frame){.code = code[i], .info = 8 * (s + 1)};
 	python__drain_begin(py, true);
 	for (int s = 0; s < 3; s++) /* the code objects read, as after a process's first samples */
-		got = python__resolve(py, (uint32_t)pid, 1, frames[s], FUNCS, false, false, out);
+		got = python__resolve(py, (uint32_t)pid, 1, frames[s], FUNCS, false, out);
 	for (int run = 0; run < runs; run++) {
 		double t0 = bench_seconds(CLOCK_PROCESS_CPUTIME_ID);
 
 		for (int i = 0; i < samples; i++)
-			got = python__resolve(py, (uint32_t)pid, 1, frames[i % 3], FUNCS, false,
-					      false, out);
+			got =
+			    python__resolve(py, (uint32_t)pid, 1, frames[i % 3], FUNCS, false, out);
 		per_frame[run] =
 		    (bench_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0) / ((double)samples * FUNCS);
 	}

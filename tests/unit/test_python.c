@@ -20,7 +20,6 @@
 #include <cmocka.h>
 
 #include "python.h"
-#include "python_mem.h"
 #include "python_versions.h"
 #include "test_files.h"
 
@@ -285,8 +284,7 @@ static void check_discovery(const char *python, bool cstack)
 		/* offset 100 code units: past the prologue, no line there */
 		const struct tp_py_frame frames[3] = {{list, 100}, {code, 100}, {0x68, 100}};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 3, false, false, out),
-				 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 3, false, out), 1);
 		assert_true(python__is_object(out[0].f.obj));
 		assert_false(out[0].entry);
 		assert_true(python__line(out[0].f.addr, &pl));
@@ -302,8 +300,7 @@ static void check_discovery(const char *python, bool cstack)
 		 * in its place */
 		const struct tp_py_frame frames[1] = {{bad, 100}};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, false, out),
-				 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "w");
 		assert_string_equal(pl.file, "/x/b\xef\xbf\xbd.py");
@@ -320,8 +317,7 @@ static void check_discovery(const char *python, bool cstack)
 		struct python_stats before;
 
 		python__stats(p, &before);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 7, false, false, out),
-				 5);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 7, false, out), 5);
 		assert_null(out[0].f.obj);
 		assert_true(out[0].entry);
 		assert_true(python__is_object(out[1].f.obj) && !out[1].entry);
@@ -337,8 +333,7 @@ static void check_discovery(const char *python, bool cstack)
 		/* 3.11: is_entry comes with the frame */
 		const struct tp_py_frame frames[2] = {{code, 100 | TP_PY_INFO_ENTRY}, {code, 100}};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 2, false, false, out),
-				 2);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 2, false, out), 2);
 		assert_true(out[0].entry);
 		assert_false(out[1].entry);
 	}
@@ -387,8 +382,7 @@ static void check_reused_code_address(const char *python)
 		const struct tp_py_frame frames[1] = {{first, 0}};
 
 		python__drain_begin(p, true);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, false, out),
-				 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "<module>");
 		assert_string_equal(pl.file, "first.py");
@@ -401,18 +395,15 @@ static void check_reused_code_address(const char *python)
 
 		/* a drain between ticks keeps the last check */
 		python__drain_begin(p, false);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, false, out),
-				 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.file, "first.py");
 		/* unless the sample's stack is new to BPF: then at once */
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, false, out),
-				 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.file, "second.py");
 		python__drain_begin(p, true);
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, false, out),
-				 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.file, "second.py");
 	}
@@ -551,8 +542,7 @@ static void check_exec_template(const char *python, bool in_executable)
 			const struct tp_py_frame frames[1] = {{frozen[1], 0}};
 
 			assert_int_equal(
-			    python__resolve(p, (uint32_t)pid[1], 1, frames, 1, false, false, out),
-			    1);
+			    python__resolve(p, (uint32_t)pid[1], 1, frames, 1, false, out), 1);
 			assert_true(python__line(out[0].f.addr, &pl));
 			assert_string_equal(pl.function, "_find_and_load");
 		}
@@ -624,8 +614,7 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 			python__drain_begin(p, true);
 			python__stats(p, &before);
 			assert_int_equal(
-			    python__resolve(p, (uint32_t)pid[i], 1, frames, 1, false, false, out),
-			    1);
+			    python__resolve(p, (uint32_t)pid[i], 1, frames, 1, false, out), 1);
 			assert_true(python__line(out[0].f.addr, &pl));
 			assert_string_equal(pl.function, "_find_and_load");
 			assert_string_equal(pl.file, "<frozen importlib._bootstrap>");
@@ -639,9 +628,8 @@ static void check_image_codes(const char *python, bool frozen_in_image)
 				assert_int_equal(st.code_reads, before.code_reads + !round);
 				assert_int_equal(st.code_image_hits, 0);
 			}
-			assert_int_equal(python__resolve(p, (uint32_t)pid[i], 1, frames + 1, 1,
-							 false, false, out),
-					 1);
+			assert_int_equal(
+			    python__resolve(p, (uint32_t)pid[i], 1, frames + 1, 1, false, out), 1);
 			assert_true(python__line(out[0].f.addr, &pl));
 			assert_string_equal(pl.function, "work");
 			python__stats(p, &before);
@@ -710,7 +698,7 @@ static void test_line_memo(void **state)
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		const struct tp_py_frame f = {code, (uint64_t)order[i]};
 
-		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, &f, 1, false, false, out), 1);
+		assert_int_equal(python__resolve(p, (uint32_t)pid, 1, &f, 1, false, out), 1);
 		assert_true(python__line(out[0].f.addr, &pl));
 		assert_string_equal(pl.function, "work");
 		assert_int_equal(pl.start_line, first);
@@ -766,165 +754,6 @@ static void test_refuses_other_versions(void **state)
 	rmdir(root);
 }
 
-/* What BPF's sampler sends for the code object at addr of pid (bpf/lib/python_code.bpf.h): the
- * fields' span and the first bytes of the qualname, filename and line table, read here the same
- * way (bytes up to the end of what can be read). */
-static void record_of(const struct py_version *v, pid_t pid, uint64_t addr, struct tp_py_code *rec)
-{
-	uint16_t lo, len;
-	uint64_t ptr[TP_PY_CODE_OBJS];
-	const uint16_t off[TP_PY_CODE_OBJS] = {v->user.co_qualname, v->user.co_filename,
-					       v->user.co_linetable};
-	ssize_t n;
-
-	memset(rec, 0, sizeof(*rec));
-	assert_int_equal(py_code_fields_span(&v->user, &lo, &len), 0);
-	assert_true(len < TP_PY_CODE_FIELDS);
-	assert_int_equal(py_read_mem((uint32_t)pid, addr + lo, rec->fields, len), len);
-	rec->hdr.kind = TP_EV_PY_CODE;
-	rec->hdr.pid = (uint32_t)pid;
-	rec->hdr.start_ns = 1;
-	rec->addr = addr;
-	rec->fields_len = len;
-	for (int i = 0; i < TP_PY_CODE_OBJS; i++)
-		memcpy(&ptr[i], rec->fields + off[i] - lo, 8);
-	for (int i = 0; i < 2; i++) {
-		n = py_read_mem((uint32_t)pid, ptr[i], rec->str[i], TP_PY_CODE_BYTES);
-		assert_true(n > 0);
-		rec->len[i] = (uint16_t)n;
-	}
-	n = py_read_mem((uint32_t)pid, ptr[TP_PY_CODE_LINETABLE], rec->lines, TP_PY_CODE_LINES);
-	assert_true(n > 0);
-	rec->len[TP_PY_CODE_LINETABLE] = (uint16_t)n;
-}
-
-/* The line of the one frame (code, 1 unit: the function's first statement) of process pid as p
- * names it, with new_stack and sent as the sample's flags say; its function into name. */
-static uint32_t line_of(struct python *p, pid_t pid, uint64_t code, bool sent, const char **name)
-{
-	const struct tp_py_frame frames[1] = {{code, 1}};
-	struct python_frame out[1];
-	struct python_line pl;
-
-	assert_int_equal(python__resolve(p, (uint32_t)pid, 1, frames, 1, true, sent, out), 1);
-	assert_true(python__line(out[0].f.addr, &pl));
-	*name = pl.function;
-	return pl.line;
-}
-
-/* Code objects BPF sent (TP_EV_PY_CODE) name their frames, lines included, with nothing read
- * from the process: the records are taken after it is gone. A sample marked sent trusts them (a
- * record naming another object at an address wins over the live object, which a sample not so
- * marked reads again). A record of another process, or one too short for the fields, is unused;
- * a record whose line table was cut short names the function at line 0 until a whole one comes. */
-static void check_sent_code(const char *python)
-{
-	struct python *p = python__new(NULL);
-	unsigned long long work = 0, other = 0;
-	const struct py_version *v;
-	struct tp_py_code *rec[2], *bad;
-	struct python_stats st;
-	const char *name = NULL;
-	char buf[128] = "";
-	bool named;
-	FILE *in;
-	pid_t pid;
-
-	if (access(python, X_OK))
-		skip();
-	v = py_version_of(python, &named);
-	assert_non_null(v);
-	assert_non_null(p);
-	rec[0] = calloc(1, sizeof(*rec[0]));
-	rec[1] = calloc(1, sizeof(*rec[1]));
-	bad = calloc(1, sizeof(*bad));
-	assert_true(rec[0] && rec[1] && bad);
-	in = spawn_python(python,
-			  "import time\n"
-			  "def work():\n"
-			  "    return 1\n"
-			  "def other():\n"
-			  "    return 2\n"
-			  "print(id(work.__code__), id(other.__code__), flush=True)\n"
-			  "time.sleep(30)\n",
-			  &pid);
-	assert_non_null(fgets(buf, sizeof(buf), in));
-	assert_int_equal(sscanf(buf, "%llu %llu", &work, &other), 2);
-	note_until_known(p, pid);
-	record_of(v, pid, work, rec[0]);
-	record_of(v, pid, other, rec[1]);
-
-	/* other's record at work's address, the process alive: a sent sample names other; one
-	 * not sent checks the address and finds work there */
-	*bad = *rec[1];
-	bad->addr = work;
-	python__note_code(p, bad);
-	assert_int_equal(line_of(p, pid, work, true, &name), 5);
-	assert_string_equal(name, "other");
-	assert_int_equal(line_of(p, pid, work, false, &name), 3);
-	assert_string_equal(name, "work");
-	python__stats(p, &st);
-	assert_int_equal(st.code_reads, 1);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	fclose(in);
-
-	/* another process's, and one cut short: unused */
-	*bad = *rec[0];
-	bad->hdr.start_ns = 2;
-	python__note_code(p, bad);
-	*bad = *rec[0];
-	bad->fields_len = 8;
-	python__note_code(p, bad);
-	python__stats(p, &st);
-	assert_int_equal(st.code_records, 3);
-	assert_int_equal(st.code_records_unused, 2);
-
-	/* other's line table cut short: named, no line; then whole */
-	*bad = *rec[1];
-	bad->len[TP_PY_CODE_LINETABLE] = 4;
-	python__note_code(p, bad);
-	assert_int_equal(line_of(p, pid, other, true, &name), 0);
-	assert_string_equal(name, "other");
-	python__note_code(p, rec[1]);
-	assert_int_equal(line_of(p, pid, other, true, &name), 5);
-	assert_string_equal(name, "other");
-	/* work's own record: the same object as cached, kept */
-	python__note_code(p, rec[0]);
-	assert_int_equal(line_of(p, pid, work, true, &name), 3);
-	assert_string_equal(name, "work");
-	python__stats(p, &st);
-	assert_int_equal(st.code_reads, 1);
-	assert_int_equal(st.code_read_failed, 0);
-	assert_int_equal(st.sent_stacks, 4);
-	free(rec[0]);
-	free(rec[1]);
-	free(bad);
-	python__free(p);
-}
-
-static void test_sent_code_debian_311(void **state)
-{
-	check_sent_code("/usr/bin/python3.11");
-}
-
-static void test_sent_code_pyenv_313(void **state)
-{
-	check_sent_code("/root/.pyenv/versions/3.13.0/bin/python3.13");
-}
-
-/* tailprofd gives BPF the code object's fields for each version (python__new): they fit a
- * record's TP_PY_CODE_FIELDS, so every supported version's code objects are sent. */
-static void test_code_fields_fit_a_record(void **state)
-{
-	for (uint32_t i = 0; i < py_nr_versions; i++) {
-		uint16_t lo, len;
-
-		assert_int_equal(py_code_fields_span(&py_versions[i].user, &lo, &len), 0);
-		assert_true(lo >= 8 && len >= 8 && len < TP_PY_CODE_FIELDS);
-	}
-}
-
 /* The BPF walker reads a frame's first TP_PY_FRAME_HEAD bytes: every table's frame fields lie
  * there, and an offset or a field's end past it is refused (tailprofd then keeps that version's
  * processes to native frames, with a warning). */
@@ -976,9 +805,6 @@ int main(void)
 	    cmocka_unit_test(test_line_memo),
 	    cmocka_unit_test(test_refuses_other_versions),
 	    cmocka_unit_test(test_frame_fields_in_the_head),
-	    cmocka_unit_test(test_sent_code_debian_311),
-	    cmocka_unit_test(test_sent_code_pyenv_313),
-	    cmocka_unit_test(test_code_fields_fit_a_record),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
